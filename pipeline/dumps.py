@@ -1,0 +1,91 @@
+"""Finding dumps under a root, and what identifies one: its run id and content fingerprint."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pipeline.errors import InputError
+from pipeline.readers import hiprof
+
+EDGE_BYTES = 64 * 1024
+
+
+def detect(path: Path) -> str | None:
+    """The layout of a dump directory, or None when it is not one profetl reads."""
+    if hiprof.is_result_dir(path):
+        return "hiprof_result_dir"
+    return None
+
+
+def discover(root: Path, max_depth: int = 6) -> list[Path]:
+    """Every dump at or under ``root``; links are not followed, dumps are not searched inside."""
+    root = Path(root)
+    if not root.exists():
+        raise InputError("does not exist", path=str(root))
+    if not root.is_dir():
+        raise InputError("is not a directory", path=str(root))
+    found: list[Path] = []
+
+    def walk(d: Path, depth: int) -> None:
+        if detect(d):
+            found.append(d)
+            return
+        if depth >= max_depth:
+            return
+        try:
+            children = sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink())
+        except OSError:
+            return
+        for c in children:
+            walk(c, depth + 1)
+
+    walk(root, 0)
+    return found
+
+
+def _regular_files(root: Path) -> list[Path]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames.sort()
+        for name in sorted(filenames):
+            p = Path(dirpath) / name
+            if p.is_file() and not p.is_symlink():
+                out.append(p)
+    return out
+
+
+def fingerprint(root: Path) -> str:
+    """Names and sizes of every file, and its first and last 64 KiB.
+
+    Cheap on large dumps, and it changes when a slice is added, removed, truncated,
+    or rewritten at either end.
+    """
+    h = hashlib.sha256()
+    for p in _regular_files(root):
+        rel = p.relative_to(root).as_posix()
+        size = p.stat().st_size
+        h.update(f"{rel}\0{size}\0".encode())
+        with open(p, "rb") as fh:
+            h.update(fh.read(EDGE_BYTES))
+            if size > 2 * EDGE_BYTES:
+                fh.seek(size - EDGE_BYTES)
+                h.update(fh.read(EDGE_BYTES))
+            elif size > EDGE_BYTES:
+                h.update(fh.read())
+    return h.hexdigest()
+
+
+def run_id(collection_start_us: int | None, metadata: dict[str, str]) -> str:
+    """Collection start (UTC) plus a hash of the control files: the same dump gets the
+    same id wherever it is mounted, and two dumps started the same second differ."""
+    h = hashlib.sha256()
+    for name in sorted(metadata):
+        h.update(name.encode() + b"\0" + metadata[name].encode() + b"\0")
+    if collection_start_us is not None:
+        stamp = datetime.fromtimestamp(collection_start_us / 1e6, timezone.utc).strftime("%Y%m%dT%H%M%S")
+    else:
+        stamp = "nostart"
+    return f"{stamp}-{h.hexdigest()[:8]}"

@@ -1,0 +1,57 @@
+"""Typed library errors. The command line turns each into one line and an exit code."""
+
+from __future__ import annotations
+
+
+class ExitCode:
+    """Documented process exit codes (README, docs)."""
+
+    OK = 0
+    FAILED = 1  # a dump, table or query failed; the message names it
+    USAGE = 2  # bad arguments or configuration (Typer uses 2 as well)
+    LOCKED = 3  # another live writer holds the warehouse lock
+
+
+class PipelineError(Exception):
+    """Base of every error the library raises on purpose."""
+
+    exit_code = ExitCode.FAILED
+
+
+class InputError(PipelineError):
+    """A dump cannot be read: missing, not a dump, or a file that is unusable."""
+
+    def __init__(self, message: str, *, path: str | None = None, offset: int | None = None):
+        where = ""
+        if path is not None:
+            where = f"{path}"
+            if offset is not None:
+                where += f" at byte {offset}"
+            where += ": "
+        super().__init__(where + message)
+        self.path = path
+        self.offset = offset
+
+
+class UsageError(PipelineError):
+    exit_code = ExitCode.USAGE
+
+
+class UnknownRun(UsageError):
+    pass
+
+
+class UnknownTable(UsageError):
+    pass
+
+
+class WarehouseLocked(PipelineError):
+    exit_code = ExitCode.LOCKED
+
+
+class TransformFailed(PipelineError):
+    """A SQL transform failed or produced a table that breaks its contract."""
+
+
+class QueryFailed(PipelineError):
+    pass

@@ -1,0 +1,127 @@
+"""Ingest: one dump directory into the warehouse's raw tables, as one run.
+
+The raw part files are written into a temporary folder inside the warehouse, then
+renamed into their partitions under a fresh ingest id. Nothing is visible until the
+run's commit record names that id (``Warehouse.commit``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pipeline import __version__
+from pipeline.contracts import RAW_TABLES
+from pipeline.dumps import detect, fingerprint, run_id as make_run_id
+from pipeline.errors import InputError
+from pipeline.readers import hiprof
+from pipeline.readers.hiprof.files import scan
+from pipeline.readers.issues import IssueLog
+from pipeline.readers.metadata import MetadataError, read_start_info, read_text
+from pipeline.sink import ParquetSink
+from pipeline.warehouse import Warehouse, new_id
+
+
+@dataclass
+class IngestResult:
+    run_id: str
+    source_path: str
+    skipped: bool = False  # unchanged dump already in the warehouse
+    row: dict = field(default_factory=dict)  # the runs row to commit
+    rows_by_table: dict[str, int] = field(default_factory=dict)
+    issues: list[str] = field(default_factory=list)  # one line each
+
+
+def identify(dump: Path) -> tuple[str, int | None, dict[str, str]]:
+    """Run id, collection start and control-file texts, read before any data file."""
+    files = scan(dump)
+    texts: dict[str, str] = {}
+    start_us = None
+    for kind, by_dev in files.control.items():
+        for dev, p in sorted(by_dev.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):
+            rel = p.relative_to(dump).as_posix()
+            try:
+                texts[rel] = read_text(p)
+            except MetadataError:
+                continue
+            if kind == "start_info" and start_us is None:
+                try:
+                    start_us = read_start_info(p).collection_time_begin_us
+                except MetadataError:
+                    pass
+    return make_run_id(start_us, texts), start_us, texts
+
+
+def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
+    """Read ``dump`` into new raw part files; the caller commits (or builds, then commits)."""
+    dump = Path(dump)
+    if not dump.is_dir():
+        raise InputError("is not a directory", path=str(dump))
+    layout = detect(dump)
+    if layout is None:
+        raise InputError("is not a dump profetl can read (no result_dir data/ folder with hiprof-era files)", path=str(dump))
+    t0 = time.monotonic()
+    run_id, _, texts = identify(dump)
+    fp = fingerprint(dump)
+    existing = wh.run(run_id)
+    if existing and existing["fingerprint"] == fp and not force:
+        return IngestResult(run_id, str(dump), skipped=True, row=existing)
+
+    ingest_id = new_id()
+    tmp = wh.temp_dir()
+    paths = {t: tmp / f"{t}.parquet" for t in RAW_TABLES}
+    sink = ParquetSink(paths)
+    log = IssueLog()
+    try:
+        meta = hiprof.read_result_dir(dump, sink, log)
+        sink.write("ingest_issues", _issue_columns(log))
+        sink.close()
+    except BaseException:
+        sink.abort()
+        raise
+    for table, p in paths.items():
+        final = wh.part("raw", table, run_id, ingest_id)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        p.replace(final)
+
+    rows = dict(sink.rows)
+    decoded = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
+    row = {
+        "run_id": run_id,
+        "ingest_id": ingest_id,
+        "build_id": None,
+        "source_path": str(dump),
+        "fingerprint": fp,
+        "layout_generation": meta.layout_generation,
+        "layout": meta.layout,
+        "platform_version": meta.platform_version,
+        "chip": meta.chip,
+        "devices": meta.devices,
+        "metric_set": meta.metric_set,
+        "metric_set_raw": meta.metric_set_raw,
+        "pmu_event_ids": meta.pmu_event_ids,
+        "ai_core_profiling_mode": meta.ai_core_profiling_mode,
+        "collection_start_us": meta.collection_start_us,
+        "ingested_at": datetime.now(timezone.utc),
+        "built_at": None,
+        "ingest_seconds": time.monotonic() - t0,
+        "build_seconds": None,
+        "data_bytes": meta.data_bytes,
+        "records_decoded": decoded,
+        "bytes_skipped": log.bytes_skipped(),
+        "issues": len(log),
+        "tables_filled": sorted(t for t, n in rows.items() if n and t != "ingest_issues"),
+        "status": "ingested",
+        "metadata_json": json.dumps(texts, sort_keys=True),
+        "profetl_version": __version__,
+    }
+    return IngestResult(run_id, str(dump), row=row, rows_by_table=rows, issues=[i.line() for i in log.issues])
+
+
+def _issue_columns(log: IssueLog) -> dict:
+    rows = [i.as_row() for i in log.issues]
+    keys = ["device_id", "source_file", "byte_offset", "byte_length", "kind", "count", "message"]
+    return {k: [r[k] for r in rows] for k in keys}

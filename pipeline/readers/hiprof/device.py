@@ -1,0 +1,96 @@
+"""Device TLV streams of generation 1 (raw-formats §6.1) into canonical columns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+
+from pipeline.layouts import hiprof as L
+from pipeline.readers.clock import DeviceClock
+from pipeline.readers.decode import Batch
+from pipeline.readers.slices import SliceStream
+
+I64 = np.int64
+
+
+def _ns(clock: DeviceClock, syscnt: np.ndarray):
+    ns = clock.to_ns(syscnt)
+    return pa.nulls(len(syscnt), pa.int64()) if ns is None else ns
+
+
+def _base(b: Batch, stream: SliceStream, device_id: int) -> dict:
+    return {
+        "device_id": np.full(len(b.records), device_id, np.int32),
+        "source_file": stream.source_files(b.offsets),
+        "seq": b.seq,
+    }
+
+
+def time_line_states(b: Batch, stream: SliceStream, device_id: int, clock: DeviceClock) -> dict:
+    r = b.records
+    return {
+        **_base(b, stream, device_id),
+        "record_kind": np.full(len(r), "time_line", object),
+        "stream_id": (r["stream_id"] % 2048).astype(np.int32),
+        "task_id": r["task_id"].astype(np.int32),
+        "task_type": r["task_type"].astype(np.int32),
+        "task_state": r["task_state"].astype(np.int32),
+        "timestamp_syscnt": r["timestamp"].astype(I64),
+        "ts_ns": _ns(clock, r["timestamp"]),
+    }
+
+
+def memcpy_states(b: Batch, stream: SliceStream, device_id: int, clock: DeviceClock) -> dict:
+    """TS memcpy receive / start / end as WAITING / RUNNING / COMPLETE of a memory copy task."""
+    r = b.records
+    lut = np.full(256, -1, np.int32)
+    for k, v in L.MEMCPY_STATE_TO_TASK_STATE.items():
+        lut[k] = v
+    state = lut[r["task_state"]]
+    state = np.where(state < 0, 1000 + r["task_state"].astype(np.int32), state)  # unknown: kept, 1000+raw
+    return {
+        **_base(b, stream, device_id),
+        "record_kind": np.full(len(r), "ts_memcpy", object),
+        "stream_id": (r["stream_id"] % 2048).astype(np.int32),
+        "task_id": r["task_id"].astype(np.int32),
+        "task_type": np.full(len(r), L.MEMCPY_TASK_TYPE, np.int32),
+        "task_state": state,
+        "timestamp_syscnt": r["timestamp"].astype(I64),
+        "ts_ns": _ns(clock, r["timestamp"]),
+    }
+
+
+def step_keypoints(b: Batch, stream: SliceStream, device_id: int, clock: DeviceClock) -> dict:
+    r = b.records
+    return {
+        **_base(b, stream, device_id),
+        "model_id": r["model_id"].astype(I64),
+        "index_id": r["index_id"].astype(I64),
+        "tag_id": r["tag_id"].astype(np.int32),
+        "stream_id": (r["stream_id"] % 2048).astype(np.int32),
+        "task_id": r["task_id"].astype(np.int32),
+        "timestamp_syscnt": r["timestamp"].astype(I64),
+        "ts_ns": _ns(clock, r["timestamp"]),
+    }
+
+
+def event_counts(b: Batch, stream: SliceStream, device_id: int, clock: DeviceClock) -> dict:
+    r = b.records
+    overflow = r["overflow"].astype(np.int32)
+    out = {
+        **_base(b, stream, device_id),
+        "record_kind": np.full(len(r), "event_count", object),
+        "stream_id": (r["stream_id"] % 2048).astype(np.int32),
+        "task_id": r["task_id"].astype(np.int32),
+        "task_type": r["task_type"].astype(np.int32),
+        "block_dim": r["block"].astype(np.int32),
+        "total_cycles": r["task_cyc"].astype(np.uint64),
+        "overflow": overflow,
+        # overflow 0 means overflowCycle is all-F filler (raw-formats §6.1)
+        "overflow_cycle": np.where(overflow == 0, np.uint64(0), r["overflow_cycle"]).astype(np.uint64),
+        "timestamp_syscnt": r["timestamp"].astype(I64),
+        "ts_ns": _ns(clock, r["timestamp"]),
+    }
+    for i in range(8):
+        out[f"counter_{i}"] = r["events"][:, i].astype(np.uint64)
+    return out

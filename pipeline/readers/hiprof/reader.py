@@ -1,0 +1,213 @@
+"""Read a generation-1 ``result_dir`` into canonical tables, device by device, stream by stream."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from pipeline.errors import InputError
+from pipeline.layouts import hiprof as L
+from pipeline.readers import metadata as M
+from pipeline.readers.clock import DeviceClock, host_monotonic_ns
+from pipeline.readers.decode import decode_fixed, decode_tlv
+from pipeline.readers.hiprof import device as D
+from pipeline.readers.hiprof import host as H
+from pipeline.readers.hiprof.files import Layout1Files, Stream, scan
+from pipeline.readers.issues import Issue, IssueLog
+from pipeline.readers.names import read_hash_dic
+from pipeline.readers.slices import SliceStream
+
+
+class Sink(Protocol):
+    def write(self, table: str, columns: dict) -> None: ...
+
+
+@dataclass
+class RunMeta:
+    """What the reader learnt about the run as a whole (becomes its ``runs`` row)."""
+
+    layout_generation: int = 1
+    layout: str = "hiprof_result_dir"
+    platform_version: str | None = None
+    chip: str | None = None
+    devices: list[int] = field(default_factory=list)
+    metric_set: str | None = None
+    metric_set_raw: str | None = None
+    pmu_event_ids: list[int] = field(default_factory=list)
+    ai_core_profiling_mode: str | None = None
+    collection_start_us: int | None = None
+    data_bytes: int = 0
+    metadata: dict[str, str] = field(default_factory=dict)  # control file -> full text
+
+
+def _rel(root: Path, p: Path) -> str:
+    return p.relative_to(root).as_posix()
+
+
+def _pick(files: Layout1Files, kind: str, device_id: int) -> Path | None:
+    by_dev = files.control[kind]
+    return by_dev.get(device_id) or by_dev.get(None)
+
+
+def _load(reader, path: Path | None, root: Path, log: IssueLog, device_id: int | None, what: str, required: bool):
+    if path is None:
+        if required:
+            log.add(Issue(what, "missing_file", f"no {what} for device {device_id}", device_id=device_id))
+        return None
+    try:
+        return reader(path)
+    except M.MetadataError as e:
+        log.add(Issue(_rel(root, path), "bad_metadata", str(e), device_id=device_id))
+        return None
+
+
+def _device_row(files: Layout1Files, device_id: int, log: IssueLog, meta: RunMeta) -> tuple[dict, DeviceClock]:
+    root = files.root
+    info_p = _pick(files, "info", device_id)
+    info = _load(M.read_info, info_p, root, log, device_id, f"info.json.{device_id}", True)
+    sample = _load(M.read_sample, _pick(files, "sample", device_id), root, log, device_id, "sample.json", True)
+    start = _load(M.read_start_info, _pick(files, "start_info", device_id), root, log, device_id, f"start_info.{device_id}", False)
+    host_sync = _load(M.read_sync_log, _pick(files, "host_start", device_id), root, log, device_id, f"host_start.log.{device_id}", True)
+    dev_sync = _load(M.read_sync_log, _pick(files, "dev_start", device_id), root, log, device_id, f"dev_start.log.{device_id}", True)
+
+    dinfo = info.device_info[0] if info and info.device_info else None
+    if info is not None and dinfo is None:
+        log.add(Issue(_rel(root, info_p), "bad_metadata", "info.json has no DeviceInfo: device times cannot be converted", device_id=device_id))
+    hwts = dinfo.hwts_mhz if dinfo else None
+    if dinfo is not None and not hwts:
+        log.add(Issue(_rel(root, info_p), "bad_metadata", "DeviceInfo has no usable hwts_frequency: device times stay NULL", device_id=device_id))
+    host_freq = info.host_freq_mhz if info else None
+    host_mon = 0
+    if host_sync is not None and host_sync.clock_monotonic_raw is not None:
+        host_mon = host_monotonic_ns(host_sync.clock_monotonic_raw, host_sync.cntvct_diff, host_freq)
+    dev_cntvct = dev_sync.cntvct if dev_sync is not None and dev_sync.cntvct is not None else 0
+    if dev_sync is not None and dev_sync.cntvct is None:
+        log.add(Issue(_rel(root, _pick(files, "dev_start", device_id)), "bad_metadata", "no cntvct: device times are counted from counter 0", device_id=device_id))
+    clock = DeviceClock(hwts, dev_cntvct, host_mon)
+
+    events: list[int] = []
+    if sample is not None:
+        try:
+            events = sample.event_ids()
+        except M.MetadataError as e:
+            log.add(Issue(_rel(root, _pick(files, "sample", device_id)), "bad_metadata", str(e), device_id=device_id))
+    wall_offset = None
+    if start is not None and start.collection_time_begin_us is not None and start.clock_monotonic_raw_ns is not None:
+        wall_offset = start.collection_time_begin_us * 1000 - start.clock_monotonic_raw_ns
+        if meta.collection_start_us is None:
+            meta.collection_start_us = start.collection_time_begin_us
+    if info is not None and meta.platform_version is None:
+        meta.platform_version = info.platform_version
+        meta.chip = M.CHIPS.get(info.platform_version, f"platform {info.platform_version}")
+    if sample is not None and meta.metric_set_raw is None:
+        meta.metric_set_raw = sample.ai_core_metrics
+        meta.metric_set = M.normalise_metric_set(sample.ai_core_metrics)
+        meta.pmu_event_ids = events
+        meta.ai_core_profiling_mode = sample.ai_core_profiling_mode
+    row = {
+        "device_id": [device_id],
+        "source_file": [_rel(root, info_p) if info_p else None],
+        "platform_version": [info.platform_version if info else None],
+        "chip": [M.CHIPS.get(info.platform_version) if info else None],
+        "hwts_freq_mhz": [hwts],
+        "aic_freq_mhz": [dinfo.aic_mhz if dinfo else None],
+        "ai_core_num": [dinfo.ai_core_num if dinfo else None],
+        "host_freq_mhz": [host_freq],
+        "host_mon_ns": [host_mon],
+        "dev_cntvct": [dev_cntvct],
+        "wall_offset_ns": [wall_offset],
+        "pid": [info.pid_int if info else None],
+        "ai_core_profiling_mode": [sample.ai_core_profiling_mode if sample else None],
+        "metric_set": [M.normalise_metric_set(sample.ai_core_metrics) if sample else None],
+        "metric_set_raw": [sample.ai_core_metrics if sample else None],
+        "pmu_event_ids": [events],
+    }
+    return row, clock
+
+
+def _hashes(streams: list[Stream], kind: str, device_id: int, log: IssueLog) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for s in streams:
+        if s.kind == kind and s.device_id == device_id:
+            for f in s.files:
+                out.update(read_hash_dic(f.path, f.rel, log, device_id))
+    return out
+
+
+def read_result_dir(root: Path, sink: Sink, log: IssueLog) -> RunMeta:
+    root = Path(root)
+    files = scan(root)
+    if not files.streams:
+        raise InputError("no generation-1 data files in data/", path=str(root))
+    meta = RunMeta()
+    for rel in files.unknown:
+        log.add(Issue(rel, "unknown_file", "not a file the generation-1 readers recognise; not read"))
+    for rel in files.not_files:
+        log.add(Issue(rel, "unreadable_file", "named like data but not a regular file inside the dump (directory or link leaving it); not read"))
+    for kind, by_dev in files.control.items():
+        for p in by_dev.values():
+            try:
+                meta.metadata[_rel(root, p)] = M.read_text(p)
+            except M.MetadataError:
+                pass  # reported when the file is parsed
+
+    device_ids = sorted({s.device_id for s in files.streams} | {d for d in files.control["info"] if d is not None})
+    meta.devices = device_ids
+    for dev in device_ids:
+        row, clock = _device_row(files, dev, log, meta)
+        sink.write("devices", row)
+        acl_hash = _hashes(files.streams, "acl_hash", dev, log)
+        ge_hash = _hashes(files.streams, "ge_hash", dev, log)
+        next_infer = 1
+        for s in files.streams:
+            if s.device_id != dev or s.kind in ("acl_hash", "ge_hash"):
+                continue
+            stream = SliceStream(s.files)
+            meta.data_bytes += stream.total
+            if s.kind == "acl":
+                for b in decode_fixed(stream, L.ACL_API, log, dev):
+                    sink.write("api_calls", H.acl_calls(b, stream, dev, acl_hash))
+            elif s.kind == "runtime_api":
+                for b in decode_fixed(stream, L.RUNTIME_API, log, dev):
+                    sink.write("api_calls", H.runtime_calls(b, stream, dev))
+            elif s.kind == "runtime_track":
+                for b in decode_fixed(stream, L.RUNTIME_TASK_TRACK, log, dev):
+                    sink.write("task_ops", H.runtime_track_ops(b, stream, dev))
+            elif s.kind == "ge_task_desc":
+                for b in decode_fixed(stream, L.GE_TASK_DESC, log, dev):
+                    sink.write("task_ops", H.ge_task_ops(b, stream, dev, ge_hash, log))
+            elif s.kind == "ge_model_time":
+                for b in decode_fixed(stream, L.GE_MODEL_TIME, log, dev):
+                    sink.write("inferences", H.model_phases(b, stream, dev, ge_hash, log, next_infer))
+                    next_infer += len(b.records)
+            elif s.kind == "ge_model_load":
+                for b in decode_fixed(stream, L.GE_MODEL_LOAD, log, dev):
+                    sink.write("inferences", H.model_loads(b, stream, dev, ge_hash, log))
+            elif s.kind in ("ts_track", "aicore"):
+                _read_tlv(stream, dev, clock, sink, log)
+    return meta
+
+
+def _read_tlv(stream: SliceStream, dev: int, clock: DeviceClock, sink: Sink, log: IssueLog) -> None:
+    unknown_states = 0
+    for by_tag in decode_tlv(stream, L.DECODED_TAGS, L.COUNTED_TAGS, log, dev):
+        for tag, b in by_tag.items():
+            if tag == L.TIME_LINE.tag:
+                cols = D.time_line_states(b, stream, dev, clock)
+                unknown_states += int((~np.isin(cols["task_state"], list(L.KNOWN_TASK_STATES))).sum())
+                sink.write("task_states", cols)
+            elif tag == L.TS_MEMCPY.tag:
+                cols = D.memcpy_states(b, stream, dev, clock)
+                unknown_states += int((cols["task_state"] >= 1000).sum())
+                sink.write("task_states", cols)
+            elif tag == L.STEP_TRACE.tag:
+                sink.write("step_trace", D.step_keypoints(b, stream, dev, clock))
+            elif tag == L.EVENT_COUNT.tag:
+                sink.write("pmu_counters", D.event_counts(b, stream, dev, clock))
+    if unknown_states:
+        log.add(Issue(stream.files[0].rel, "unknown_state",
+                      f"{unknown_states} task state record(s) with an unrecognised state were kept but take no part in the Task Scheduler",
+                      device_id=dev, count=unknown_states))

@@ -1,0 +1,64 @@
+"""Collecting ``ingest_issues`` rows: every byte not decoded is reported, never dropped silently."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Issue:
+    source_file: str
+    kind: str
+    message: str
+    device_id: int | None = None
+    byte_offset: int | None = None
+    byte_length: int | None = None
+    count: int = 1
+
+    def as_row(self) -> dict:
+        return {
+            "device_id": self.device_id,
+            "source_file": self.source_file,
+            "byte_offset": self.byte_offset,
+            "byte_length": self.byte_length,
+            "kind": self.kind,
+            "count": self.count,
+            "message": self.message,
+        }
+
+    def line(self) -> str:
+        where = self.source_file
+        if self.byte_offset is not None:
+            where += f" at byte {self.byte_offset}"
+        return f"{where}: {self.kind}: {self.message}"
+
+
+@dataclass
+class IssueLog:
+    issues: list[Issue] = field(default_factory=list)
+
+    def add(self, issue: Issue) -> None:
+        self.issues.append(issue)
+
+    def bytes_skipped(self) -> int:
+        return sum(i.byte_length or 0 for i in self.issues if i.kind in BYTE_KINDS)
+
+    def __len__(self) -> int:
+        return len(self.issues)
+
+
+# Issue kinds that stand for bytes of a recognised file that were not decoded into a record.
+BYTE_KINDS = {"truncated_record", "corrupt_stream", "bad_magic", "counted_tag", "unreadable_file"}
+
+
+def runs_of_true(mask: np.ndarray) -> list[tuple[int, int]]:
+    """(start, length) of each run of True in a boolean array, without a loop per element."""
+    if mask.size == 0:
+        return []
+    m = np.concatenate(([False], mask, [False])).astype(np.int8)
+    d = np.diff(m)
+    starts = np.flatnonzero(d == 1)
+    ends = np.flatnonzero(d == -1)
+    return list(zip(starts.tolist(), (ends - starts).tolist()))

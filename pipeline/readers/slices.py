@@ -1,0 +1,92 @@
+"""A stream of slice files read as one byte sequence, in bounded chunks.
+
+Producers cut a record stream into ``*.slice_N`` files at arbitrary byte positions,
+so a record may start in one slice and end in the next (raw-formats §1.6). A
+``SliceStream`` yields the bytes of every slice in order, chunk by chunk, and maps
+any stream offset back to (file, offset in file) for records and issues.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+
+CHUNK_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SliceFile:
+    path: Path
+    rel: str  # path relative to the run root, as stored in source_file
+    size: int
+
+
+class SliceStream:
+    def __init__(self, files: list[SliceFile], chunk_bytes: int = CHUNK_BYTES):
+        self.files = files
+        self.chunk_bytes = chunk_bytes
+        sizes = np.array([f.size for f in files], dtype=np.int64)
+        self.starts = np.concatenate(([0], np.cumsum(sizes)))[:-1] if files else np.zeros(0, np.int64)
+        self.total = int(sizes.sum()) if files else 0
+
+    def chunks(self) -> Iterator[tuple[int, bytes]]:
+        """(stream offset, bytes) for every chunk of every slice, in order."""
+        for f, start in zip(self.files, self.starts.tolist()):
+            with open(f.path, "rb") as fh:
+                pos = start
+                while True:
+                    data = fh.read(self.chunk_bytes)
+                    if not data:
+                        break
+                    yield pos, data
+                    pos += len(data)
+
+    def file_index(self, offsets: np.ndarray) -> np.ndarray:
+        """Index into ``files`` of the slice holding each stream offset."""
+        return np.searchsorted(self.starts, offsets, side="right") - 1
+
+    def locate(self, offset: int) -> tuple[str, int]:
+        i = int(self.file_index(np.array([offset]))[0])
+        return self.files[i].rel, offset - int(self.starts[i])
+
+    def spans(self, offset: int, length: int) -> list[tuple[str, int, int]]:
+        """A stream byte range split into (file, offset in file, length) pieces."""
+        out = []
+        end = offset + length
+        while offset < end:
+            i = int(self.file_index(np.array([offset]))[0])
+            f_end = int(self.starts[i]) + self.files[i].size
+            piece = min(end, f_end) - offset
+            out.append((self.files[i].rel, offset - int(self.starts[i]), piece))
+            offset += piece
+        return out
+
+    def source_files(self, offsets: np.ndarray) -> pa.Array:
+        """``source_file`` of records starting at the given stream offsets (vectorised)."""
+        names = pa.array([f.rel for f in self.files], pa.string())
+        idx = pa.array(self.file_index(offsets).astype(np.int32))
+        return pa.DictionaryArray.from_arrays(idx, names).cast(pa.string())
+
+
+class Carry:
+    """Joins the unread tail of one chunk with the next chunk."""
+
+    def __init__(self) -> None:
+        self.tail = b""
+        self.tail_offset = 0
+
+    def join(self, offset: int, data: bytes) -> tuple[int, np.ndarray]:
+        if self.tail:
+            buf = self.tail + data
+            start = self.tail_offset
+        else:
+            buf, start = data, offset
+        return start, np.frombuffer(buf, dtype=np.uint8)
+
+    def keep(self, start: int, buf: np.ndarray, consumed: int) -> None:
+        self.tail = buf[consumed:].tobytes()
+        self.tail_offset = start + consumed

@@ -1,0 +1,1 @@
+"""Synthetic dumps with known content, written through the readers' own layouts."""

@@ -1,0 +1,381 @@
+"""``profetl synth --layout hiprof``: a complete, consistent generation-1 ``result_dir``.
+
+The generator first decides every event on the run timeline (ns), then encodes it
+with the layouts in ``pipeline.layouts.hiprof`` (the readers' own definitions),
+cutting each stream into slices at arbitrary byte positions so that records straddle
+slice boundaries. It returns a ``Truth`` with every event it wrote.
+
+Clock choices (raw-formats §3): hwts 100 MHz, so one device tick is 10 ns and every
+device time is a multiple of 10 ns, exactly representable; host structs are ns.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.layouts import HOST_MAGIC
+from pipeline.layouts import hiprof as L
+from pipeline.synth.truth import ApiCall, DeviceTruth, Inference, Op, Pmu, TaskInstance, TaskState, Truth
+
+METRIC_SET_EVENTS = {
+    # hiprof names (seed document) and msprof names; raw-formats §8, analysis-and-exports §A3.1
+    "aicorePipeline": [0x8, 0xA, 0x9, 0xB, 0xC, 0xD, 0x55, 0x54],
+    "PipeUtilization": [0x8, 0xA, 0x9, 0xB, 0xC, 0xD, 0x54, 0x55],
+    "aicoreMemoryBandwidth": [0x15, 0x16, 0x31, 0x32, 0xF, 0x10, 0x12, 0x13],
+    "Memory": [0x15, 0x16, 0x31, 0x32, 0xF, 0x10, 0x12, 0x13],
+    "aicoreArithmeticThroughput": [0x49, 0x4A, 0x4B, 0x4C, 0x4D, 0x4E, 0x4F],
+    "ArithmeticUtilization": [0x49, 0x4A, 0x4B, 0x4C, 0x4D, 0x4E, 0x4F],
+}
+OP_TYPES = ["Conv2D", "MatMul", "Add", "Relu", "Cast", "TransData"]
+ACL_CATEGORY = {1: "acl_op", 2: "acl_model", 3: "acl_rts", 4: "acl_others"}
+HWTS_MHZ, AIC_MHZ, AI_CORE_NUM = 100, 1000, 2
+AI_CORE_TASK, AI_CPU_TASK = 0, 1
+
+
+@dataclass
+class HiprofConfig:
+    seed: int = 0
+    devices: int = 1
+    streams: int = 2
+    inferences: int = 3
+    tasks: int = 8  # kernel tasks per inference (task ids 1..tasks, reused every inference)
+    slice_bytes: int = 4096
+    aicore: bool = True  # write aicore.data (EVENT_COUNT)
+    metric_set: str = "aicorePipeline"
+    memcpy: bool = True  # one TS memcpy task per inference
+    step_trace: bool = True
+    p_waiting: float = 0.7
+    p_pending: float = 0.7
+    drop_complete: int = 0  # task instances whose COMPLETE record is not written
+    names: str = "slice"  # slice: <name>.<dev>.slice_N; legacy: older infer-style names
+    hashed_names: bool = True  # some op/model names go through Framework.hash_dic
+
+
+def _r10(x: int) -> int:
+    return (x // 10) * 10
+
+
+def generate(out: Path, cfg: HiprofConfig | None = None) -> Truth:
+    cfg = cfg or HiprofConfig()
+    if cfg.metric_set not in METRIC_SET_EVENTS:
+        raise ValueError(f"metric set {cfg.metric_set!r}; known: {', '.join(METRIC_SET_EVENTS)}")
+    out = Path(out)
+    (out / "data").mkdir(parents=True, exist_ok=True)
+    events = METRIC_SET_EVENTS[cfg.metric_set]
+    truth = Truth(layout="hiprof", metric_set=cfg.metric_set, event_ids=list(events))
+    _write_json(out / "sample.json", {
+        "devices": ",".join(str(d) for d in range(cfg.devices)),
+        "ai_core_profiling": "on" if cfg.aicore else "off",
+        "ai_core_profiling_mode": "task-based",
+        "ai_core_metrics": cfg.metric_set,
+        "ai_core_profiling_events": ",".join(hex(e) for e in events),
+        "aicore_sampling_interval": 10,
+        "llc_profiling": "read",
+        "ts_timeline": "on",
+        "runtimeApi": "on",
+        "acl": "on",
+    })
+    for d in range(cfg.devices):
+        _device(out, cfg, d, truth)
+    return truth
+
+
+def _device(out: Path, cfg: HiprofConfig, d: int, truth: Truth) -> None:
+    rng = random.Random(cfg.seed * 7919 + d)
+    dev = DeviceTruth(d, HWTS_MHZ, AIC_MHZ, AI_CORE_NUM, host_mon_ns=5_000_000_000_000 + d * 1_000_000,
+                      dev_cntvct=1_000_000_000 + d * 123_457, pid=4321)
+    truth.devices.append(dev)
+    tid = 4322
+    _control_files(out, dev)
+    streams = [5 + i for i in range(max(1, cfg.streams))]
+    ops = []
+    for j in range(cfg.tasks):
+        op_type = OP_TYPES[j % len(OP_TYPES)]
+        is_cpu = j % 5 == 4
+        ops.append(Op(d, streams[j % len(streams)], j + 1, f"{op_type.lower()}_{j}", op_type,
+                      rng.choice([1, 2, 4, 8]), "AI_CPU" if is_cpu else "AI_CORE"))
+    truth.ops.extend(ops)
+    memcpy_task = (streams[0], cfg.tasks + 1)
+
+    acl, rt, states, pmu, infers = [], [], [], [], []
+    t = dev.host_mon_ns + 2_000_000
+    acl.append(ApiCall(d, "acl", "aclmdlLoadFromFile", 2, dev.pid, tid, None, t, t + 50_000))
+    acl.append(ApiCall(d, "acl", "aclrtMalloc", 3, dev.pid, tid, None, t + 60_000, t + 62_000))
+    rt.append(ApiCall(d, "runtime", "rtMalloc", None, None, tid, None, t + 60_500, t + 61_500))
+    load = (t + 1_000, t + 49_000)
+    desc_ts = t + 10_000
+    t += 100_000
+    instances: list[TaskInstance] = []
+    for k in range(1, cfg.inferences + 1):
+        inp = (t, t + 20_000)
+        infer_start = t + 21_000
+        cursor = infer_start + 1_000
+        last_end = infer_start
+        for op in ops:
+            launch = (cursor, cursor + 2_000)
+            rt.append(ApiCall(d, "runtime", "rtKernelLaunch", None, None, tid, op.stream_id, *launch, task_ids=[op.task_id]))
+            base = _r10(launch[1] + 500)
+            waiting = base if rng.random() < cfg.p_waiting else None
+            pending = base + 1_000 if rng.random() < cfg.p_pending else None
+            running = base + 2_000 + rng.randint(0, 50) * 10
+            complete = running + rng.randint(100, 2_000) * 10
+            task_type = AI_CPU_TASK if op.task_type == "AI_CPU" else AI_CORE_TASK
+            instances.append(TaskInstance(d, k, op.stream_id, op.task_id, task_type, "time_line", op.op_name,
+                                          waiting, pending, running, complete))
+            last_end = max(last_end, complete)
+            cursor += 3_000
+        if cfg.memcpy:
+            launch = (cursor, cursor + 1_500)
+            rt.append(ApiCall(d, "runtime", "rtMemcpyAsync", None, None, tid, memcpy_task[0], *launch, task_ids=[memcpy_task[1]]))
+            recv = _r10(launch[1] + 500)
+            start = recv + 500
+            end = start + rng.randint(50, 500) * 10
+            instances.append(TaskInstance(d, k, memcpy_task[0], memcpy_task[1], L.MEMCPY_TASK_TYPE, "ts_memcpy", None,
+                                          recv, None, start, end))
+            last_end = max(last_end, end)
+            cursor += 2_000
+        infer_end = _r10(max(last_end, cursor) + 5_000)
+        for s in streams:
+            rt.append(ApiCall(d, "runtime", "rtStreamSynchronize", None, None, tid, s, cursor, infer_end - 1_000))
+        out_phase = (infer_end + 1_000, infer_end + 16_000)
+        step = (_r10(infer_start + 500), _r10(infer_end - 500)) if cfg.step_trace else None
+        infers.append(Inference(d, k, 1, "resnet50", inp, (infer_start, infer_end), out_phase, step))
+        acl.append(ApiCall(d, "acl", "aclmdlExecute", 2, dev.pid, tid, None, t + 20_500, out_phase[1] + 500))
+        t = out_phase[1] + 50_000
+
+    # Instances whose COMPLETE goes missing (kernel tasks only).
+    kernel = [i for i, x in enumerate(instances) if x.kind == "time_line"]
+    for i in rng.sample(kernel, min(cfg.drop_complete, len(kernel))):
+        instances[i].complete_ns = None
+
+    for x in instances:
+        if x.kind == "ts_memcpy":
+            seq = [(L.WAITING, x.waiting_ns), (L.RUNNING, x.running_ns), (L.COMPLETE, x.complete_ns)]
+        else:
+            seq = [(L.WAITING, x.waiting_ns), (L.PENDING, x.pending_ns), (L.RUNNING, x.running_ns)]
+            if x.task_type == AI_CORE_TASK:
+                seq.append((L.AI_CORE_START, x.running_ns + 100))
+                if x.complete_ns is not None:
+                    seq.append((L.AI_CORE_DONE, x.complete_ns - 100))
+            seq.append((L.COMPLETE, x.complete_ns))
+        for state, ts in seq:
+            if ts is not None:
+                states.append(TaskState(d, x.stream_id, x.task_id, x.task_type, state, ts, x.kind))
+        if cfg.aicore and x.kind == "time_line" and x.task_type == AI_CORE_TASK and x.complete_ns is not None:
+            op = next(o for o in ops if (o.stream_id, o.task_id) == (x.stream_id, x.task_id))
+            cyc = rng.randint(1_000, 200_000)
+            counters = [rng.randint(0, cyc) for _ in truth.event_ids]
+            if 0x54 in truth.event_ids and 0x55 in truth.event_ids:
+                i54, i55 = truth.event_ids.index(0x54), truth.event_ids.index(0x55)
+                counters[i55] = rng.randint(0, counters[i54])
+            counters += [0] * (8 - len(counters))
+            pmu.append(Pmu(d, x.stream_id, x.task_id, op.block_dim, cyc, counters, x.complete_ns - 100))
+    instances.sort(key=lambda x: (x.running_ns, x.stream_id, x.task_id))
+    truth.api_calls.extend(acl + rt)
+    truth.states.extend(states)
+    truth.instances.extend(instances)
+    truth.pmu.extend(pmu)
+    truth.inferences.extend(infers)
+    _write_host(out, cfg, d, acl, rt, ops, desc_ts, infers, load, rng)
+    _write_device(out, cfg, dev, states, pmu, infers)
+
+
+# --- encoding -------------------------------------------------------------------------
+
+
+def _write_json(path: Path, obj: dict) -> None:
+    path.write_text(json.dumps(obj, separators=(",", ":")) + "\n")
+
+
+def _control_files(out: Path, dev: DeviceTruth) -> None:
+    d = dev.device_id
+    _write_json(out / f"info.json.{d}", {
+        "jobInfo": "NA", "devices": str(d), "platform_version": "0", "pid": str(dev.pid),
+        "hostname": "synth", "memoryTotal": 16384, "netCard": [], "version": "1.0",
+        "CPU": [{"Id": 0, "Name": "synth", "Frequency": "", "Logical_CPU_Count": 2, "Type": "synth"}],
+        "DeviceInfo": [{"id": d, "hwts_frequency": str(dev.hwts_mhz), "aic_frequency": str(dev.aic_mhz),
+                        "aiv_frequency": str(dev.aic_mhz), "ai_core_num": dev.ai_core_num, "aiv_num": 0}],
+    })
+    wall0_us = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z
+    start_mon = dev.host_mon_ns - 1_000_000
+    _write_json(out / f"start_info.{d}", {
+        "collectionDateBegin": "2026-01-01 00:00:00.000000", "collectionTimeBegin": str(wall0_us),
+        "clockMonotonicRaw": str(start_mon)})
+    _write_json(out / f"end_info.{d}", {
+        "collectionDateEnd": "2026-01-01 00:01:00.000000", "collectionTimeEnd": str(wall0_us + 60_000_000),
+        "clockMonotonicRaw": str(start_mon + 60_000_000_000)})
+    # clock_realtime first: the 2022 msprof reader takes these lines by position.
+    (out / f"host_start.log.{d}").write_text(
+        f"[Device{d}]\nclock_realtime: {wall0_us * 1000 + 1_000_000}\nclock_monotonic_raw: {dev.host_mon_ns}\n"
+        f"cntvct: {dev.dev_cntvct}\ncntvct_diff: 0\n")
+    (out / f"dev_start.log.{d}").write_text(
+        f"clock_realtime: {wall0_us * 1000 + 1_000_000}\nclock_monotonic_raw: {dev.host_mon_ns}\ncntvct: {dev.dev_cntvct}\n")
+
+
+def _name(cfg: HiprofConfig, stem: str, d: int, legacy_stem: str | None = None) -> callable:
+    if cfg.names == "legacy":
+        return lambda n: f"{legacy_stem or stem}.{d}.{n}"
+    return lambda n: f"{stem}.{d}.slice_{n}"
+
+
+def _write_slices(out: Path, namer, data: bytes, slice_bytes: int) -> None:
+    if not data:
+        return
+    for n, pos in enumerate(range(0, len(data), slice_bytes)):
+        chunk = data[pos:pos + slice_bytes]
+        path = out / "data" / namer(n)
+        path.write_bytes(chunk)
+        (path.parent / (path.name + ".done")).write_text(f"filesize:{len(chunk)}\n")
+
+
+def _api_bytes(calls: list[ApiCall]) -> bytes:
+    a = L.ACL_API.zeros(len(calls))
+    a["magic"], a["data_tag"] = HOST_MAGIC, L.ACL_API.tag
+    for i, c in enumerate(calls):
+        a[i]["api_type"], a[i]["begin"], a[i]["end"] = c.api_type, c.start_ns, c.end_ns
+        a[i]["pid"], a[i]["tid"], a[i]["api_name"] = c.pid, c.tid, c.name.encode()
+    return a.tobytes()
+
+
+def _runtime_bytes(calls: list[ApiCall]) -> bytes:
+    a = L.RUNTIME_API.zeros(len(calls))
+    a["magic"], a["data_tag"] = HOST_MAGIC, L.RUNTIME_API.tag
+    for i, c in enumerate(calls):
+        a[i]["tid"], a[i]["entry"], a[i]["exit"] = c.tid, c.start_ns, c.end_ns
+        a[i]["api_name"] = c.name.encode()
+        a[i]["stream_id"] = L.NO_STREAM if c.stream_id is None else c.stream_id
+        a[i]["task_num"] = len(c.task_ids)
+        for j, task in enumerate(c.task_ids):
+            a[i]["task_pairs"][j] = (task, 0)
+    return a.tobytes()
+
+
+def _write_host(out, cfg, d, acl, rt, ops, desc_ts, infers, load, rng) -> None:
+    hashes: dict[int, str] = {}
+
+    def name_field(rec, field: str, text: str, hashed: bool) -> None:
+        if hashed:
+            h = 10_000_000_000 + len(hashes) * 7 + d
+            hashes[h] = text
+            rec[field + "_kind"], rec[field + "_hash"] = 0, h
+        else:
+            rec[field + "_kind"], rec[field] = 1, text.encode()
+
+    by_cat: dict[int, list[ApiCall]] = {}
+    for c in acl:
+        by_cat.setdefault(c.api_type, []).append(c)
+    for cat, calls in sorted(by_cat.items()):
+        _write_slices(out, _name(cfg, f"AclModule.{ACL_CATEGORY[cat]}", d), _api_bytes(calls), cfg.slice_bytes)
+    _write_slices(out, _name(cfg, "Runtime.api", d, "Runtime.runtime.data"), _runtime_bytes(rt), cfg.slice_bytes)
+
+    g = L.GE_TASK_DESC.zeros(len(ops))
+    g["magic"], g["data_tag"] = HOST_MAGIC, L.GE_TASK_DESC.tag
+    for i, op in enumerate(ops):
+        g[i]["task_type"] = 1 if op.task_type == "AI_CPU" else 0
+        name_field(g[i], "op_name", op.op_name, cfg.hashed_names and i % 3 == 2)
+        name_field(g[i], "op_type", op.op_type, cfg.hashed_names and i % 4 == 3)
+        g[i]["timestamp"], g[i]["block_dims"], g[i]["model_id"] = desc_ts + i * 10, op.block_dim, 1
+        g[i]["stream_id"], g[i]["task_id"], g[i]["tid"] = op.stream_id, op.task_id, 4322
+    _write_slices(out, _name(cfg, "Framework.task_desc_info", d), g.tobytes(), cfg.slice_bytes)
+
+    m = L.GE_MODEL_TIME.zeros(len(infers))
+    m["magic"], m["data_tag"] = HOST_MAGIC, L.GE_MODEL_TIME.tag
+    for i, x in enumerate(infers):
+        m[i]["model_id"], m[i]["request_id"], m[i]["tid"] = x.model_id, x.infer_id, 4322
+        name_field(m[i], "model_name", x.model_name, cfg.hashed_names and d % 2 == 1)
+        m[i]["input_start"], m[i]["input_end"] = x.input
+        m[i]["infer_start"], m[i]["infer_end"] = x.infer
+        m[i]["output_start"], m[i]["output_end"] = x.output
+    _write_slices(out, _name(cfg, "Framework.model_time_info_1_0", d), m.tobytes(), cfg.slice_bytes)
+
+    ld = L.GE_MODEL_LOAD.zeros(1)
+    ld["magic"], ld["data_tag"], ld["model_id"] = HOST_MAGIC, L.GE_MODEL_LOAD.tag, 1
+    name_field(ld[0], "model_name", "resnet50", False)
+    ld["start"], ld["end"] = load
+    _write_slices(out, _name(cfg, "Framework.model_load_info_1", d), ld.tobytes(), cfg.slice_bytes)
+
+    if hashes:
+        text = "".join(f"{k}:{v}\n" for k, v in hashes.items())
+        (out / "data" / f"Framework.hash_dic.{d}.slice_0").write_text(text)
+
+
+def _syscnt(dev: DeviceTruth, ns: np.ndarray) -> np.ndarray:
+    # inverse of raw-formats §3.1; exact because every device time is a multiple of 10 ns
+    return (ns - dev.host_mon_ns) * dev.hwts_mhz // 1000 + dev.dev_cntvct
+
+
+def _interleave(parts: list[tuple[np.ndarray, np.ndarray]]) -> bytes:
+    """Records of several sizes, each with a sort time, into one byte stream in time order."""
+    if not parts:
+        return b""
+    times = np.concatenate([t for _, t in parts])
+    sizes = np.concatenate([np.full(len(r), r.dtype.itemsize, np.int64) for r, _ in parts])
+    which = np.concatenate([np.full(len(r), i, np.int64) for i, (r, _) in enumerate(parts)])
+    index = np.concatenate([np.arange(len(r)) for r, _ in parts])
+    order = np.argsort(times, kind="stable")
+    offsets = np.concatenate(([0], np.cumsum(sizes[order])))[:-1]
+    buf = np.zeros(int(sizes.sum()), np.uint8)
+    for i, (rec, _) in enumerate(parts):
+        sel = which[order] == i
+        raw = rec.view(np.uint8).reshape(len(rec), rec.dtype.itemsize)[index[order][sel]]
+        pos = offsets[sel][:, None] + np.arange(rec.dtype.itemsize)[None, :]
+        buf[pos] = raw
+    return buf.tobytes()
+
+
+def _tlv(layout, n: int):
+    a = layout.zeros(n)
+    a["mode"], a["tag"], a["buf_size"] = 1, layout.tag, layout.size
+    return a
+
+
+def _write_device(out: Path, cfg: HiprofConfig, dev: DeviceTruth, states, pmu, infers) -> None:
+    d = dev.device_id
+    tl = [s for s in states if s.kind == "time_line"]
+    mc = [s for s in states if s.kind == "ts_memcpy"]
+    parts = []
+    a = _tlv(L.TIME_LINE, len(tl))
+    if tl:
+        ts = np.array([s.ts_ns for s in tl], np.int64)
+        a["task_type"] = [s.task_type for s in tl]
+        a["task_state"] = [s.state for s in tl]
+        a["stream_id"] = [s.stream_id for s in tl]
+        a["task_id"] = [s.task_id for s in tl]
+        a["timestamp"] = _syscnt(dev, ts)
+        a["device_id"] = d
+        parts.append((a, ts))
+    if mc:
+        m = _tlv(L.TS_MEMCPY, len(mc))
+        ts = np.array([s.ts_ns for s in mc], np.int64)
+        inverse = {v: k for k, v in L.MEMCPY_STATE_TO_TASK_STATE.items()}
+        m["task_state"] = [inverse[s.state] for s in mc]
+        m["stream_id"] = [s.stream_id for s in mc]
+        m["task_id"] = [s.task_id for s in mc]
+        m["timestamp"] = _syscnt(dev, ts)
+        parts.append((m, ts))
+    steps = [x for x in infers if x.step is not None]
+    if steps:
+        st = _tlv(L.STEP_TRACE, 2 * len(steps))
+        ts = np.array([t for x in steps for t in x.step], np.int64)
+        st["timestamp"] = _syscnt(dev, ts)
+        st["index_id"] = [x.infer_id for x in steps for _ in (0, 1)]
+        st["model_id"] = [x.model_id for x in steps for _ in (0, 1)]
+        st["tag_id"] = [tag for _ in steps for tag in (0, 1)]
+        parts.append((st, ts))
+    _write_slices(out, _name(cfg, "ts_track.data", d, "ts_track.data.50"), _interleave(parts), cfg.slice_bytes)
+    if cfg.aicore and pmu:
+        e = _tlv(L.EVENT_COUNT, len(pmu))
+        ts = np.array([p.ts_ns for p in pmu], np.int64)
+        e["stream_id"] = [p.stream_id for p in pmu]
+        e["task_id"] = [p.task_id for p in pmu]
+        e["overflow_cycle"] = np.uint64(2**64 - 1)
+        e["events"] = np.array([p.counters for p in pmu], np.uint64)
+        e["task_cyc"] = [p.total_cycles for p in pmu]
+        e["timestamp"] = _syscnt(dev, ts)
+        e["block"] = [p.block_dim for p in pmu]
+        _write_slices(out, _name(cfg, "aicore.data", d, "aicore.data.50"), _interleave([(e, ts)]), cfg.slice_bytes)

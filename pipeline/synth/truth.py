@@ -1,0 +1,110 @@
+"""What a synthetic dump contains, in plain values: the ground truth tests compare against.
+
+Times are integer ns on the run timeline (host monotonic raw), before any encoding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class DeviceTruth:
+    device_id: int
+    hwts_mhz: int
+    aic_mhz: int
+    ai_core_num: int
+    host_mon_ns: int
+    dev_cntvct: int
+    pid: int
+
+
+@dataclass
+class ApiCall:
+    device_id: int
+    level: str  # acl | runtime
+    name: str
+    api_type: int | None  # AscendCL tag; None for runtime
+    pid: int | None
+    tid: int
+    stream_id: int | None  # None: no stream (written as 65535)
+    start_ns: int
+    end_ns: int
+    task_ids: list[int] = field(default_factory=list)
+
+
+@dataclass
+class TaskState:
+    device_id: int
+    stream_id: int
+    task_id: int
+    task_type: int
+    state: int  # TIME_LINE state (memcpy mapped: receive 1, start 2, end 3)
+    ts_ns: int
+    kind: str  # time_line | ts_memcpy
+
+
+@dataclass
+class TaskInstance:
+    device_id: int
+    infer_id: int
+    stream_id: int
+    task_id: int
+    task_type: int
+    kind: str
+    op_name: str | None
+    waiting_ns: int | None
+    pending_ns: int | None
+    running_ns: int
+    complete_ns: int | None  # None: COMPLETE was not written (the instance is dropped)
+
+
+@dataclass
+class Op:
+    device_id: int
+    stream_id: int
+    task_id: int
+    op_name: str
+    op_type: str
+    block_dim: int
+    task_type: str
+
+
+@dataclass
+class Pmu:
+    device_id: int
+    stream_id: int
+    task_id: int
+    block_dim: int
+    total_cycles: int
+    counters: list[int]
+    ts_ns: int
+
+
+@dataclass
+class Inference:
+    device_id: int
+    infer_id: int
+    model_id: int
+    model_name: str
+    input: tuple[int, int]
+    infer: tuple[int, int]
+    output: tuple[int, int]
+    step: tuple[int, int] | None  # step-trace MODEL_START / MODEL_END, None when not written
+
+
+@dataclass
+class Truth:
+    layout: str
+    metric_set: str
+    event_ids: list[int]
+    devices: list[DeviceTruth] = field(default_factory=list)
+    api_calls: list[ApiCall] = field(default_factory=list)
+    states: list[TaskState] = field(default_factory=list)
+    instances: list[TaskInstance] = field(default_factory=list)
+    ops: list[Op] = field(default_factory=list)
+    pmu: list[Pmu] = field(default_factory=list)
+    inferences: list[Inference] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)

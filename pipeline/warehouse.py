@@ -1,0 +1,193 @@
+"""The warehouse folder: hive-partitioned Parquet, one commit record per run, one writer at a time.
+
+Layout::
+
+    <warehouse>/raw/<table>/run_id=<id>/part-<ingest_id>.parquet
+    <warehouse>/marts/<table>/run_id=<id>/part-<build_id>.parquet
+    <warehouse>/runs/run_id=<id>/run.parquet     # the commit record, replaced atomically
+    <warehouse>/.lock                            # the writer's pid
+
+Part files carry the id of the ingest or build that wrote them. A run's ``run.parquet``
+names the current ids, so new part files can be written next to the old ones and
+become visible in one ``os.replace`` of ``run.parquet``; files no commit names are
+leftovers of an interrupted writer and are removed under the lock.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import shutil
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.contracts import contract
+from pipeline.errors import UnknownRun, UsageError, WarehouseLocked
+
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+TABLE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def new_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
+
+
+def check_run_id(run_id: str) -> str:
+    if not RUN_ID.match(run_id or ""):
+        raise UsageError(f"{run_id!r} is not a valid run id")
+    return run_id
+
+
+@dataclass
+class Warehouse:
+    path: Path
+
+    def __post_init__(self) -> None:
+        self.path = Path(self.path)
+
+    # --- paths ---------------------------------------------------------------------
+    def part(self, layer: str, table: str, run_id: str, part_id: str) -> Path:
+        if not TABLE.match(table):
+            raise UsageError(f"{table!r} is not a valid table name")
+        check_run_id(run_id)
+        return self.path / layer / table / f"run_id={run_id}" / f"part-{part_id}.parquet"
+
+    def run_file(self, run_id: str) -> Path:
+        return self.path / "runs" / f"run_id={check_run_id(run_id)}" / "run.parquet"
+
+    # --- runs ----------------------------------------------------------------------
+    def runs(self) -> list[dict]:
+        """Committed runs, oldest collection first."""
+        rows = []
+        base = self.path / "runs"
+        if not base.is_dir():
+            return rows
+        for f in sorted(base.glob("run_id=*/run.parquet")):
+            try:
+                rows.extend(pq.read_table(f).to_pylist())
+            except (OSError, pa.ArrowInvalid):
+                continue  # a torn file cannot exist (atomic replace); skip anything foreign
+        rows.sort(key=lambda r: (r.get("collection_start_us") or 0, r["run_id"]))
+        return rows
+
+    def run(self, run_id: str) -> dict | None:
+        f = self.run_file(run_id)
+        if not f.exists():
+            return None
+        return pq.read_table(f).to_pylist()[0]
+
+    def resolve(self, run_ref: str | None) -> dict:
+        """A committed run by id, unique id prefix, or ``latest``."""
+        runs = self.runs()
+        if not runs:
+            raise UnknownRun(f"the warehouse {self.path} has no runs yet")
+        if run_ref in (None, "latest"):
+            return max(runs, key=lambda r: r["ingested_at"])
+        exact = [r for r in runs if r["run_id"] == run_ref]
+        if exact:
+            return exact[0]
+        prefix = [r for r in runs if r["run_id"].startswith(run_ref)]
+        if len(prefix) == 1:
+            return prefix[0]
+        if prefix:
+            raise UnknownRun(f"run id {run_ref!r} is ambiguous: {', '.join(r['run_id'] for r in prefix[:5])}")
+        raise UnknownRun(f"no run {run_ref!r} in {self.path} (see `profetl runs`)")
+
+    def current_files(self, layer: str, table: str, runs: list[dict] | None = None) -> list[Path]:
+        key = "ingest_id" if layer == "raw" else "build_id"
+        out = []
+        for r in self.runs() if runs is None else runs:
+            if r.get(key):
+                f = self.part(layer, table, r["run_id"], r[key])
+                if f.exists():
+                    out.append(f)
+        return out
+
+    def commit(self, row: dict) -> None:
+        """Make ``row`` the run's current state: one atomic rename."""
+        f = self.run_file(row["run_id"])
+        f.parent.mkdir(parents=True, exist_ok=True)
+        tmp = f.with_name(f".run-{secrets.token_hex(4)}.tmp")
+        table = pa.Table.from_pylist([row], schema=contract("raw", "runs").schema)
+        pq.write_table(table, tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, f)
+
+    def sweep(self) -> int:
+        """Remove part files and temp files that no commit names. Call under the lock."""
+        current = {}
+        for r in self.runs():
+            current[r["run_id"]] = {r.get("ingest_id"), r.get("build_id")}
+        removed = 0
+        for layer in ("raw", "marts"):
+            for f in (self.path / layer).glob("*/run_id=*/*"):
+                run_id = f.parent.name.split("=", 1)[1]
+                part_id = f.name[len("part-"):-len(".parquet")] if f.name.startswith("part-") else None
+                if part_id not in current.get(run_id, set()):
+                    f.unlink(missing_ok=True)
+                    removed += 1
+        for f in (self.path / "runs").glob("run_id=*/.run-*.tmp"):
+            f.unlink(missing_ok=True)
+            removed += 1
+        tmp = self.path / ".tmp"
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+        return removed
+
+    def temp_dir(self) -> Path:
+        d = self.path / ".tmp" / secrets.token_hex(4)
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    # --- the writer lock -----------------------------------------------------------------
+    @contextmanager
+    def writer(self, wait_seconds: float = 0.0):
+        """Hold the warehouse's writer lock; a lock whose process is gone is broken."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        lock = self.path / ".lock"
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                os.write(fd, str(os.getpid()).encode())
+                os.close(fd)
+                break
+            except FileExistsError:
+                holder = _lock_holder(lock)
+                if holder is not None and not _alive(holder):
+                    lock.unlink(missing_ok=True)  # stale: its writer died
+                    continue
+                if time.monotonic() >= deadline:
+                    raise WarehouseLocked(f"{lock} is held by process {holder}; another writer is running") from None
+                time.sleep(0.2)
+        try:
+            self.sweep()
+            yield self
+        finally:
+            lock.unlink(missing_ok=True)
+
+
+def _lock_holder(lock: Path) -> int | None:
+    try:
+        text = lock.read_text().strip()
+        return int(text) if text.isdigit() else None
+    except OSError:
+        return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
