@@ -1,0 +1,132 @@
+-- ai_core_metrics: one row per AI Core task PMU record: time, pipeline ratios, memory bandwidth.
+--
+-- Grain:   (run_id, device_id, seq) - one PMU record of one task instance
+-- Sources: stg_pmu_records, stg_task_ops
+-- Follows: the per-task formulas of msprof (analysis-and-exports §A3.3, §A3.4, §A3.6;
+--          raw-formats §8), with the event ids of the run's sample.json:
+--            aicore_time = total_cycles / f_aic / block_dim * ceil(block_dim / ai_core_num)
+--            <pipe>_ratio = counter / total_cycles;  <pipe>_time = ratio * aicore_time
+--            icache_miss_rate = icache_miss / icache_req
+--            memory_bound = mte2_ratio / max(mac_ratio, vec_ratio)
+--            bandwidth = counter * bytes_per_request / (total_cycles / f_aic) / 2^33  (GB/s)
+--          Choices where msprof's paths disagree (§D):
+--          * main memory bytes per request: 8*8, as the per-task Python and the C++ paths
+--            (the Ascend310 SQL path uses 256*8, 32x more: §D1); denominator task_cyc / f
+--            (core-seconds) as those paths, not the SQL path's aicore_time.
+--          * l1_write: 128*8 (C++ and SQL) rather than the Python path's 256*8.
+--          * icache_miss_rate with no icache requests, memory_bound with mac and vec ratios
+--            both 0, aicore_time with block_dim or ai_core_num 0: NULL (undefined) rather
+--            than msprof's 0 / N/A mixture (§D3, §D4, §C9).
+--          * the mte2/mte3 correction of main-memory bandwidth applies only when one metric
+--            set holds both; no standard set does, and it is not applied.
+--          A metric whose event was not programmed is NULL. Rows ordered by record time.
+-- Columns:
+--   device_id              -       device
+--   task_id                -       task id ("Task ID")
+--   stream_id              -       stream id ("Stream ID")
+--   op_name                -       operator name; NULL when unknown ("Op Name")
+--   ts_ns                  ns      PMU record time, the task's end ("Time")
+--   block_dim              blocks  blocks the task ran ("Block Dim")
+--   aicore_time_us         us      time to execute all instructions ("aicore_time(us)")
+--   total_cycles           cycles  cycles of all blocks ("total_cycles")
+--   vec_time_us            us      Vector instruction time ("vec_time(us)")
+--   vec_ratio              -       Vector cycles / total cycles ("vec_ratio")
+--   mac_time_us            us      Cube instruction time ("mac_time(us)")
+--   mac_ratio              -       Cube cycles / total cycles ("mac_ratio")
+--   scalar_time_us         us      Scalar instruction time ("scalar_time(us)")
+--   scalar_ratio           -       Scalar cycles / total cycles ("scalar_ratio")
+--   mte1_time_us           us      MTE1 (L1 to L0A/L0B) time ("mte1_time(us)")
+--   mte1_ratio             -       MTE1 cycles / total cycles ("mte1_ratio")
+--   mte2_time_us           us      MTE2 (DDR to AI Core) time ("mte2_time(us)")
+--   mte2_ratio             -       MTE2 cycles / total cycles ("mte2_ratio")
+--   mte3_time_us           us      MTE3 (AI Core to DDR) time ("mte3_time(us)")
+--   mte3_ratio             -       MTE3 cycles / total cycles ("mte3_ratio")
+--   icache_miss_rate       -       I-Cache misses / requests ("icache_miss_rate")
+--   memory_bound           -       mte2_ratio / max(mac_ratio, vec_ratio); >= 1 means memory-bound ("memory_bound")
+--   ub_read_bw_gbps        GB/s    Unified Buffer read bandwidth ("ub_read_bw(GB/s)")
+--   ub_write_bw_gbps       GB/s    Unified Buffer write bandwidth ("ub_write_bw(GB/s)")
+--   l1_read_bw_gbps        GB/s    L1 read bandwidth ("l1_read_bw(GB/s)")
+--   l1_write_bw_gbps       GB/s    L1 write bandwidth ("l1_write_bw(GB/s)")
+--   l2_read_bw_gbps        GB/s    L2 read bandwidth ("l2_read_bw(GB/s)")
+--   l2_write_bw_gbps       GB/s    L2 write bandwidth ("l2_write_bw(GB/s)")
+--   main_mem_read_bw_gbps  GB/s    main memory read bandwidth ("main_mem_read_bw(GB/s)")
+--   main_mem_write_bw_gbps GB/s    main memory write bandwidth ("main_mem_write_bw(GB/s)")
+
+with records as (
+    select
+        *,
+        total_cycles::double as cycles,
+        -- core-seconds of the task: cycles / Hz
+        total_cycles::double / nullif(aic_freq_mhz * 1e6, 0) as core_seconds,
+        total_cycles::double / nullif(aic_freq_mhz, 0) / nullif(block_dim, 0)
+            * ceil(block_dim / nullif(ai_core_num, 0)::double) as aicore_time_us
+    from stg_pmu_records
+),
+
+first_ops as (
+    select device_id, stream_id, task_id, arg_min(op_name, (ts_ns, seq)) as op_name
+    from stg_task_ops
+    group by device_id, stream_id, task_id
+),
+
+named as (
+    select
+        records.*,
+        coalesce(ops.op_name, first_ops.op_name) as op_name
+    from records
+    asof left join stg_task_ops as ops
+        on records.device_id = ops.device_id
+        and records.stream_id = ops.stream_id
+        and records.task_id = ops.task_id
+        and records.ts_ns >= ops.ts_ns
+    left join first_ops
+        on records.device_id = first_ops.device_id
+        and records.stream_id = first_ops.stream_id
+        and records.task_id = first_ops.task_id
+),
+
+ratios as (
+    select
+        *,
+        vec_cycles / nullif(cycles, 0) as vec_ratio,
+        mac_cycles / nullif(cycles, 0) as mac_ratio,
+        scalar_cycles / nullif(cycles, 0) as scalar_ratio,
+        mte1_cycles / nullif(cycles, 0) as mte1_ratio,
+        mte2_cycles / nullif(cycles, 0) as mte2_ratio,
+        mte3_cycles / nullif(cycles, 0) as mte3_ratio
+    from named
+)
+
+select
+    device_id,
+    task_id,
+    stream_id,
+    op_name,
+    ts_ns,
+    block_dim,
+    aicore_time_us,
+    total_cycles,
+    vec_ratio * aicore_time_us as vec_time_us,
+    vec_ratio,
+    mac_ratio * aicore_time_us as mac_time_us,
+    mac_ratio,
+    scalar_ratio * aicore_time_us as scalar_time_us,
+    scalar_ratio,
+    mte1_ratio * aicore_time_us as mte1_time_us,
+    mte1_ratio,
+    mte2_ratio * aicore_time_us as mte2_time_us,
+    mte2_ratio,
+    mte3_ratio * aicore_time_us as mte3_time_us,
+    mte3_ratio,
+    icache_miss::double / nullif(icache_req, 0) as icache_miss_rate,
+    mte2_ratio / nullif(greatest(mac_ratio, vec_ratio), 0) as memory_bound,
+    ub_read_req * (256.0 * 4) / nullif(core_seconds, 0) / 8589934592.0 as ub_read_bw_gbps,
+    ub_write_req * (256.0 * 4) / nullif(core_seconds, 0) / 8589934592.0 as ub_write_bw_gbps,
+    l1_read_req * (256.0 * 16) / nullif(core_seconds, 0) / 8589934592.0 as l1_read_bw_gbps,
+    l1_write_req * (128.0 * 8) / nullif(core_seconds, 0) / 8589934592.0 as l1_write_bw_gbps,
+    l2_read_req * (256.0 * 8) / nullif(core_seconds, 0) / 8589934592.0 as l2_read_bw_gbps,
+    l2_write_req * (256.0 * 8) / nullif(core_seconds, 0) / 8589934592.0 as l2_write_bw_gbps,
+    main_read_req * (8.0 * 8) / nullif(core_seconds, 0) / 8589934592.0 as main_mem_read_bw_gbps,
+    main_write_req * (8.0 * 8) / nullif(core_seconds, 0) / 8589934592.0 as main_mem_write_bw_gbps
+from ratios
+order by device_id, ts_ns, seq

@@ -1,0 +1,60 @@
+-- build_issues: one row per (device, check) that found something while building the reports.
+--
+-- Grain:   (run_id, device_id, kind)
+-- Sources: stg_task_instances, stg_pmu_records, stg_task_ops
+-- Follows: nothing in msprof, which drops these silently (analysis-and-exports §C1);
+--          they are counted so that no loss goes unreported.
+-- Columns:
+--   device_id      -     device
+--   kind           -     dropped_task_instances, pmu_without_op, pmu_without_block_dim
+--   count          -     how many instances or records
+--   message        -     one-line explanation
+
+with dropped as (
+    select device_id, sum(dropped_instances)::bigint as n
+    from stg_task_instances
+    group by device_id
+),
+
+pmu_unnamed as (
+    select pmu.device_id, count(*) as n
+    from stg_pmu_records as pmu
+    anti join stg_task_ops as ops
+        on pmu.device_id = ops.device_id
+        and pmu.stream_id = ops.stream_id
+        and pmu.task_id = ops.task_id
+    group by pmu.device_id
+),
+
+pmu_no_blocks as (
+    select device_id, count(*) as n
+    from stg_pmu_records
+    where block_dim = 0
+    group by device_id
+)
+
+select device_id, kind, count, message
+from (
+    select
+        device_id,
+        'dropped_task_instances' as kind,
+        n as count,
+        'task instance(s) without a COMPLETE state; left out of task_scheduler and topdown_inference' as message
+    from dropped
+    where n > 0
+    union all
+    select
+        device_id,
+        'pmu_without_op',
+        n,
+        'AI Core PMU record(s) whose (stream, task) has no GE task description; op_name is NULL'
+    from pmu_unnamed
+    union all
+    select
+        device_id,
+        'pmu_without_block_dim',
+        n,
+        'AI Core PMU record(s) with block dim 0; aicore_time and the *_time columns are NULL'
+    from pmu_no_blocks
+)
+order by device_id, kind

@@ -1,0 +1,139 @@
+-- task_scheduler: one row per (device, task type, API, task, stream, op) with its instances'
+-- times split into waiting, running and pending.
+--
+-- Grain:   (run_id, device_id, task_type, api_name, task_id, stream_id, op_name)
+-- Sources: stg_task_instances (complete instances), stg_task_launches, stg_task_ops
+-- Follows: msprof _get_task_schedule_sql and calculate_task_schedule_data
+--          (analysis-and-exports §A2.3), per instance:
+--            running = complete - running (0 without RUNNING)
+--            waiting = running - waiting, or complete - waiting when RUNNING is missing or
+--                      earlier than WAITING (0 without WAITING)
+--            pending = complete - pending, so it spans pending and running (0 without
+--                      PENDING); kept as msprof defines it so the numbers compare (§D5)
+--            duration = complete - running, or complete - pending without RUNNING
+--          Time = sum of running, Time(%) = its share of the device's total running time,
+--          rows sorted by Time(%) descending. Values stay in integer ns (msprof prints us).
+--          Choices: msprof forces batch id 0 on Ascend310, so a task id reused across
+--          inferences is one row with Count > 1 (kept). The API is the runtime call whose
+--          task list holds (stream, task) and that started last before the instance (msprof
+--          lets the last call of the whole run win, §5 of msprof-2022-run). The op is the
+--          GE task description of (stream, task) reported last before the instance, else
+--          the first one. Op name is part of the key, so distinct ops never merge. An
+--          instance with neither RUNNING nor PENDING has no duration (msprof would count
+--          complete - 0); instances without COMPLETE are not here (see build_issues).
+-- Columns:
+--   device_id      -     device
+--   time_pct       %     share of the device's total running time ("Time(%)")
+--   time_ns        ns    total running time of the instances ("Time(ns)")
+--   task_count     -     number of task instances ("Count")
+--   avg_ns         ns    mean instance duration ("Avg(ns)")
+--   min_ns         ns    shortest instance duration ("Min(ns)")
+--   max_ns         ns    longest instance duration ("Max(ns)")
+--   waiting_ns     ns    total waiting time ("Waiting(ns)")
+--   running_ns     ns    total running time ("Running(ns)")
+--   pending_ns     ns    total pending time, msprof's definition ("Pending(ns)")
+--   task_type      -     task type name ("Type")
+--   api_name       -     runtime API that launched the task; NULL when none did ("API")
+--   task_id        -     task id ("Task ID")
+--   op_name        -     operator name; NULL when unknown ("Op Name")
+--   stream_id      -     stream id ("Stream ID")
+
+with instances as (
+    select
+        *,
+        coalesce(running_ns, pending_ns, waiting_ns, complete_ns) as start_ns
+    from stg_task_instances
+    where is_complete
+),
+
+with_api as (
+    select
+        instances.*,
+        launches.api_name
+    from instances
+    asof left join stg_task_launches as launches
+        on instances.device_id = launches.device_id
+        and instances.stream_id = launches.stream_id
+        and instances.task_id = launches.task_id
+        and instances.start_ns >= launches.start_ns
+),
+
+first_ops as (
+    select device_id, stream_id, task_id, arg_min(op_name, (ts_ns, seq)) as op_name
+    from stg_task_ops
+    group by device_id, stream_id, task_id
+),
+
+with_op as (
+    select
+        with_api.*,
+        coalesce(ops.op_name, first_ops.op_name) as op_name
+    from with_api
+    asof left join stg_task_ops as ops
+        on with_api.device_id = ops.device_id
+        and with_api.stream_id = ops.stream_id
+        and with_api.task_id = ops.task_id
+        and with_api.start_ns >= ops.ts_ns
+    left join first_ops
+        on with_api.device_id = first_ops.device_id
+        and with_api.stream_id = first_ops.stream_id
+        and with_api.task_id = first_ops.task_id
+),
+
+per_instance as (
+    select
+        device_id,
+        task_type_name as task_type,
+        api_name,
+        task_id,
+        op_name,
+        stream_id,
+        coalesce(complete_ns - running_ns, 0) as running_dur,
+        case
+            when waiting_ns is null then 0
+            when running_ns is null or running_ns < waiting_ns then complete_ns - waiting_ns
+            else running_ns - waiting_ns
+        end as waiting_dur,
+        coalesce(complete_ns - pending_ns, 0) as pending_dur,
+        coalesce(complete_ns - running_ns, complete_ns - pending_ns) as dur
+    from with_op
+),
+
+groups as (
+    select
+        device_id,
+        task_type,
+        api_name,
+        task_id,
+        op_name,
+        stream_id,
+        sum(running_dur) as time_ns,
+        count(*) as task_count,
+        avg(dur) as avg_ns,
+        min(dur) as min_ns,
+        max(dur) as max_ns,
+        sum(waiting_dur) as waiting_ns,
+        sum(running_dur) as running_ns,
+        sum(pending_dur) as pending_ns
+    from per_instance
+    group by device_id, task_type, api_name, task_id, op_name, stream_id
+)
+
+select
+    device_id,
+    100.0 * time_ns / nullif(sum(time_ns) over (partition by device_id), 0) as time_pct,
+    time_ns,
+    task_count,
+    avg_ns,
+    min_ns,
+    max_ns,
+    waiting_ns,
+    running_ns,
+    pending_ns,
+    task_type,
+    api_name,
+    task_id,
+    op_name,
+    stream_id
+from groups
+order by device_id, time_pct desc nulls last, task_id, stream_id, task_type, api_name, op_name

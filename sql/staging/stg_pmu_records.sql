@@ -1,0 +1,83 @@
+-- stg_pmu_records: one row per AI Core task PMU record, counters named by their event.
+--
+-- Grain:   (device_id, seq)
+-- Sources: pmu_counters, devices
+-- Follows: counter slot i holds the i-th event of sample.json ai_core_profiling_events
+--          (raw-formats §6.1, §8); the event ids come from the run, never from a default
+--          list, so hiprof and msprof metric-set names behave the same. Only AI Core task
+--          records (task_type 0) are kept, as msprof's metric rows are (§A3.7).
+-- Columns:
+--   device_id          -       device
+--   seq                -       record index within the aicore stream
+--   stream_id          -       stream id
+--   task_id            -       task id
+--   block_dim          blocks  blocks of the task (EVENT_COUNT block)
+--   total_cycles       cycles  task cycles summed over blocks
+--   ts_ns              ns      record time (task end)
+--   aic_freq_mhz       MHz     AI Core frequency of the device
+--   ai_core_num        cores   AI Cores of the device
+--   vec_cycles         cycles  event 0x08 vec_busy_cycles; NULL when not programmed
+--   mac_cycles         cycles  event 0x0a cube_busy_cycles
+--   scalar_cycles      cycles  event 0x09 scalar_busy_cycles
+--   mte1_cycles        cycles  event 0x0b mte1_busy_cycles
+--   mte2_cycles        cycles  event 0x0c mte2_busy_cycles
+--   mte3_cycles        cycles  event 0x0d mte3_busy_cycles
+--   icache_req         count   event 0x54 icache_req
+--   icache_miss        count   event 0x55 icache_miss
+--   ub_read_req        count   event 0x15
+--   ub_write_req       count   event 0x16
+--   l1_read_req        count   event 0x31
+--   l1_write_req       count   event 0x32
+--   l2_read_req        count   event 0x0f
+--   l2_write_req       count   event 0x10
+--   main_read_req      count   event 0x12
+--   main_write_req     count   event 0x13
+
+with records as (
+    select
+        pmu.device_id,
+        pmu.seq,
+        pmu.stream_id,
+        pmu.task_id,
+        pmu.block_dim,
+        pmu.total_cycles,
+        pmu.ts_ns,
+        devices.aic_freq_mhz,
+        devices.ai_core_num,
+        devices.pmu_event_ids as events,
+        [
+            pmu.counter_0, pmu.counter_1, pmu.counter_2, pmu.counter_3,
+            pmu.counter_4, pmu.counter_5, pmu.counter_6, pmu.counter_7
+        ] as counters
+    from pmu_counters as pmu
+    left join devices on pmu.device_id = devices.device_id
+    where pmu.record_kind = 'event_count' and pmu.task_type = 0
+)
+
+select
+    device_id,
+    seq,
+    stream_id,
+    task_id,
+    block_dim,
+    total_cycles,
+    ts_ns,
+    aic_freq_mhz,
+    ai_core_num,
+    counters[list_position(events, 8)] as vec_cycles,
+    counters[list_position(events, 10)] as mac_cycles,
+    counters[list_position(events, 9)] as scalar_cycles,
+    counters[list_position(events, 11)] as mte1_cycles,
+    counters[list_position(events, 12)] as mte2_cycles,
+    counters[list_position(events, 13)] as mte3_cycles,
+    counters[list_position(events, 84)] as icache_req,
+    counters[list_position(events, 85)] as icache_miss,
+    counters[list_position(events, 21)] as ub_read_req,
+    counters[list_position(events, 22)] as ub_write_req,
+    counters[list_position(events, 49)] as l1_read_req,
+    counters[list_position(events, 50)] as l1_write_req,
+    counters[list_position(events, 15)] as l2_read_req,
+    counters[list_position(events, 16)] as l2_write_req,
+    counters[list_position(events, 18)] as main_read_req,
+    counters[list_position(events, 19)] as main_write_req
+from records
