@@ -1,0 +1,1 @@
+"""The ``profetl`` command line: a thin Typer layer over the library."""

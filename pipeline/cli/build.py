@@ -1,0 +1,43 @@
+"""profetl build: run the SQL transforms for runs already ingested."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from pipeline.cli import common as C
+from pipeline.jobs import rebuild
+
+
+def command(
+    run_ids: Annotated[list[str] | None, typer.Argument(help="Runs to build (id, unique prefix or latest); default: runs not built yet.", show_default=False)] = None,
+    all_runs: Annotated[bool, typer.Option("--all", help="Rebuild every run.")] = False,
+    warehouse: C.WarehouseOpt = None,
+    memory_limit: C.MemoryOpt = "1GB",
+    threads: C.ThreadsOpt = 0,
+    json_: C.JsonOpt = False,
+) -> None:
+    """Build the report tables (marts) of ingested runs from their raw tables.
+
+    Example: profetl build latest
+    """
+    wh = C.warehouse(warehouse)
+    done = []
+    with C.errors(), wh.writer():
+        if run_ids:
+            targets = [wh.resolve(r) for r in run_ids]
+        else:
+            targets = [r for r in wh.runs() if all_runs or not r.get("build_id")]
+        for run in targets:
+            o = rebuild(wh, run, memory_limit, threads or None)
+            done.append(o)
+    if json_:
+        C.print_json([{"run_id": o.run_id, "rows": o.build.rows_by_mart, "issues": o.issues} for o in done])
+        return
+    if not done:
+        C.out.print("nothing to build (every run is built; --all rebuilds)")
+    for o in done:
+        C.out.print(f"built      {o.run_id} in {o.build.seconds:.2f} s", highlight=False)
+        for line in o.issues:
+            C.out.print(f"           - {line}", highlight=False, markup=False)

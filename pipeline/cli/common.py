@@ -1,0 +1,76 @@
+"""Options shared by every command, output helpers, and the error boundary."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from pipeline.errors import ExitCode, PipelineError
+from pipeline.warehouse import Warehouse
+
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 220)
+err = Console(stderr=True, soft_wrap=True)
+
+WarehouseOpt = Annotated[
+    Path,
+    typer.Option("--warehouse", "-w", envvar="PROFETL_WAREHOUSE",
+                 help="Warehouse folder (default: $PROFETL_WAREHOUSE, else ./warehouse).",
+                 show_default=False),
+]
+DEFAULT_WAREHOUSE = Path("warehouse")
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON instead of a table.")]
+MemoryOpt = Annotated[str, typer.Option("--memory-limit", help="DuckDB memory limit for the build (spills to disk beyond it).")]
+ThreadsOpt = Annotated[int, typer.Option("--threads", help="DuckDB threads for the build (0: one per core).")]
+
+
+def warehouse(path: Path | None) -> Warehouse:
+    return Warehouse(path or DEFAULT_WAREHOUSE)
+
+
+@contextmanager
+def errors() -> Iterator[None]:
+    """Library errors become one line on stderr and the error's exit code; no traceback."""
+    try:
+        yield
+    except PipelineError as e:
+        err.print(f"profetl: error: {e}", markup=False, highlight=False)
+        raise typer.Exit(e.exit_code) from None
+    except OSError as e:
+        where = f"{e.filename}: " if e.filename else ""
+        err.print(f"profetl: error: {where}{e.strerror or e}", markup=False, highlight=False)
+        raise typer.Exit(ExitCode.FAILED) from None
+
+
+def interactive() -> bool:
+    return sys.stderr.isatty() and not os.environ.get("CI")
+
+
+def _jsonable(v):
+    if isinstance(v, datetime):
+        return v.isoformat()
+    if isinstance(v, Path):
+        return str(v)
+    return v
+
+
+def print_json(obj) -> None:
+    out.print_json(json.dumps(obj, default=_jsonable))
+
+
+def print_table(title: str | None, headers: list[str], rows: list[list[str]], caption: str | None = None) -> None:
+    t = Table(title=title, caption=caption, title_justify="left", caption_justify="left", show_lines=False)
+    for h in headers:
+        t.add_column(h, overflow="fold")
+    for r in rows:
+        t.add_row(*r)
+    out.print(t)

@@ -1,0 +1,48 @@
+"""The root ``profetl`` app: every command lives in its own module."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from pipeline import __version__
+from pipeline.cli import build, export, ingest, query, run, runs, show, synth
+
+app = typer.Typer(
+    name="profetl",
+    help="Ascend NPU profiling dumps into a Parquet warehouse, and the profiling tool's analysis tables.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+COMMANDS = {
+    "run": run.command,
+    "ingest": ingest.command,
+    "build": build.command,
+    "runs": runs.command,
+    "show": show.command,
+    "export": export.command,
+    "query": query.command,
+    "synth": synth.command,
+}
+for name, fn in COMMANDS.items():
+    app.command(name)(fn)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"profetl {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    """Ascend NPU profiling dumps into a Parquet warehouse, and the profiling tool's analysis tables."""
+
+
+def main() -> None:
+    app()

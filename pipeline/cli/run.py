@@ -1,0 +1,75 @@
+"""profetl run: ingest and build every dump under the given roots (the nightly entry point)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipeline.cli import common as C
+from pipeline.cli.show import print_run
+from pipeline.errors import ExitCode
+from pipeline.jobs import Outcome, run_roots
+
+
+def command(
+    roots: Annotated[list[Path], typer.Argument(help="Dump directories, or folders to search for dumps.", show_default=False)],
+    warehouse: C.WarehouseOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Re-ingest dumps whose content is unchanged.")] = False,
+    show: Annotated[bool, typer.Option("--show", help="Print the five tables of each run afterwards.")] = False,
+    memory_limit: C.MemoryOpt = "1GB",
+    threads: C.ThreadsOpt = 0,
+    json_: C.JsonOpt = False,
+) -> None:
+    """Ingest and build every dump found under ROOTS, each as its own run.
+
+    Keeps going when a dump fails and ends with a summary. Exit codes: 0 every dump
+    built or unchanged; 1 some dumps failed (each is named with its reason); 2 usage
+    error; 3 the warehouse is locked by another live writer.
+
+    Example: profetl run data/sample --show
+    """
+    wh = C.warehouse(warehouse)
+    with C.errors(), wh.writer():
+        progress = (lambda d: C.err.print(f"reading {d}", highlight=False)) if C.interactive() and not json_ else None
+        outcomes = run_roots(wh, roots, force=force, memory_limit=memory_limit, threads=threads or None, on_dump=progress)
+    if json_:
+        C.print_json([_summary(o) for o in outcomes])
+    else:
+        for o in outcomes:
+            _print_outcome(o)
+        ok = sum(o.status != "failed" for o in outcomes)
+        C.out.print(f"{len(outcomes)} dump(s): {ok} done, {len(outcomes) - ok} failed", highlight=False)
+        if show:
+            for o in outcomes:
+                if o.run_id and o.status != "failed":
+                    with C.errors():
+                        print_run(wh, o.run_id, None, limit=None)
+    if any(o.status == "failed" for o in outcomes):
+        raise typer.Exit(ExitCode.FAILED)
+
+
+def _summary(o: Outcome) -> dict:
+    row = (o.ingest.row if o.ingest else {}) or {}
+    return {
+        "source_path": o.source_path, "status": o.status, "run_id": o.run_id, "error": o.error,
+        "records_decoded": row.get("records_decoded"), "bytes_skipped": row.get("bytes_skipped"),
+        "issues": o.issues,
+    }
+
+
+def _print_outcome(o: Outcome) -> None:
+    if o.status == "failed":
+        C.out.print(f"failed     {o.source_path}: {o.error}", highlight=False, markup=False)
+        return
+    row = o.ingest.row if o.ingest else {}
+    detail = ""
+    if o.status != "unchanged" and row:
+        detail = f" ({row['records_decoded']} records, {row['bytes_skipped']} bytes skipped, {len(o.issues)} issue(s))"
+    label = "unchanged" if o.status == "unchanged" else o.status
+    C.out.print(f"{label:<10} {o.run_id}  {o.source_path}{detail}", highlight=False, markup=False)
+    for line in o.issues[:10]:
+        C.out.print(f"           - {line}", highlight=False, markup=False)
+    if len(o.issues) > 10:
+        C.out.print(f"           ... {len(o.issues) - 10} more (profetl query \"select * from ingest_issues\")", highlight=False, markup=False)

@@ -1,0 +1,46 @@
+"""profetl show: a run's tables in the terminal, shaped like the profiling tool's result views."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from pipeline.cli import common as C
+from pipeline.report import TABLES, VIEWS, sections
+from pipeline.warehouse import Warehouse
+
+
+def print_run(wh: Warehouse, run_ref: str, table: str | None, limit: int | None, as_json: bool = False) -> None:
+    run = wh.resolve(run_ref)
+    tables = [table] if table else [t for t, _ in VIEWS]
+    found = [s for t in tables for s in sections(wh, run["run_id"], t, limit)]
+    if as_json:
+        C.print_json([{"table": s.table, "headers": s.headers, "rows": s.rows, "total_rows": s.total_rows} for s in found])
+        return
+    C.out.print(f"Run {run['run_id']}  ({run['chip']}, devices {','.join(map(str, run['devices']))}, {run['source_path']})", highlight=False)
+    for s in found:
+        more = f"{s.total_rows - len(s.rows)} more row(s): --limit 0 shows all" if len(s.rows) < s.total_rows else None
+        if not s.total_rows:
+            C.out.print(f"\n{s.title}: no rows for this run", highlight=False)
+            continue
+        C.print_table(s.title, s.headers, s.rows, caption=more)
+
+
+def command(
+    run: Annotated[str, typer.Argument(help="Run id, unique prefix, or latest.")] = "latest",
+    table: Annotated[str | None, typer.Argument(help=f"One of: {', '.join(TABLES)}. Default: the five result views.", show_default=False)] = None,
+    limit: Annotated[int, typer.Option("--limit", help="Rows per table (0: all).")] = 50,
+    warehouse: C.WarehouseOpt = None,
+    json_: C.JsonOpt = False,
+) -> None:
+    """Show a run's Runtime API, Task Scheduler, AI Core, AscendCL and top-down tables.
+
+    Example: profetl show latest task_scheduler --limit 10
+    """
+    if table is not None and table not in TABLES:
+        C.err.print(f"profetl: error: no table {table!r}; use one of {', '.join(TABLES)}", highlight=False)
+        raise typer.Exit(2)
+    wh = C.warehouse(warehouse)
+    with C.errors():
+        print_run(wh, run, table, limit or None, json_)

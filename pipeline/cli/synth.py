@@ -1,0 +1,51 @@
+"""profetl synth: write a synthetic dump with known content."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pipeline.cli import common as C
+from pipeline.errors import UsageError
+from pipeline.synth.hiprof import METRIC_SET_EVENTS, HiprofConfig, generate
+
+
+def command(
+    out_dir: Annotated[Path, typer.Argument(help="Directory to create (must not exist or be empty).", show_default=False)],
+    layout: Annotated[str, typer.Option("--layout", help="Layout to write: hiprof (generation 1 result_dir).")] = "hiprof",
+    seed: Annotated[int, typer.Option(help="Random seed; the same seed writes the same bytes.")] = 0,
+    devices: Annotated[int, typer.Option(help="Devices.")] = 1,
+    streams: Annotated[int, typer.Option(help="Streams per device.")] = 2,
+    inferences: Annotated[int, typer.Option(help="Inferences per device.")] = 3,
+    tasks: Annotated[int, typer.Option(help="Kernel tasks per inference.")] = 8,
+    slice_bytes: Annotated[int, typer.Option("--slice-bytes", help="Slice size in bytes.")] = 4096,
+    aicore: Annotated[bool, typer.Option("--aicore/--no-aicore", help="Write aicore.data (AI Core PMU).")] = True,
+    metric_set: Annotated[str, typer.Option("--metric-set", help=f"One of: {', '.join(METRIC_SET_EVENTS)}.")] = "aicorePipeline",
+    drop_complete: Annotated[int, typer.Option("--drop-complete", help="Task instances to write without COMPLETE.")] = 0,
+    names: Annotated[str, typer.Option(help="slice (<name>.<dev>.slice_N) or legacy (older <name>.<dev>.<n>).")] = "slice",
+    truth: Annotated[Path | None, typer.Option("--truth", help="Also write every event as JSON to this file.")] = None,
+) -> None:
+    """Write a complete, consistent synthetic dump, and optionally its ground truth.
+
+    Example: profetl synth --layout hiprof --devices 2 --inferences 5 /tmp/dump
+    """
+    with C.errors():
+        if layout != "hiprof":
+            raise UsageError(f"layout {layout!r}; this version writes: hiprof")
+        if out_dir.exists() and any(out_dir.iterdir()):
+            raise UsageError(f"{out_dir} exists and is not empty")
+        if names not in ("slice", "legacy"):
+            raise UsageError("--names takes slice or legacy")
+        if metric_set not in METRIC_SET_EVENTS:
+            raise UsageError(f"metric set {metric_set!r}; use one of {', '.join(METRIC_SET_EVENTS)}")
+        cfg = HiprofConfig(seed=seed, devices=devices, streams=streams, inferences=inferences, tasks=tasks,
+                           slice_bytes=slice_bytes, aicore=aicore, metric_set=metric_set,
+                           drop_complete=drop_complete, names=names)
+        t = generate(out_dir, cfg)
+        if truth:
+            truth.write_text(json.dumps(t.as_dict(), indent=1))
+    size = sum(p.stat().st_size for p in out_dir.rglob("*") if p.is_file())
+    C.out.print(f"wrote {out_dir} ({size} bytes, {len(t.states)} task states, {len(t.api_calls)} API calls)", highlight=False)

@@ -1,0 +1,86 @@
+"""The units of work the commands run: ingest a dump, build a run, or both for every dump under roots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipeline.build import DEFAULT_MEMORY_LIMIT, BuildResult, build, with_build
+from pipeline.dumps import discover
+from pipeline.errors import PipelineError
+from pipeline.ingest import IngestResult, ingest
+from pipeline.warehouse import Warehouse
+
+
+@dataclass
+class Outcome:
+    """What happened to one dump."""
+
+    source_path: str
+    status: str  # built, ingested, unchanged, failed
+    run_id: str | None = None
+    error: str | None = None
+    ingest: IngestResult | None = None
+    build: BuildResult | None = None
+    issues: list[str] = field(default_factory=list)
+
+
+def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool = True,
+                memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> Outcome:
+    """Ingest one dump (and build it), committing the run once at the end. Hold the writer lock."""
+    res = ingest(dump, wh, force=force)
+    if res.skipped:
+        status = "unchanged"
+        if then_build and res.row.get("build_id") is None:
+            b = build(wh, res.row, memory_limit, threads)
+            wh.commit(with_build(res.row, b, res.row["tables_filled"]))
+            return Outcome(str(dump), "built", res.run_id, ingest=res, build=b, issues=b.issues)
+        return Outcome(str(dump), status, res.run_id, ingest=res)
+    row = res.row
+    b = None
+    if then_build:
+        b = build(wh, row, memory_limit, threads)
+        row = with_build(row, b, row["tables_filled"])
+    wh.commit(row)
+    issues = res.issues + (b.issues if b else [])
+    return Outcome(str(dump), "built" if b else "ingested", res.run_id, ingest=res, build=b, issues=issues)
+
+
+def rebuild(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> Outcome:
+    b = build(wh, run, memory_limit, threads)
+    raw_filled = [t for t in run["tables_filled"] if t in _raw_names()]
+    wh.commit(with_build(run, b, raw_filled))
+    return Outcome(run["source_path"], "built", run["run_id"], build=b, issues=b.issues)
+
+
+def _raw_names() -> set[str]:
+    from pipeline.contracts import RAW_TABLES
+
+    return set(RAW_TABLES)
+
+
+def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build: bool = True,
+              memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None,
+              on_dump=None) -> list[Outcome]:
+    """Every dump under every root, each its own run; a failing dump does not stop the others."""
+    outcomes: list[Outcome] = []
+    dumps: list[Path] = []
+    for root in roots:
+        try:
+            found = discover(Path(root))
+        except PipelineError as e:
+            outcomes.append(Outcome(str(root), "failed", error=str(e)))
+            continue
+        if not found:
+            outcomes.append(Outcome(str(root), "failed", error=f"{root}: no dump found (a result_dir holds data/ with hiprof-era files)"))
+        dumps.extend(found)
+    for dump in dumps:
+        if on_dump:
+            on_dump(dump)
+        try:
+            outcomes.append(ingest_dump(wh, dump, force, then_build, memory_limit, threads))
+        except PipelineError as e:
+            outcomes.append(Outcome(str(dump), "failed", error=str(e)))
+        except OSError as e:
+            outcomes.append(Outcome(str(dump), "failed", error=f"{e.filename or dump}: {e.strerror}"))
+    return outcomes
