@@ -52,7 +52,9 @@ def csv_cell(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, float):
-        return "" if math.isnan(v) else repr(v)
+        # 15 significant digits: exact for every value a double holds to that precision,
+        # without binary noise such as 37.946000000000005 in the spreadsheet
+        return "" if math.isnan(v) else format(v, ".15g")
     if isinstance(v, int):
         return str(v)
     if isinstance(v, (list, tuple)):

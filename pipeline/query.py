@@ -74,8 +74,8 @@ class QueryResult:
 def query(wh: Warehouse, sql: str, params: dict | None = None) -> QueryResult:
     con = connect(wh)
     try:
-        rel = con.execute(sql, params or {})
-        if rel.description is None:
+        rel = con.sql(sql, params=params or None)
+        if rel is None:  # a statement without a result
             return QueryResult([], pa.table({}))
         table = rel.to_arrow_table()
     except duckdb.Error as e:

@@ -18,7 +18,7 @@ from rich.table import Table
 from pipeline.errors import ExitCode, PipelineError
 from pipeline.warehouse import Warehouse
 
-out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 220)
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 4000)
 err = Console(stderr=True, soft_wrap=True)
 
 WarehouseOpt = Annotated[

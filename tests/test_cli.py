@@ -1,0 +1,135 @@
+"""The command line over the library: every command documented, outputs equal the library's."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli.main import COMMANDS, app
+from pipeline.export import fetch
+
+REPO = Path(__file__).resolve().parent.parent
+runner = CliRunner()
+
+
+def invoke(*args, input=None):
+    return runner.invoke(app, [str(a) for a in args], input=input)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    """A warehouse with one two-device synthetic run, made through the CLI."""
+    d = tmp_path_factory.mktemp("cli")
+    dump, wh = d / "dump", d / "wh"
+    r = invoke("synth", "--layout", "hiprof", "--devices", "2", "--drop-complete", "1", dump)
+    assert r.exit_code == 0, r.output
+    r = invoke("run", dump, "--warehouse", wh)
+    assert r.exit_code == 0, r.output
+    return dump, wh
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_command_has_help_with_example_and_is_in_readme(name):
+    r = invoke(name, "--help")
+    assert r.exit_code == 0
+    assert "Example:" in r.output, f"{name} --help has no example"
+    readme = (REPO / "README.md").read_text()
+    assert f"profetl {name}" in readme, f"README does not document `profetl {name}`"
+
+
+def test_run_twice_is_a_no_op(built):
+    dump, wh = built
+    r = invoke("run", dump, "--warehouse", wh, "--json")
+    assert r.exit_code == 0
+    assert [o["status"] for o in json.loads(r.stdout)] == ["unchanged"]
+
+
+def test_runs_json_lists_the_run(built):
+    _, wh = built
+    r = invoke("runs", "--warehouse", wh, "--json")
+    runs = json.loads(r.stdout)
+    assert len(runs) == 1 and runs[0]["status"] == "built" and runs[0]["devices"] == [0, 1]
+    assert "task_scheduler" in runs[0]["tables_filled"]
+
+
+def test_show_prints_the_five_views(built):
+    _, wh = built
+    r = invoke("show", "latest", "--warehouse", wh)
+    assert r.exit_code == 0, r.output
+    for title in ("Runtime API calls", "Task Scheduler", "AI Core metrics", "AscendCL API", "top-down"):
+        assert f"{title}" in r.stdout
+    for header in ("Stream ID", "Time(%)", "Waiting(ns)", "Pending(ns)", "aicore_time(us)", "Infer ID"):
+        assert header in r.stdout
+
+
+def test_export_csv_equals_library_rows(built, tmp_path):
+    _, wh = built
+    out = tmp_path / "ts.csv"
+    r = invoke("export", "task_scheduler", "--run", "latest", "--format", "csv", "--out", out, "--warehouse", wh)
+    assert r.exit_code == 0, r.output
+    rows = list(csv.DictReader(io.StringIO(out.read_text())))
+    from pipeline.warehouse import Warehouse
+
+    w = Warehouse(wh)
+    _, t = fetch(w, "task_scheduler", [w.resolve("latest")["run_id"]])
+    lib = t.to_pylist()
+    assert len(rows) == len(lib)
+    assert list(rows[0])[:3] == ["Device", "Time(%)", "Time(ns)"]
+    for got, exp in zip(rows, lib):
+        assert int(got["Time(ns)"]) == exp["time_ns"] and int(got["Task ID"]) == exp["task_id"]
+        assert got["Op Name"] == (exp["op_name"] or "")
+
+
+def test_export_parquet_keeps_contract_types(built, tmp_path):
+    _, wh = built
+    out = tmp_path / "ai.parquet"
+    r = invoke("export", "ai_core_metrics", "--format", "parquet", "--out", out, "--warehouse", wh)
+    assert r.exit_code == 0, r.output
+    schema = pq.read_schema(out)
+    assert str(schema.field("aicore_time_us").type) == "double"
+    assert str(schema.field("task_id").type) == "int32"
+
+
+def test_export_to_stdout_and_snake_headers(built):
+    _, wh = built
+    r = invoke("export", "acl_api", "--headers", "snake", "--out", "-", "--warehouse", wh)
+    assert r.stdout.splitlines()[0] == "device_id,api_name,api_type,start_ns,dur_us,pid,tid"
+
+
+def test_query_with_parameter_and_formats(built):
+    _, wh = built
+    sql = "select device_id, count(*) as n from task_states where device_id = $dev group by 1"
+    r = invoke("query", sql, "--param", "dev=1", "--format", "json", "--warehouse", wh)
+    assert r.exit_code == 0, r.output
+    rows = [json.loads(line) for line in r.stdout.splitlines()]
+    assert rows and rows[0]["device_id"] == 1
+    r = invoke("query", "-", "--format", "csv", "--warehouse", wh, input="select count(*) as n from runs")
+    assert r.stdout.splitlines() == ["n", "1"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["show", "nope"], "no run 'nope'"),
+    (["export", "no_such_table"], "no table named 'no_such_table'"),
+    (["query", "select * from missing_table"], "missing_table"),
+    (["export", "acl_api", "--format", "xlsx"], "format 'xlsx'"),
+])
+def test_errors_are_one_line(built, args, message):
+    _, wh = built
+    r = invoke(*args, "--warehouse", wh)
+    assert r.exit_code != 0
+    assert message in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in r.output
+
+
+def test_run_on_a_folder_without_dumps_fails_cleanly(tmp_path):
+    (tmp_path / "empty").mkdir()
+    r = invoke("run", tmp_path / "empty", "--warehouse", tmp_path / "wh")
+    assert r.exit_code == 1
+    assert "no dump found" in r.stdout

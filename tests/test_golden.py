@@ -1,0 +1,42 @@
+"""Golden CSVs of data/sample, reviewed like code: `pytest --update-goldens` rewrites them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.export import fetch, to_csv
+from pipeline.jobs import run_roots
+from pipeline.report import TABLES
+from pipeline.warehouse import Warehouse
+
+REPO = Path(__file__).resolve().parent.parent
+SAMPLE = REPO / "data" / "sample"
+GOLDEN = Path(__file__).parent / "golden"
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory):
+    wh = Warehouse(tmp_path_factory.mktemp("wh"))
+    with wh.writer():
+        outcomes = run_roots(wh, [SAMPLE])
+    assert [o.status for o in outcomes] == ["built"], [o.error for o in outcomes]
+    return wh, outcomes[0].run_id
+
+
+@pytest.mark.parametrize("table", TABLES)
+def test_golden_csv(sample_run, table, update_goldens):
+    wh, run_id = sample_run
+    c, t = fetch(wh, table, [run_id])
+    text = to_csv(c, t)
+    path = GOLDEN / f"{table}.csv"
+    if update_goldens:
+        path.write_text(text)
+    assert path.exists(), f"{path} missing: run pytest --update-goldens and review it"
+    assert text == path.read_text()
+
+
+def test_sample_is_small_and_made_by_synth():
+    size = sum(p.stat().st_size for p in SAMPLE.rglob("*") if p.is_file())
+    assert size < 2 * 1024 * 1024

@@ -1,0 +1,74 @@
+"""SQL files: one table each, documented headers, layers respected, marts match their contracts."""
+
+from __future__ import annotations
+
+import re
+
+import duckdb
+import pytest
+
+from pipeline.contracts import RAW_TABLES, contracts
+from pipeline.transforms import run_layer, sql_files
+
+STAGING = [f.name for f in sql_files("staging")]
+MARTS = [f.name for f in sql_files("marts")]
+TABLE_REF = re.compile(r"\b(?:from|join)\s+([a-z_][a-z0-9_]*)", re.IGNORECASE)
+
+
+def _references(text: str) -> set[str]:
+    body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+    ctes = set(re.findall(r"\b([a-z_][a-z0-9_]*)(?:\([^)]*\))?\s+as\s*\(", body, re.IGNORECASE))
+    return {t for t in TABLE_REF.findall(body)} - ctes
+
+
+@pytest.mark.parametrize("f", sql_files("staging") + sql_files("marts"), ids=lambda f: f"{f.layer}/{f.name}")
+def test_header_block(f):
+    header = "\n".join(f.header())
+    assert header.startswith(f"{f.name}: "), "the header starts by naming the table and what one row is"
+    for section in ("Grain:", "Sources:", "Follows:", "Columns:"):
+        assert section in header, f"{section} missing from the header of {f.path.name}"
+    assert f.documented_columns(), "no columns documented"
+
+
+@pytest.mark.parametrize("f", sql_files("staging"), ids=lambda f: f.name)
+def test_staging_reads_raw_only(f):
+    refs = _references(f.text)
+    assert refs and refs <= set(RAW_TABLES), f"{f.name} reads {sorted(refs - set(RAW_TABLES))}"
+
+
+@pytest.mark.parametrize("f", sql_files("marts"), ids=lambda f: f.name)
+def test_marts_read_staging_only(f):
+    refs = _references(f.text)
+    assert refs and refs <= set(STAGING), f"{f.name} reads {sorted(refs - set(STAGING))}"
+
+
+@pytest.mark.parametrize("f", sql_files("marts"), ids=lambda f: f.name)
+def test_mart_contract_matches_header(f):
+    c = contracts("marts").get(f.name)
+    assert c is not None, f"schemas/marts/{f.name}.toml missing"
+    assert list(f.documented_columns()) == c.column_names
+    for col in c.columns:
+        unit, _ = f.documented_columns()[col.name]
+        assert unit == col.unit, f"{col.name}: header unit {unit!r}, contract unit {col.unit!r}"
+
+
+def test_every_contract_has_a_file():
+    assert set(contracts("marts")) == set(MARTS)
+
+
+def test_staging_columns_match_headers():
+    """Build empty raw tables from the contracts and check each staging table's real columns."""
+    con = duckdb.connect()
+    duck = {"int32": "INTEGER", "int64": "BIGINT", "uint64": "UBIGINT", "float64": "DOUBLE", "string": "VARCHAR",
+            "list<int32>": "INTEGER[]", "list<string>": "VARCHAR[]", "bool": "BOOLEAN", "timestamp": "TIMESTAMPTZ"}
+    for name in RAW_TABLES:
+        cols = ", ".join(f"{c.name} {duck[c.type]}" for c in contracts("raw")[name].columns)
+        con.execute(f"create table {name} ({cols})")
+    run_layer(con, "staging")
+    for f in sql_files("staging"):
+        got = [r[0] for r in con.execute(f"describe {f.name}").fetchall()]
+        assert got == list(f.documented_columns()), f.name
+    run_layer(con, "marts")
+    for f in sql_files("marts"):
+        got = [r[0] for r in con.execute(f"describe {f.name}").fetchall()]
+        assert got == list(f.documented_columns()), f.name
