@@ -41,7 +41,7 @@ def identify(dump: Path) -> tuple[str, int | None, dict[str, str]]:
     texts: dict[str, str] = {}
     start_us = None
     for kind, by_dev in files.control.items():
-        for dev, p in sorted(by_dev.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):
+        for _, p in sorted(by_dev.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):
             rel = p.relative_to(dump).as_posix()
             try:
                 texts[rel] = read_text(p)

@@ -83,4 +83,6 @@ def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build:
             outcomes.append(Outcome(str(dump), "failed", error=str(e)))
         except OSError as e:
             outcomes.append(Outcome(str(dump), "failed", error=f"{e.filename or dump}: {e.strerror}"))
+        except Exception as e:  # noqa: BLE001 - one dump's bug must not stop the night's other dumps
+            outcomes.append(Outcome(str(dump), "failed", error=f"internal error: {type(e).__name__}: {e}"))
     return outcomes

@@ -49,6 +49,14 @@ def errors() -> Iterator[None]:
         where = f"{e.filename}: " if e.filename else ""
         err.print(f"profetl: error: {where}{e.strerror or e}", markup=False, highlight=False)
         raise typer.Exit(ExitCode.FAILED) from None
+    except (typer.Exit, KeyboardInterrupt):
+        raise
+    except Exception as e:  # a bug: still one line for cron, the traceback on request
+        if os.environ.get("PROFETL_DEBUG"):
+            raise
+        err.print(f"profetl: internal error: {type(e).__name__}: {e} (PROFETL_DEBUG=1 shows the traceback)",
+                  markup=False, highlight=False)
+        raise typer.Exit(ExitCode.FAILED) from None
 
 
 def interactive() -> bool:

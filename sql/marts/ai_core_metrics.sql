@@ -63,26 +63,16 @@ with records as (
     from stg_pmu_records
 ),
 
-first_ops as (
-    select device_id, stream_id, task_id, arg_min(op_name, (ts_ns, seq)) as op_name
-    from stg_task_ops
-    group by device_id, stream_id, task_id
-),
-
 named as (
     select
         records.*,
-        coalesce(ops.op_name, first_ops.op_name) as op_name
+        ops.op_name
     from records
     asof left join stg_task_ops as ops
         on records.device_id = ops.device_id
         and records.stream_id = ops.stream_id
         and records.task_id = ops.task_id
-        and records.ts_ns >= ops.ts_ns
-    left join first_ops
-        on records.device_id = first_ops.device_id
-        and records.stream_id = first_ops.stream_id
-        and records.task_id = first_ops.task_id
+        and records.ts_ns >= ops.valid_from_ns
 ),
 
 ratios as (

@@ -58,26 +58,16 @@ with_api as (
         and instances.start_ns >= launches.start_ns
 ),
 
-first_ops as (
-    select device_id, stream_id, task_id, arg_min(op_name, (ts_ns, seq)) as op_name
-    from stg_task_ops
-    group by device_id, stream_id, task_id
-),
-
 with_op as (
     select
         with_api.*,
-        coalesce(ops.op_name, first_ops.op_name) as op_name
+        ops.op_name
     from with_api
     asof left join stg_task_ops as ops
         on with_api.device_id = ops.device_id
         and with_api.stream_id = ops.stream_id
         and with_api.task_id = ops.task_id
-        and with_api.start_ns >= ops.ts_ns
-    left join first_ops
-        on with_api.device_id = first_ops.device_id
-        and with_api.stream_id = first_ops.stream_id
-        and with_api.task_id = first_ops.task_id
+        and with_api.start_ns >= ops.valid_from_ns
 ),
 
 per_instance as (

@@ -7,6 +7,7 @@ import pyarrow as pa
 
 from pipeline.layouts import hiprof as L
 from pipeline.readers.clock import DeviceClock
+from pipeline.readers.columns import base_columns
 from pipeline.readers.decode import Batch
 from pipeline.readers.slices import SliceStream
 
@@ -18,18 +19,11 @@ def _ns(clock: DeviceClock, syscnt: np.ndarray):
     return pa.nulls(len(syscnt), pa.int64()) if ns is None else ns
 
 
-def _base(b: Batch, stream: SliceStream, device_id: int) -> dict:
-    return {
-        "device_id": np.full(len(b.records), device_id, np.int32),
-        "source_file": stream.source_files(b.offsets),
-        "seq": b.seq,
-    }
-
 
 def time_line_states(b: Batch, stream: SliceStream, device_id: int, clock: DeviceClock) -> dict:
     r = b.records
     return {
-        **_base(b, stream, device_id),
+        **base_columns(b, stream, device_id),
         "record_kind": np.full(len(r), "time_line", object),
         "stream_id": (r["stream_id"] % 2048).astype(np.int32),
         "task_id": r["task_id"].astype(np.int32),
@@ -49,7 +43,7 @@ def memcpy_states(b: Batch, stream: SliceStream, device_id: int, clock: DeviceCl
     state = lut[r["task_state"]]
     state = np.where(state < 0, 1000 + r["task_state"].astype(np.int32), state)  # unknown: kept, 1000+raw
     return {
-        **_base(b, stream, device_id),
+        **base_columns(b, stream, device_id),
         "record_kind": np.full(len(r), "ts_memcpy", object),
         "stream_id": (r["stream_id"] % 2048).astype(np.int32),
         "task_id": r["task_id"].astype(np.int32),
@@ -63,7 +57,7 @@ def memcpy_states(b: Batch, stream: SliceStream, device_id: int, clock: DeviceCl
 def step_keypoints(b: Batch, stream: SliceStream, device_id: int, clock: DeviceClock) -> dict:
     r = b.records
     return {
-        **_base(b, stream, device_id),
+        **base_columns(b, stream, device_id),
         "model_id": r["model_id"].astype(I64),
         "index_id": r["index_id"].astype(I64),
         "tag_id": r["tag_id"].astype(np.int32),
@@ -78,7 +72,7 @@ def event_counts(b: Batch, stream: SliceStream, device_id: int, clock: DeviceClo
     r = b.records
     overflow = r["overflow"].astype(np.int32)
     out = {
-        **_base(b, stream, device_id),
+        **base_columns(b, stream, device_id),
         "record_kind": np.full(len(r), "event_count", object),
         "stream_id": (r["stream_id"] % 2048).astype(np.int32),
         "task_id": r["task_id"].astype(np.int32),

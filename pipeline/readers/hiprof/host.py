@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.layouts import hiprof as L
+from pipeline.readers.columns import base_columns
 from pipeline.readers.decode import Batch
 from pipeline.readers.issues import IssueLog
 from pipeline.readers.names import decode_names, names_or_hashes
@@ -17,13 +18,6 @@ from pipeline.readers.slices import SliceStream
 
 I64 = np.int64
 
-
-def _base(b: Batch, stream: SliceStream, device_id: int) -> dict:
-    return {
-        "device_id": np.full(len(b.records), device_id, np.int32),
-        "source_file": stream.source_files(b.offsets),
-        "seq": b.seq,
-    }
 
 
 def acl_calls(b: Batch, stream: SliceStream, device_id: int, acl_hash: dict[int, str]) -> dict:
@@ -34,7 +28,7 @@ def acl_calls(b: Batch, stream: SliceStream, device_id: int, acl_hash: dict[int,
         arr = np.asarray(names.to_numpy(zero_copy_only=False), dtype=object)
         names = pa.array([acl_hash.get(int(n), n) if n.isdigit() else n for n in arr], pa.string())
     return {
-        **_base(b, stream, device_id),
+        **base_columns(b, stream, device_id),
         "level": np.full(len(r), "acl", object),
         "api_name": names,
         "api_type": r["api_type"].astype(np.int32),
@@ -56,7 +50,7 @@ def runtime_calls(b: Batch, stream: SliceStream, device_id: int) -> dict:
     task_ids = pa.ListArray.from_arrays(pa.array(offsets), pa.array(pairs[:, :, 0][keep].astype(np.int32)))
     batch_ids = pa.ListArray.from_arrays(pa.array(offsets), pa.array(pairs[:, :, 1][keep].astype(np.int32)))
     return {
-        **_base(b, stream, device_id),
+        **base_columns(b, stream, device_id),
         "level": np.full(n, "runtime", object),
         "api_name": decode_names(r["api_name"]),
         "tid": r["tid"].astype(I64),
@@ -73,7 +67,7 @@ def runtime_calls(b: Batch, stream: SliceStream, device_id: int) -> dict:
 def runtime_track_ops(b: Batch, stream: SliceStream, device_id: int) -> dict:
     r = b.records
     return {
-        **_base(b, stream, device_id),
+        **base_columns(b, stream, device_id),
         "source": np.full(len(r), "runtime_task_track", object),
         "stream_id": (r["stream_id"] % 2048).astype(np.int32),
         "task_id": r["task_id"].astype(np.int32),
@@ -95,7 +89,7 @@ def ge_task_ops(b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[int
     task_type = np.where(known, GE_TASK_TYPES[np.minimum(tt, len(GE_TASK_TYPES) - 1)], [f"UNKNOWN_{t}" for t in tt] if (~known).any() else "")
     blocks = r["block_dims"].astype(I64)
     return {
-        **_base(b, stream, device_id),
+        **base_columns(b, stream, device_id),
         "source": np.full(len(r), "ge_task_desc", object),
         "stream_id": (r["stream_id"] % 2048).astype(np.int32),
         "task_id": r["task_id"].astype(np.int32),
@@ -143,7 +137,7 @@ def model_loads(b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[int
     r = b.records
     rel = stream.files[0].rel
     return {
-        **_base(b, stream, device_id),
+        **base_columns(b, stream, device_id),
         "model_id": r["model_id"].astype(I64),
         "model_name": names_or_hashes(r["model_name_kind"], r["model_name"], r["model_name_hash"], ge_hash, "model name", rel, log, device_id),
         "phase": np.full(len(r), "load", object),

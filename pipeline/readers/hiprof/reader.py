@@ -40,7 +40,6 @@ class RunMeta:
     ai_core_profiling_mode: str | None = None
     collection_start_us: int | None = None
     data_bytes: int = 0
-    metadata: dict[str, str] = field(default_factory=dict)  # control file -> full text
 
 
 def _rel(root: Path, p: Path) -> str:
@@ -147,13 +146,6 @@ def read_result_dir(root: Path, sink: Sink, log: IssueLog) -> RunMeta:
         log.add(Issue(rel, "unknown_file", "not a file the generation-1 readers recognise; not read"))
     for rel in files.not_files:
         log.add(Issue(rel, "unreadable_file", "named like data but not a regular file inside the dump (directory or link leaving it); not read"))
-    for kind, by_dev in files.control.items():
-        for p in by_dev.values():
-            try:
-                meta.metadata[_rel(root, p)] = M.read_text(p)
-            except M.MetadataError:
-                pass  # reported when the file is parsed
-
     device_ids = sorted({s.device_id for s in files.streams} | {d for d in files.control["info"] if d is not None})
     meta.devices = device_ids
     for dev in device_ids:
