@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 
 from pipeline.contracts import RAW_TABLES, contract, contracts
 from pipeline.errors import TransformFailed
+from pipeline.faults import checkpoint
 from pipeline.transforms import run_layer
 from pipeline.warehouse import Warehouse, new_id
 
@@ -65,6 +66,7 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
             final = wh.part("marts", name, run_id, build_id)
             final.parent.mkdir(parents=True, exist_ok=True)
             out.replace(final)
+        checkpoint("marts_written")
         for device_id, kind, count, message in con.execute(
             "select device_id, kind, count, message from build_issues"
         ).fetchall():

@@ -17,6 +17,7 @@ from pipeline import __version__
 from pipeline.contracts import RAW_TABLES
 from pipeline.dumps import detect, fingerprint, run_id as make_run_id
 from pipeline.errors import InputError
+from pipeline.faults import checkpoint
 from pipeline.readers import hiprof
 from pipeline.readers.hiprof.files import scan
 from pipeline.readers.issues import IssueLog
@@ -82,10 +83,12 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
     except BaseException:
         sink.abort()
         raise
+    checkpoint("raw_written")
     for table, p in paths.items():
         final = wh.part("raw", table, run_id, ingest_id)
         final.parent.mkdir(parents=True, exist_ok=True)
         p.replace(final)
+    checkpoint("raw_moved")
 
     rows = dict(sink.rows)
     decoded = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
@@ -111,6 +114,7 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
         "build_seconds": None,
         "data_bytes": meta.data_bytes,
         "records_decoded": decoded,
+        "bytes_decoded": log.bytes_decoded,
         "bytes_skipped": log.bytes_skipped(),
         "issues": len(log),
         "tables_filled": sorted(t for t, n in rows.items() if n and t != "ingest_issues"),

@@ -5,7 +5,7 @@ Layout::
     <warehouse>/raw/<table>/run_id=<id>/part-<ingest_id>.parquet
     <warehouse>/marts/<table>/run_id=<id>/part-<build_id>.parquet
     <warehouse>/runs/run_id=<id>/run.parquet     # the commit record, replaced atomically
-    <warehouse>/.lock                            # the writer's pid
+    <warehouse>/.lock                            # flock of the one writer; holds its pid
 
 Part files carry the id of the ingest or build that wrote them. A run's ``run.parquet``
 names the current ids, so new part files can be written next to the old ones and
@@ -15,6 +15,7 @@ leftovers of an interrupted writer and are removed under the lock.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
 import secrets
@@ -30,6 +31,7 @@ import pyarrow.parquet as pq
 
 from pipeline.contracts import contract
 from pipeline.errors import UnknownRun, UsageError, WarehouseLocked
+from pipeline.faults import checkpoint
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 TABLE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -48,6 +50,8 @@ def check_run_id(run_id: str) -> str:
 @dataclass
 class Warehouse:
     path: Path
+    stale_lock: str | None = None  # pid left in .lock by a writer that died (set by writer())
+    swept: int = 0  # leftover files removed when the lock was taken
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
@@ -119,7 +123,10 @@ class Warehouse:
         pq.write_table(table, tmp)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
+        checkpoint("before_commit")
         os.replace(tmp, f)
+        _fsync_dir(f.parent)
+        checkpoint("after_commit")
 
     def sweep(self) -> int:
         """Remove part files and temp files that no commit names. Call under the lock."""
@@ -150,44 +157,43 @@ class Warehouse:
     # --- the writer lock -----------------------------------------------------------------
     @contextmanager
     def writer(self, wait_seconds: float = 0.0):
-        """Hold the warehouse's writer lock; a lock whose process is gone is broken."""
+        """Hold the warehouse's writer lock for the duration of the block.
+
+        The lock is an ``flock`` on ``.lock``: the kernel releases it when its process
+        dies, even under ``kill -9``, so a dead writer never blocks the next one. The file
+        holds the writer's pid while it works and is emptied on a clean exit, so a
+        non-empty, unlocked file means the previous writer died: that is reported in
+        ``stale_lock`` and its leftovers are swept before this writer starts.
+        """
         self.path.mkdir(parents=True, exist_ok=True)
         lock = self.path / ".lock"
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + wait_seconds
-        while True:
-            try:
-                fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-                os.write(fd, str(os.getpid()).encode())
-                os.close(fd)
-                break
-            except FileExistsError:
-                holder = _lock_holder(lock)
-                if holder is not None and not _alive(holder):
-                    lock.unlink(missing_ok=True)  # stale: its writer died
-                    continue
-                if time.monotonic() >= deadline:
-                    raise WarehouseLocked(f"{lock} is held by process {holder}; another writer is running") from None
-                time.sleep(0.2)
         try:
-            self.sweep()
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+                        raise WarehouseLocked(
+                            f"{lock} is held by process {holder}; another writer is running") from None
+                    time.sleep(0.2)
+            previous = os.pread(fd, 64, 0).decode(errors="replace").strip()
+            self.stale_lock = previous or None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            self.swept = self.sweep()
             yield self
+            os.ftruncate(fd, 0)
         finally:
-            lock.unlink(missing_ok=True)
+            os.close(fd)  # closing the descriptor releases the flock
 
 
-def _lock_holder(lock: Path) -> int | None:
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
     try:
-        text = lock.read_text().strip()
-        return int(text) if text.isdigit() else None
-    except OSError:
-        return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+        os.fsync(fd)
+    finally:
+        os.close(fd)

@@ -63,6 +63,7 @@ def decode_fixed(stream: SliceStream, layout: Layout, log: IssueLog, device_id: 
                     _report(stream, log, device_id, int(offs[i]), k * size, "bad_magic",
                             f"{k} {layout.name} record(s) without magic 0x5A5A skipped", k)
                 rec, offs, seq = rec[~bad], offs[~bad], seq[~bad]
+        log.decoded(len(rec) * size)
         yield Batch(rec, offs, seq)
     if carry.tail:
         _report(stream, log, device_id, carry.tail_offset, len(carry.tail), "truncated_record",
@@ -135,6 +136,7 @@ def decode_tlv(stream: SliceStream, decoded: dict[int, Layout], counted: dict[in
                 c[0] += r.count
                 c[1] += r.count * r.size
                 continue
+            log.decoded(r.count * r.size)
             dtype = decoded[r.tag].with_size(r.size)
             rec = np.frombuffer(buf, dtype=dtype, count=r.count, offset=r.pos)
             offs = start + r.pos + np.arange(r.count, dtype=np.int64) * r.size

@@ -38,9 +38,13 @@ class Issue:
 @dataclass
 class IssueLog:
     issues: list[Issue] = field(default_factory=list)
+    bytes_decoded: int = 0  # bytes of recognised files that became records (or dictionary entries)
 
     def add(self, issue: Issue) -> None:
         self.issues.append(issue)
+
+    def decoded(self, nbytes: int) -> None:
+        self.bytes_decoded += int(nbytes)
 
     def bytes_skipped(self) -> int:
         return sum(i.byte_length or 0 for i in self.issues if i.kind in BYTE_KINDS)
@@ -50,7 +54,7 @@ class IssueLog:
 
 
 # Issue kinds that stand for bytes of a recognised file that were not decoded into a record.
-BYTE_KINDS = {"truncated_record", "corrupt_stream", "bad_magic", "counted_tag", "unreadable_file"}
+BYTE_KINDS = {"truncated_record", "corrupt_stream", "bad_magic", "counted_tag", "bad_hash_line"}
 
 
 def runs_of_true(mask: np.ndarray) -> list[tuple[int, int]]:

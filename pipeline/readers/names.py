@@ -20,19 +20,23 @@ def decode_names(raw: np.ndarray) -> pa.Array:
 
 
 def read_hash_dic(path: Path, rel: str, log: IssueLog, device_id: int | None) -> dict[int, str]:
-    """``<id>:<string>`` lines (raw-formats §4.4, §5.8); other lines are counted as issues."""
+    """``<id>:<string>`` lines (raw-formats §4.4, §5.8); other lines are reported, with their bytes."""
     out: dict[int, str] = {}
-    bad = 0
-    text = path.read_bytes().decode("utf-8", "replace")
-    for line in text.splitlines():
-        key, sep, value = line.partition(":")
+    raw = path.read_bytes()
+    offset, bad, bad_bytes, first_bad = 0, 0, 0, None
+    for line in raw.splitlines(keepends=True):
+        key, sep, value = line.rstrip(b"\r\n").partition(b":")
         if sep and key.strip().isdigit():
-            out[int(key.strip())] = value
+            out[int(key.strip())] = value.decode("utf-8", "replace")
         elif line.strip():
             bad += 1
+            bad_bytes += len(line)
+            first_bad = offset if first_bad is None else first_bad
+        offset += len(line)
+    log.decoded(len(raw) - bad_bytes)
     if bad:
         log.add(Issue(rel, "bad_hash_line", f"{bad} line(s) are not <id>:<name> and were skipped",
-                      device_id=device_id, count=bad))
+                      device_id=device_id, byte_offset=first_bad, byte_length=bad_bytes, count=bad))
     return out
 
 

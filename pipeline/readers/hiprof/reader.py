@@ -127,11 +127,12 @@ def _device_row(files: Layout1Files, device_id: int, log: IssueLog, meta: RunMet
     return row, clock
 
 
-def _hashes(streams: list[Stream], kind: str, device_id: int, log: IssueLog) -> dict[int, str]:
+def _hashes(streams: list[Stream], kind: str, device_id: int, log: IssueLog, meta: RunMeta) -> dict[int, str]:
     out: dict[int, str] = {}
     for s in streams:
         if s.kind == kind and s.device_id == device_id:
             for f in s.files:
+                meta.data_bytes += f.size
                 out.update(read_hash_dic(f.path, f.rel, log, device_id))
     return out
 
@@ -151,8 +152,8 @@ def read_result_dir(root: Path, sink: Sink, log: IssueLog) -> RunMeta:
     for dev in device_ids:
         row, clock = _device_row(files, dev, log, meta)
         sink.write("devices", row)
-        acl_hash = _hashes(files.streams, "acl_hash", dev, log)
-        ge_hash = _hashes(files.streams, "ge_hash", dev, log)
+        acl_hash = _hashes(files.streams, "acl_hash", dev, log, meta)
+        ge_hash = _hashes(files.streams, "ge_hash", dev, log, meta)
         next_infer = 1
         for s in files.streams:
             if s.device_id != dev or s.kind in ("acl_hash", "ge_hash"):
