@@ -19,7 +19,7 @@ from pipeline.dumps import detect, fingerprint, run_id as make_run_id
 from pipeline.errors import InputError
 from pipeline.faults import checkpoint
 from pipeline.readers import hiprof
-from pipeline.readers.hiprof.files import scan
+from pipeline.readers.hiprof.files import rel_name, scan
 from pipeline.readers.issues import IssueLog
 from pipeline.readers.metadata import MetadataError, read_start_info, read_text
 from pipeline.sink import ParquetSink
@@ -43,7 +43,7 @@ def identify(dump: Path) -> tuple[str, int | None, dict[str, str]]:
     start_us = None
     for kind, by_dev in files.control.items():
         for _, p in sorted(by_dev.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):
-            rel = p.relative_to(dump).as_posix()
+            rel = rel_name(dump, p)
             try:
                 texts[rel] = read_text(p)
             except MetadataError:

@@ -71,9 +71,27 @@ class QueryResult:
         return list(zip(*cols)) if cols else []
 
 
+READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
+
+
+def check_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
+    """Only queries: a COPY, ATTACH, CREATE or other statement could write files."""
+    try:
+        statements = con.extract_statements(sql)
+    except duckdb.Error as e:
+        raise QueryFailed(str(e).splitlines()[0]) from None
+    for st in statements:
+        kind = str(st.type).rsplit(".", 1)[-1]
+        if kind not in READ_ONLY_STATEMENTS:
+            raise QueryFailed(f"only SELECT queries are allowed here, not {kind}: the warehouse is read-only to `query`")
+    if len(statements) != 1:
+        raise QueryFailed(f"give one SELECT statement, not {len(statements)}")
+
+
 def query(wh: Warehouse, sql: str, params: dict | None = None) -> QueryResult:
     con = connect(wh)
     try:
+        check_read_only(con, sql)
         rel = con.sql(sql, params=params or None)
         if rel is None:  # a statement without a result
             return QueryResult([], pa.table({}))

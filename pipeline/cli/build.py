@@ -14,6 +14,7 @@ def command(
     run_ids: Annotated[list[str] | None, typer.Argument(help="Runs to build (id, unique prefix or latest); default: runs not built yet.", show_default=False)] = None,
     all_runs: Annotated[bool, typer.Option("--all", help="Rebuild every run.")] = False,
     warehouse: C.WarehouseOpt = None,
+    wait: C.WaitOpt = 0.0,
     memory_limit: C.MemoryOpt = "1GB",
     threads: C.ThreadsOpt = 0,
     json_: C.JsonOpt = False,
@@ -24,7 +25,7 @@ def command(
     """
     wh = C.warehouse(warehouse)
     done = []
-    with C.errors(), wh.writer():
+    with C.errors(), C.writing(wh, wait):
         if run_ids:
             targets = [wh.resolve(r) for r in run_ids]
         else:

@@ -31,10 +31,21 @@ DEFAULT_WAREHOUSE = Path("warehouse")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON instead of a table.")]
 MemoryOpt = Annotated[str, typer.Option("--memory-limit", help="DuckDB memory limit for the build (spills to disk beyond it).")]
 ThreadsOpt = Annotated[int, typer.Option("--threads", help="DuckDB threads for the build (0: one per core).")]
+WaitOpt = Annotated[float, typer.Option("--wait", help="Seconds to wait for another writer to finish before giving up (exit 3).")]
 
 
 def warehouse(path: Path | None) -> Warehouse:
     return Warehouse(path or DEFAULT_WAREHOUSE)
+
+
+@contextmanager
+def writing(wh: Warehouse, wait: float = 0.0) -> Iterator[Warehouse]:
+    """The writer lock, with a warning when the previous writer died holding it."""
+    with wh.writer(wait_seconds=wait):
+        if wh.stale_lock:
+            err.print(f"profetl: warning: the previous writer (process {wh.stale_lock}) died without "
+                      f"releasing {wh.path / '.lock'}; removed {wh.swept} leftover file(s)", highlight=False, markup=False)
+        yield wh
 
 
 @contextmanager

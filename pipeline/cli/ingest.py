@@ -14,6 +14,7 @@ from pipeline.jobs import ingest_dump
 def command(
     dump: Annotated[Path, typer.Argument(help="A dump directory (hiprof result_dir).", show_default=False)],
     warehouse: C.WarehouseOpt = None,
+    wait: C.WaitOpt = 0.0,
     force: Annotated[bool, typer.Option("--force", help="Re-ingest even when the dump is unchanged.")] = False,
     json_: C.JsonOpt = False,
 ) -> None:
@@ -22,7 +23,7 @@ def command(
     Example: profetl ingest data/sample/resnet50_2dev
     """
     wh = C.warehouse(warehouse)
-    with C.errors(), wh.writer():
+    with C.errors(), C.writing(wh, wait):
         o = ingest_dump(wh, dump, force=force, then_build=False)
     row = o.ingest.row
     if json_:

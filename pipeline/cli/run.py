@@ -16,6 +16,7 @@ from pipeline.jobs import Outcome, run_roots
 def command(
     roots: Annotated[list[Path], typer.Argument(help="Dump directories, or folders to search for dumps.", show_default=False)],
     warehouse: C.WarehouseOpt = None,
+    wait: C.WaitOpt = 0.0,
     force: Annotated[bool, typer.Option("--force", help="Re-ingest dumps whose content is unchanged.")] = False,
     show: Annotated[bool, typer.Option("--show", help="Print the five tables of each run afterwards.")] = False,
     memory_limit: C.MemoryOpt = "1GB",
@@ -31,7 +32,7 @@ def command(
     Example: profetl run data/sample --show
     """
     wh = C.warehouse(warehouse)
-    with C.errors(), wh.writer():
+    with C.errors(), C.writing(wh, wait):
         progress = (lambda d: C.err.print(f"reading {d}", highlight=False)) if C.interactive() and not json_ else None
         outcomes = run_roots(wh, roots, force=force, memory_limit=memory_limit, threads=threads or None, on_dump=progress)
     if json_:

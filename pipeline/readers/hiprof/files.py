@@ -91,8 +91,13 @@ class Layout1Files:
     not_files: list[str]  # names that match a pattern but are not regular files
 
 
-def _rel(root: Path, p: Path) -> str:
-    return p.relative_to(root).as_posix()
+def rel_name(root: Path, p: Path) -> str:
+    """``p`` relative to the dump root as text; bytes that are not UTF-8 become \\x escapes."""
+    rel = p.relative_to(root).as_posix()
+    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+_rel = rel_name
 
 
 def match_data_name(name: str) -> tuple[str, dict] | None:
@@ -127,16 +132,26 @@ def is_result_dir(path: Path) -> bool:
     return any(match_data_name(p.name) for p in _entries(data))
 
 
+# Top-level names a result_dir may hold besides control files: markers, and what msprof
+# writes into a directory it parsed (raw-formats §1.5, analysis-and-exports §0).
+_KNOWN_TOP = re.compile(r"^(data|sqlite|log|summary|timeline|mindstudio_profiler_output)$|.*\.(done|complete|zip)$")
+
+
 def scan(root: Path) -> Layout1Files:
     control: dict[str, dict[int | None, Path]] = {k: {} for k in CONTROL}
-    for p in _entries(root):
-        for kind, rx in CONTROL.items():
-            m = rx.match(p.name)
-            if m:
-                dev = m.group("dev")
-                control[kind][int(dev) if dev is not None else None] = p
     streams: dict[tuple, Stream] = {}
     unknown, not_files = [], []
+    for p in _entries(root):
+        kind = next((k for k, rx in CONTROL.items() if rx.match(p.name)), None)
+        if kind is None:
+            if not _KNOWN_TOP.match(p.name):
+                unknown.append(_rel(root, p))
+            continue
+        if not _inside(root, p):
+            not_files.append(_rel(root, p))
+            continue
+        dev = CONTROL[kind].match(p.name).group("dev")
+        control[kind][int(dev) if dev is not None else None] = p
     data = root / "data"
     for p in _entries(data):
         if _IGNORED.match(p.name):

@@ -15,7 +15,7 @@ from pipeline.readers.clock import DeviceClock, host_monotonic_ns
 from pipeline.readers.decode import decode_fixed, decode_tlv
 from pipeline.readers.hiprof import device as D
 from pipeline.readers.hiprof import host as H
-from pipeline.readers.hiprof.files import Layout1Files, Stream, scan
+from pipeline.readers.hiprof.files import Layout1Files, Stream, rel_name, scan
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.names import read_hash_dic
 from pipeline.readers.slices import SliceStream
@@ -43,7 +43,7 @@ class RunMeta:
 
 
 def _rel(root: Path, p: Path) -> str:
-    return p.relative_to(root).as_posix()
+    return rel_name(root, p)
 
 
 def _pick(files: Layout1Files, kind: str, device_id: int) -> Path | None:
@@ -146,7 +146,7 @@ def read_result_dir(root: Path, sink: Sink, log: IssueLog) -> RunMeta:
     for rel in files.unknown:
         log.add(Issue(rel, "unknown_file", "not a file the generation-1 readers recognise; not read"))
     for rel in files.not_files:
-        log.add(Issue(rel, "unreadable_file", "named like data but not a regular file inside the dump (directory or link leaving it); not read"))
+        log.add(Issue(rel, "unreadable_file", "not a regular file inside the dump (a directory, or a link leaving it); not read"))
     device_ids = sorted({s.device_id for s in files.streams} | {d for d in files.control["info"] if d is not None})
     meta.devices = device_ids
     for dev in device_ids:
