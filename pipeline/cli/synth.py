@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Annotated
 
@@ -27,10 +28,15 @@ def command(
     drop_complete: Annotated[int, typer.Option("--drop-complete", help="Task instances to write without COMPLETE.")] = 0,
     names: Annotated[str, typer.Option(help="slice (<name>.<dev>.slice_N) or legacy (older <name>.<dev>.<n>).")] = "slice",
     truth: Annotated[Path | None, typer.Option("--truth", help="Also write every event as JSON to this file.")] = None,
+    start: Annotated[datetime | None, typer.Option("--start", metavar="DATETIME", help="Collection start (UTC); dumps with different starts are different runs. Default 2026-01-01T00:00:00.", show_default=False)] = None,
+    op_scale: Annotated[list[str] | None, typer.Option("--op-scale", metavar="OP=FACTOR", help="OP=FACTOR: multiply the running time of op OP (e.g. conv2d_0=1.3); repeatable.", show_default=False)] = None,
+    json_: C.JsonOpt = False,
 ) -> None:
     """Write a complete, consistent synthetic dump, and optionally its ground truth.
 
-    Example: profetl synth --layout hiprof --devices 2 --inferences 5 /tmp/dump
+    Ops are named <type>_<n>: conv2d_0, matmul_1, add_2, relu_3, cast_4, transdata_5, ...
+
+    Example: profetl synth --layout hiprof --devices 2 --inferences 5 --start 2026-03-02T01:00 --op-scale conv2d_0=1.3 dump
     """
     with C.errors():
         if layout != "hiprof":
@@ -41,11 +47,33 @@ def command(
             raise UsageError("--names takes slice or legacy")
         if metric_set not in METRIC_SET_EVENTS:
             raise UsageError(f"metric set {metric_set!r}; use one of {', '.join(METRIC_SET_EVENTS)}")
+        extra = {"op_scale": _scales(op_scale or [])}
+        if start is not None:
+            utc = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
+            extra["start_us"] = int(utc.timestamp()) * 1_000_000 + utc.microsecond
         cfg = HiprofConfig(seed=seed, devices=devices, streams=streams, inferences=inferences, tasks=tasks,
                            slice_bytes=slice_bytes, aicore=aicore, metric_set=metric_set,
-                           drop_complete=drop_complete, names=names)
+                           drop_complete=drop_complete, names=names, **extra)
         t = generate(out_dir, cfg)
         if truth:
             truth.write_text(json.dumps(t.as_dict(), indent=1))
     size = sum(p.stat().st_size for p in out_dir.rglob("*") if p.is_file())
+    if json_:
+        C.print_json({"out": str(out_dir), "bytes": size, "task_states": len(t.states), "api_calls": len(t.api_calls),
+                      "task_instances": len(t.instances), "ops": sorted({o.op_name for o in t.ops})})
+        return
     C.out.print(f"wrote {out_dir} ({size} bytes, {len(t.states)} task states, {len(t.api_calls)} API calls)", highlight=False)
+
+
+def _scales(items: list[str]) -> dict[str, float]:
+    out = {}
+    for item in items:
+        name, sep, factor = item.partition("=")
+        try:
+            value = float(factor)
+        except ValueError:
+            value = -1.0
+        if not sep or not name or value <= 0:
+            raise UsageError(f"--op-scale takes OP=FACTOR with FACTOR > 0, not {item!r}")
+        out[name] = value
+    return out

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +55,8 @@ class HiprofConfig:
     drop_complete: int = 0  # task instances whose COMPLETE record is not written
     names: str = "slice"  # slice: <name>.<dev>.slice_N; legacy: older infer-style names
     hashed_names: bool = True  # some op/model names go through Framework.hash_dic
+    start_us: int = 1_767_225_600_000_000  # collection start (2026-01-01T00:00:00Z); runs differ by it
+    op_scale: dict[str, float] = field(default_factory=dict)  # op name -> factor on its running time
 
 
 def _r10(x: int) -> int:
@@ -91,7 +94,7 @@ def _device(out: Path, cfg: HiprofConfig, d: int, truth: Truth) -> None:
                       dev_cntvct=1_000_000_000 + d * 123_457, pid=4321)
     truth.devices.append(dev)
     tid = 4322
-    _control_files(out, dev)
+    _control_files(out, dev, cfg.start_us)
     streams = [5 + i for i in range(max(1, cfg.streams))]
     ops = []
     for j in range(cfg.tasks):
@@ -123,7 +126,8 @@ def _device(out: Path, cfg: HiprofConfig, d: int, truth: Truth) -> None:
             waiting = base if rng.random() < cfg.p_waiting else None
             pending = base + 1_000 if rng.random() < cfg.p_pending else None
             running = base + 2_000 + rng.randint(0, 50) * 10
-            complete = running + rng.randint(100, 2_000) * 10
+            run_ns = rng.randint(100, 2_000) * 10
+            complete = running + (_r10(round(run_ns * cfg.op_scale[op.op_name])) if op.op_name in cfg.op_scale else run_ns)
             task_type = AI_CPU_TASK if op.task_type == "AI_CPU" else AI_CORE_TASK
             instances.append(TaskInstance(d, k, op.stream_id, op.task_id, task_type, "time_line", op.op_name,
                                           waiting, pending, running, complete))
@@ -192,7 +196,11 @@ def _write_json(path: Path, obj: dict) -> None:
     path.write_text(json.dumps(obj, separators=(",", ":")) + "\n")
 
 
-def _control_files(out: Path, dev: DeviceTruth) -> None:
+def _utc_text(us: int) -> str:
+    return (datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=us)).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+
+def _control_files(out: Path, dev: DeviceTruth, wall0_us: int) -> None:
     d = dev.device_id
     _write_json(out / f"info.json.{d}", {
         "jobInfo": "NA", "devices": str(d), "platform_version": "0", "pid": str(dev.pid),
@@ -201,13 +209,12 @@ def _control_files(out: Path, dev: DeviceTruth) -> None:
         "DeviceInfo": [{"id": d, "hwts_frequency": str(dev.hwts_mhz), "aic_frequency": str(dev.aic_mhz),
                         "aiv_frequency": str(dev.aic_mhz), "ai_core_num": dev.ai_core_num, "aiv_num": 0}],
     })
-    wall0_us = 1_767_225_600_000_000  # 2026-01-01T00:00:00Z
     start_mon = dev.host_mon_ns - 1_000_000
     _write_json(out / f"start_info.{d}", {
-        "collectionDateBegin": "2026-01-01 00:00:00.000000", "collectionTimeBegin": str(wall0_us),
+        "collectionDateBegin": _utc_text(wall0_us), "collectionTimeBegin": str(wall0_us),
         "clockMonotonicRaw": str(start_mon)})
     _write_json(out / f"end_info.{d}", {
-        "collectionDateEnd": "2026-01-01 00:01:00.000000", "collectionTimeEnd": str(wall0_us + 60_000_000),
+        "collectionDateEnd": _utc_text(wall0_us + 60_000_000), "collectionTimeEnd": str(wall0_us + 60_000_000),
         "clockMonotonicRaw": str(start_mon + 60_000_000_000)})
     # clock_realtime first: the 2022 msprof reader takes these lines by position.
     (out / f"host_start.log.{d}").write_text(
