@@ -127,6 +127,14 @@ class Warehouse:
         os.replace(tmp, f)
         _fsync_dir(f.parent)
         checkpoint("after_commit")
+        self._drop_superseded(row["run_id"], {row.get("ingest_id"), row.get("build_id")})
+
+    def _drop_superseded(self, run_id: str, current: set) -> None:
+        """Part files of the run that its new commit no longer names (readers retry once)."""
+        for layer in ("raw", "marts"):
+            for f in (self.path / layer).glob(f"*/run_id={run_id}/part-*.parquet"):
+                if f.name[len("part-"):-len(".parquet")] not in current:
+                    f.unlink(missing_ok=True)
 
     def sweep(self) -> int:
         """Remove part files and temp files that no commit names. Call under the lock."""
