@@ -10,6 +10,7 @@ class ExitCode:
     FAILED = 1  # a dump, table or query failed; the message names it
     USAGE = 2  # bad arguments or configuration (Typer uses 2 as well)
     LOCKED = 3  # another live writer holds the warehouse lock
+    REGRESSION = 4  # compare found a regression beyond --threshold (the data, not profetl, failed)
 
 
 class PipelineError(Exception):

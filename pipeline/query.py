@@ -40,24 +40,55 @@ def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict]) -> str:
 
 
 def connect(wh: Warehouse, run_ids: list[str] | None = None) -> duckdb.DuckDBPyConnection:
-    """A connection with views ``runs``, every raw table and every mart (optionally some runs only)."""
+    """A connection with views ``runs``, every raw table and every mart (optionally some runs only).
+
+    Times print in UTC. ``runs`` holds the commit records plus ``RUN_VIEW_COLUMNS``.
+    """
     runs = wh.runs()
     if run_ids is not None:
         wanted = set(run_ids)
         runs = [r for r in runs if r["run_id"] in wanted]
     con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
     if runs:
         listing = "[" + ", ".join(_quote(wh.run_file(r["run_id"])) for r in runs) + "]"
-        con.execute(f"CREATE VIEW runs AS SELECT * FROM read_parquet({listing}, hive_partitioning = false)")
+        con.execute(f"CREATE VIEW _run_records AS SELECT * FROM read_parquet({listing}, hive_partitioning = false, union_by_name = true)")
     else:
         c = contracts("raw")["runs"]
-        con.execute("CREATE VIEW runs AS SELECT " + ", ".join(
+        con.execute("CREATE VIEW _run_records AS SELECT " + ", ".join(
             f"NULL::{_DUCK[col.type]} AS {col.name}" for col in c.columns) + " WHERE false")
     for name in RAW_TABLES:
         con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'raw', contracts('raw')[name], runs)}")
     for name, c in contracts("marts").items():
         con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'marts', c, runs)}")
+    con.execute(_RUNS_VIEW)
     return con
+
+
+# Columns the ``runs`` view adds to the commit records (documented in docs/tables.md).
+RUN_VIEW_COLUMNS = {
+    "collected_at": ("timestamp", "Collection start (UTC) as a timestamp: collection_start_us"),
+    "workload": ("string", "What the run ran, so that runs can be compared over time: "
+                 "<layout>/<chip>/<model names joined by +>, or <layout>/<chip>/ops-<hash of the "
+                 "sorted op names> when the run has no model records"),
+}
+_RUNS_VIEW = """
+CREATE VIEW runs AS
+SELECT
+    r.*,
+    make_timestamptz(r.collection_start_us) AS collected_at,
+    concat_ws('/', r.layout, coalesce(r.chip, 'unknown-chip'),
+              coalesce(m.models, 'ops-' || left(md5(o.ops), 8), 'empty')) AS workload
+FROM _run_records AS r
+LEFT JOIN (
+    SELECT run_id, string_agg(DISTINCT model_name, '+' ORDER BY model_name) AS models
+    FROM inferences WHERE model_name IS NOT NULL GROUP BY run_id
+) AS m USING (run_id)
+LEFT JOIN (
+    SELECT run_id, string_agg(DISTINCT op_name, ',' ORDER BY op_name) AS ops
+    FROM task_ops WHERE op_name IS NOT NULL GROUP BY run_id
+) AS o USING (run_id)
+"""
 
 
 @dataclass
@@ -88,16 +119,31 @@ def check_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
         raise QueryFailed(f"give one SELECT statement, not {len(statements)}")
 
 
+def read_consistent(wh: Warehouse, read, run_ids: list[str] | None = None):
+    """``read(con)`` on a fresh set of views; once more if a writer replaced a run meanwhile.
+
+    A writer deletes the part files its commit superseded, so a reader that listed them
+    just before may find one gone: it then sees the new commit on the second try.
+    """
+    for attempt in (1, 2):
+        con = connect(wh, run_ids)
+        try:
+            return read(con)
+        except duckdb.IOException:
+            if attempt == 2:
+                raise
+        finally:
+            con.close()
+
+
 def query(wh: Warehouse, sql: str, params: dict | None = None) -> QueryResult:
-    con = connect(wh)
-    try:
+    def read(con):
         check_read_only(con, sql)
         rel = con.sql(sql, params=params or None)
-        if rel is None:  # a statement without a result
-            return QueryResult([], pa.table({}))
-        table = rel.to_arrow_table()
+        return pa.table({}) if rel is None else rel.to_arrow_table()
+
+    try:
+        table = read_consistent(wh, read)
     except duckdb.Error as e:
         raise QueryFailed(str(e).splitlines()[0]) from None
-    finally:
-        con.close()
     return QueryResult(table.column_names, table)

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from pipeline.errors import ExitCode, PipelineError
+from pipeline.selection import RunSelection, parse_when
 from pipeline.warehouse import Warehouse
 
 out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 4000)
@@ -32,10 +33,45 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON 
 MemoryOpt = Annotated[str, typer.Option("--memory-limit", help="DuckDB memory limit for the build (spills to disk beyond it).")]
 ThreadsOpt = Annotated[int, typer.Option("--threads", help="DuckDB threads for the build (0: one per core).")]
 WaitOpt = Annotated[float, typer.Option("--wait", help="Seconds to wait for another writer to finish before giving up (exit 3).")]
+RunsOpt = Annotated[list[str] | None, typer.Option("--run", "-r", metavar="RUN", show_default=False,
+                                                  help="Run id, unique prefix or latest; repeat for several runs.")]
+SinceOpt = Annotated[str | None, typer.Option("--since", metavar="WHEN", show_default=False,
+                                              help="Runs collected at or after WHEN (UTC): 2026-03-02, 2026-03-02T01:00, today, yesterday, 7d, 12h.")]
+UntilOpt = Annotated[str | None, typer.Option("--until", metavar="WHEN", show_default=False,
+                                              help="Runs collected before WHEN (same forms as --since).")]
+WorkloadOpt = Annotated[str | None, typer.Option("--workload", metavar="KEY", show_default=False,
+                                                 help="Only runs of this workload (the Workload column of `profetl runs`).")]
+DeviceOpt = Annotated[list[int] | None, typer.Option("--device", "-d", metavar="ID", show_default=False,
+                                                     help="Only these devices; repeat for several.")]
+OutOpt = Annotated[str, typer.Option("--out", "-o", metavar="FILE", help="Output file, or - for standard output.")]
 
 
 def warehouse(path: Path | None) -> Warehouse:
     return Warehouse(path or DEFAULT_WAREHOUSE)
+
+
+def selection(runs: list[str] | None = None, since: str | None = None, until: str | None = None,
+              workload: str | None = None, last: int | None = None) -> RunSelection:
+    """The run filter options as the library's RunSelection (raises UsageError on a bad time)."""
+    return RunSelection(runs=runs or None, since=parse_when(since) if since else None,
+                        until=parse_when(until) if until else None, workload=workload, last=last)
+
+
+@contextmanager
+def progress(description: str, total: int | None = None, enabled: bool = True) -> Iterator:
+    """A progress bar on stderr when it is a terminal; under cron a no-op (the callers' one-line logs stay).
+
+    Yields ``advance(label)``, called once per finished item.
+    """
+    if not (enabled and interactive()):
+        yield lambda label=None: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("{task.fields[label]}"), console=err, transient=True) as bar:
+        task = bar.add_task(description, total=total, label="")
+        yield lambda label=None: bar.update(task, advance=1, label=str(label or ""))
 
 
 @contextmanager

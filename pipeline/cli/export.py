@@ -1,4 +1,4 @@
-"""profetl export: a table of a run as CSV or Parquet."""
+"""profetl export: a table of some runs as CSV, JSON lines or Parquet."""
 
 from __future__ import annotations
 
@@ -8,26 +8,34 @@ import typer
 
 from pipeline.cli import common as C
 from pipeline.export import FORMATS, export
+from pipeline.selection import select_runs
 
 
 def command(
-    table: Annotated[str, typer.Argument(help="A mart (runtime_api_summary, task_scheduler, ...) or raw table.", show_default=False)],
-    run: Annotated[list[str] | None, typer.Option("--run", "-r", help="Run id, prefix or latest; repeat for several runs.")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help=f"One of {', '.join(FORMATS)}.")] = "csv",
-    out_path: Annotated[str, typer.Option("--out", "-o", help="Output file, or - for standard output (CSV).")] = "-",
-    headers: Annotated[str, typer.Option("--headers", help="display (the tool's names, e.g. Time(%)) or snake (column names).")] = "display",
+    table: Annotated[str, typer.Argument(help="A mart (runtime_api_summary, task_scheduler, ...) or raw table (api_calls, runs, ...).", show_default=False)],
+    run: C.RunsOpt = None,
+    since: C.SinceOpt = None,
+    until: C.UntilOpt = None,
+    workload: C.WorkloadOpt = None,
+    device: C.DeviceOpt = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help=f"One of {', '.join(FORMATS)} (json: JSON lines).")] = "csv",
+    out_path: C.OutOpt = "-",
+    headers: Annotated[str, typer.Option("--headers", help="CSV headers: display (the tool's names, e.g. Time(%), Stream ID) or snake (column names).")] = "display",
     warehouse: C.WarehouseOpt = None,
 ) -> None:
-    """Export TABLE for one or more runs; the file appears whole or not at all.
+    """Export TABLE for the chosen runs (default: the latest); a file appears whole or not at all.
 
-    CSV uses the profiling tool's display headers, leaves numbers as numbers and quotes
-    text that a spreadsheet would run as a formula. Parquet keeps the contract's types.
+    Runs are chosen with --run, and/or by collection time with --since/--until, and/or by
+    --workload; with more than one run a Run ID column comes first. CSV uses the
+    profiling tool's display headers, writes numbers as plain numbers, NULL as an empty
+    cell, and quotes text a spreadsheet would run as a formula. Parquet keeps the
+    contract's types and snake_case names.
 
-    Example: profetl export task_scheduler --run latest --format csv --out task_scheduler.csv
+    Example: profetl export task_scheduler --since 7d --device 0 --format csv --out task_scheduler.csv
     """
     wh = C.warehouse(warehouse)
     with C.errors():
-        run_ids = [wh.resolve(r)["run_id"] for r in (run or ["latest"])]
-        n = export(wh, table, run_ids, fmt, out_path, headers)
+        runs = select_runs(wh, C.selection(run, since, until, workload))
+        n = export(wh, table, [r["run_id"] for r in runs], fmt, out_path, headers, device)
     if out_path != "-":
-        C.err.print(f"wrote {n} row(s) to {out_path}", highlight=False)
+        C.err.print(f"wrote {n} row(s) of {len(runs)} run(s) to {out_path}", highlight=False, markup=False)

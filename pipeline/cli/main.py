@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from pipeline import __version__
-from pipeline.cli import build, export, ingest, query, run, runs, show, synth
+from pipeline.cli import build, compare, export, ingest, query, run, runs, show, synth, trend
 
 app = typer.Typer(
     name="profetl",
@@ -25,6 +25,8 @@ COMMANDS = {
     "show": show.command,
     "export": export.command,
     "query": query.command,
+    "compare": compare.command,
+    "trend": trend.command,
     "synth": synth.command,
 }
 for name, fn in COMMANDS.items():

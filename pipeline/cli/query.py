@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -12,9 +10,20 @@ import typer
 
 from pipeline.cli import common as C
 from pipeline.errors import UsageError
-from pipeline.export import csv_cell
+from pipeline.formats import ROW_FORMATS, write_table
 from pipeline.query import query
 from pipeline.report import cell
+
+FORMATS = ("table",) + ROW_FORMATS
+
+
+def _value(text: str):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _params(items: list[str]) -> dict:
@@ -23,35 +32,42 @@ def _params(items: list[str]) -> dict:
         name, sep, value = item.partition("=")
         if not sep or not name:
             raise UsageError(f"--param takes name=value, not {item!r}")
-        out[name] = int(value) if value.lstrip("-").isdigit() else value
+        out[name] = _value(value)
     return out
+
+
+def _sql(arg: str) -> str:
+    if arg == "-":
+        return sys.stdin.read()
+    if arg.startswith("@"):
+        return Path(arg[1:]).read_text(encoding="utf-8")
+    return arg
 
 
 def command(
     sql: Annotated[str, typer.Argument(help="SQL text, @FILE to read a file, or - to read standard input.", show_default=False)],
-    param: Annotated[list[str] | None, typer.Option("--param", "-p", help="Named parameter name=value, used as $name in the SQL.")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table, csv or json (JSON lines).")] = "table",
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", metavar="NAME=VALUE", help="Named parameter, used as $NAME in the SQL; numbers are bound as numbers. Repeatable.")] = None,
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table (terminal), csv, json (JSON lines) or parquet (needs --out FILE).")] = "table",
+    out_path: C.OutOpt = "-",
     warehouse: C.WarehouseOpt = None,
 ) -> None:
-    """Run SQL over views of every raw table, mart and `runs`, each with run_id.
+    """Run one SELECT over views of every raw table, every mart and `runs`, across all runs.
 
-    Example: profetl query "select op_name, sum(time_ns) from task_scheduler group by 1 order by 2 desc"
+    Every view has run_id; `runs` adds each run's metadata (chip, devices, layout,
+    collected_at, workload, ...), so `join runs using (run_id)` puts it beside any row.
+    Parameters are bound by DuckDB, never pasted into the SQL.
+
+    Example: profetl query "select r.collected_at, t.op_name, t.avg_ns from task_scheduler t join runs r using (run_id) where t.op_name = $op" -p op=conv2d_0 -f csv
     """
     with C.errors():
-        if sql == "-":
-            sql = sys.stdin.read()
-        elif sql.startswith("@"):
-            sql = Path(sql[1:]).read_text(encoding="utf-8")
-        if fmt not in ("table", "csv", "json"):
-            raise UsageError(f"format {fmt!r}; use table, csv or json")
-        res = query(C.warehouse(warehouse), sql, _params(param or []))
-    if fmt == "json":
-        for row in res.rows:
-            sys.stdout.write(json.dumps(dict(zip(res.columns, row)), default=str) + "\n")
-    elif fmt == "csv":
-        w = csv.writer(sys.stdout, lineterminator="\n")
-        w.writerow(res.columns)
-        for row in res.rows:
-            w.writerow([csv_cell(v) for v in row])
-    else:
+        if fmt not in FORMATS:
+            raise UsageError(f"format {fmt!r}; use one of {', '.join(FORMATS)}")
+        if fmt == "table" and out_path != "-":
+            raise UsageError("--out needs --format csv, json or parquet")
+        res = query(C.warehouse(warehouse), _sql(sql), _params(param or []))
+        if fmt != "table":
+            n = write_table(res.table, fmt, out_path)
+    if fmt == "table":
         C.print_table(None, res.columns, [[cell(v) for v in row] for row in res.rows])
+    elif out_path != "-":
+        C.err.print(f"wrote {n} row(s) to {out_path}", highlight=False, markup=False)

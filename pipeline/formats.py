@@ -1,0 +1,132 @@
+"""Rows out: CSV a spreadsheet reads as written, JSON lines, Parquet; files written atomically.
+
+Every command that emits rows goes through ``write_table``, so ``query``, ``export``,
+``compare`` and ``trend`` give the same CSV, JSON lines and Parquet for the same data.
+``out`` is a file path or ``-`` for standard output.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+import os
+import secrets
+import sys
+from collections.abc import Callable
+from datetime import date, datetime
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.errors import UsageError
+
+ROW_FORMATS = ("csv", "json", "parquet")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(v) -> str:
+    """A cell a spreadsheet shows as written: NULL empty, numbers as numbers, no formulas."""
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        # 15 significant digits: exact for every value a double holds to that precision,
+        # without binary noise such as 37.946000000000005 in the spreadsheet
+        return "" if math.isnan(v) or math.isinf(v) else format(v, ".15g")
+    if isinstance(v, (int, Decimal)):
+        return str(v)
+    if isinstance(v, datetime):
+        return v.isoformat()
+    if isinstance(v, (list, tuple)):
+        v = ",".join(str(x) for x in v)
+    s = str(v)
+    return "'" + s if s.startswith(_FORMULA_START) else s
+
+
+def json_value(v):
+    """A JSON-ready value: timestamps as ISO 8601, NaN as null."""
+    if isinstance(v, (datetime, date)):
+        return v.isoformat()
+    if isinstance(v, float) and (math.isnan(v) or math.isinf(v)):
+        return None
+    if isinstance(v, Decimal):
+        return float(v)
+    if isinstance(v, bytes):
+        return v.hex()
+    if isinstance(v, (list, tuple)):
+        return [json_value(x) for x in v]
+    if isinstance(v, dict):
+        return {k: json_value(x) for k, x in v.items()}
+    return v
+
+
+def csv_text(table: pa.Table, headers: list[str] | None = None) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(headers or table.column_names)
+    cols = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    for row in zip(*cols):
+        w.writerow([csv_cell(v) for v in row])
+    return buf.getvalue()
+
+
+def jsonl_text(table: pa.Table, names: list[str] | None = None) -> str:
+    names = names or table.column_names
+    cols = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    return "".join(json.dumps({n: json_value(v) for n, v in zip(names, row)}) + "\n" for row in zip(*cols))
+
+
+def atomic_write(out: Path, write: Callable[[Path], None]) -> None:
+    """Write through a temporary file beside ``out`` and rename it: whole or not at all."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{secrets.token_hex(4)}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_bytes(out: str, data: bytes) -> None:
+    if out == "-":
+        sys.stdout.buffer.write(data) if hasattr(sys.stdout, "buffer") else sys.stdout.write(data.decode())
+        sys.stdout.flush()
+    else:
+        atomic_write(Path(out), lambda p: p.write_bytes(data))
+
+
+def write_text(out: str, text: str) -> None:
+    if out == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        atomic_write(Path(out), lambda p: p.write_text(text, encoding="utf-8"))
+
+
+def check_format(fmt: str, allowed: tuple[str, ...] = ROW_FORMATS) -> str:
+    if fmt not in allowed:
+        raise UsageError(f"format {fmt!r}; use one of {', '.join(allowed)}")
+    return fmt
+
+
+def write_table(table: pa.Table, fmt: str, out: str, headers: list[str] | None = None) -> int:
+    """``table`` as CSV (with ``headers`` when given), JSON lines or Parquet; returns rows written."""
+    check_format(fmt)
+    if fmt == "csv":
+        write_text(out, csv_text(table, headers))
+    elif fmt == "json":
+        write_text(out, jsonl_text(table))
+    else:
+        if out == "-":
+            sink = pa.BufferOutputStream()
+            pq.write_table(table, sink, compression="zstd")
+            write_bytes(out, sink.getvalue().to_pybytes())
+        else:
+            atomic_write(Path(out), lambda p: pq.write_table(table, p, compression="zstd"))
+    return table.num_rows

@@ -1,0 +1,109 @@
+"""Which runs a command works on: ids, collection-time ranges, workloads, the last N.
+
+Runs are ordered by collection start (``collected_at``), the time the profiling began,
+not by when profetl ingested them, so a late re-ingest does not reorder history.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta, timezone
+
+from pipeline.errors import UnknownRun, UsageError
+from pipeline.query import connect
+from pipeline.warehouse import Warehouse
+
+_RELATIVE = re.compile(r"^(\d+)\s*([hdw])$")
+_UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
+
+
+def parse_when(text: str, now: datetime | None = None) -> datetime:
+    """A UTC instant from ISO 8601 (``2026-03-02``, ``2026-03-02T01:00``, with or without a
+    zone; no zone means UTC), ``today``, ``yesterday``, or an age such as ``7d``, ``12h``, ``2w``."""
+    now = now or datetime.now(timezone.utc)
+    t = text.strip().lower()
+    if t == "now":
+        return now
+    if t in ("today", "yesterday"):
+        day = now.date() - timedelta(days=1 if t == "yesterday" else 0)
+        return datetime.combine(day, time(0), timezone.utc)
+    m = _RELATIVE.match(t)
+    if m:
+        return now - int(m.group(1)) * _UNITS[m.group(2)]
+    try:
+        value = datetime.fromisoformat(text.strip())
+    except ValueError:
+        try:
+            value = datetime.combine(date.fromisoformat(text.strip()), time(0))
+        except ValueError:
+            raise UsageError(f"{text!r} is not a time: use 2026-03-02, 2026-03-02T01:00, today, yesterday or 7d") from None
+    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+
+@dataclass
+class RunSelection:
+    """A filter over the warehouse's runs; empty means every run."""
+
+    runs: list[str] | None = None  # ids, unique prefixes or ``latest``
+    since: datetime | None = None  # collected at or after
+    until: datetime | None = None  # collected before
+    workload: str | None = None
+    last: int | None = None  # the newest N after the other filters
+
+    def is_empty(self) -> bool:
+        return not (self.runs or self.since or self.until or self.workload or self.last)
+
+
+def catalog(wh: Warehouse) -> list[dict]:
+    """Every committed run as the ``runs`` view has it (with collected_at and workload), oldest first."""
+    con = connect(wh)
+    try:
+        t = con.sql("SELECT * FROM runs ORDER BY collection_start_us NULLS FIRST, run_id").to_arrow_table()
+    finally:
+        con.close()
+    return t.to_pylist()
+
+
+def select_runs(wh: Warehouse, sel: RunSelection, default_latest: bool = True) -> list[dict]:
+    """The runs ``sel`` names, oldest collection first. With an empty selection: the latest
+    ingested run when ``default_latest``, else every run."""
+    rows = catalog(wh)
+    if not rows:
+        raise UnknownRun(f"the warehouse {wh.path} has no runs yet")
+    if sel.is_empty():
+        return [_by_id(rows, wh.resolve("latest")["run_id"])] if default_latest else rows
+    if sel.runs:
+        wanted = {wh.resolve(r)["run_id"] for r in sel.runs}
+        rows = [r for r in rows if r["run_id"] in wanted]
+    if sel.since:
+        rows = [r for r in rows if r["collected_at"] is not None and r["collected_at"] >= sel.since]
+    if sel.until:
+        rows = [r for r in rows if r["collected_at"] is not None and r["collected_at"] < sel.until]
+    if sel.workload:
+        rows = [r for r in rows if r["workload"] == sel.workload]
+    if sel.last:
+        if sel.last < 1:
+            raise UsageError("--last takes a number of runs >= 1")
+        rows = rows[-sel.last:]
+    if not rows:
+        raise UnknownRun("no run matches the selection (see `profetl runs`)")
+    return rows
+
+
+def _by_id(rows: list[dict], run_id: str) -> dict:
+    return next(r for r in rows if r["run_id"] == run_id)
+
+
+def earlier_runs(wh: Warehouse, run: dict, workload: str | None, n: int) -> list[dict]:
+    """Up to ``n`` runs of ``workload`` collected before ``run``, newest last."""
+    rows = catalog(wh)
+    key = (run.get("collection_start_us") or 0, run["run_id"])
+    before = [r for r in rows if (r.get("collection_start_us") or 0, r["run_id"]) < key
+              and (workload is None or r["workload"] == workload)]
+    return before[-n:] if n else before
+
+
+def run_row(wh: Warehouse, run_ref: str) -> dict:
+    """One run, as the ``runs`` view has it."""
+    return _by_id(catalog(wh), wh.resolve(run_ref)["run_id"])
