@@ -8,13 +8,17 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from pipeline.errors import InputError
-from pipeline.readers import hiprof
+from pipeline.paths import display
+from pipeline.readers import hiprof, prof
 
 EDGE_BYTES = 64 * 1024
 
 
 def detect(path: Path) -> str | None:
     """The layout of a dump directory, or None when it is not one profetl reads."""
+    layout = prof.detect(path)  # generations 2 and 3 (PROF_* trees, profiler_default_tag naming)
+    if layout is not None:
+        return layout
     if hiprof.is_result_dir(path):
         return "hiprof_result_dir"
     return None
@@ -24,9 +28,9 @@ def discover(root: Path, max_depth: int = 6) -> list[Path]:
     """Every dump at or under ``root``; links are not followed, dumps are not searched inside."""
     root = Path(root)
     if not root.exists():
-        raise InputError("does not exist", path=str(root))
+        raise InputError("does not exist", path=display(root))
     if not root.is_dir():
-        raise InputError("is not a directory", path=str(root))
+        raise InputError("is not a directory", path=display(root))
     found: list[Path] = []
 
     def walk(d: Path, depth: int) -> None:
@@ -67,7 +71,7 @@ def fingerprint(root: Path) -> str:
     for p in _regular_files(root):
         rel = p.relative_to(root).as_posix()
         size = p.stat().st_size
-        h.update(f"{rel}\0{size}\0".encode())
+        h.update(os.fsencode(rel) + f"\0{size}\0".encode())
         with open(p, "rb") as fh:
             h.update(fh.read(EDGE_BYTES))
             if size > 2 * EDGE_BYTES:

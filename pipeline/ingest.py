@@ -18,7 +18,8 @@ from pipeline.contracts import RAW_TABLES
 from pipeline.dumps import detect, fingerprint, run_id as make_run_id
 from pipeline.errors import InputError
 from pipeline.faults import checkpoint
-from pipeline.readers import hiprof
+from pipeline.paths import display
+from pipeline.readers import hiprof, prof
 from pipeline.readers.hiprof.files import rel_name, scan
 from pipeline.readers.issues import IssueLog
 from pipeline.readers.metadata import MetadataError, read_start_info, read_text
@@ -38,21 +39,25 @@ class IngestResult:
 
 def identify(dump: Path) -> tuple[str, int | None, dict[str, str]]:
     """Run id, collection start and control-file texts, read before any data file."""
-    files = scan(dump)
+    if detect(dump) in prof.LAYOUTS:
+        controls = prof.control_files(prof.scan(dump))
+    else:
+        files = scan(dump)
+        controls = [(kind, p) for kind, by_dev in files.control.items()
+                    for _, p in sorted(by_dev.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))]
     texts: dict[str, str] = {}
     start_us = None
-    for kind, by_dev in files.control.items():
-        for _, p in sorted(by_dev.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):
-            rel = rel_name(dump, p)
+    for kind, p in controls:
+        rel = rel_name(dump, p)
+        try:
+            texts[rel] = read_text(p)
+        except MetadataError:
+            continue
+        if kind == "start_info" and start_us is None:
             try:
-                texts[rel] = read_text(p)
+                start_us = read_start_info(p).collection_time_begin_us
             except MetadataError:
-                continue
-            if kind == "start_info" and start_us is None:
-                try:
-                    start_us = read_start_info(p).collection_time_begin_us
-                except MetadataError:
-                    pass
+                pass
     return make_run_id(start_us, texts), start_us, texts
 
 
@@ -60,16 +65,17 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
     """Read ``dump`` into new raw part files; the caller commits (or builds, then commits)."""
     dump = Path(dump)
     if not dump.is_dir():
-        raise InputError("is not a directory", path=str(dump))
+        raise InputError("is not a directory", path=display(dump))
     layout = detect(dump)
     if layout is None:
-        raise InputError("is not a dump profetl can read (no result_dir data/ folder with hiprof-era files)", path=str(dump))
+        raise InputError("is not a dump profetl can read (no PROF_* tree, profiler_default_tag files, or result_dir "
+                         "data/ folder with hiprof-era files)", path=display(dump))
     t0 = time.monotonic()
     run_id, _, texts = identify(dump)
     fp = fingerprint(dump)
     existing = wh.run(run_id)
     if existing and existing["fingerprint"] == fp and not force:
-        return IngestResult(run_id, str(dump), skipped=True, row=existing)
+        return IngestResult(run_id, display(dump), skipped=True, row=existing)
 
     ingest_id = new_id()
     tmp = wh.temp_dir()
@@ -77,7 +83,10 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
     sink = ParquetSink(paths)
     log = IssueLog()
     try:
-        meta = hiprof.read_result_dir(dump, sink, log)
+        if layout in prof.LAYOUTS:
+            meta = prof.read_prof(dump, sink, log, layout)
+        else:
+            meta = hiprof.read_result_dir(dump, sink, log)
         sink.write("ingest_issues", _issue_columns(log))
         sink.close()
     except BaseException:
@@ -96,7 +105,7 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
         "run_id": run_id,
         "ingest_id": ingest_id,
         "build_id": None,
-        "source_path": str(dump),
+        "source_path": display(dump),
         "fingerprint": fp,
         "layout_generation": meta.layout_generation,
         "layout": meta.layout,
@@ -122,7 +131,7 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
         "metadata_json": json.dumps(texts, sort_keys=True),
         "profetl_version": __version__,
     }
-    return IngestResult(run_id, str(dump), row=row, rows_by_table=rows, issues=[i.line() for i in log.issues])
+    return IngestResult(run_id, display(dump), row=row, rows_by_table=rows, issues=[i.line() for i in log.issues])
 
 
 def _issue_columns(log: IssueLog) -> dict:

@@ -8,6 +8,7 @@ from pathlib import Path
 from pipeline.build import DEFAULT_MEMORY_LIMIT, BuildResult, build, with_build
 from pipeline.dumps import discover
 from pipeline.errors import PipelineError
+from pipeline.paths import display
 from pipeline.ingest import IngestResult, ingest
 from pipeline.warehouse import Warehouse
 
@@ -34,8 +35,8 @@ def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool
         if then_build and res.row.get("build_id") is None:
             b = build(wh, res.row, memory_limit, threads)
             wh.commit(with_build(res.row, b, res.row["tables_filled"]))
-            return Outcome(str(dump), "built", res.run_id, ingest=res, build=b, issues=b.issues)
-        return Outcome(str(dump), status, res.run_id, ingest=res)
+            return Outcome(display(dump), "built", res.run_id, ingest=res, build=b, issues=b.issues)
+        return Outcome(display(dump), status, res.run_id, ingest=res)
     row = res.row
     b = None
     if then_build:
@@ -43,7 +44,7 @@ def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool
         row = with_build(row, b, row["tables_filled"])
     wh.commit(row)
     issues = res.issues + (b.issues if b else [])
-    return Outcome(str(dump), "built" if b else "ingested", res.run_id, ingest=res, build=b, issues=issues)
+    return Outcome(display(dump), "built" if b else "ingested", res.run_id, ingest=res, build=b, issues=issues)
 
 
 def rebuild(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> Outcome:
@@ -69,10 +70,10 @@ def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build:
         try:
             found = discover(Path(root))
         except PipelineError as e:
-            outcomes.append(Outcome(str(root), "failed", error=str(e)))
+            outcomes.append(Outcome(display(root), "failed", error=str(e)))
             continue
         if not found:
-            outcomes.append(Outcome(str(root), "failed", error=f"{root}: no dump found (a result_dir holds data/ with hiprof-era files)"))
+            outcomes.append(Outcome(display(root), "failed", error=f"{display(root)}: no dump found (a result_dir holds data/ with hiprof-era files)"))
         dumps.extend(found)
     for dump in dumps:
         if on_dump:
@@ -80,9 +81,9 @@ def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build:
         try:
             outcomes.append(ingest_dump(wh, dump, force, then_build, memory_limit, threads))
         except PipelineError as e:
-            outcomes.append(Outcome(str(dump), "failed", error=str(e)))
+            outcomes.append(Outcome(display(dump), "failed", error=str(e)))
         except OSError as e:
-            outcomes.append(Outcome(str(dump), "failed", error=f"{e.filename or dump}: {e.strerror}"))
+            outcomes.append(Outcome(display(dump), "failed", error=f"{display(e.filename or dump)}: {e.strerror}"))
         except Exception as e:  # noqa: BLE001 - one dump's bug must not stop the night's other dumps
-            outcomes.append(Outcome(str(dump), "failed", error=f"internal error: {type(e).__name__}: {e}"))
+            outcomes.append(Outcome(display(dump), "failed", error=f"internal error: {type(e).__name__}: {e}"))
     return outcomes

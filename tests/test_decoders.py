@@ -32,7 +32,7 @@ from pipeline.readers.issues import BYTE_KINDS, IssueLog
 from pipeline.readers.slices import SliceFile, SliceStream
 
 SETTINGS = settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-CHUNKS = st.sampled_from([1, 3, 7, 33, 4096])
+CHUNKS = st.sampled_from([1, 3, 7, 33, 4096, 1 << 20])
 MAGIC = 0x5A5A
 
 
@@ -174,6 +174,11 @@ def fixed_streams(draw):
 @example(("runtime_task_track", b"", []), 7, True)  # an empty stream
 def test_decode_fixed_matches_reference_and_accounts_for_every_byte(case, chunk_bytes, check_magic):
     name, data, cuts = case
+    check_fixed(name, data, cuts, chunk_bytes, check_magic)
+    check_fixed(name, data, [], 1 << 20, check_magic)  # the whole stream in one chunk
+
+
+def check_fixed(name: str, data: bytes, cuts: list[int], chunk_bytes: int, check_magic: bool) -> None:
     layout, fmt, names = FIXED_REF[name]
     size = layout.size
     with sliced(data, cuts, chunk_bytes) as sl:
@@ -319,9 +324,13 @@ def tlv_record(rng: random.Random, tag: int, size: int) -> bytes:
 
 @st.composite
 def tlv_layouts(draw, max_records: int = 24):
-    """(tag, bufSize) of each record: decoded tags at their size or longer, counted tags >= 8 bytes."""
+    """(tag, bufSize) of each record: decoded tags at their size or longer, counted tags >= 8 bytes.
+
+    Records come in groups of one tag and size, as producers write them, so the decoder's
+    vectorised runs (several records at once) are exercised as well as single records.
+    """
     out = []
-    for _ in range(draw(st.integers(0, max_records))):
+    while len(out) < max_records and draw(st.integers(0, 5)) > 0:
         tag = draw(st.sampled_from([3, 3, 3, 4, 4, 10, 11, 6, 7, 8, 9]))
         if tag == L.EVENT_COUNT.tag:
             size = 112 + draw(st.sampled_from([0, 0, 8, 24, 37]))
@@ -329,8 +338,8 @@ def tlv_layouts(draw, max_records: int = 24):
             size = RECORD_SIZE[tag] + draw(st.sampled_from([0, 0, 0, 0, 8]))
         else:
             size = draw(st.integers(8, 80))
-        out.append((tag, size))
-    return out
+        out.extend([(tag, size)] * draw(st.integers(1, 6)))
+    return out[:max_records]
 
 
 @st.composite
@@ -412,6 +421,8 @@ def test_decode_tlv_valid_streams_match_reference(case, chunk_bytes):
     e = tlv_reference(data)
     assert e.corrupt_at is None and e.truncated_at is None  # the generator writes valid streams
     assert_matches_reference(data, cuts, chunk_bytes)
+    # one slice, one chunk: long runs of same-tag records decode in one vectorised step
+    assert_matches_reference(data, [], 1 << 20)
 
 
 def test_decode_tlv_mixed_run_sizes_of_one_tag():

@@ -10,13 +10,42 @@ import pyarrow as pa
 from pipeline.readers.issues import Issue, IssueLog
 
 
-def decode_names(raw: np.ndarray) -> pa.Array:
-    """``S<n>`` values, cut at the first NUL, as UTF-8 strings (invalid bytes replaced)."""
+def decode_names(raw: np.ndarray, on_bad=None) -> pa.Array:
+    """``S<n>`` values, cut at the first NUL, as strings; each distinct value decoded once.
+
+    Bytes that are not UTF-8 become ``\\x`` escapes, and ``on_bad`` (if given) receives a
+    boolean mask of the records that held such bytes, so they can be reported.
+    """
     if len(raw) == 0:
         return pa.array([], pa.string())
     uniq, inverse = np.unique(raw, return_inverse=True)
-    text = [u.split(b"\0", 1)[0].decode("utf-8", "replace") for u in uniq.tolist()]
+    text, bad = [], []
+    for u in uniq.tolist():
+        value = u.split(b"\0", 1)[0]
+        try:
+            text.append(value.decode("utf-8"))
+            bad.append(False)
+        except UnicodeDecodeError:
+            text.append(value.decode("utf-8", "backslashreplace"))
+            bad.append(True)
+    if on_bad is not None and any(bad):
+        on_bad(np.asarray(bad)[inverse])
     return pa.DictionaryArray.from_arrays(pa.array(inverse.astype(np.int32)), pa.array(text, pa.string())).cast(pa.string())
+
+
+def name_reporter(stream, offsets: np.ndarray, log: IssueLog, device_id: int | None, what: str):
+    """An ``on_bad`` callback for ``decode_names``: one issue per file, at its first such record."""
+
+    def report(bad: np.ndarray) -> None:
+        offs = offsets[bad]
+        files = stream.file_index(offs)
+        for i in np.unique(files).tolist():
+            mine = offs[files == i]
+            log.add(Issue(stream.files[i].rel, "bad_name_encoding",
+                          f"{len(mine)} {what} field(s) are not UTF-8; kept with \\x escapes",
+                          device_id=device_id, byte_offset=int(mine[0] - stream.starts[i]), count=len(mine)))
+
+    return report
 
 
 def read_hash_dic(path: Path, rel: str, log: IssueLog, device_id: int | None) -> dict[int, str]:
@@ -41,12 +70,16 @@ def read_hash_dic(path: Path, rel: str, log: IssueLog, device_id: int | None) ->
 
 
 def names_or_hashes(kind: np.ndarray, names: np.ndarray, hashes: np.ndarray, dic: dict[int, str],
-                    what: str, rel: str, log: IssueLog, device_id: int) -> pa.Array:
+                    what: str, rel: str, log: IssueLog, device_id: int, on_bad=None) -> pa.Array:
     """A union field: the string where ``kind`` is 1, else the hash resolved through ``dic``.
 
     An unresolved hash keeps its decimal id as the name and is reported.
     """
-    out = np.asarray(decode_names(names).to_numpy(zero_copy_only=False), dtype=object)
+    strings = kind != 0
+    out = np.empty(len(kind), dtype=object)
+    if strings.any():
+        report = None if on_bad is None else (lambda bad: on_bad(_expand(bad, strings)))
+        out[strings] = np.asarray(decode_names(names[strings], report).to_numpy(zero_copy_only=False), dtype=object)
     is_hash = kind == 0
     if is_hash.any():
         h = hashes[is_hash]
@@ -59,3 +92,9 @@ def names_or_hashes(kind: np.ndarray, names: np.ndarray, hashes: np.ndarray, dic
         names_u = np.array([r if r is not None else str(int(x)) for r, x in zip(resolved, uniq.tolist())], dtype=object)
         out[is_hash] = names_u[inverse]
     return pa.array(out, pa.string())
+
+
+def _expand(mask: np.ndarray, where: np.ndarray) -> np.ndarray:
+    full = np.zeros(len(where), bool)
+    full[where] = mask
+    return full

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.paths import relative
 from pipeline.readers.slices import SliceFile
 
 # kind -> patterns; the named groups dev (device id) and n (slice number) are required,
@@ -91,10 +92,7 @@ class Layout1Files:
     not_files: list[str]  # names that match a pattern but are not regular files
 
 
-def rel_name(root: Path, p: Path) -> str:
-    """``p`` relative to the dump root as text; bytes that are not UTF-8 become \\x escapes."""
-    rel = p.relative_to(root).as_posix()
-    return rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+rel_name = relative  # a data file's name as stored in source_file
 
 
 _rel = rel_name

@@ -13,16 +13,20 @@ from pipeline.layouts import hiprof as L
 from pipeline.readers.columns import base_columns
 from pipeline.readers.decode import Batch
 from pipeline.readers.issues import IssueLog
-from pipeline.readers.names import decode_names, names_or_hashes
+from pipeline.readers.names import decode_names, name_reporter, names_or_hashes
 from pipeline.readers.slices import SliceStream
 
 I64 = np.int64
 
 
 
-def acl_calls(b: Batch, stream: SliceStream, device_id: int, acl_hash: dict[int, str]) -> dict:
+def _report(b: Batch, stream: SliceStream, log: IssueLog, device_id: int, what: str):
+    return name_reporter(stream, b.offsets, log, device_id, what)
+
+
+def acl_calls(b: Batch, stream: SliceStream, device_id: int, acl_hash: dict[int, str], log: IssueLog) -> dict:
     r = b.records
-    names = decode_names(r["api_name"])
+    names = decode_names(r["api_name"], _report(b, stream, log, device_id, "AscendCL API name"))
     if acl_hash:
         # A name may be a hash id into AclModule.hash_dic (raw-formats §5.1).
         arr = np.asarray(names.to_numpy(zero_copy_only=False), dtype=object)
@@ -39,7 +43,7 @@ def acl_calls(b: Batch, stream: SliceStream, device_id: int, acl_hash: dict[int,
     }
 
 
-def runtime_calls(b: Batch, stream: SliceStream, device_id: int) -> dict:
+def runtime_calls(b: Batch, stream: SliceStream, device_id: int, log: IssueLog) -> dict:
     r = b.records
     n = len(r)
     stream_id = pa.array(r["stream_id"].astype(I64), mask=r["stream_id"] == L.NO_STREAM).cast(pa.int32())
@@ -52,7 +56,7 @@ def runtime_calls(b: Batch, stream: SliceStream, device_id: int) -> dict:
     return {
         **base_columns(b, stream, device_id),
         "level": np.full(n, "runtime", object),
-        "api_name": decode_names(r["api_name"]),
+        "api_name": decode_names(r["api_name"], _report(b, stream, log, device_id, "runtime API name")),
         "tid": r["tid"].astype(I64),
         "stream_id": stream_id,
         "start_ns": r["entry"].astype(I64),
@@ -64,7 +68,7 @@ def runtime_calls(b: Batch, stream: SliceStream, device_id: int) -> dict:
     }
 
 
-def runtime_track_ops(b: Batch, stream: SliceStream, device_id: int) -> dict:
+def runtime_track_ops(b: Batch, stream: SliceStream, device_id: int, log: IssueLog) -> dict:
     r = b.records
     return {
         **base_columns(b, stream, device_id),
@@ -72,7 +76,7 @@ def runtime_track_ops(b: Batch, stream: SliceStream, device_id: int) -> dict:
         "stream_id": (r["stream_id"] % 2048).astype(np.int32),
         "task_id": r["task_id"].astype(np.int32),
         "batch_id": r["batch_id"].astype(np.int32),
-        "task_type": decode_names(r["task_type"]),
+        "task_type": decode_names(r["task_type"], _report(b, stream, log, device_id, "task type")),
         "ts_ns": r["timestamp"].astype(I64),
     }
 
@@ -96,8 +100,10 @@ def ge_task_ops(b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[int
         "batch_id": r["batch_id"].astype(np.int32),
         "model_id": r["model_id"].astype(I64),
         "index_id": r["cur_iter"].astype(I64),
-        "op_name": names_or_hashes(r["op_name_kind"], r["op_name"], r["op_name_hash"], ge_hash, "op name", rel, log, device_id),
-        "op_type": names_or_hashes(r["op_type_kind"], r["op_type"], r["op_type_hash"], ge_hash, "op type", rel, log, device_id),
+        "op_name": names_or_hashes(r["op_name_kind"], r["op_name"], r["op_name_hash"], ge_hash, "op name", rel, log, device_id,
+                                  _report(b, stream, log, device_id, "op name")),
+        "op_type": names_or_hashes(r["op_type_kind"], r["op_type"], r["op_type_hash"], ge_hash, "op type", rel, log, device_id,
+                                  _report(b, stream, log, device_id, "op type")),
         "task_type": pa.array(task_type.astype(object), pa.string()),
         "block_dim": (blocks & 0xFFFF).astype(np.int32),
         "mix_block_dim": ((blocks & 0xFFFF) * (blocks >> 16)).astype(np.int32),
@@ -112,7 +118,8 @@ def model_phases(b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[in
     r = b.records
     n = len(r)
     rel = stream.files[0].rel
-    name = names_or_hashes(r["model_name_kind"], r["model_name"], r["model_name_hash"], ge_hash, "model name", rel, log, device_id)
+    name = names_or_hashes(r["model_name_kind"], r["model_name"], r["model_name_hash"], ge_hash, "model name", rel, log,
+                           device_id, _report(b, stream, log, device_id, "model name"))
     infer_id = np.arange(first_infer_id, first_infer_id + n, dtype=np.int32)
     rep = lambda a: np.repeat(a, 3)  # noqa: E731
     phase = np.tile(np.array(["input", "infer", "output"], dtype=object), n)

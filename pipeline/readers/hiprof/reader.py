@@ -162,13 +162,13 @@ def read_result_dir(root: Path, sink: Sink, log: IssueLog) -> RunMeta:
             meta.data_bytes += stream.total
             if s.kind == "acl":
                 for b in decode_fixed(stream, L.ACL_API, log, dev):
-                    sink.write("api_calls", H.acl_calls(b, stream, dev, acl_hash))
+                    sink.write("api_calls", H.acl_calls(b, stream, dev, acl_hash, log))
             elif s.kind == "runtime_api":
                 for b in decode_fixed(stream, L.RUNTIME_API, log, dev):
-                    sink.write("api_calls", H.runtime_calls(b, stream, dev))
+                    sink.write("api_calls", H.runtime_calls(b, stream, dev, log))
             elif s.kind == "runtime_track":
                 for b in decode_fixed(stream, L.RUNTIME_TASK_TRACK, log, dev):
-                    sink.write("task_ops", H.runtime_track_ops(b, stream, dev))
+                    sink.write("task_ops", H.runtime_track_ops(b, stream, dev, log))
             elif s.kind == "ge_task_desc":
                 for b in decode_fixed(stream, L.GE_TASK_DESC, log, dev):
                     sink.write("task_ops", H.ge_task_ops(b, stream, dev, ge_hash, log))

@@ -1,0 +1,276 @@
+"""Host data of CANN 7+ (``host/data``): API and event records, compact and additional records.
+
+Records are stored as they are, one canonical row each: API records (and EVENT pairs) in
+``api_calls``, compact ``task_track`` and ``node_basic_info`` in ``task_ops``, graph id
+maps in ``inferences``. Hash ids go through ``hash_dic`` and type codes through
+``type_info_dic`` (raw-formats §4.4). Which device task gets which op name (the
+association rule of §4.5) is worked out by the SQL staging layer from these rows.
+
+Host records carry no device id except ``task_track``. A host row is given the device
+its thread launched tasks on (``task_track`` deviceId of the same threadId, the most
+frequent one), else the only device of its ``PROF_*`` directory, else 64 (host).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from pipeline.layouts import prof as P
+from pipeline.readers.decode import Batch
+from pipeline.readers.issues import Issue, IssueLog
+from pipeline.readers.names import read_hash_dic
+from pipeline.readers.prof.files import HOST_ID, Stream
+from pipeline.readers.prof.meta import HostClock
+from pipeline.readers.prof.records import read_fixed
+from pipeline.readers.slices import SliceStream
+
+I64 = np.int64
+
+
+@dataclass
+class HostContext:
+    hashes: dict[int, str] = field(default_factory=dict)
+    types: dict[tuple[int, int], str] = field(default_factory=dict)
+    tid_device: dict[int, int] = field(default_factory=dict)
+    fallback_device: int = HOST_ID
+    pid: int | None = None
+    clock: HostClock = field(default_factory=lambda: HostClock(None, 0, 0))
+    unresolved: Counter = field(default_factory=Counter)  # (file, what) -> ids not in a dictionary
+
+    def device_of(self, tid: np.ndarray) -> np.ndarray:
+        if not self.tid_device:
+            return np.full(len(tid), self.fallback_device, np.int32)
+        uniq, inv = np.unique(tid, return_inverse=True)
+        dev = np.array([self.tid_device.get(int(t), self.fallback_device) for t in uniq.tolist()], np.int32)
+        return dev[inv]
+
+    def names(self, ids: np.ndarray, rel: str, what: str) -> pa.Array:
+        """Hash ids through hash_dic; an id without an entry keeps its decimal text; 0 is no name."""
+        uniq, inv = np.unique(ids, return_inverse=True)
+        out = []
+        for x in uniq.tolist():
+            name = self.hashes.get(int(x))
+            if name is None and int(x) == 0:
+                pass
+            elif name is None:
+                self.unresolved[(rel, what)] += 1
+                name = str(int(x))
+            out.append(name)
+        return pa.array(np.array(out, dtype=object)[inv], pa.string())
+
+    def type_names(self, level: np.ndarray, typ: np.ndarray, rel: str) -> pa.Array:
+        key = level.astype(np.int64) * (1 << 32) + typ.astype(np.int64)
+        uniq, inv = np.unique(key, return_inverse=True)
+        out = []
+        for k in uniq.tolist():
+            lv, ty = k >> 32, k & 0xFFFFFFFF
+            name = self.types.get((lv, ty))
+            if name is None:
+                self.unresolved[(rel, "type")] += 1
+                name = f"{lv}_{ty}"
+            out.append(name)
+        return pa.array(np.array(out, dtype=object)[inv], pa.string())
+
+    def flush(self, log: IssueLog) -> None:
+        for (rel, what), n in sorted(self.unresolved.items()):
+            if what == "type":
+                msg = f"{n} type code(s) not in any type_info_dic; kept as <level>_<type>"
+            else:
+                msg = f"{n} {what} hash id(s) not in any hash_dic; the id is kept as the name"
+            log.add(Issue(rel, "unresolved_hash", msg, device_id=HOST_ID, count=n))
+        self.unresolved.clear()
+
+
+def read_type_info(stream: Stream, log: IssueLog) -> dict[tuple[int, int], str]:
+    """``<level>_<type>:<name>`` lines (raw-formats §4.4); other lines are counted."""
+    out: dict[tuple[int, int], str] = {}
+    for f in stream.files:
+        raw = f.path.read_bytes()
+        bad, bad_bytes, first_bad, offset = 0, 0, None, 0
+        for line in raw.splitlines(keepends=True):
+            key, sep, value = line.rstrip(b"\r\n").partition(b":")
+            lv, us, ty = key.strip().partition(b"_")
+            if sep and us and lv.isdigit() and ty.isdigit():
+                out[(int(lv), int(ty))] = value.decode("utf-8", "replace")
+            elif line.strip():
+                bad += 1
+                bad_bytes += len(line)
+                first_bad = offset if first_bad is None else first_bad
+            offset += len(line)
+        log.decoded(len(raw) - bad_bytes)
+        if bad:
+            log.add(Issue(f.rel, "bad_hash_line", f"{bad} line(s) are not <level>_<type>:<name> and were skipped",
+                          device_id=HOST_ID, byte_offset=first_bad, byte_length=bad_bytes, count=bad))
+    return out
+
+
+def read_hashes(stream: Stream, log: IssueLog) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for f in stream.files:
+        out.update(read_hash_dic(f.path, f.rel, log, HOST_ID))
+    return out
+
+
+def _files(stream: SliceStream, b: Batch) -> pa.Array:
+    return stream.source_files(b.offsets)
+
+
+def thread_devices(streams: list[Stream], log: IssueLog) -> dict[int, int]:
+    """threadId -> the device its task_track records launched on most often."""
+    counts: dict[int, Counter] = {}
+    for s in streams:
+        _, batches = read_fixed(s.files, P.TASK_TRACK, IssueLog(), HOST_ID, aged=s.family == "aging",
+                                host_magic=True)  # a first pass: issues and bytes are counted by the second
+        for b in batches:
+            r = b.records
+            pairs, n = np.unique(np.stack([r["tid"].astype(I64), (r["device_id"] & 0xFFF).astype(I64)], axis=1),
+                                 axis=0, return_counts=True)
+            for (tid, dev), k in zip(pairs.tolist(), n.tolist()):
+                counts.setdefault(tid, Counter())[dev] += k
+    return {tid: c.most_common(1)[0][0] for tid, c in counts.items()}
+
+
+def task_track_rows(s: Stream, ctx: HostContext, log: IssueLog):
+    stream, batches = read_fixed(s.files, P.TASK_TRACK, log, HOST_ID, aged=s.family == "aging", host_magic=True)
+    for b in batches:
+        r = b.records
+        rel = s.name
+        yield {
+            "device_id": (r["device_id"] & 0xFFF).astype(np.int32),
+            "source_file": _files(stream, b),
+            "seq": b.seq,
+            "source": np.full(len(r), "task_track", object),
+            "stream_id": r["stream_id"].astype(np.int32),
+            "task_id": r["task_id"].astype(np.int32),
+            "batch_id": r["batch_id"].astype(np.int32),
+            "op_name": ctx.names(r["kernel_name"], rel, "kernel name"),
+            "task_type": ctx.type_names(np.full(len(r), P.RUNTIME_LEVEL), r["task_type"], rel),
+            "task_type_code": r["task_type"].astype(I64),
+            "tid": r["tid"].astype(I64),
+            "ts_ns": ctx.clock.to_ns(r["timestamp"]),
+        }
+
+
+def node_basic_info_rows(s: Stream, ctx: HostContext, log: IssueLog):
+    stream, batches = read_fixed(s.files, P.NODE_BASIC_INFO, log, HOST_ID, aged=s.family == "aging", host_magic=True)
+    ge = np.array(P.GE_TASK_TYPES, dtype=object)
+    for b in batches:
+        r = b.records
+        rel = s.name
+        tt = r["task_type"].astype(I64)
+        names = np.where(tt < len(ge), ge[np.minimum(tt, len(ge) - 1)], np.array([f"UNKNOWN_{t}" for t in tt.tolist()], object))
+        blocks = r["block_num"].astype(I64)
+        yield {
+            "device_id": ctx.device_of(r["tid"]),
+            "source_file": _files(stream, b),
+            "seq": b.seq,
+            "source": np.full(len(r), "node_basic_info", object),
+            "op_name": ctx.names(r["op_name"], rel, "op name"),
+            "op_type": ctx.names(r["op_type"], rel, "op type"),
+            "task_type": pa.array(names.astype(object), pa.string()),
+            "task_type_code": tt,
+            "block_dim": (blocks & 0xFFFF).astype(np.int32),
+            "mix_block_dim": ((blocks & 0xFFFF) * (blocks >> 16)).astype(np.int32),
+            "op_state": np.full(len(r), "dynamic" if s.family == "aging" else "static", object),
+            "tid": r["tid"].astype(I64),
+            "ts_ns": ctx.clock.to_ns(r["timestamp"]),
+        }
+
+
+def _api_columns(stream: SliceStream, ctx: HostContext, rel: str, r: np.ndarray, offsets: np.ndarray,
+                 seq: np.ndarray, begin: np.ndarray, end: np.ndarray, kind: str) -> dict:
+    level = r["level"].astype(I64)
+    typ = r["type"].astype(I64)
+    is_acl = level == P.ACL_LEVEL
+    is_model = level == P.MODEL_LEVEL
+    # MODEL level: itemId is the model id (raw-formats §4.1); elsewhere a hash id
+    items = np.empty(len(r), dtype=object)
+    if (~is_model).any():
+        items[~is_model] = np.asarray(ctx.names(r["item_id"][~is_model], rel, "item").to_numpy(zero_copy_only=False),
+                                      dtype=object)
+    items[is_model] = [str(int(x)) for x in r["item_id"][is_model].tolist()]
+    item = pa.array(items, pa.string())
+    level_names = np.array([P.LEVELS.get(lv, str(lv)) for lv in level.tolist()], dtype=object)
+    return {
+        "device_id": ctx.device_of(r["tid"]),
+        "source_file": stream.source_files(offsets),
+        "seq": seq,
+        "level": level_names,
+        "api_name": ctx.type_names(level, typ, rel),
+        "api_type": pa.array((typ >> 16).astype(np.int32), mask=~is_acl),
+        "pid": pa.nulls(len(r), pa.int64()) if ctx.pid is None else np.full(len(r), ctx.pid, I64),
+        "tid": r["tid"].astype(I64),
+        "start_ns": ctx.clock.to_ns(begin),
+        "end_ns": ctx.clock.to_ns(end),
+        "type_code": typ,
+        "item": item,
+        "record_kind": np.full(len(r), kind, object),
+    }
+
+
+def api_event_rows(s: Stream, ctx: HostContext, log: IssueLog):
+    """API records as calls; EVENT records paired into calls at the end of the stream (§4.1)."""
+    stream, batches = read_fixed(s.files, P.API_EVENT, log, HOST_ID, aged=s.family == "aging", host_magic=True)
+    rel = s.name
+    events, invalid = [], 0
+    for b in batches:
+        r = b.records
+        is_event = r["end"] == np.uint64(P.EVENT_FLAG)
+        if is_event.any():
+            events.append((r[is_event], b.offsets[is_event], b.seq[is_event]))
+        api = ~is_event & (r["begin"] != 0)
+        invalid += int((~is_event & (r["begin"] == 0)).sum())
+        if api.any():
+            ra = r[api]
+            yield _api_columns(stream, ctx, rel, ra, b.offsets[api], b.seq[api], ra["begin"], ra["end"], "api")
+    if invalid:
+        log.add(Issue(rel, "invalid_api", f"{invalid} API record(s) with beginTime 0 skipped (as msprof does)",
+                      device_id=HOST_ID, count=invalid))
+    if events:
+        rec = np.concatenate([e[0] for e in events])
+        offs = np.concatenate([e[1] for e in events])
+        seq = np.concatenate([e[2] for e in events])
+        order = np.lexsort((seq, rec["item_id"], rec["request_id"], rec["tid"], rec["type"], rec["level"]))
+        rec, offs, seq = rec[order], offs[order], seq[order]
+        key = np.stack([rec["level"].astype(np.uint64), rec["type"].astype(np.uint64), rec["tid"].astype(np.uint64),
+                        rec["request_id"].astype(np.uint64), rec["item_id"]], axis=1)
+        new = np.ones(len(rec), bool)
+        new[1:] = (key[1:] != key[:-1]).any(axis=1)
+        group_start = np.maximum.accumulate(np.where(new, np.arange(len(rec)), 0))
+        rank = np.arange(len(rec)) - group_start
+        starts = np.flatnonzero(rank % 2 == 0)
+        has_end = np.zeros(len(starts), bool)
+        nxt = starts + 1
+        ok = nxt < len(rec)
+        has_end[ok] = ~new[nxt[ok]]
+        lonely = int((~has_end).sum())
+        if lonely:
+            log.add(Issue(rel, "unmatched_event", f"{lonely} EVENT record(s) without a second record of the same key",
+                          device_id=HOST_ID, count=lonely))
+        st = starts[has_end]
+        if len(st):
+            r0 = rec[st]
+            yield _api_columns(stream, ctx, rel, r0, offs[st], seq[st], r0["begin"], rec[st + 1]["begin"], "event_pair")
+
+
+def graph_id_rows(s: Stream, ctx: HostContext, log: IssueLog):
+    stream, batches = read_fixed(s.files, P.GRAPH_ID_MAP, log, HOST_ID, aged=s.family == "aging", host_magic=True)
+    for b in batches:
+        r = b.records
+        ts = ctx.clock.to_ns(r["timestamp"])
+        yield {
+            "device_id": ctx.device_of(r["tid"]),
+            "source_file": _files(stream, b),
+            "seq": b.seq,
+            "model_id": r["model_id"].astype(I64),
+            "model_name": ctx.names(r["model_name"], s.name, "model name"),
+            "tid": r["tid"].astype(I64),
+            "graph_id": r["graph_id"].astype(I64),
+            "phase": np.full(len(r), "graph_id_map", object),
+            "start_ns": ts,
+            "end_ns": ts,
+        }

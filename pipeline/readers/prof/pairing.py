@@ -1,0 +1,141 @@
+"""Device task executions from start/end logs, and batch ids (raw-formats §6.3, §6.5, §10.5).
+
+Pairing (msprof ``HwtsCalculator._prep_data``; STARS ``log_base_parser`` in the usual
+case): per (stream, task), in log order, a start waits for the next end of the same key;
+a second start replaces the first (which is left unpaired), an end without a waiting start
+is an execution with an unknown start. msprof's STARS parser matches with look-ahead in
+time order; here both use the same rule, STARS in time order.
+
+Batch ids tell apart executions whose 16-bit task ids repeat. With a driver that writes
+flip records (``drvVersion`` >= 0x072211) msprof's ``FlipCalculator`` counts, per stream,
+the flips at or before each task, and moves tasks just before a flip whose task id is
+below the flip's into the new batch. Older drivers count task-id wrap-arounds: per
+stream in time order, the batch grows whenever a task id is not above the previous one
+(msprof 2022 ``deal_batch_id``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+STREAM_DESTROY_FLIP = 65535
+
+
+@dataclass
+class Logs:
+    """Start/end logs of one device, as parallel arrays."""
+
+    stream_id: np.ndarray  # int64
+    task_id: np.ndarray  # int64
+    is_end: np.ndarray  # bool
+    syscnt: np.ndarray  # int64
+    seq: np.ndarray  # int64, record index in the stream
+    offset: np.ndarray  # int64, stream offset
+    task_type: np.ndarray  # int32
+
+    @classmethod
+    def concat(cls, parts: list["Logs"]) -> "Logs":
+        if not parts:
+            z = np.zeros(0, np.int64)
+            return cls(z, z, z.astype(bool), z, z, z, z.astype(np.int32))
+        return cls(*(np.concatenate([getattr(p, f) for p in parts]) for f in cls.__dataclass_fields__))
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+
+@dataclass
+class Runs:
+    stream_id: np.ndarray
+    task_id: np.ndarray
+    task_type: np.ndarray
+    start_syscnt: np.ndarray  # -1 where the start is unknown
+    end_syscnt: np.ndarray
+    seq: np.ndarray  # seq of the end log
+    offset: np.ndarray  # stream offset of the end log
+    orphan_starts: np.ndarray  # stream offsets of starts that no end closed
+
+    def __len__(self) -> int:
+        return len(self.seq)
+
+
+def pair(logs: Logs, by_time: bool) -> Runs:
+    """Start/end logs into executions (see the module doc)."""
+    if by_time:
+        order = np.lexsort((logs.seq, logs.syscnt, logs.task_id, logs.stream_id))
+    else:
+        order = np.lexsort((logs.seq, logs.task_id, logs.stream_id))
+    s, t, e = logs.stream_id[order], logs.task_id[order], logs.is_end[order]
+    n = len(order)
+    same_prev = np.zeros(n, bool)
+    if n > 1:
+        same_prev[1:] = (s[1:] == s[:-1]) & (t[1:] == t[:-1])
+    prev_start = np.zeros(n, bool)
+    prev_start[1:] = ~e[:-1]
+    paired_end = e & same_prev & prev_start
+    start_used = np.zeros(n, bool)
+    if n > 1:
+        start_used[:-1] = paired_end[1:]
+    orphan = ~e & ~start_used
+    ends = np.flatnonzero(e)
+    start_idx = np.where(paired_end[ends], ends - 1, -1)
+    cnt = logs.syscnt[order]
+    start_cnt = np.where(start_idx >= 0, cnt[np.maximum(start_idx, 0)], -1)
+    # an end without a waiting start keeps start -1; the task type is the end log's
+    out_order = np.argsort(cnt[ends], kind="stable")
+    ends, start_cnt = ends[out_order], start_cnt[out_order]
+    oi = order[ends]
+    return Runs(logs.stream_id[oi], logs.task_id[oi], logs.task_type[oi], start_cnt, logs.syscnt[oi],
+                logs.seq[oi], logs.offset[oi], logs.offset[order[np.flatnonzero(orphan)]])
+
+
+def task_time(runs: Runs) -> np.ndarray:
+    """The time msprof sorts tasks by for batch ids: the start, or the end when the start is unknown."""
+    return np.where(runs.start_syscnt >= 0, runs.start_syscnt, runs.end_syscnt)
+
+
+def batch_from_wraps(stream_id: np.ndarray, task_id: np.ndarray, ts: np.ndarray) -> np.ndarray:
+    """Per stream in time order, +1 whenever a task id is not above the previous one."""
+    n = len(ts)
+    batch = np.zeros(n, np.int64)
+    if n == 0:
+        return batch
+    order = np.lexsort((task_id, ts, stream_id))
+    s, t = stream_id[order], task_id[order]
+    step = np.zeros(n, np.int64)
+    step[1:] = ((s[1:] == s[:-1]) & (t[1:] <= t[:-1])).astype(np.int64)
+    csum = np.cumsum(step)
+    first = np.ones(n, bool)
+    first[1:] = s[1:] != s[:-1]
+    base = np.maximum.accumulate(np.where(first, csum, 0))
+    batch[order] = csum - base
+    return batch
+
+
+def batch_from_flips(stream_id: np.ndarray, task_id: np.ndarray, ts: np.ndarray, flip_stream: np.ndarray,
+                     flip_ts: np.ndarray, flip_task: np.ndarray, flip_num: np.ndarray) -> np.ndarray:
+    """msprof ``FlipCalculator.compute_batch_id`` (batch = flips so far, with its calibration)."""
+    n = len(ts)
+    batch = np.zeros(n, np.int64)
+    for s in np.unique(stream_id).tolist():
+        idx = np.flatnonzero(stream_id == s)
+        idx = idx[np.lexsort((task_id[idx], ts[idx]))]
+        fmask = flip_stream == s
+        if not fmask.any():
+            continue
+        f_order = np.argsort(flip_ts[fmask], kind="stable")
+        fts, ftask, fnum = flip_ts[fmask][f_order], flip_task[fmask][f_order], flip_num[fmask][f_order]
+        b = np.searchsorted(fts, ts[idx], side="right").astype(np.int64)
+        tids = task_id[idx]
+        for k in range(len(fts)):
+            if fnum[k] == STREAM_DESTROY_FLIP or ftask[k] == 0:
+                continue
+            pos = int(np.searchsorted(ts[idx], fts[k], side="left"))  # first task at or after the flip
+            j = pos - 1
+            while j >= 0 and tids[j] < ftask[k]:
+                b[j] = max(b[j], k + 1)
+                j -= 1
+        batch[idx] = b
+    return batch

@@ -1,0 +1,179 @@
+"""Generation-2/3 reader rules on small hand-made inputs: detection, pairing, batch ids, aged heads, ids."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from pipeline.dumps import detect, discover
+from pipeline.readers.issues import IssueLog
+from pipeline.readers.prof.device import stars_ids
+from pipeline.readers.prof.files import job_children
+from pipeline.readers.prof.pairing import Logs, batch_from_flips, batch_from_wraps, pair
+from pipeline.readers.prof.records import head_skip, read_fixed
+from pipeline.readers.slices import SliceFile
+from pipeline.layouts import prof as P
+
+
+def _logs(rows):
+    """rows: (stream, task, is_end, syscnt) in file order."""
+    a = np.array(rows, dtype=np.int64).reshape(-1, 4)
+    n = len(a)
+    return Logs(a[:, 0], a[:, 1], a[:, 2].astype(bool), a[:, 3], np.arange(n), np.arange(n) * 64, np.zeros(n, np.int32))
+
+
+def test_pairing_follows_msprof_rules():
+    # stream 1 task 5: S(10) S(11) E(12) E(13) S(14)  -> (11,12), (-,13); starts 10 and 14 unpaired
+    # stream 2 task 7: E(3) S(4)                        -> (-,3); start 4 unpaired
+    runs = pair(_logs([(1, 5, 0, 10), (1, 5, 0, 11), (2, 7, 1, 3), (1, 5, 1, 12), (1, 5, 1, 13), (2, 7, 0, 4),
+                       (1, 5, 0, 14)]), by_time=False)
+    got = sorted(zip(runs.stream_id.tolist(), runs.start_syscnt.tolist(), runs.end_syscnt.tolist()))
+    assert got == [(1, -1, 13), (1, 11, 12), (2, -1, 3)]
+    assert sorted(runs.orphan_starts.tolist()) == [0, 5 * 64, 6 * 64]
+
+
+def test_pairing_in_time_order_for_stars():
+    # file order differs from time order: STARS pairs by time
+    runs = pair(_logs([(1, 1, 1, 20), (1, 1, 0, 10)]), by_time=True)
+    assert runs.start_syscnt.tolist() == [10] and runs.end_syscnt.tolist() == [20]
+    runs = pair(_logs([(1, 1, 1, 20), (1, 1, 0, 10)]), by_time=False)
+    assert runs.start_syscnt.tolist() == [-1] and len(runs.orphan_starts) == 1
+
+
+def test_batch_from_wraps():
+    stream = np.array([1, 1, 1, 1, 1, 2, 2])
+    task = np.array([65534, 65535, 0, 1, 1, 9, 3])
+    ts = np.array([1, 2, 3, 4, 5, 1, 2])
+    assert batch_from_wraps(stream, task, ts).tolist() == [0, 0, 1, 1, 2, 0, 1]
+
+
+def test_batch_from_flips_with_calibration():
+    stream = np.array([1, 1, 1, 1, 1])
+    task = np.array([65534, 0, 1, 2, 3])
+    ts = np.array([10, 20, 30, 40, 50])
+    # flip at 35 naming task 2: tasks 0 and 1 just before it (ids below 2) move to the new batch
+    got = batch_from_flips(stream, task, ts, np.array([1]), np.array([35]), np.array([2]), np.array([1]))
+    assert got.tolist() == [0, 1, 1, 1, 1]
+    # flip task id 0: no calibration; stream destroyed (65535) also counts but never calibrates
+    got = batch_from_flips(stream, task, ts, np.array([1, 1]), np.array([15, 45]), np.array([0, 9]),
+                           np.array([1, 65535]))
+    assert got.tolist() == [0, 1, 1, 1, 2]
+    # other streams' flips do not count
+    assert batch_from_flips(stream, task, ts, np.array([2]), np.array([1]), np.array([0]), np.array([1])).tolist() == [0] * 5
+
+
+def test_stars_ids():
+    s, t = stars_ids(np.array([5, 5 | 0x1000, 0x2000 | 0x0ABC, 0x1000 | 0xE000 | 7]),
+                     np.array([9, 9, 0xF000 | 0x0123, 0x1FFF]))
+    assert s.tolist() == [5, 5, 0x0123 % 2048, (0xF007) % 2048]
+    assert t.tolist() == [9, 9, 0x0ABC | 0xF000, 0x1FFF | 0xE000]
+
+
+def _hwts(n, first=0):
+    a = P.HWTS_LOG.zeros(n)
+    a["magic"] = P.DEVICE_MAGIC
+    a["task_id"] = np.arange(first, first + n)
+    return a.tobytes()
+
+
+def test_aged_head_and_cut_tail_are_told_apart(tmp_path):
+    raw = _hwts(10)
+    aged = raw[3 * 64 + 7:]  # oldest bytes deleted: starts 7 bytes into record 3
+    cut = raw[:-57]  # a copy that stopped early
+    for name, data in (("aged", aged), ("cut", cut)):
+        (tmp_path / name).write_bytes(data)
+    f_aged = [SliceFile(tmp_path / "aged", "aged", len(aged))]
+    f_cut = [SliceFile(tmp_path / "cut", "cut", len(cut))]
+    assert head_skip(f_aged, 64, (2, P.DEVICE_MAGIC)) == (57, "head")
+    assert head_skip(f_cut, 64, (2, P.DEVICE_MAGIC)) == (0, "tail")
+    assert head_skip(f_cut, 64, None) == (7, "head")  # no magic to tell: msprof's rule, total % size
+
+    log = IssueLog()
+    _, batches = read_fixed(f_aged, P.HWTS_LOG, log, 0, aged=True, device_magic=P.DEVICE_MAGIC)
+    tasks = np.concatenate([b.records["task_id"] for b in batches]).tolist()
+    assert tasks == list(range(4, 10))
+    assert [(i.kind, i.byte_offset, i.byte_length) for i in log.issues] == [("truncated_record", 0, 57)]
+    assert log.bytes_decoded == 6 * 64
+
+    log = IssueLog()
+    _, batches = read_fixed(f_cut, P.HWTS_LOG, log, 0, aged=True, device_magic=P.DEVICE_MAGIC)
+    assert np.concatenate([b.records["task_id"] for b in batches]).tolist() == list(range(9))
+    assert [(i.kind, i.byte_offset, i.byte_length) for i in log.issues] == [("truncated_record", 9 * 64, 7)]
+
+
+def test_bad_device_magic_is_reported_not_decoded(tmp_path):
+    a = np.frombuffer(_hwts(4), P.HWTS_LOG.dtype).copy()
+    a["magic"][2] = 0x1234
+    (tmp_path / "h").write_bytes(a.tobytes())
+    log = IssueLog()
+    _, batches = read_fixed([SliceFile(tmp_path / "h", "h", 256)], P.HWTS_LOG, log, 0, aged=True,
+                            device_magic=P.DEVICE_MAGIC)
+    assert np.concatenate([b.records["task_id"] for b in batches]).tolist() == [0, 1, 3]
+    assert [(i.kind, i.byte_offset, i.count) for i in log.issues] == [("bad_magic", 128, 1)]
+    assert log.bytes_decoded == 3 * 64
+
+
+def _prof(root, name, devices, host=True):
+    p = root / name
+    for d in devices:
+        (p / f"device_{d}" / "data").mkdir(parents=True)
+    if host:
+        (p / "host" / "data").mkdir(parents=True)
+    return p
+
+
+def test_detect_prof_trees_jobs_and_default_tag(tmp_path):
+    a = _prof(tmp_path / "job", "PROF_000001_20260101000000000_AAAAA", [0])
+    b = _prof(tmp_path / "job", "PROF_000002_20260101000000300_BBBBB", [1, 2])
+    assert detect(a) == "msprof_prof"
+    assert detect(tmp_path / "job") == "msprof_job" and job_children(tmp_path / "job") == [a, b]
+    assert discover(tmp_path) == [tmp_path / "job"]
+
+    # same devices twice, or far apart in time: separate dumps, found one by one
+    _prof(tmp_path / "two", "PROF_000001_20260101000000000_AAAAA", [0])
+    _prof(tmp_path / "two", "PROF_000001_20260102000000000_CCCCC", [1])
+    _prof(tmp_path / "same", "PROF_000001_20260101000000000_AAAAA", [0])
+    _prof(tmp_path / "same", "PROF_000002_20260101000000001_DDDDD", [0])
+    for parent in ("two", "same"):
+        assert detect(tmp_path / parent) is None
+        assert len(discover(tmp_path / parent)) == 2
+
+    tag = tmp_path / "JOB"
+    tag.mkdir()
+    (tag / "hwts.log.data.45.dev.profiler_default_tag.1.slice_0").write_bytes(_hwts(2))
+    assert detect(tag) == "profiler_default_tag"
+    assert detect(tmp_path / "nothing") is None
+
+
+def test_api_event_pairs_and_skips(tmp_path):
+    """API records become calls; two EVENT records of one key one call; beginTime 0 is skipped."""
+    from pipeline.readers.prof.files import Stream
+    from pipeline.readers.prof.host import HostContext, api_event_rows
+
+    def rec(level, typ, tid, req, begin, end, item):
+        return struct.pack("<HHIIIQQQ", 0x5A5A, level, typ, tid, req, begin, end, item)
+
+    ev = P.EVENT_FLAG
+    data = (rec(5000, 1000, 9, 0, 100, 200, 0) + rec(20000, 0x30014, 9, 3, 150, ev, 0) + rec(5000, 1000, 9, 0, 0, 5, 0)
+            + rec(20000, 0x30014, 9, 3, 190, ev, 0) + rec(20000, 0x30014, 9, 4, 400, ev, 0))
+    (tmp_path / "unaging.api_event.data.slice_0").write_bytes(data)
+    s = Stream("api_event", 64, "unaging", [SliceFile(tmp_path / "unaging.api_event.data.slice_0", "x", len(data))], [0])
+    ctx = HostContext(types={(5000, 1000): "KernelLaunch", (20000, 0x30014): "aclrtSynchronizeStream"})
+    log = IssueLog()
+    rows = list(api_event_rows(s, ctx, log))
+    calls = [(n, a, b, k) for r in rows for n, a, b, k in zip(r["api_name"].to_pylist(), r["start_ns"].tolist(),
+                                                               r["end_ns"].tolist(), r["record_kind"].tolist())]
+    assert calls == [("KernelLaunch", 100, 200, "api"), ("aclrtSynchronizeStream", 150, 190, "event_pair")]
+    assert sorted((i.kind, i.count) for i in log.issues) == [("invalid_api", 1), ("unmatched_event", 1)]
+    assert log.bytes_decoded == len(data)
+
+
+@pytest.mark.parametrize("freq, expect", [(None, [5_000, 123]), (100.0, [40_000_000_050, 40_000_000_000])])
+def test_host_clock(freq, expect):
+    from pipeline.readers.prof.meta import HostClock
+
+    c = HostClock(freq, cntvct=1_000, mon_ns=40_000_000_000)
+    ts = np.array([5_000, 123], np.uint64) if freq is None else np.array([1_005, 1_000], np.uint64)
+    assert c.to_ns(ts).tolist() == expect
