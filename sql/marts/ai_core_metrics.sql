@@ -20,13 +20,19 @@
 --          * the mte2/mte3 correction of main-memory bandwidth applies only when one metric
 --            set holds both; no standard set does, and it is not applied.
 --          A metric whose event was not programmed is NULL. Rows ordered by record time.
+--          Generations 2 and 3: the block dim is the task's op's (node_basic_info through the
+--          association of stg_task_ops, or a MindSpore task description), msprof's source for
+--          these chips (raw-formats §6.4, §9); f_aic of aicore_time is the lpmFreqConv sample
+--          in force at the task's end on STARS chips, info.json's aic_frequency elsewhere,
+--          while bandwidths always use info.json's (msprof's C++ path, analysis-and-exports
+--          §A3.3).
 -- Columns:
 --   device_id              -       device
 --   task_id                -       task id ("Task ID")
 --   stream_id              -       stream id ("Stream ID")
 --   op_name                -       operator name; NULL when unknown ("Op Name")
 --   ts_ns                  ns      PMU record time, the task's end ("Time")
---   block_dim              blocks  blocks the task ran ("Block Dim")
+--   block_dim              blocks  blocks the task ran: EVENT_COUNT block (Ascend310), else the op's ("Block Dim")
 --   aicore_time_us         us      time to execute all instructions ("aicore_time(us)")
 --   total_cycles           cycles  cycles of all blocks ("total_cycles")
 --   vec_time_us            us      Vector instruction time ("vec_time(us)")
@@ -52,27 +58,29 @@
 --   main_mem_read_bw_gbps  GB/s    main memory read bandwidth ("main_mem_read_bw(GB/s)")
 --   main_mem_write_bw_gbps GB/s    main memory write bandwidth ("main_mem_write_bw(GB/s)")
 
-with records as (
+with named as (
     select
-        *,
+        pmu.*,
+        ops.op_name,
+        ops.block_dim as op_block_dim
+    from stg_pmu_records as pmu
+    asof left join stg_task_ops as ops
+        on pmu.device_id = ops.device_id
+        and pmu.stream_id = ops.stream_id
+        and pmu.task_id = ops.task_id
+        and pmu.ts_ns >= ops.valid_from_ns
+),
+
+records as (
+    select
+        * replace (coalesce(block_dim, op_block_dim) as block_dim),
         total_cycles::double as cycles,
         -- core-seconds of the task: cycles / Hz
         total_cycles::double / nullif(aic_freq_mhz * 1e6, 0) as core_seconds,
-        total_cycles::double / nullif(aic_freq_mhz, 0) / nullif(block_dim, 0)
-            * ceil(block_dim / nullif(ai_core_num, 0)::double) as aicore_time_us
-    from stg_pmu_records
-),
-
-named as (
-    select
-        records.*,
-        ops.op_name
-    from records
-    asof left join stg_task_ops as ops
-        on records.device_id = ops.device_id
-        and records.stream_id = ops.stream_id
-        and records.task_id = ops.task_id
-        and records.ts_ns >= ops.valid_from_ns
+        total_cycles::double / nullif(time_freq_mhz, 0)
+            / nullif(coalesce(block_dim, op_block_dim), 0)
+            * ceil(coalesce(block_dim, op_block_dim) / nullif(ai_core_num, 0)::double) as aicore_time_us
+    from named
 ),
 
 ratios as (
@@ -84,7 +92,7 @@ ratios as (
         mte1_cycles / nullif(cycles, 0) as mte1_ratio,
         mte2_cycles / nullif(cycles, 0) as mte2_ratio,
         mte3_cycles / nullif(cycles, 0) as mte3_ratio
-    from named
+    from records
 )
 
 select

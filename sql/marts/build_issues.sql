@@ -6,7 +6,8 @@
 --          they are counted so that no loss goes unreported.
 -- Columns:
 --   device_id      -     device
---   kind           -     dropped_task_instances, pmu_without_op, pmu_without_block_dim
+--   kind           -     dropped_task_instances, pmu_without_op, pmu_without_block_dim,
+--                        task_runs_without_time, pmu_without_task
 --   count          -     how many instances or records
 --   message        -     one-line explanation
 
@@ -27,9 +28,28 @@ pmu_unnamed as (
 ),
 
 pmu_no_blocks as (
+    select pmu.device_id, count(*) as n
+    from stg_pmu_records as pmu
+    asof left join stg_task_ops as ops
+        on pmu.device_id = ops.device_id
+        and pmu.stream_id = ops.stream_id
+        and pmu.task_id = ops.task_id
+        and pmu.ts_ns >= ops.valid_from_ns
+    where coalesce(pmu.block_dim, ops.block_dim, 0) = 0
+    group by pmu.device_id
+),
+
+runs_untimed as (
+    select device_id, count(*) as n
+    from stg_task_instances
+    where not has_states and not is_complete
+    group by device_id
+),
+
+pmu_untimed as (
     select device_id, count(*) as n
     from stg_pmu_records
-    where block_dim = 0
+    where ts_ns is null
     group by device_id
 )
 
@@ -54,7 +74,21 @@ from (
         device_id,
         'pmu_without_block_dim',
         n,
-        'AI Core PMU record(s) with block dim 0; aicore_time and the *_time columns are NULL'
+        'AI Core PMU record(s) with block dim 0 or unknown; aicore_time and the *_time columns are NULL'
     from pmu_no_blocks
+    union all
+    select
+        device_id,
+        'task_runs_without_time',
+        n,
+        'task execution(s) without a start log or without a HWTS frequency; left out of task_scheduler and topdown_inference'
+    from runs_untimed
+    union all
+    select
+        device_id,
+        'pmu_without_task',
+        n,
+        'AI Core PMU record(s) with no AI Core task execution to take their time from; op_name is NULL'
+    from pmu_untimed
 )
 order by device_id, kind

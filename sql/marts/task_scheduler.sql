@@ -21,6 +21,13 @@
 --          the first one. Op name is part of the key, so distinct ops never merge. An
 --          instance with neither RUNNING nor PENDING has no duration (msprof would count
 --          complete - 0); instances without COMPLETE are not here (see build_issues).
+--          Generations 2 and 3 (HWTS and STARS chips): an instance is one execution from the
+--          start/end logs; Running and the durations are end - start. Waiting and Pending
+--          are NULL, not 0: those states exist only in Ascend310's TIME_LINE records
+--          (analysis-and-exports §A2: msprof exports this table on Ascend310 only). Type is
+--          the device's task type (HWTS / STARS SQE type: AI_CORE, AI_CPU, ...), API the
+--          runtime API whose compact task_track record named the task (raw-formats §4.5),
+--          Op Name the op the association rule of stg_task_ops gives.
 -- Columns:
 --   device_id      -     device
 --   time_pct       %     share of the device's total running time ("Time(%)")
@@ -29,9 +36,10 @@
 --   avg_ns         ns    mean instance duration ("Avg(ns)")
 --   min_ns         ns    shortest instance duration ("Min(ns)")
 --   max_ns         ns    longest instance duration ("Max(ns)")
---   waiting_ns     ns    total waiting time ("Waiting(ns)")
+--   waiting_ns     ns    total waiting time; NULL where the source has no waiting state ("Waiting(ns)")
 --   running_ns     ns    total running time ("Running(ns)")
---   pending_ns     ns    total pending time, msprof's definition ("Pending(ns)")
+--   pending_ns     ns    total pending time, msprof's definition; NULL where the source has no
+--                        pending state ("Pending(ns)")
 --   task_type      -     task type name ("Type")
 --   api_name       -     runtime API that launched the task; NULL when none did ("API")
 --   task_id        -     task id ("Task ID")
@@ -80,11 +88,12 @@ per_instance as (
         stream_id,
         coalesce(complete_ns - running_ns, 0) as running_dur,
         case
+            when not has_states then null
             when waiting_ns is null then 0
             when running_ns is null or running_ns < waiting_ns then complete_ns - waiting_ns
             else running_ns - waiting_ns
         end as waiting_dur,
-        coalesce(complete_ns - pending_ns, 0) as pending_dur,
+        case when has_states then coalesce(complete_ns - pending_ns, 0) end as pending_dur,
         coalesce(complete_ns - running_ns, complete_ns - pending_ns) as dur
     from with_op
 ),

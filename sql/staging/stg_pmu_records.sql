@@ -1,20 +1,28 @@
 -- stg_pmu_records: one row per AI Core task PMU record, counters named by their event.
 --
--- Grain:   (device_id, seq)
--- Sources: pmu_counters, devices
+-- Grain:   (device_id, record_kind, seq)
+-- Sources: pmu_counters, devices, task_runs, freq_samples
 -- Follows: counter slot i holds the i-th event of sample.json ai_core_profiling_events
 --          (raw-formats §6.1, §8); the event ids come from the run, never from a default
 --          list, so hiprof and msprof metric-set names behave the same. Only AI Core task
 --          records (task_type 0) are kept, as msprof's metric rows are (§A3.7).
+--          Generation 2 (HWTS chips): a 128-byte aicore.data record has no time; there is one
+--          per AI Core task end, so the k-th record of a (stream, task) is the k-th AI Core
+--          execution of that (stream, task) in task_runs, and its time is that end
+--          (raw-formats §6.4). Generation 3 (STARS): an ffts_profile context record carries
+--          its end time; the AI Core frequency of its time formula is the lpmFreqConv sample
+--          in force at that time (the last one at or before it; info.json before the first),
+--          as msprof's FFTS PMU path does (analysis-and-exports §A3.4). Block dims of
+--          generations 2 and 3 come from the task's op (stg_task_ops), not from here.
 -- Columns:
 --   device_id          -       device
 --   seq                -       record index within the aicore stream
 --   stream_id          -       stream id
 --   task_id            -       task id
---   block_dim          blocks  blocks of the task (EVENT_COUNT block)
+--   block_dim          blocks  blocks of the task (EVENT_COUNT block); NULL for generations 2 and 3
 --   total_cycles       cycles  task cycles summed over blocks
---   ts_ns              ns      record time (task end)
---   aic_freq_mhz       MHz     AI Core frequency of the device
+--   ts_ns              ns      record time (task end); NULL for an aicore.data record without an execution
+--   aic_freq_mhz       MHz     AI Core frequency of the device (info.json); bandwidths use it
 --   ai_core_num        cores   AI Cores of the device
 --   vec_cycles         cycles  event 0x08 vec_busy_cycles; NULL when not programmed
 --   mac_cycles         cycles  event 0x0a cube_busy_cycles
@@ -32,8 +40,54 @@
 --   l2_write_req       count   event 0x10
 --   main_read_req      count   event 0x12
 --   main_write_req     count   event 0x13
+--   record_kind        -       event_count, aic_pmu or ffts_pmu
+--   time_freq_mhz      MHz     AI Core frequency for aicore_time: the sampled one in force (STARS),
+--                              else aic_freq_mhz
 
-with records as (
+with task_pmu as (
+    select
+        *,
+        row_number() over (partition by device_id, stream_id, task_id order by seq) as nth
+    from pmu_counters
+    where record_kind in ('event_count', 'aic_pmu', 'ffts_pmu') and task_type = 0
+),
+
+ai_core_ends as (
+    select
+        device_id,
+        stream_id,
+        task_id,
+        end_ns,
+        row_number() over (partition by device_id, stream_id, task_id order by end_ns, seq) as nth
+    from task_runs
+    where source = 'hwts' and task_type = 0
+),
+
+timed as (
+    select
+        task_pmu.* replace (
+            case when task_pmu.record_kind = 'aic_pmu' then ends.end_ns else task_pmu.ts_ns end as ts_ns
+        )
+    from task_pmu
+    left join ai_core_ends as ends
+        on task_pmu.record_kind = 'aic_pmu'
+        and task_pmu.device_id = ends.device_id
+        and task_pmu.stream_id = ends.stream_id
+        and task_pmu.task_id = ends.task_id
+        and task_pmu.nth = ends.nth
+),
+
+with_freq as (
+    select
+        timed.*,
+        samples.aic_freq_mhz as sampled_freq_mhz
+    from timed
+    asof left join freq_samples as samples
+        on timed.device_id = samples.device_id
+        and timed.ts_ns >= samples.ts_ns
+),
+
+records as (
     select
         pmu.device_id,
         pmu.seq,
@@ -43,15 +97,16 @@ with records as (
         pmu.total_cycles,
         pmu.ts_ns,
         devices.aic_freq_mhz,
+        pmu.record_kind,
+        coalesce(pmu.sampled_freq_mhz, devices.aic_freq_mhz) as time_freq_mhz,
         devices.ai_core_num,
         devices.pmu_event_ids as events,
         [
             pmu.counter_0, pmu.counter_1, pmu.counter_2, pmu.counter_3,
             pmu.counter_4, pmu.counter_5, pmu.counter_6, pmu.counter_7
         ] as counters
-    from pmu_counters as pmu
+    from with_freq as pmu
     left join devices on pmu.device_id = devices.device_id
-    where pmu.record_kind = 'event_count' and pmu.task_type = 0
 )
 
 select
@@ -79,5 +134,7 @@ select
     counters[list_position(events, 15)] as l2_read_req,
     counters[list_position(events, 16)] as l2_write_req,
     counters[list_position(events, 18)] as main_read_req,
-    counters[list_position(events, 19)] as main_write_req
+    counters[list_position(events, 19)] as main_write_req,
+    record_kind,
+    time_freq_mhz
 from records

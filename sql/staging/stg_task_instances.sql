@@ -13,9 +13,15 @@
 --          silently; here it is kept with is_complete = false and counted.
 --          An instance whose COMPLETE is missing in the middle of a sequence is absorbed
 --          into the next one (as in msprof); dropped_instances counts it.
+--          Generations 2 and 3 have no TIME_LINE states: each execution in task_runs (HWTS or
+--          STARS start/end logs, paired by the reader) is one instance with running = start
+--          and complete = end, and waiting / pending NULL (those states do not exist there;
+--          has_states is false). An execution whose start log is missing, or whose times are
+--          unknown (no HWTS frequency), is not complete. TS task-type and flip records of
+--          task_states take no part in the state machine.
 -- Columns:
 --   device_id          -    device
---   record_kind        -    time_line or ts_memcpy
+--   record_kind        -    time_line or ts_memcpy; task_run for an execution from task_runs
 --   stream_id          -    stream id
 --   task_id            -    task id
 --   instance_no        -    0-based number of the instance within its (stream, task)
@@ -27,7 +33,12 @@
 --   complete_ns        ns   COMPLETE time; NULL for an instance that never completed
 --   is_complete        -    complete_ns is not NULL
 --   dropped_instances  -    instances lost inside this one: a state seen n times means n - 1
---                           instances lost their COMPLETE (all of them when is_complete is false)
+--                           instances lost their COMPLETE (all of them when is_complete is false);
+--                           0 for task_run instances
+--   has_states         -    true when the source reports waiting / pending states (Ascend310
+--                           TIME_LINE and TS memcpy records); false for task_runs
+--   batch_id           -    batch id of a task_run instance (task id wrap-arounds or flips);
+--                           NULL for state-machine instances
 
 with task_types(code, name) as (
     values
@@ -58,7 +69,7 @@ with task_types(code, name) as (
 states as (
     select device_id, record_kind, stream_id, task_id, task_type, task_state, ts_ns, seq
     from task_states
-    where task_state in (1, 2, 3, 4)
+    where task_state in (1, 2, 3, 4) and record_kind in ('time_line', 'ts_memcpy')
 ),
 
 numbered as (
@@ -112,6 +123,30 @@ select
     case
         when instances.complete_ns is null then greatest(instances.starts, 1)
         else greatest(instances.starts - 1, 0)
-    end as dropped_instances
+    end as dropped_instances,
+    true as has_states,
+    null::integer as batch_id
 from instances
 left join task_types on instances.task_type = task_types.code
+
+union all
+
+select
+    device_id,
+    'task_run' as record_kind,
+    stream_id,
+    task_id,
+    (row_number() over (
+        partition by device_id, stream_id, task_id order by end_ns, seq
+    ) - 1)::bigint as instance_no,
+    task_type,
+    task_type_name,
+    null::bigint as waiting_ns,
+    null::bigint as pending_ns,
+    start_ns as running_ns,
+    end_ns as complete_ns,
+    start_ns is not null and end_ns is not null as is_complete,
+    0 as dropped_instances,
+    false as has_states,
+    batch_id
+from task_runs

@@ -1,9 +1,15 @@
 -- stg_task_launches: one row per (runtime API call, device task it launched).
 --
 -- Grain:   (device_id, seq, task_id, batch_id)
--- Sources: api_calls (level runtime, task_ids / batch_ids lists of Runtime.api)
+-- Sources: api_calls (level runtime, task_ids / batch_ids lists of Runtime.api), task_ops
+--          (compact task_track)
 -- Follows: msprof 2022 update_timeline_api (analysis-and-exports §A1.3), which joins a
 --          Runtime.api call to the tasks of its taskId list on (stream, task, batch).
+--          Generations 2 and 3 (CANN 7+ host data): a compact task_track record names the
+--          task; it belongs to the runtime-level API record of the same thread that started
+--          last at or before its timestamp and has not ended before it (the association
+--          rule of raw-formats §4.5, msprof cann_analysis_chain). Its start and end are the
+--          API's. FLIP_TASK (98) and MAINTENANCE (6) records launch no device task.
 -- Columns:
 --   device_id      -     device
 --   stream_id      -     stream of the call (and of the task)
@@ -12,16 +18,51 @@
 --   api_name       -     runtime API that launched the task
 --   start_ns       ns    call entry
 --   end_ns         ns    call exit
---   seq            -     record index of the call
+--   seq            -     record index of the call (of the task_track record for generations 2 and 3)
 
-select
-    device_id,
-    stream_id,
-    unnest(task_ids) as task_id,
-    unnest(batch_ids) as batch_id,
-    api_name,
-    start_ns,
-    end_ns,
-    seq
-from api_calls
-where level = 'runtime' and len(task_ids) > 0
+with legacy as (
+    select
+        device_id,
+        stream_id,
+        unnest(task_ids) as task_id,
+        unnest(batch_ids) as batch_id,
+        api_name,
+        start_ns,
+        end_ns,
+        seq
+    from api_calls
+    where level = 'runtime' and len(task_ids) > 0
+),
+
+tracks as (
+    select device_id, stream_id, task_id, batch_id, tid, ts_ns, seq
+    from task_ops
+    where source = 'task_track' and task_type_code not in (6, 98)
+),
+
+runtime_apis as (
+    select tid, api_name, start_ns, end_ns
+    from api_calls
+    where level = 'runtime' and record_kind is not null
+),
+
+compact as (
+    select
+        tracks.device_id,
+        tracks.stream_id,
+        tracks.task_id,
+        tracks.batch_id,
+        apis.api_name,
+        apis.start_ns,
+        apis.end_ns,
+        tracks.seq
+    from tracks
+    asof inner join runtime_apis as apis
+        on tracks.tid = apis.tid
+        and tracks.ts_ns >= apis.start_ns
+    where tracks.ts_ns <= apis.end_ns
+)
+
+select * from legacy
+union all
+select * from compact

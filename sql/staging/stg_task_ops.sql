@@ -1,12 +1,23 @@
--- stg_task_ops: one row per GE task description: the operator a (stream, task) runs.
+-- stg_task_ops: one row per task description: the operator a (stream, task) runs.
 --
--- Grain:   (device_id, source_file, seq)
--- Sources: task_ops (source ge_task_desc)
+-- Grain:   (device_id, source, source_file, seq)
+-- Sources: task_ops (ge_task_desc, compact task_track and node_basic_info, ms_task_desc),
+--          api_calls (node-level API records), task_runs (device streams of ms_task_desc tasks)
 -- Follows: msprof's op-name lookup by (task_id, stream_id) in GE TaskInfo
 --          (analysis-and-exports §A2.4). Marts pick, with an ASOF join on valid_from_ns,
 --          the description reported last before a task ran (a task id may be reused by
 --          another op later), else the first one. Runtime.task_track rows carry no op name
 --          and are not used for names.
+--          Generations 2 and 3 (CANN 7+ host data), the association rule of raw-formats §4.5
+--          (msprof cann_analysis_chain): per thread, a compact task_track record belongs to
+--          the node-level API record that started last at or before it and has not ended;
+--          that node's op is the (last) node_basic_info record of the same thread inside the
+--          node's interval (op name, op type, GE task type, block dim), else the node's itemId
+--          (the op-name hash). A task_track outside any node keeps its own kernel name.
+--          MindSpore 0.5 task_desc_info text names tasks by logical stream ids that differ
+--          from the device's (3 vs 519 in the real JOB3 dump); mindinsight joins on task id
+--          alone, and so does this: the stream is the device stream of the executions with
+--          that task id when there is exactly one, else the stream as written.
 -- Columns:
 --   device_id      -       device
 --   stream_id      -       stream id
@@ -22,6 +33,124 @@
 --                          the minimum BIGINT for the first description of a (stream, task), so
 --                          that a task seen before any description takes the first one
 --   seq            -       record index
+--   source         -       ge_task_desc, task_track (associated as above) or ms_task_desc
+
+with ge as (
+    select
+        device_id,
+        stream_id,
+        task_id,
+        batch_id,
+        model_id,
+        op_name,
+        op_type,
+        task_type as ge_task_type,
+        block_dim,
+        ts_ns,
+        seq,
+        source
+    from task_ops
+    where source = 'ge_task_desc'
+),
+
+tracks as (
+    select device_id, stream_id, task_id, batch_id, op_name as kernel_name, tid, ts_ns, seq
+    from task_ops
+    where source = 'task_track' and task_type_code not in (6, 98)
+),
+
+nodes as (
+    select tid, item, start_ns, end_ns
+    from api_calls
+    where level = 'node' and record_kind is not null
+),
+
+basic_info as (
+    select tid, op_name, op_type, task_type, block_dim, ts_ns
+    from task_ops
+    where source = 'node_basic_info'
+),
+
+tracks_in_node as (
+    select
+        tracks.*,
+        case when tracks.ts_ns <= nodes.end_ns then nodes.start_ns end as node_start_ns,
+        case when tracks.ts_ns <= nodes.end_ns then nodes.item end as node_item
+    from tracks
+    asof left join nodes
+        on tracks.tid = nodes.tid
+        and tracks.ts_ns >= nodes.start_ns
+),
+
+node_info as (
+    -- the node_basic_info of each node: the last one inside the node's interval
+    select
+        bi.tid,
+        nodes.start_ns as node_start_ns,
+        bi.op_name,
+        bi.op_type,
+        bi.task_type,
+        bi.block_dim
+    from basic_info as bi
+    asof inner join nodes
+        on bi.tid = nodes.tid
+        and bi.ts_ns >= nodes.start_ns
+    where bi.ts_ns <= nodes.end_ns
+    qualify row_number() over (partition by bi.tid, nodes.start_ns order by bi.ts_ns desc) = 1
+),
+
+compact as (
+    select
+        tn.device_id,
+        tn.stream_id,
+        tn.task_id,
+        tn.batch_id,
+        null::bigint as model_id,
+        coalesce(ni.op_name, tn.node_item, tn.kernel_name) as op_name,
+        ni.op_type,
+        ni.task_type as ge_task_type,
+        ni.block_dim,
+        tn.ts_ns,
+        tn.seq,
+        'task_track' as source
+    from tracks_in_node as tn
+    left join node_info as ni
+        on tn.tid = ni.tid
+        and tn.node_start_ns = ni.node_start_ns
+),
+
+run_streams as (
+    select device_id, task_id, min(stream_id) as stream_id, count(distinct stream_id) as streams
+    from task_runs
+    group by device_id, task_id
+),
+
+mindspore as (
+    select
+        ms.device_id,
+        case when rs.streams = 1 then rs.stream_id else ms.stream_id end as stream_id,
+        ms.task_id,
+        ms.batch_id,
+        ms.model_id,
+        ms.op_name,
+        ms.op_type,
+        ms.task_type as ge_task_type,
+        ms.block_dim,
+        ms.ts_ns,
+        ms.seq,
+        ms.source
+    from task_ops as ms
+    left join run_streams as rs on ms.device_id = rs.device_id and ms.task_id = rs.task_id
+    where ms.source = 'ms_task_desc'
+),
+
+descriptions as (
+    select * from ge
+    union all
+    select * from compact
+    union all
+    select * from mindspore
+)
 
 select
     device_id,
@@ -31,7 +160,7 @@ select
     model_id,
     op_name,
     op_type,
-    task_type as ge_task_type,
+    ge_task_type,
     block_dim,
     ts_ns,
     case
@@ -39,6 +168,6 @@ select
             then -9223372036854775808
         else ts_ns
     end as valid_from_ns,
-    seq
-from task_ops
-where source = 'ge_task_desc'
+    seq,
+    source
+from descriptions
