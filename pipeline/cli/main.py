@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from pipeline import __version__
-from pipeline.cli import build, compare, export, ingest, query, run, runs, show, synth, trend
+from pipeline.cli import build, compare, export, ingest, query, run, runs, show, synth, timeline, trend
 
 app = typer.Typer(
     name="profetl",
@@ -27,6 +27,7 @@ COMMANDS = {
     "query": query.command,
     "compare": compare.command,
     "trend": trend.command,
+    "timeline": timeline.command,
     "synth": synth.command,
 }
 for name, fn in COMMANDS.items():

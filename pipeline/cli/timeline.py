@@ -1,0 +1,37 @@
+"""profetl timeline: a run as a Chrome trace JSON for Perfetto UI or chrome://tracing."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from pipeline.cli import common as C
+from pipeline.timeline import chrome_trace, write_trace
+
+
+def command(
+    run: Annotated[str, typer.Argument(help="Run id, unique prefix, or latest.")] = "latest",
+    out_path: Annotated[str, typer.Option("--out", "-o", metavar="FILE", help="Trace file (.json, or .json.gz gzipped), or - for standard output.")] = "-",
+    start: Annotated[str | None, typer.Option("--start", metavar="OFFSET", show_default=False, help="Window start after the run's first event: 250us, 3ms, 1.5s (plain numbers are ns).")] = None,
+    end: Annotated[str | None, typer.Option("--end", metavar="OFFSET", show_default=False, help="Window end after the run's first event (same forms as --start).")] = None,
+    inference: Annotated[int | None, typer.Option("--inference", metavar="N", show_default=False, help="Only the span of inference N (its input start to output end).")] = None,
+    device: C.DeviceOpt = None,
+    warehouse: C.WarehouseOpt = None,
+) -> None:
+    """Write RUN as a Chrome trace (Trace Event JSON) that Perfetto UI and chrome://tracing open.
+
+    One process per device with tracks for AscendCL and Runtime API calls (per thread),
+    inferences, tasks per stream, and task states (waiting, pending, running) per stream;
+    arrows lead from a Runtime API call to the tasks it launched. ts is in microseconds on
+    the run timeline (ts * 1000 = start_ns in the tables). Events overlapping the window
+    are kept whole.
+
+    Example: profetl timeline latest --inference 2 --out run.json   (then open it at https://ui.perfetto.dev)
+    """
+    wh = C.warehouse(warehouse)
+    with C.errors():
+        trace = chrome_trace(wh, run, start, end, inference, device)
+        n = write_trace(trace, out_path)
+    if out_path != "-":
+        C.err.print(f"wrote {n} event(s) of run {trace['otherData']['run_id']} to {out_path}", highlight=False, markup=False)

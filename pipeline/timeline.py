@@ -1,0 +1,263 @@
+"""A run (or a time window of it) as a Chrome trace that Perfetto UI and chrome://tracing open.
+
+Trace Event format (JSON object form): every event has ``ph``, ``ts`` in microseconds
+on the run timeline (host monotonic clock, ns / 1000, so ``ts * 1000`` is the
+``start_ns`` of the tables), ``pid`` and ``tid``; complete events (``ph: X``) have
+``dur``. One process per device; its tracks (threads):
+
+* ``AscendCL API (tid T)`` and ``Runtime API (tid T)``: one X event per API call
+* ``Inferences``: model loads and the input / infer / output phase of each inference
+* ``Stream S tasks``: one X event per completed task instance, RUNNING (else PENDING)
+  to COMPLETE, as the Task Scheduler table times it; an instance that never completed
+  is an instant event (``ph: i``) at its last state
+* ``Stream S task states``: the waiting, pending and running intervals of each instance
+* flow arrows (``ph: s`` / ``f``) from a Runtime API call to the tasks it launched
+
+Task instances, their ops and launching APIs come from the same staging SQL as the
+reports (``sql/staging``), so the trace and the tables agree. Events that would overlap
+on one track go to a second lane (``#2``) so that every track nests properly.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from dataclasses import dataclass, field
+
+import duckdb
+
+from pipeline import __version__
+from pipeline.contracts import RAW_TABLES, contracts
+from pipeline.errors import UsageError
+from pipeline.formats import write_bytes, write_text
+from pipeline.query import _empty_view, _quote
+from pipeline.selection import run_row
+from pipeline.transforms import run_layer
+from pipeline.warehouse import Warehouse
+
+HOST_DEVICE = 64
+_DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)?\s*$")
+_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, None: 1}
+
+_TASKS_SQL = """
+with instances as (
+    select *, coalesce(running_ns, pending_ns, waiting_ns, complete_ns) as start_ns
+    from stg_task_instances
+),
+with_api as (
+    select instances.*, launches.api_name, launches.seq as launch_seq
+    from instances
+    asof left join stg_task_launches as launches
+        on instances.device_id = launches.device_id
+        and instances.stream_id = launches.stream_id
+        and instances.task_id = launches.task_id
+        and instances.start_ns >= launches.start_ns
+)
+select
+    with_api.device_id, with_api.record_kind, with_api.stream_id, with_api.task_id,
+    with_api.instance_no, with_api.task_type_name, with_api.waiting_ns, with_api.pending_ns,
+    with_api.running_ns, with_api.complete_ns, with_api.is_complete, with_api.api_name,
+    with_api.launch_seq, ops.op_name, ops.op_type
+from with_api
+asof left join stg_task_ops as ops
+    on with_api.device_id = ops.device_id
+    and with_api.stream_id = ops.stream_id
+    and with_api.task_id = ops.task_id
+    and with_api.start_ns >= ops.valid_from_ns
+order by with_api.device_id, with_api.stream_id, with_api.start_ns, with_api.task_id
+"""
+
+
+def parse_duration(text: str) -> int:
+    """ns from ``250``, ``250ns``, ``1.5us``, ``3ms`` or ``2s``."""
+    m = _DURATION.match(text)
+    if not m:
+        raise UsageError(f"{text!r} is not a duration: use e.g. 250ns, 1.5us, 3ms, 2s")
+    return int(round(float(m.group(1)) * _NS[m.group(2)]))
+
+
+@dataclass
+class _Tracks:
+    """Track (thread) ids per device, with lanes so that no two events overlap on a track."""
+
+    names: dict[tuple[int, str], int] = field(default_factory=dict)  # (pid, track name) -> tid
+    order: dict[tuple[int, int], int] = field(default_factory=dict)  # (pid, tid) -> sort index
+    lane_ends: dict[tuple[int, str], list[int]] = field(default_factory=dict)
+
+    def tid(self, pid: int, name: str, sort: int) -> int:
+        key = (pid, name)
+        if key not in self.names:
+            self.names[key] = len(self.names) + 1
+            self.order[(pid, self.names[key])] = sort
+        return self.names[key]
+
+    def place(self, pid: int, name: str, sort: int, start: int, end: int) -> int:
+        """The tid of the first lane of track ``name`` free at ``start`` (events come in start order)."""
+        ends = self.lane_ends.setdefault((pid, name), [])
+        for i, lane_end in enumerate(ends):
+            if start >= lane_end:
+                ends[i] = end
+                return self.tid(pid, name if i == 0 else f"{name} #{i + 1}", sort + i)
+        ends.append(end)
+        i = len(ends) - 1
+        return self.tid(pid, name if i == 0 else f"{name} #{i + 1}", sort + i)
+
+    def metadata(self, devices: list[int]) -> list[dict]:
+        out = []
+        for d in devices:
+            name = "Host" if d == HOST_DEVICE else f"Device {d}"
+            out.append({"ph": "M", "name": "process_name", "pid": d, "tid": 0, "args": {"name": name}})
+            out.append({"ph": "M", "name": "process_sort_index", "pid": d, "tid": 0, "args": {"sort_index": d}})
+        for (pid, name), tid in sorted(self.names.items(), key=lambda kv: kv[1]):
+            out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}})
+            out.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
+                        "args": {"sort_index": self.order[(pid, tid)]}})
+        return out
+
+
+def _task_start(t: dict) -> int:
+    for k in ("running_ns", "pending_ns", "waiting_ns", "complete_ns"):
+        if t[k] is not None:
+            return t[k]
+    return 0
+
+
+def _us(ns: int) -> float:
+    return ns / 1000
+
+
+def _connect_run(wh: Warehouse, run: dict) -> duckdb.DuckDBPyConnection:
+    """The run's raw tables as the build sees them, and the staging layer over them."""
+    con = duckdb.connect()
+    for table in RAW_TABLES:
+        c = contracts("raw")[table]
+        path = wh.part("raw", table, run["run_id"], run["ingest_id"]) if run.get("ingest_id") else None
+        if path is not None and path.exists():
+            con.execute(f"create view {table} as select * from read_parquet({_quote(path)})")
+        else:
+            con.execute(f"create view {table} as select * exclude (run_id) from ({_empty_view(c)})")
+    run_layer(con, "staging")
+    return con
+
+
+def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict]:
+    rel = con.sql(sql)
+    names = rel.columns
+    return [dict(zip(names, r)) for r in rel.fetchall()]
+
+
+def _overlaps(start: int | None, end: int | None, lo: int | None, hi: int | None) -> bool:
+    if start is None:
+        return False
+    end = start if end is None else end
+    return (lo is None or end >= lo) and (hi is None or start <= hi)
+
+
+def chrome_trace(wh: Warehouse, run_ref: str = "latest", start: str | None = None, end: str | None = None,
+                 inference: int | None = None, devices: list[int] | None = None) -> dict:
+    """The run as a Trace Event JSON object. ``start`` / ``end`` are offsets from the run's
+    first event (``3ms``); ``inference`` limits it to that inference's span on every device."""
+    run = run_row(wh, run_ref)
+    con = _connect_run(wh, run)
+    try:
+        dev_filter = "" if not devices else " where device_id in (" + ", ".join(str(int(d)) for d in devices) + ")"
+        calls = _rows(con, f"select * from stg_api_calls{dev_filter} order by device_id, start_ns, seq")
+        tasks = [t for t in _rows(con, _TASKS_SQL) if not devices or t["device_id"] in devices]
+        phases = _rows(con, "select device_id, model_name, infer_id, phase, start_ns, end_ns, seq from inferences"
+                            f"{dev_filter} order by device_id, start_ns, seq")
+    finally:
+        con.close()
+    firsts = [x["start_ns"] for x in calls + phases if x["start_ns"] is not None]
+    firsts += [t[k] for t in tasks for k in ("waiting_ns", "pending_ns", "running_ns") if t[k] is not None]
+    t0 = min(firsts) if firsts else 0
+    lo = t0 + parse_duration(start) if start else None
+    hi = t0 + parse_duration(end) if end else None
+    if inference is not None:
+        span = [(p["start_ns"], p["end_ns"]) for p in phases if p["infer_id"] == inference]
+        if not span:
+            raise UsageError(f"run {run['run_id']} has no inference {inference}")
+        lo = max(lo or -2**63, min(s for s, _ in span))
+        hi = min(hi if hi is not None else 2**63, max(e for _, e in span))
+    if lo is not None and hi is not None and hi < lo:
+        raise UsageError("the window ends before it starts")
+
+    tracks = _Tracks()
+    events: list[dict] = []
+    call_event: dict[tuple[int, int], dict] = {}
+    for c in calls:
+        if not _overlaps(c["start_ns"], c["end_ns"], lo, hi):
+            continue
+        level = "AscendCL API" if c["level"] == "acl" else "Runtime API" if c["level"] == "runtime" else f"{c['level']} API"
+        sort = 100 if c["level"] == "acl" else 200
+        tid = tracks.place(c["device_id"], f"{level} (tid {c['tid']})", sort, c["start_ns"], c["end_ns"])
+        args = {k: c[k] for k in ("api_type", "pid", "tid", "stream_id", "seq") if c.get(k) is not None}
+        ev = {"ph": "X", "cat": "api", "name": c["api_name"], "ts": _us(c["start_ns"]),
+              "dur": _us(c["end_ns"] - c["start_ns"]), "pid": c["device_id"], "tid": tid, "args": args}
+        events.append(ev)
+        if c["level"] == "runtime":
+            call_event[(c["device_id"], c["seq"])] = ev
+    for p in phases:
+        if not _overlaps(p["start_ns"], p["end_ns"], lo, hi):
+            continue
+        name = f"{p['model_name'] or 'model'} load" if p["phase"] == "load" else f"infer {p['infer_id']} {p['phase']}"
+        tid = tracks.place(p["device_id"], "Inferences", 300, p["start_ns"], p["end_ns"])
+        events.append({"ph": "X", "cat": "inference", "name": name, "ts": _us(p["start_ns"]),
+                       "dur": _us(p["end_ns"] - p["start_ns"]), "pid": p["device_id"], "tid": tid,
+                       "args": {"model_name": p["model_name"], "infer_id": p["infer_id"], "phase": p["phase"]}})
+    flow = 0
+    for t in sorted(tasks, key=lambda t: (t["device_id"], t["stream_id"] or 0, _task_start(t))):
+        name = t["op_name"] or t["task_type_name"] or f"task {t['task_id']}"
+        args = {k: t[k] for k in ("stream_id", "task_id", "instance_no", "task_type_name", "op_name", "op_type",
+                                  "api_name", "record_kind") if t.get(k) is not None}
+        stream = f"Stream {t['stream_id']}"
+        sort = 1000 + 100 * int(t["stream_id"] or 0)
+        begin = t["running_ns"] if t["running_ns"] is not None else t["pending_ns"]
+        if not t["is_complete"] or begin is None:
+            last = max(x for x in (t["waiting_ns"], t["pending_ns"], t["running_ns"], t["complete_ns"]) if x is not None)
+            if not _overlaps(last, last, lo, hi):
+                continue
+            tid = tracks.place(t["device_id"], f"{stream} tasks", sort, last, last)
+            kind = "no COMPLETE" if not t["is_complete"] else "no RUNNING or PENDING"
+            events.append({"ph": "i", "s": "t", "cat": "task", "name": f"{name} ({kind})", "ts": _us(last),
+                           "pid": t["device_id"], "tid": tid, "args": args})
+            continue
+        if not _overlaps(begin, t["complete_ns"], lo, hi):
+            continue
+        tid = tracks.place(t["device_id"], f"{stream} tasks", sort, begin, t["complete_ns"])
+        events.append({"ph": "X", "cat": "task", "name": name, "ts": _us(begin),
+                       "dur": _us(t["complete_ns"] - begin), "pid": t["device_id"], "tid": tid,
+                       "args": args | {k: t[k] for k in ("waiting_ns", "pending_ns", "running_ns", "complete_ns")}})
+        call = call_event.get((t["device_id"], t["launch_seq"]))
+        if call is not None:
+            flow += 1
+            events.append({"ph": "s", "cat": "launch", "name": "launch", "id": flow, "ts": call["ts"],
+                           "pid": call["pid"], "tid": call["tid"]})
+            events.append({"ph": "f", "bp": "e", "cat": "launch", "name": "launch", "id": flow, "ts": _us(begin),
+                           "pid": t["device_id"], "tid": tid})
+        states = [("waiting", t["waiting_ns"]), ("pending", t["pending_ns"]), ("running", t["running_ns"])]
+        marks = sorted([(ts, s) for s, ts in states if ts is not None] + [(t["complete_ns"], "complete")])
+        for (ts, state), (nxt, _) in zip(marks, marks[1:]):
+            if state == "complete" or nxt <= ts:
+                continue
+            sid = tracks.place(t["device_id"], f"{stream} task states", sort + 50, ts, nxt)
+            events.append({"ph": "X", "cat": "task_state", "name": state, "ts": _us(ts), "dur": _us(nxt - ts),
+                           "pid": t["device_id"], "tid": sid, "args": {"op_name": t["op_name"], "task_id": t["task_id"]}})
+    devs = sorted({e["pid"] for e in events})
+    return {
+        "traceEvents": tracks.metadata(devs) + events,
+        "displayTimeUnit": "ns",
+        "otherData": {"run_id": run["run_id"], "workload": run["workload"], "source_path": run["source_path"],
+                      "clock": "run timeline (host monotonic raw), ts = ns / 1000",
+                      "window_ns": [lo, hi], "generator": f"profetl {__version__}"},
+    }
+
+
+def write_trace(trace: dict, out: str) -> int:
+    """The trace as JSON to ``out`` (``-`` standard output; a ``.gz`` name is gzipped); returns events."""
+    text = json.dumps(trace, separators=(",", ":"))
+    if out != "-" and out.endswith(".gz"):
+        write_bytes(out, gzip.compress(text.encode(), mtime=0))
+    else:
+        write_text(out, text + "\n")
+    return sum(1 for e in trace["traceEvents"] if e["ph"] != "M")
