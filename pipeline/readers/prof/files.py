@@ -287,13 +287,40 @@ def _scan_collection(root: Path, d: Path, device_id: int, data_dirs: list[Path])
     return cd
 
 
+# What msprof writes into a directory it parsed (analysis-and-exports §0): output, not raw input.
+MSPROF_OUTPUT = re.compile(r"^(sqlite|summary|timeline|log|mindstudio_profiler_output)$|^msprof_.*\.db$")
+
+
+def _others(root: Path, d: Path, cd: CollectionDir | None) -> tuple[list[str], list[str]]:
+    """Entries of ``d`` that are neither control files, markers, ``data/`` nor collection dirs."""
+    unknown, unread = [], []
+    for p in _entries(d):
+        if p.name in ("data", "host") or DEVICE_DIR.match(p.name) or _IGNORED.match(p.name):
+            continue
+        if cd is not None and any(rx.match(p.name) for rx in CONTROL.values()):
+            continue
+        rel = rel_name(root, p) + ("/" if p.is_dir() else "")
+        (unread if MSPROF_OUTPUT.match(p.name) else unknown).append(rel)
+    return unknown, unread
+
+
 def _scan_prof(root: Path, prof: Path) -> list[CollectionDir]:
     out = []
     for c in _subdirs(prof):
         if c.name == "host":
-            out.append(_scan_collection(root, c, HOST_ID, [c / "data"]))
+            cd = _scan_collection(root, c, HOST_ID, [c / "data"])
         elif m := DEVICE_DIR.match(c.name):
-            out.append(_scan_collection(root, c, int(m.group("dev")), [c / "data"]))
+            cd = _scan_collection(root, c, int(m.group("dev")), [c / "data"])
+        else:
+            continue
+        unknown, unread = _others(root, c, cd)
+        cd.unknown += unknown
+        cd.unread += unread
+        out.append(cd)
+    if out:  # entries of the PROF_* directory itself go with its first collection directory
+        unknown, unread = _others(root, prof, None)
+        out[0].unknown += unknown
+        out[0].unread += unread
     return out
 
 

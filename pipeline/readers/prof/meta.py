@@ -126,7 +126,7 @@ def _pick(cd: CollectionDir, kind: str, device_id: int | None):
 def _load(reader, path: Path | None, root: Path, log: IssueLog, device_id: int, what: str, required: bool):
     if path is None:
         if required:
-            log.add(Issue(what, "missing_file", f"no {what} for {'host' if device_id == HOST_ID else f'device {device_id}'}",
+            log.add(Issue(what, "missing_file", "control file missing; the values it holds are unknown",
                           device_id=device_id))
         return None
     try:

@@ -22,6 +22,7 @@ from pipeline.readers.prof.meta import DEFAULT_TAG_CHIP, CollectionMeta, ReadOpt
 from pipeline.readers.prof.pairing import Logs, batch_from_flips, batch_from_wraps, pair, task_time
 from pipeline.readers.slices import SliceStream
 
+MSPROF_DIRS = {"sqlite", "summary", "timeline", "log", "mindstudio_profiler_output"}
 LAYOUT_GENERATION_BY_FILES = {"stars_soc": 3, "ffts_profile": 3, "lpm_freq": 3, "hwts": 2}
 
 
@@ -107,7 +108,9 @@ def _report_files(cd: CollectionDir, log: IssueLog) -> None:
     for rel in cd.unknown:
         log.add(Issue(rel, "unknown_file", "not a file the generation-2/3 readers recognise; not read", device_id=dev))
     for rel in cd.unread:
-        log.add(Issue(rel, "unread_file", "a known producer file that no canonical table holds; not read", device_id=dev))
+        what = "msprof's own output (not raw data)" if rel.rstrip("/").rsplit("/", 1)[-1] in MSPROF_DIRS \
+            else "a known producer file that no canonical table holds"
+        log.add(Issue(rel, "unread_file", f"{what}; not read", device_id=dev))
     for rel in cd.not_files:
         log.add(Issue(rel, "unreadable_file", "named like data but not a regular file inside the dump; not read", device_id=dev))
     for kind, _, p in cd.legacy:
