@@ -11,14 +11,17 @@ import typer
 
 from pipeline.cli import common as C
 from pipeline.errors import UsageError
+from pipeline.synth import prof as synth_prof
 from pipeline.synth.hiprof import METRIC_SET_EVENTS, HiprofConfig, generate
 
 
 def command(
     out_dir: Annotated[Path, typer.Argument(help="Directory to create (must not exist or be empty).", show_default=False)],
-    layout: Annotated[str, typer.Option("--layout", help="Layout to write: hiprof (generation 1 result_dir).")] = "hiprof",
+    layout: Annotated[str, typer.Option("--layout", help="Layout to write: hiprof (generation 1 result_dir) or prof (msprof PROF_* trees, generations 2 and 3).")] = "hiprof",
+    chip: Annotated[str, typer.Option("--chip", help=f"With --layout prof: {', '.join(synth_prof.CHIPS)}.")] = "ascend910a",
+    processes: Annotated[int, typer.Option("--processes", help="With --layout prof: PROF_* directories of the job (devices split between them).")] = 1,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed writes the same bytes.")] = 0,
-    devices: Annotated[int, typer.Option(help="Devices.")] = 1,
+    devices: Annotated[int | None, typer.Option(help="Devices (default 1 for hiprof, 2 for prof).", show_default=False)] = None,
     streams: Annotated[int, typer.Option(help="Streams per device.")] = 2,
     inferences: Annotated[int, typer.Option(help="Inferences per device.")] = 3,
     tasks: Annotated[int, typer.Option(help="Kernel tasks per inference.")] = 8,
@@ -37,12 +40,17 @@ def command(
     Ops are named <type>_<n>: conv2d_0, matmul_1, add_2, relu_3, cast_4, transdata_5, ...
 
     Example: profetl synth --layout hiprof --devices 2 --inferences 5 --start 2026-03-02T01:00 --op-scale conv2d_0=1.3 dump
+
+    Example: profetl synth --layout prof --chip ascend910b --devices 4 --processes 2 job
     """
     with C.errors():
-        if layout != "hiprof":
-            raise UsageError(f"layout {layout!r}; this version writes: hiprof")
+        if layout not in ("hiprof", "prof"):
+            raise UsageError(f"layout {layout!r}; this version writes: hiprof, prof")
         if out_dir.exists() and any(out_dir.iterdir()):
             raise UsageError(f"{out_dir} exists and is not empty")
+        if layout == "prof":
+            return _prof(out_dir, chip, processes, seed, devices, streams, inferences, tasks, slice_bytes, start,
+                         op_scale, truth, json_)
         if names not in ("slice", "legacy"):
             raise UsageError("--names takes slice or legacy")
         if metric_set not in METRIC_SET_EVENTS:
@@ -51,7 +59,7 @@ def command(
         if start is not None:
             utc = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
             extra["start_us"] = int(utc.timestamp()) * 1_000_000 + utc.microsecond
-        cfg = HiprofConfig(seed=seed, devices=devices, streams=streams, inferences=inferences, tasks=tasks,
+        cfg = HiprofConfig(seed=seed, devices=devices or 1, streams=streams, inferences=inferences, tasks=tasks,
                            slice_bytes=slice_bytes, aicore=aicore, metric_set=metric_set,
                            drop_complete=drop_complete, names=names, **extra)
         t = generate(out_dir, cfg)
@@ -63,6 +71,32 @@ def command(
                       "task_instances": len(t.instances), "ops": sorted({o.op_name for o in t.ops})})
         return
     C.out.print(f"wrote {out_dir} ({size} bytes, {len(t.states)} task states, {len(t.api_calls)} API calls)", highlight=False)
+
+
+def _prof(out_dir, chip, processes, seed, devices, streams, inferences, tasks, slice_bytes, start, op_scale, truth,
+          json_) -> None:
+    """--layout prof: a PROF_* tree (or a job of several) written by pipeline.synth.prof."""
+    if chip not in synth_prof.CHIPS:
+        raise UsageError(f"chip {chip!r}; use one of {', '.join(synth_prof.CHIPS)}")
+    if op_scale:
+        raise UsageError("--op-scale is for --layout hiprof")
+    extra = {}
+    if start is not None:
+        utc = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
+        extra["start_us"] = int(utc.timestamp()) * 1_000_000 + utc.microsecond
+    cfg = synth_prof.ProfConfig(chip=chip, processes=processes, seed=seed, devices=devices or 2, streams=streams,
+                                inferences=inferences, tasks=tasks, slice_bytes=slice_bytes, **extra)
+    t = synth_prof.generate(out_dir, cfg)
+    if truth:
+        truth.write_text(json.dumps(t.as_dict(), indent=1))
+    size = sum(p.stat().st_size for p in out_dir.rglob("*") if p.is_file())
+    dump = out_dir / t.root if t.root else out_dir
+    if json_:
+        C.print_json({"out": str(out_dir), "dump": str(dump), "chip": t.chip, "bytes": size, "devices": len(t.devices),
+                      "api_calls": len(t.api_calls), "device_logs": len(t.logs), "pmu_records": len(t.pmu)})
+        return
+    C.out.print(f"wrote {dump} ({t.chip}, {len(t.devices)} devices, {size} bytes, {len(t.logs)} device task logs, "
+                f"{len(t.api_calls)} API calls)", highlight=False)
 
 
 def _scales(items: list[str]) -> dict[str, float]:
