@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeline.errors import UsageError
-from pipeline.query import connect
+from pipeline.query import read_consistent
 from pipeline.warehouse import Warehouse
 
 # dimension -> SQL giving run_id, level, name, total (ns), count; {where} filters devices
@@ -100,11 +100,7 @@ def _device_filter(devices: list[int] | None) -> str:
 def entries(wh: Warehouse, run_ids: list[str], by: str, devices: list[int] | None = None) -> dict[str, dict[tuple[str, str], Stat]]:
     """run_id -> {(level, name): Stat} for every entry of dimension ``by`` in those runs."""
     sql = DIMENSIONS[check_dimension(by)].format(and_devices=_device_filter(devices))
-    con = connect(wh, run_ids)
-    try:
-        rows = con.sql(sql).fetchall()
-    finally:
-        con.close()
+    rows = read_consistent(wh, lambda con: con.sql(sql).fetchall(), run_ids)
     out: dict[str, dict[tuple[str, str], Stat]] = {r: {} for r in run_ids}
     for run_id, level, name, total, count in rows:
         key = (level, name)
@@ -121,9 +117,6 @@ def run_metric(wh: Warehouse, run_ids: list[str], name: str, devices: list[int] 
     sql = RUN_METRICS[name][0]
     if devices and "{and_devices}" not in sql:
         raise UsageError(f"run metric {name} is per run, not per device; leave out --device")
-    con = connect(wh, run_ids)
-    try:
-        rows = dict(con.sql(sql.format(and_devices=_device_filter(devices))).fetchall())
-    finally:
-        con.close()
+    text = sql.format(and_devices=_device_filter(devices))
+    rows = dict(read_consistent(wh, lambda con: con.sql(text).fetchall(), run_ids))
     return {r: (None if rows.get(r) is None else float(rows[r])) for r in run_ids}

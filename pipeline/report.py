@@ -38,9 +38,9 @@ def cell(v) -> str:
 
 
 def sections(wh: Warehouse, run_id: str, table: str, limit: int | None = None,
-             hide_empty_columns: bool = True) -> list[Section]:
-    """One section per device, as the tool shows one device at a time."""
-    c, t = fetch(wh, table, [run_id])
+             hide_empty_columns: bool = True, devices: list[int] | None = None) -> list[Section]:
+    """One section per device (or per device asked for), as the tool shows one device at a time."""
+    c, t = fetch(wh, table, [run_id], devices)
     cols = [col for col in c.columns if col.name not in ("run_id", "device_id")]
     data = {col.name: t.column(col.name).to_pylist() for col in cols}
     if hide_empty_columns and t.num_rows:

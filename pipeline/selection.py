@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 
 from pipeline.errors import UnknownRun, UsageError
-from pipeline.query import connect
+from pipeline.query import read_consistent
 from pipeline.warehouse import Warehouse
 
 _RELATIVE = re.compile(r"^(\d+)\s*([hdw])$")
@@ -57,12 +57,8 @@ class RunSelection:
 
 def catalog(wh: Warehouse) -> list[dict]:
     """Every committed run as the ``runs`` view has it (with collected_at and workload), oldest first."""
-    con = connect(wh)
-    try:
-        t = con.sql("SELECT * FROM runs ORDER BY collection_start_us NULLS FIRST, run_id").to_arrow_table()
-    finally:
-        con.close()
-    return t.to_pylist()
+    sql = "SELECT * FROM runs ORDER BY collection_start_us NULLS FIRST, run_id"
+    return read_consistent(wh, lambda con: con.sql(sql).to_arrow_table()).to_pylist()
 
 
 def select_runs(wh: Warehouse, sel: RunSelection, default_latest: bool = True) -> list[dict]:

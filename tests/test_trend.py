@@ -98,3 +98,15 @@ def test_cli_table_json_csv_and_plot(ten, tmp_path):
     assert r.exit_code == 0 and ET.parse(plot).getroot().tag.endswith("svg")
     r = runner.invoke(app, base + ["--plot", str(tmp_path / "t.gif")])
     assert r.exit_code == 2 and ".svg or .png" in r.stderr
+
+
+def test_png_plot_needs_matplotlib_or_says_so(ten, tmp_path):
+    wh, _ = ten
+    out = tmp_path / "t.png"
+    r = runner.invoke(app, ["trend", f"op:{OP}", "--plot", str(out), "--warehouse", str(wh.path)])
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert r.exit_code == 2 and "matplotlib" in r.stderr and not out.exists()
+    else:
+        assert r.exit_code == 0 and out.read_bytes().startswith(b"\x89PNG")

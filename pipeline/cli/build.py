@@ -30,9 +30,11 @@ def command(
             targets = [wh.resolve(r) for r in run_ids]
         else:
             targets = [r for r in wh.runs() if all_runs or not r.get("build_id")]
-        for run in targets:
-            o = rebuild(wh, run, memory_limit, threads or None)
-            done.append(o)
+        with C.progress("building", total=len(targets), enabled=not json_) as advance:
+            for run in targets:
+                o = rebuild(wh, run, memory_limit, threads or None)
+                done.append(o)
+                advance(run["run_id"])
     if json_:
         C.print_json([{"run_id": o.run_id, "rows": o.build.rows_by_mart, "issues": o.issues} for o in done])
         return

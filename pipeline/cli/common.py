@@ -33,8 +33,27 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON 
 MemoryOpt = Annotated[str, typer.Option("--memory-limit", help="DuckDB memory limit for the build (spills to disk beyond it).")]
 ThreadsOpt = Annotated[int, typer.Option("--threads", help="DuckDB threads for the build (0: one per core).")]
 WaitOpt = Annotated[float, typer.Option("--wait", help="Seconds to wait for another writer to finish before giving up (exit 3).")]
-RunsOpt = Annotated[list[str] | None, typer.Option("--run", "-r", metavar="RUN", show_default=False,
+def complete_run(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion of run ids (and ``latest``) from the warehouse named so far."""
+    try:
+        path = ctx.params.get("warehouse") or os.environ.get("PROFETL_WAREHOUSE") or DEFAULT_WAREHOUSE
+        ids = ["latest"] + [r["run_id"] for r in Warehouse(Path(path)).runs()]
+    except Exception:  # noqa: BLE001 - completion must never fail the shell
+        ids = ["latest"]
+    return [i for i in ids if i.startswith(incomplete)]
+
+
+def complete_table(incomplete: str) -> list[str]:
+    from pipeline.contracts import contracts
+
+    names = sorted(contracts("marts")) + sorted(contracts("raw"))
+    return [n for n in names if n.startswith(incomplete)]
+
+
+RunsOpt = Annotated[list[str] | None, typer.Option("--run", "-r", metavar="RUN", show_default=False, autocompletion=complete_run,
                                                   help="Run id, unique prefix or latest; repeat for several runs.")]
+RunArg = Annotated[str, typer.Argument(metavar="RUN", autocompletion=complete_run,
+                                        help="Run id, unique prefix, or latest (the run ingested last).")]
 SinceOpt = Annotated[str | None, typer.Option("--since", metavar="WHEN", show_default=False,
                                               help="Runs collected at or after WHEN (UTC): 2026-03-02, 2026-03-02T01:00, today, yesterday, 7d, 12h.")]
 UntilOpt = Annotated[str | None, typer.Option("--until", metavar="WHEN", show_default=False,

@@ -51,8 +51,8 @@ def _print(cmp: Comparison, limit: int | None) -> None:
 
 
 def command(
-    run: Annotated[str, typer.Argument(help="The run to judge: id, unique prefix or latest.")] = "latest",
-    against: Annotated[str | None, typer.Option("--against", "-a", metavar="RUN", show_default=False, help="Compare with this run.")] = None,
+    run: C.RunArg = "latest",
+    against: Annotated[str | None, typer.Option("--against", "-a", metavar="RUN", show_default=False, autocompletion=C.complete_run, help="Compare with this run.")] = None,
     last: Annotated[int | None, typer.Option("--last", "-n", metavar="N", show_default=False, help="Compare with the median of the last N runs of the same workload collected before RUN (default: the one run before it).")] = None,
     by: Annotated[str, typer.Option("--by", help=f"Entries to compare: {', '.join(DIMENSIONS)}.")] = "op",
     stat: Annotated[str, typer.Option("--stat", help=f"Statistic per entry: {', '.join(STATS)} (mean: time per task instance or call, ns).")] = "mean",

@@ -12,7 +12,7 @@ from pipeline.selection import select_runs
 
 
 def command(
-    table: Annotated[str, typer.Argument(help="A mart (runtime_api_summary, task_scheduler, ...) or raw table (api_calls, runs, ...).", show_default=False)],
+    table: Annotated[str, typer.Argument(autocompletion=C.complete_table, help="A mart (runtime_api_summary, task_scheduler, ...) or raw table (api_calls, runs, ...).", show_default=False)],
     run: C.RunsOpt = None,
     since: C.SinceOpt = None,
     until: C.UntilOpt = None,

@@ -33,8 +33,8 @@ def command(
     """
     wh = C.warehouse(warehouse)
     with C.errors(), C.writing(wh, wait):
-        progress = (lambda d: C.err.print(f"reading {d}", highlight=False)) if C.interactive() and not json_ else None
-        outcomes = run_roots(wh, roots, force=force, memory_limit=memory_limit, threads=threads or None, on_dump=progress)
+        with C.progress("dumps", enabled=not json_) as advance:
+            outcomes = run_roots(wh, roots, force=force, memory_limit=memory_limit, threads=threads or None, on_dump=advance)
     if json_:
         C.print_json([_summary(o) for o in outcomes])
     else:

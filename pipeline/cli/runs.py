@@ -2,23 +2,42 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
+import typer
+
 from pipeline.cli import common as C
+from pipeline.selection import catalog, select_runs
 
 
-def command(warehouse: C.WarehouseOpt = None, json_: C.JsonOpt = False) -> None:
-    """List the warehouse's runs: status, chip, devices, counts, issues, which tables they fill.
+def command(
+    since: C.SinceOpt = None,
+    until: C.UntilOpt = None,
+    workload: C.WorkloadOpt = None,
+    last: Annotated[int | None, typer.Option("--last", "-n", metavar="N", show_default=False, help="Only the newest N runs (after the other filters).")] = None,
+    warehouse: C.WarehouseOpt = None,
+    json_: C.JsonOpt = False,
+) -> None:
+    """List the warehouse's runs, oldest collection first: when collected, status, workload,
+    chip, devices, records decoded, bytes skipped, issues, tables filled, source.
 
-    Example: profetl runs --json
+    Example: profetl runs --since 7d --json
     """
     wh = C.warehouse(warehouse)
     with C.errors():
-        runs = wh.runs()
+        sel = C.selection(None, since, until, workload, last)
+        runs = select_runs(wh, sel, default_latest=False) if not sel.is_empty() or catalog(wh) else []
     if json_:
         C.print_json([{k: v for k, v in r.items() if k != "metadata_json"} for r in runs])
         return
-    headers = ["Run ID", "Status", "Layout", "Chip", "Devices", "Records", "Bytes skipped", "Issues", "Tables filled", "Source"]
+    if not runs:
+        C.out.print(f"no runs in {wh.path} yet (profetl run DUMP... adds some)", highlight=False, markup=False)
+        return
+    headers = ["Run ID", "Collected (UTC)", "Status", "Workload", "Chip", "Devices", "Records", "Bytes skipped",
+               "Issues", "Tables filled", "Source"]
     rows = [[
-        r["run_id"], r["status"], r["layout"], r["chip"] or "N/A", ",".join(map(str, r["devices"] or [])),
+        r["run_id"], r["collected_at"].strftime("%Y-%m-%d %H:%M:%S") if r["collected_at"] else "N/A",
+        r["status"], r["workload"] or "N/A", r["chip"] or "N/A", ",".join(map(str, r["devices"] or [])),
         str(r["records_decoded"]), str(r["bytes_skipped"]), str(r["issues"]),
         ", ".join(r["tables_filled"] or []), r["source_path"],
     ] for r in runs]

@@ -11,10 +11,11 @@ from pipeline.report import TABLES, VIEWS, sections
 from pipeline.warehouse import Warehouse
 
 
-def print_run(wh: Warehouse, run_ref: str, table: str | None, limit: int | None, as_json: bool = False) -> None:
+def print_run(wh: Warehouse, run_ref: str, table: str | None, limit: int | None, as_json: bool = False,
+              devices: list[int] | None = None) -> None:
     run = wh.resolve(run_ref)
     tables = [table] if table else [t for t, _ in VIEWS]
-    found = [s for t in tables for s in sections(wh, run["run_id"], t, limit)]
+    found = [s for t in tables for s in sections(wh, run["run_id"], t, limit, devices=devices)]
     if as_json:
         C.print_json([{"table": s.table, "headers": s.headers, "rows": s.rows, "total_rows": s.total_rows} for s in found])
         return
@@ -28,13 +29,18 @@ def print_run(wh: Warehouse, run_ref: str, table: str | None, limit: int | None,
 
 
 def command(
-    run: Annotated[str, typer.Argument(help="Run id, unique prefix, or latest.")] = "latest",
-    table: Annotated[str | None, typer.Argument(help=f"One of: {', '.join(TABLES)}. Default: the five result views.", show_default=False)] = None,
+    run: C.RunArg = "latest",
+    table: Annotated[str | None, typer.Argument(autocompletion=lambda incomplete: [t for t in TABLES if t.startswith(incomplete)], help=f"One of: {', '.join(TABLES)}. Default: the five result views.", show_default=False)] = None,
     limit: Annotated[int, typer.Option("--limit", help="Rows per table (0: all).")] = 50,
+    device: C.DeviceOpt = None,
     warehouse: C.WarehouseOpt = None,
     json_: C.JsonOpt = False,
 ) -> None:
     """Show a run's Runtime API, Task Scheduler, AI Core, AscendCL and top-down tables.
+
+    Each table is shaped like the profiling tool's figure: its column headers, one block
+    per device, N/A for a value the run cannot have; metrics the run's event set cannot
+    fill are left out.
 
     Example: profetl show latest task_scheduler --limit 10
     """
@@ -43,4 +49,4 @@ def command(
         raise typer.Exit(2)
     wh = C.warehouse(warehouse)
     with C.errors():
-        print_run(wh, run, table, limit or None, json_)
+        print_run(wh, run, table, limit or None, json_, device)

@@ -11,7 +11,7 @@ from pipeline.timeline import chrome_trace, write_trace
 
 
 def command(
-    run: Annotated[str, typer.Argument(help="Run id, unique prefix, or latest.")] = "latest",
+    run: C.RunArg = "latest",
     out_path: Annotated[str, typer.Option("--out", "-o", metavar="FILE", help="Trace file (.json, or .json.gz gzipped), or - for standard output.")] = "-",
     start: Annotated[str | None, typer.Option("--start", metavar="OFFSET", show_default=False, help="Window start after the run's first event: 250us, 3ms, 1.5s (plain numbers are ns).")] = None,
     end: Annotated[str | None, typer.Option("--end", metavar="OFFSET", show_default=False, help="Window end after the run's first event (same forms as --start).")] = None,

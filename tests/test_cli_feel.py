@@ -1,0 +1,95 @@
+"""runs and show over several runs; progress only on a terminal; completion; --json where output is data."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import common as C
+from pipeline.cli.main import COMMANDS, app
+from tests.history import build_history
+
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture(scope="module")
+def two(tmp_path_factory):
+    return build_history(tmp_path_factory.mktemp("feel"), [{"seed": 8, "devices": 2}, {"seed": 9, "devices": 2}])
+
+
+def test_runs_lists_collection_time_workload_and_filters(two):
+    wh, nights = two
+    r = invoke("runs", "--warehouse", wh.path, "--json")
+    rows = json.loads(r.stdout)
+    assert [x["run_id"] for x in rows] == [n.run_id for n in nights]
+    assert rows[1]["collected_at"].startswith("2026-01-02T00:00:00")
+    assert rows[0]["workload"] == "hiprof_result_dir/Ascend310/resnet50"
+    assert "metadata_json" not in rows[0] and rows[0]["status"] == "built" and rows[0]["issues"] == 0
+    r = invoke("runs", "--warehouse", wh.path, "--since", "2026-01-02", "--json")
+    assert [x["run_id"] for x in json.loads(r.stdout)] == [nights[1].run_id]
+    r = invoke("runs", "--warehouse", wh.path)
+    assert r.exit_code == 0
+    for header in ("Run ID", "Collected (UTC)", "Status", "Workload", "Chip", "Devices", "Records", "Issues", "Source"):
+        assert header in r.stdout
+
+
+def test_runs_on_an_empty_warehouse(tmp_path):
+    r = invoke("runs", "--warehouse", tmp_path / "none")
+    assert r.exit_code == 0 and "no runs" in r.stdout
+    r = invoke("runs", "--warehouse", tmp_path / "none", "--json")
+    assert json.loads(r.stdout) == []
+
+
+def test_show_one_device(two):
+    wh, nights = two
+    r = invoke("show", nights[0].run_id, "task_scheduler", "--device", "1", "--warehouse", wh.path, "--json")
+    sections = json.loads(r.stdout)
+    assert [s["table"] for s in sections] == ["task_scheduler"] and len(sections) == 1
+    r = invoke("show", nights[0].run_id, "task_scheduler", "--device", "1", "--warehouse", wh.path)
+    assert "Task Scheduler - device 1" in r.stdout and "device 0" not in r.stdout
+
+
+def test_progress_bar_only_on_a_terminal(monkeypatch, tmp_path):
+    from pipeline.synth.hiprof import HiprofConfig, generate
+
+    generate(tmp_path / "d", HiprofConfig())
+    r = invoke("run", tmp_path / "d", "--warehouse", tmp_path / "wh")
+    assert r.exit_code == 0 and r.stderr == ""  # under cron: only the one-line outcome on stdout
+    assert r.stdout.splitlines()[0].startswith("built")
+    monkeypatch.setattr(C, "interactive", lambda: True)
+    r = invoke("build", "--all", "--warehouse", tmp_path / "wh")
+    assert r.exit_code == 0 and "built" in r.stdout
+    with C.progress("x", total=2) as advance:
+        advance("a")
+        advance("b")
+
+
+def test_run_id_and_table_completion(two):
+    wh, nights = two
+    ctx = SimpleNamespace(params={"warehouse": wh.path})
+    assert C.complete_run(ctx, "") == ["latest"] + [n.run_id for n in nights]
+    assert C.complete_run(ctx, nights[1].run_id[:10]) == [nights[1].run_id]
+    assert C.complete_run(SimpleNamespace(params={"warehouse": "/nonexistent"}), "l") == ["latest"]
+    assert C.complete_table("task_s") == ["task_scheduler", "task_states"]
+
+
+DATA_COMMANDS = {"run", "ingest", "build", "runs", "show", "compare", "trend", "synth"}
+FORMAT_COMMANDS = {"export", "query"}  # --format csv|json|parquet
+JSON_ITSELF = {"timeline"}  # the output is a JSON trace
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_data_command_offers_json(name):
+    assert name in DATA_COMMANDS | FORMAT_COMMANDS | JSON_ITSELF, f"decide how {name} prints data as JSON"
+    help_text = invoke(name, "--help").stdout
+    if name in DATA_COMMANDS:
+        assert "--json" in help_text
+    elif name in FORMAT_COMMANDS:
+        assert "--format" in help_text and "json" in help_text
