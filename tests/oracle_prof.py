@@ -166,3 +166,22 @@ def topdown_inference(truth) -> list[dict]:
 
 def _td(dev, k, module, api, start, dur) -> dict:
     return {"device_id": dev, "infer_id": k, "module_name": module, "api_name": api, "start_ns": start, "dur_ns": dur}
+
+
+def ai_core_samples(truth) -> list[dict]:
+    """Per core and interval (raw-formats §6.7): the interval starts at the core's previous sample."""
+    devs = {d.device_id: d for d in truth.devices}
+    rows = []
+    prev: dict[tuple, int] = {}
+    keep = ("vec_ratio", "mac_ratio", "scalar_ratio", "mte1_ratio", "mte2_ratio", "mte3_ratio", "icache_miss_rate",
+            "memory_bound", "ub_read_bw_gbps", "ub_write_bw_gbps", "l1_read_bw_gbps", "l1_write_bw_gbps",
+            "l2_read_bw_gbps", "l2_write_bw_gbps", "main_mem_read_bw_gbps", "main_mem_write_bw_gbps")
+    for s in sorted(truth.samples, key=lambda s: (s.device_id, s.core_id, s.ts_ns)):
+        d = devs[s.device_id]
+        m = metrics_row(truth.event_ids, s.total_cycles, s.counters, 1, d.aic_mhz, d.aic_mhz, d.ai_core_num)
+        row = {"device_id": s.device_id, "core_id": s.core_id, "start_ns": prev.get((s.device_id, s.core_id)),
+               "end_ns": s.ts_ns, "total_cycles": s.total_cycles, "busy_us": s.total_cycles / d.aic_mhz}
+        row.update({k: m[k] for k in keep})
+        prev[(s.device_id, s.core_id)] = s.ts_ns
+        rows.append(row)
+    return rows

@@ -155,3 +155,24 @@ def test_case_features_present(run):
     assert any(len(v) > 1 for v in keys.values()), "task ids repeat after the flip"
     assert len({x.device_id for x in t.launches}) == len(t.devices) >= 2
     assert {"AI_CORE", "AI_CPU"} <= {x["type"] for x in execs}
+
+
+@pytest.mark.parametrize("chip", ["ascend910a", "ascend310p"])
+def test_sample_based_ai_core_table(prof_run, chip):
+    """sample.json sample-based: aicore.data holds per-core intervals; they fill ai_core_samples, not ai_core_metrics."""
+    run = prof_run(chip=chip, sample_based=True, seed=12)
+    assert run.truth.samples and not run.truth.pmu
+    got = run.rows("ai_core_samples")
+    assert got == O.ai_core_samples(run.truth) or _close(got, O.ai_core_samples(run.truth))
+    assert run.rows("ai_core_metrics") == []
+    oracle.assert_same_rows(run.rows("task_scheduler"), O.task_scheduler(run.truth),
+                            ("device_id", "task_type", "api_name", "task_id", "op_name", "stream_id"))
+    r = run.wh.run(run.run_id)
+    assert r["ai_core_profiling_mode"] == "sample-based" and "ai_core_samples" in r["tables_filled"]
+
+
+def _close(got, expected):
+    assert [(r["device_id"], r["core_id"], r["end_ns"]) for r in got] == \
+        [(r["device_id"], r["core_id"], r["end_ns"]) for r in expected]  # order too
+    oracle.assert_same_rows(got, expected, ("device_id", "core_id", "end_ns"))
+    return True

@@ -102,6 +102,9 @@ class ProfConfig:
     drop_start: int = 0  # executions whose start log is not written
     extra_start: int = 0  # executions preceded by a spurious start log (replaced by the real one)
     aged_records: int = 0  # STARS: the oldest stars_soc slices deleted, ending this many records + 7 bytes in
+    sample_based: bool = False  # HWTS chips: aicore.data holds per-interval, per-core samples (raw-formats §6.7)
+    sample_interval_ns: int = 20_000
+    sample_cores: int = 3
     start_us: int = 1_767_225_600_000_000  # collection start (2026-01-01T00:00:00Z)
 
 
@@ -161,6 +164,15 @@ class PmuRecord:
 
 
 @dataclass
+class Sample:
+    device_id: int
+    core_id: int
+    ts_ns: int  # end of the interval
+    total_cycles: int
+    counters: list[int]
+
+
+@dataclass
 class Iteration:
     device_id: int
     infer_id: int
@@ -198,6 +210,7 @@ class ProfTruth:
     launches: list[Launch] = field(default_factory=list)
     logs: list[DeviceLog] = field(default_factory=list)  # per device, in file order
     pmu: list[PmuRecord] = field(default_factory=list)
+    samples: list[Sample] = field(default_factory=list)
     iterations: list[Iteration] = field(default_factory=list)
     freq: list[tuple[int, int, int]] = field(default_factory=list)  # (device, ts_ns, MHz)
     pid: int = 4321
@@ -258,6 +271,8 @@ def generate(out: Path, cfg: ProfConfig | None = None) -> ProfTruth:
     if cfg.chip not in CHIPS:
         raise ValueError(f"chip {cfg.chip!r}; known: {', '.join(CHIPS)}")
     spec = CHIPS[cfg.chip]
+    if cfg.sample_based and spec.family != "hwts":
+        raise ValueError("sample-based AI Core data is written for HWTS chips (aicore.data) only")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     nproc = max(1, min(cfg.processes, cfg.devices))
@@ -387,9 +402,17 @@ def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, tr
     freq = [(d, dev.host_mon_ns - 2_000, 1650), (d, mine[0].step[1] + 20, 1500)] if spec.family == "stars" else []
     truth.freq.extend(freq)
 
-    pmu = []
+    pmu, samples = [], []
+    if cfg.sample_based:
+        first, last = min(x.end_ns for x in launches), max(x.end_ns for x in launches)
+        for end in range(_r20(first) + cfg.sample_interval_ns, last + cfg.sample_interval_ns, cfg.sample_interval_ns):
+            for core in range(min(cfg.sample_cores, spec.ai_core_num)):
+                cyc = rng.randint(1, cfg.sample_interval_ns * spec.aic_mhz // 1000)
+                cnt = [rng.randint(0, cyc) for _ in spec.events]
+                samples.append(Sample(d, core, end, cyc, cnt + [0] * (8 - len(cnt))))
+    truth.samples.extend(samples)
     for x in sorted(launches, key=lambda x: x.end_ns):
-        if x.task_type_name != "AI_CORE":
+        if x.task_type_name != "AI_CORE" or cfg.sample_based:
             continue
         cyc = rng.randint(1_000, 400_000)
         cnt = [rng.randint(0, cyc) for _ in spec.events]
@@ -403,7 +426,7 @@ def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, tr
         pmu.append(PmuRecord(d, x.stream_id, x.task_id, cyc, cnt + [0] * (8 - len(cnt)), x.end_ns, float(f)))
     truth.pmu.extend(pmu)
     truth.logs.extend(logs if not (cfg.aged_records and spec.family == "stars") else logs[cfg.aged_records + 1:])
-    _write_device(prof / f"device_{d}", cfg, spec, dev, logs, pmu, freq, mine, flips, launches)
+    _write_device(prof / f"device_{d}", cfg, spec, dev, logs, pmu, freq, mine, flips, launches, samples)
 
 
 # --- encoding -------------------------------------------------------------------------
@@ -450,8 +473,10 @@ def _control(dirpath: Path, suffix: str, info: dict, sample: dict, start_us: int
         (dirpath / f"{name}.done").write_text(f"filesize:{(dirpath / name).stat().st_size}\n")
 
 
-def _sample(spec: ChipSpec, devices: str) -> dict:
-    return {"devices": devices, "ai_core_profiling": "on", "ai_core_profiling_mode": "task-based",
+def _sample(spec: ChipSpec, devices: str, cfg: ProfConfig) -> dict:
+    return {"devices": devices, "ai_core_profiling": "on",
+            "ai_core_profiling_mode": "sample-based" if cfg.sample_based else "task-based",
+            "aicore_sampling_interval": cfg.sample_interval_ns // 1000,
             "ai_core_metrics": spec.metric_set, "ai_core_profiling_events": ",".join(hex(e) for e in spec.events),
             "llc_profiling": "read", "hwts_log": "on", "ts_timeline": "on", "runtimeApi": "on", "acl": "on"}
 
@@ -471,9 +496,10 @@ def _info(spec: ChipSpec, devices: str, pid: int, device: DeviceSpec | None) -> 
 
 
 def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, logs: list[DeviceLog],
-                  pmu: list[PmuRecord], freq: list, iterations: list[Iteration], flips: list, launches: list) -> None:
+                  pmu: list[PmuRecord], freq: list, iterations: list[Iteration], flips: list, launches: list,
+                  samples: list[Sample]) -> None:
     d = dev.device_id
-    _control(ddir, f".{d}", _info(spec, str(d), 4321, dev), _sample(spec, str(d)), cfg.start_us, dev.host_mon_ns,
+    _control(ddir, f".{d}", _info(spec, str(d), 4321, dev), _sample(spec, str(d), cfg), cfg.start_us, dev.host_mon_ns,
              f"[Device{d}]\nclock_monotonic_raw: {dev.host_mon_ns}\ncntvct: {dev.dev_cntvct}\ncntvct_diff: 0\n",
              f"clock_monotonic_raw: {dev.host_mon_ns + 17}\ncntvct: {dev.dev_cntvct}\n")
     data = ddir / "data"
@@ -521,12 +547,19 @@ def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, 
             h[i]["head"] = 2 + (i - len(logs))
             h[i]["syscnt"] = _syscnt(dev, logs[-1].ts_ns)
         _write_slices(data, f"hwts.data.{d}", h.tobytes(), cfg.slice_bytes)
-        a = P.AIC_PMU.zeros(len(pmu))
-        a["magic"] = P.DEVICE_MAGIC
-        for i, p in enumerate(pmu):
-            a[i]["head"] = (i % 16) << 4
-            a[i]["task_id"], a[i]["stream_id"] = p.task_id, p.stream_id
-            a[i]["total_cycle"], a[i]["counters"] = p.total_cycles, p.counters
+        if cfg.sample_based:
+            a = P.AIC_SAMPLE.zeros(len(samples))
+            for i, x in enumerate(samples):
+                a[i]["mode"], a[i]["core_id"], a[i]["count_num"] = 1, x.core_id, 1
+                a[i]["task_cyc"], a[i]["counters"] = x.total_cycles, x.counters
+                a[i]["timestamp"] = _syscnt(dev, x.ts_ns)
+        else:
+            a = P.AIC_PMU.zeros(len(pmu))
+            a["magic"] = P.DEVICE_MAGIC
+            for i, p in enumerate(pmu):
+                a[i]["head"] = (i % 16) << 4
+                a[i]["task_id"], a[i]["stream_id"] = p.task_id, p.stream_id
+                a[i]["total_cycle"], a[i]["counters"] = p.total_cycles, p.counters
         _write_slices(data, f"aicore.data.{d}", a.tobytes(), cfg.slice_bytes)
     else:
         s = P.STARS_ACSQ.zeros(len(logs) + 1)
@@ -566,7 +599,7 @@ def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, 
 def _write_host(prof: Path, cfg: ProfConfig, spec: ChipSpec, host: _Host, truth: ProfTruth) -> None:
     hdir = prof / "host"
     devs = ",".join(str(x.device_id) for x in truth.devices if x.prof_dir == prof.name)
-    _control(hdir, "", _info(spec, devs, truth.pid, None), _sample(spec, devs), cfg.start_us, host.mon_ns,
+    _control(hdir, "", _info(spec, devs, truth.pid, None), _sample(spec, devs, cfg), cfg.start_us, host.mon_ns,
              f"[Host]\nclock_monotonic_raw: {host.mon_ns}\ncntvct: {host.cntvct}\ncntvct_diff: 0\n", None)
     data = hdir / "data"
     data.mkdir(parents=True, exist_ok=True)

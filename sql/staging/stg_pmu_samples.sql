@@ -1,0 +1,78 @@
+-- stg_pmu_samples: one row per sample-based AI Core PMU record: one interval of one core.
+--
+-- Grain:   (device_id, core_id, seq)
+-- Sources: pmu_counters (record_kind aic_sample), devices
+-- Follows: raw-formats §6.7: when sample.json says sample-based, aicore.data holds 96-byte
+--          records of one core and one sampling interval (task_cyc, 8 counters, timestamp,
+--          core id) instead of per-task records; msprof computes no per-task table from
+--          them. Counter slot i holds the i-th event of ai_core_profiling_events, as for
+--          task records. A record's interval starts at the previous record of the same core
+--          (NULL for a core's first record).
+-- Columns:
+--   device_id      -       device
+--   core_id        -       AI Core the interval was sampled on
+--   seq            -       record index within the aicore stream
+--   start_ns       ns      previous sample of the core; NULL for its first
+--   end_ns         ns      sample time (end of the interval)
+--   total_cycles   cycles  task_cyc of the record: cycles the core worked in the interval
+--   aic_freq_mhz   MHz     AI Core frequency of the device (info.json)
+--   vec_cycles     cycles  event 0x08; NULL when not programmed
+--   mac_cycles     cycles  event 0x0a
+--   scalar_cycles  cycles  event 0x09
+--   mte1_cycles    cycles  event 0x0b
+--   mte2_cycles    cycles  event 0x0c
+--   mte3_cycles    cycles  event 0x0d
+--   icache_req     count   event 0x54
+--   icache_miss    count   event 0x55
+--   ub_read_req    count   event 0x15
+--   ub_write_req   count   event 0x16
+--   l1_read_req    count   event 0x31
+--   l1_write_req   count   event 0x32
+--   l2_read_req    count   event 0x0f
+--   l2_write_req   count   event 0x10
+--   main_read_req  count   event 0x12
+--   main_write_req count   event 0x13
+
+with records as (
+    select
+        samples.device_id,
+        samples.core_id,
+        samples.seq,
+        samples.ts_ns,
+        samples.total_cycles,
+        devices.aic_freq_mhz,
+        devices.pmu_event_ids as events,
+        [
+            samples.counter_0, samples.counter_1, samples.counter_2, samples.counter_3,
+            samples.counter_4, samples.counter_5, samples.counter_6, samples.counter_7
+        ] as counters
+    from pmu_counters as samples
+    left join devices on samples.device_id = devices.device_id
+    where samples.record_kind = 'aic_sample'
+)
+
+select
+    device_id,
+    core_id,
+    seq,
+    lag(ts_ns) over (partition by device_id, core_id order by ts_ns, seq) as start_ns,
+    ts_ns as end_ns,
+    total_cycles,
+    aic_freq_mhz,
+    counters[list_position(events, 8)] as vec_cycles,
+    counters[list_position(events, 10)] as mac_cycles,
+    counters[list_position(events, 9)] as scalar_cycles,
+    counters[list_position(events, 11)] as mte1_cycles,
+    counters[list_position(events, 12)] as mte2_cycles,
+    counters[list_position(events, 13)] as mte3_cycles,
+    counters[list_position(events, 84)] as icache_req,
+    counters[list_position(events, 85)] as icache_miss,
+    counters[list_position(events, 21)] as ub_read_req,
+    counters[list_position(events, 22)] as ub_write_req,
+    counters[list_position(events, 49)] as l1_read_req,
+    counters[list_position(events, 50)] as l1_write_req,
+    counters[list_position(events, 15)] as l2_read_req,
+    counters[list_position(events, 16)] as l2_write_req,
+    counters[list_position(events, 18)] as main_read_req,
+    counters[list_position(events, 19)] as main_write_req
+from records
