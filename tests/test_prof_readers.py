@@ -177,3 +177,30 @@ def test_host_clock(freq, expect):
     c = HostClock(freq, cntvct=1_000, mon_ns=40_000_000_000)
     ts = np.array([5_000, 123], np.uint64) if freq is None else np.array([1_005, 1_000], np.uint64)
     assert c.to_ns(ts).tolist() == expect
+
+
+def test_aged_host_stream_starts_mid_record(tmp_path):
+    """aging.* host streams lose their oldest slices; unaging.* ones never age (raw-formats §1.6)."""
+    from pipeline.readers.prof.files import Stream
+    from pipeline.readers.prof.host import HostContext, api_event_rows
+
+    recs = b"".join(struct.pack("<HHIIIQQQ", 0x5A5A, 5000, 1000, 9, 0, 100 * k, 100 * k + 50, 0) for k in (1, 2, 3))
+    for fam in ("aging", "unaging"):
+        (tmp_path / f"{fam}.api_event.data.slice_3").write_bytes(recs[17:57])  # the first surviving slice
+        (tmp_path / f"{fam}.api_event.data.slice_4").write_bytes(recs[57:])
+    ctx = HostContext(types={(5000, 1000): "KernelLaunch"})
+
+    def read(fam):
+        files = [SliceFile(tmp_path / f"{fam}.api_event.data.slice_{n}", f"{fam}_{n}", (tmp_path / f"{fam}.api_event.data.slice_{n}").stat().st_size)
+                 for n in (3, 4)]
+        log = IssueLog()
+        starts = [v for r in api_event_rows(Stream("api_event", 64, fam, files, [3, 4]), ctx, log) for v in r["start_ns"].tolist()]
+        return starts, [(i.kind, i.source_file, i.byte_offset, i.byte_length) for i in log.issues if i.kind != "bad_magic"], log
+
+    starts, issues, log = read("aging")
+    assert starts == [200, 300]  # 103 bytes: the first 23 finish record 1 and are skipped
+    assert issues == [("truncated_record", "aging_3", 0, 23)]
+    assert log.bytes_decoded == 80
+    starts, issues, log = read("unaging")  # never aged: read from byte 0; the misaligned records fail the magic
+    assert starts == [] and issues == [("truncated_record", "unaging_4", 40, 23)]
+    assert sum(i.count for i in log.issues if i.kind == "bad_magic") == 2

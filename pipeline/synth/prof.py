@@ -10,7 +10,8 @@ Scenario, per device (one host thread each, ``tid = 7000 + device``): a model lo
 OutputCopy (MODEL level); inside ModelExecute one node launch per op (NODE level, with its
 ``node_basic_info``), a runtime ``KernelLaunch`` inside it whose ``task_track`` names the
 device task, the task's execution on the device, then a ``StreamSynchronize`` per stream;
-an ACL EVENT pair after each inference. Task ids count per stream and start again at 0
+then a kernel launched outside any node (named by its task_track kernel name), an
+ACL EVENT pair after each inference. Task ids count per stream and start again at 0
 after inference ``flip_after`` (a flip record on the device, a FLIP_TASK on the host).
 
 Chip families (raw-formats §10): Ascend910A / Ascend310P write ``ts_track`` (40-byte),
@@ -360,6 +361,20 @@ def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, tr
                                    start, end, track))
             ends.append(end)
             cursor += 5_000
+        # a kernel launched outside any node launch: its op name is its task_track kernel name (§4.5)
+        s = streams[0]
+        rt = (cursor, cursor + 2_000)
+        api("runtime", "CpuKernelLaunch", *rt)
+        task_id = counters[s]
+        counters[s] += 1
+        host.tracks.append((host.units(cursor + 500), d, s, task_id, batch[s], 1, host.h("DataPrep_kernel"), tid))
+        start = max(_r20(rt[1] + 500), stream_free[s] + 40)
+        end = start + rng.randint(50, 500) * 20
+        stream_free[s] = end
+        launches.append(Launch(d, k, s, task_id, batch[s], "DataPrep_kernel", "", "AI_CPU", 0, "CpuKernelLaunch",
+                               "AI_CPU", start, end, cursor + 500))
+        ends.append(end)
+        cursor += 3_000
         sync_end = _r20(max(ends + [cursor]) + 1_000)
         for s in streams:
             api("runtime", "StreamSynchronize", cursor, sync_end)
