@@ -204,3 +204,36 @@ def test_aged_host_stream_starts_mid_record(tmp_path):
     starts, issues, log = read("unaging")  # never aged: read from byte 0; the misaligned records fail the magic
     assert starts == [] and issues == [("truncated_record", "unaging_4", 40, 23)]
     assert sum(i.count for i in log.issues if i.kind == "bad_magic") == 2
+
+
+def test_ascend310_device_inside_a_prof_tree_keeps_its_task_states(tmp_path):
+    """platform_version 0 in a PROF_* tree: ts_track and aicore are the TLV streams of generation 1."""
+    import shutil
+
+    from pipeline.export import fetch
+    from pipeline.jobs import ingest_dump
+    from pipeline.synth.hiprof import HiprofConfig, generate
+    from pipeline.warehouse import Warehouse
+    from tests import oracle
+
+    truth = generate(tmp_path / "h", HiprofConfig(seed=3))
+    dev = tmp_path / "PROF_000001_20260101000000000_ZZZZZ" / "device_0"
+    (dev / "data").mkdir(parents=True)
+    for p in (tmp_path / "h").iterdir():
+        if p.is_file():
+            shutil.copy(p, dev / p.name)
+    for p in (tmp_path / "h" / "data").iterdir():
+        if p.name.startswith(("ts_track", "aicore")):
+            shutil.copy(p, dev / "data" / p.name)
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        o = ingest_dump(wh, dev.parent)
+    run = wh.run(o.run_id)
+    assert (run["layout_generation"], run["chip"], run["layout"]) == (1, "Ascend310", "msprof_prof")
+    got = fetch(wh, "task_scheduler", [o.run_id])[1].to_pylist()
+    expected = {(r["task_id"], r["stream_id"], r["task_type"]): r for r in oracle.task_scheduler(truth)}
+    assert len(got) == len(expected)
+    for r in got:  # no host data here: no API, no op name; the state times are the truth's
+        e = expected[(r["task_id"], r["stream_id"], r["task_type"])]
+        assert (r["waiting_ns"], r["pending_ns"], r["running_ns"], r["task_count"]) == \
+            (e["waiting_ns"], e["pending_ns"], e["running_ns"], e["task_count"])
