@@ -581,8 +581,9 @@ def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, 
         for i, x in enumerate(logs):
             sqe = 1 if x.task_type_name == "AI_CPU" else 0
             s[i]["head"] = (1 if x.is_end else 0) | ((i % 16) << 6) | (sqe << 10)
-            # every other record with the stream's bit 12 set (raw-formats §6.5 id rules)
-            s[i]["stream_id"] = x.stream_id | (0x1000 if i % 2 else 0)
+            # every other record with the stream's bit 12 set: the task id's bits 13-15 then
+            # travel in the stream field (raw-formats §6.5 id rules)
+            s[i]["stream_id"] = x.stream_id | (0x1000 | (x.task_id & 0xE000) if i % 2 else 0)
             s[i]["task_id"] = x.task_id
             s[i]["syscnt"] = _syscnt(dev, x.ts_ns)
         s["magic"] = P.DEVICE_MAGIC
@@ -595,7 +596,7 @@ def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, 
         for i, p in enumerate(pmu):
             x = by_key[(p.stream_id, p.task_id, p.ts_ns)]
             f[i]["head"] = P.FFTS_CONTEXT_PMU | ((i % 16) << 6)
-            f[i]["stream_id"] = p.stream_id | (0x1000 if i % 3 == 0 else 0)
+            f[i]["stream_id"] = p.stream_id | (0x1000 | (p.task_id & 0xE000) if i % 3 == 0 else 0)
             f[i]["task_id"] = p.task_id
             f[i]["total_cycle"], f[i]["counters"] = p.total_cycles, p.counters
             f[i]["start_syscnt"] = _syscnt(dev, x.start_ns if x.start_ns is not None else x.end_ns)
