@@ -17,7 +17,8 @@ from pipeline.readers.hiprof.reader import RunMeta, Sink, _read_tlv
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.prof import device as D
 from pipeline.readers.prof import host as H
-from pipeline.readers.prof.files import HOST_ID, STARS_KINDS, CollectionDir, ProfDump, Stream, scan
+from pipeline.readers.prof.files import (DEVICE_KINDS, HOST_ID, HOST_KINDS, STARS_KINDS, CollectionDir, ProfDump,
+                                         Stream, scan)
 from pipeline.readers.prof.meta import DEFAULT_TAG_CHIP, CollectionMeta, ReadOptions, chip_name, collection_meta, generation
 from pipeline.readers.prof.pairing import Logs, batch_from_flips, batch_from_wraps, pair, task_time
 from pipeline.readers.slices import SliceStream
@@ -125,7 +126,7 @@ def _read_host(cd: CollectionDir, cm: CollectionMeta, prof_devices: list[int], s
     for s in cd.streams:
         by_kind.setdefault(s.kind, []).append(s)
     ctx = H.HostContext(pid=cm.pid, clock=cm.host_clock)
-    meta.data_bytes += sum(f.size for s in cd.streams if s.kind in H_KINDS for f in s.files)
+    meta.data_bytes += sum(f.size for s in cd.streams if s.kind in HOST_KINDS for f in s.files)
     for s in by_kind.get("hash_dic", []):
         ctx.hashes.update(H.read_hashes(s, log))
     for s in by_kind.get("type_info_dic", []):
@@ -146,29 +147,28 @@ def _read_host(cd: CollectionDir, cm: CollectionMeta, prof_devices: list[int], s
         for cols in H.graph_id_rows(s, ctx, log):
             sink.write("inferences", cols)
     for kind, streams in by_kind.items():
-        if kind in P_DEVICE_KINDS:
+        if kind in DEVICE_KINDS:
             for s in streams:
                 log.add(Issue(s.name, "unread_file", "device data file inside host/; not read", device_id=HOST_ID))
     ctx.flush(log)
 
 
-P_DEVICE_KINDS = {"ts_track", "hwts", "aicore", "stars_soc", "ffts_profile", "lpm_freq", "training_trace"}
-
 
 def _read_device(cd: CollectionDir, dev: int, cm: CollectionMeta, sink: Sink, log: IssueLog, meta: RunMeta) -> int | None:
-    streams = [s for s in cd.streams if s.device_id == dev or s.kind in ("ms_task_desc", "ms_graph_desc") and s.device_id == dev]
-    for s in cd.streams:
-        if s.device_id != dev and cd.device_id >= 0:
-            log.add(Issue(s.name, "device_mismatch",
-                          f"file names device {s.device_id} inside {cd.rel or 'the dump'} of device {dev}; read as device {dev}",
-                          device_id=dev))
-            streams.append(s)
+    streams = [s for s in cd.streams if s.device_id == dev]
+    if cd.device_id >= 0:  # a device_N folder: what is in it is device N's, whatever a file name says
+        for s in cd.streams:
+            if s.device_id != dev:
+                log.add(Issue(s.name, "device_mismatch",
+                              f"file names device {s.device_id} inside {cd.rel} of device {dev}; read as device {dev}",
+                              device_id=dev))
+                streams.append(s)
     by_kind: dict[str, list[Stream]] = {}
     for s in streams:
         by_kind.setdefault(s.kind, []).append(s)
-        if s.kind not in H_KINDS:
+        if s.kind not in HOST_KINDS:
             meta.data_bytes += sum(f.size for f in s.files)
-    for kind in sorted(set(by_kind) & H_KINDS):
+    for kind in sorted(set(by_kind) & HOST_KINDS):
         for s in by_kind[kind]:
             log.add(Issue(s.name, "unread_file", "host data file inside a device directory; not read", device_id=dev))
     pv = cm.platform_version
@@ -213,8 +213,6 @@ def _read_device(cd: CollectionDir, dev: int, cm: CollectionMeta, sink: Sink, lo
         gen = 3
     return gen
 
-
-H_KINDS = {"api_event", "task_track", "node_basic_info", "hash_dic", "type_info_dic", "graph_id_map"}
 
 
 def _write_runs(stream, logs: Logs, by_time: bool, flips, cm: CollectionMeta, dev: int, clock, names, source: str,
