@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 
 from pipeline.errors import UsageError
 from pipeline.metrics import DIMENSIONS, Stat, check_dimension, check_stat, entries, stat_unit
-from pipeline.selection import earlier_runs, run_row
+from pipeline.selection import catalog, earlier_runs, run_row
 from pipeline.warehouse import Warehouse
 
 STATUS_ORDER = {"slower": 0, "more": 0, "new": 1, "vanished": 2, "faster": 3, "fewer": 3, "same": 4}
@@ -102,10 +102,11 @@ def compare(wh: Warehouse, run_ref: str = "latest", against: str | None = None, 
         raise UsageError("give either --against RUN or --last N, not both")
     if threshold_pct is not None and threshold_pct < 0:
         raise UsageError("--threshold is a percentage >= 0")
-    run = run_row(wh, run_ref)
+    rows = catalog(wh)
+    run = run_row(wh, run_ref, rows)
     warnings: list[str] = []
     if against is not None:
-        base_runs = [run_row(wh, against)]
+        base_runs = [run_row(wh, against, rows)]
         if base_runs[0]["run_id"] == run["run_id"]:
             raise UsageError("a run compared with itself: give another run to --against")
         if base_runs[0]["workload"] != run["workload"]:
@@ -116,7 +117,7 @@ def compare(wh: Warehouse, run_ref: str = "latest", against: str | None = None, 
         if n < 1:
             raise UsageError("--last takes a number of runs >= 1")
         key = workload or run["workload"]
-        base_runs = earlier_runs(wh, run, key, n)
+        base_runs = earlier_runs(wh, run, key, n, rows)
         if not base_runs:
             raise UsageError(f"no run of workload {key} was collected before {run['run_id']}; "
                              "give --against RUN or another --workload")

@@ -43,7 +43,7 @@ def fetch(wh: Warehouse, table: str, run_ids: list[str], devices: list[int] | No
             raise UsageError(f"{table} has no device_id column; leave out --device")
         where = " WHERE device_id IN (" + ", ".join(str(int(d)) for d in devices) + ")"
     sql = f"SELECT {', '.join(names)} FROM {c.name}{where}"
-    t = read_consistent(wh, lambda con: con.sql(sql).to_arrow_table(), run_ids)
+    t = read_consistent(wh, lambda con: con.sql(sql).to_arrow_table(), run_ids, {c.name})
     if len(run_ids) > 1:
         order = {r: i for i, r in enumerate(run_ids)}
         idx = sorted(range(t.num_rows), key=lambda i: order.get(t.column("run_id")[i].as_py(), 0))

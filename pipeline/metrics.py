@@ -34,11 +34,7 @@ DIMENSIONS = {
         SELECT run_id, '' AS level, task_type AS name, sum(running_ns)::DOUBLE AS total, sum(task_count) AS count
         FROM task_scheduler WHERE task_type IS NOT NULL {and_devices} GROUP BY ALL""",
 }
-DIMENSION_HELP = {
-    "op": "operator (Op Name of the Task Scheduler table), timed by its tasks' running time",
-    "api": "AscendCL or Runtime API, timed by its calls",
-    "task_type": "task type (kernel AI core task, memory copy task, ...), timed by running time",
-}
+DIMENSION_TABLES = {"op": {"task_scheduler"}, "api": {"runtime_api_summary", "acl_api"}, "task_type": {"task_scheduler"}}
 STATS = ("mean", "total", "count")
 
 # run-level metric -> (SQL giving run_id, value; unit; meaning)
@@ -58,6 +54,9 @@ RUN_METRICS = {
     "bytes_skipped": ("SELECT run_id, bytes_skipped::DOUBLE AS value FROM runs", "bytes", "bytes of raw data not decoded"),
     "issues": ("SELECT run_id, issues::DOUBLE AS value FROM runs", "", "ingest issues found"),
 }
+
+
+RUN_METRIC_TABLES = {"ai_core_metrics", "task_scheduler", "runtime_api_summary", "acl_api", "topdown_inference"}
 
 
 @dataclass(frozen=True)
@@ -100,7 +99,7 @@ def _device_filter(devices: list[int] | None) -> str:
 def entries(wh: Warehouse, run_ids: list[str], by: str, devices: list[int] | None = None) -> dict[str, dict[tuple[str, str], Stat]]:
     """run_id -> {(level, name): Stat} for every entry of dimension ``by`` in those runs."""
     sql = DIMENSIONS[check_dimension(by)].format(and_devices=_device_filter(devices))
-    rows = read_consistent(wh, lambda con: con.sql(sql).fetchall(), run_ids)
+    rows = read_consistent(wh, lambda con: con.sql(sql).fetchall(), run_ids, DIMENSION_TABLES[by])
     out: dict[str, dict[tuple[str, str], Stat]] = {r: {} for r in run_ids}
     for run_id, level, name, total, count in rows:
         key = (level, name)
@@ -118,5 +117,5 @@ def run_metric(wh: Warehouse, run_ids: list[str], name: str, devices: list[int] 
     if devices and "{and_devices}" not in sql:
         raise UsageError(f"run metric {name} is per run, not per device; leave out --device")
     text = sql.format(and_devices=_device_filter(devices))
-    rows = dict(read_consistent(wh, lambda con: con.sql(text).fetchall(), run_ids))
+    rows = dict(read_consistent(wh, lambda con: con.sql(text).fetchall(), run_ids, RUN_METRIC_TABLES))
     return {r: (None if rows.get(r) is None else float(rows[r])) for r in run_ids}

@@ -58,7 +58,7 @@ class RunSelection:
 def catalog(wh: Warehouse) -> list[dict]:
     """Every committed run as the ``runs`` view has it (with collected_at and workload), oldest first."""
     sql = "SELECT * FROM runs ORDER BY collection_start_us NULLS FIRST, run_id"
-    return read_consistent(wh, lambda con: con.sql(sql).to_arrow_table()).to_pylist()
+    return read_consistent(wh, lambda con: con.sql(sql).to_arrow_table(), tables=()).to_pylist()
 
 
 def select_runs(wh: Warehouse, sel: RunSelection, default_latest: bool = True) -> list[dict]:
@@ -91,15 +91,15 @@ def _by_id(rows: list[dict], run_id: str) -> dict:
     return next(r for r in rows if r["run_id"] == run_id)
 
 
-def earlier_runs(wh: Warehouse, run: dict, workload: str | None, n: int) -> list[dict]:
-    """Up to ``n`` runs of ``workload`` collected before ``run``, newest last."""
-    rows = catalog(wh)
+def earlier_runs(wh: Warehouse, run: dict, workload: str | None, n: int, rows: list[dict] | None = None) -> list[dict]:
+    """Up to ``n`` runs of ``workload`` collected before ``run``, newest last (``rows``: a catalog already read)."""
+    rows = catalog(wh) if rows is None else rows
     key = (run.get("collection_start_us") or 0, run["run_id"])
     before = [r for r in rows if (r.get("collection_start_us") or 0, r["run_id"]) < key
               and (workload is None or r["workload"] == workload)]
     return before[-n:] if n else before
 
 
-def run_row(wh: Warehouse, run_ref: str) -> dict:
-    """One run, as the ``runs`` view has it."""
-    return _by_id(catalog(wh), wh.resolve(run_ref)["run_id"])
+def run_row(wh: Warehouse, run_ref: str, rows: list[dict] | None = None) -> dict:
+    """One run, as the ``runs`` view has it (``rows``: a catalog already read)."""
+    return _by_id(catalog(wh) if rows is None else rows, wh.resolve(run_ref)["run_id"])

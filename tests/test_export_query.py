@@ -120,3 +120,16 @@ def test_selection_forms(three):
     assert parse_when("2026-01-03T01:00+01:00") == parse_when("2026-01-03T00:00")
     r = invoke("export", "acl_api", "--since", "last tuesday", "--warehouse", wh.path)
     assert r.exit_code == 2 and "is not a time" in r.stderr
+
+
+def test_connect_can_open_only_some_views(three):
+    from pipeline.query import connect
+
+    wh, nights = three
+    con = connect(wh, tables={"acl_api"})
+    try:
+        views = {r[0] for r in con.sql("select view_name from duckdb_views() where not internal").fetchall()}
+        assert views == {"_run_records", "runs", "acl_api", "inferences", "task_ops"}
+        assert con.sql("select count(*) from runs").fetchall() == [(len(nights),)]
+    finally:
+        con.close()
