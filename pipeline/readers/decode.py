@@ -21,7 +21,7 @@ from pipeline.layouts import HOST_MAGIC, Layout
 from pipeline.readers.issues import Issue, IssueLog, runs_of_true
 from pipeline.readers.slices import Carry, SliceStream
 
-RUN_PROBE = 1 << 16  # records compared at once when looking for the end of a run
+RUN_PROBE = 1 << 16  # most records compared at once when looking for the end of a run
 
 
 @dataclass
@@ -102,12 +102,21 @@ def tlv_runs(buf: np.ndarray, decoded: dict[int, Layout], counted: dict[int, str
             return runs, pos, f"tag {tag} with bufSize {size}, below the {minimum} bytes of its record"
         if pos + size > n:
             break
-        k = min((n - pos) // size, RUN_PROBE)
-        idx = pos + size * np.arange(k, dtype=np.int64)
-        same = (buf[idx + 1] == tag) & (
-            (buf[idx + 2].astype(np.int32) | (buf[idx + 3].astype(np.int32) << 8)) == size
-        )
-        m = k if same.all() else int(np.argmin(same))
+        # gallop: compare 16, 32, 64, ... records at a time, so a short run costs little
+        avail = (n - pos) // size
+        m, probe = 0, 16
+        while m < avail:
+            k = min(avail - m, probe)
+            idx = pos + size * (m + np.arange(k, dtype=np.int64))
+            same = (buf[idx + 1] == tag) & (
+                (buf[idx + 2].astype(np.int32) | (buf[idx + 3].astype(np.int32) << 8)) == size
+            )
+            if same.all():
+                m += k
+                probe = min(probe * 2, RUN_PROBE)
+            else:
+                m += int(np.argmin(same))
+                break
         runs.append(TlvRun(pos, size, tag, m))
         pos += m * size
     return runs, pos, None

@@ -1,0 +1,256 @@
+"""profetl benchmark: ingest and build of synthetic dumps of growing size.
+
+    python bench/run.py                       # hiprof and ascend910b, ~100 MB, 500 MB and 2 GB
+    python bench/run.py --sizes 100 --layouts hiprof
+
+For each layout a small base dump is made with the library generators
+(``pipeline.synth``) and repeated along its timeline to each size with
+``pipeline.synth.scale`` (streamed to disk). Each size is then ingested and built by
+``profetl ingest`` / ``profetl build`` in a child process, while a sampler reads the
+resident memory of the child's whole process tree from /proc. The read floor is the
+time to read the same files (8 MiB reads) and nothing else, with the page cache as
+warm as it is for profetl (the dump was just written or read).
+
+Dumps and warehouses go under ``bench/out/`` (git-ignored); results are printed and
+written to ``bench/out/results.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from pipeline.synth import hiprof as synth_hiprof  # noqa: E402
+from pipeline.synth import prof as synth_prof  # noqa: E402
+from pipeline.synth.scale import scale  # noqa: E402
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+# --- memory of a process tree, sampled from /proc -------------------------------------------
+
+def _children() -> dict[int, list[int]]:
+    kids: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        kids.setdefault(ppid, []).append(int(d))
+    return kids
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and all its descendants."""
+    kids = _children()
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        todo.extend(kids.get(p, []))
+        try:
+            with open(f"/proc/{p}/statm") as fh:
+                total += int(fh.read().split()[1]) * PAGE
+        except OSError:
+            pass
+    return total
+
+
+def measure(cmd: list[str], interval: float = 0.02) -> dict:
+    """Wall time, peak tree RSS (sampled, and the kernel's max RSS of the child) and stdout of ``cmd``."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    peak = [0]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], tree_rss(proc.pid))
+            done.wait(interval)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    out = proc.stdout.read()
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    done.set()
+    th.join()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.decode()[-2000:]}")
+    return {"seconds": wall, "peak_rss": max(peak[0], usage.ru_maxrss * 1024), "stdout": out.decode()}
+
+
+# --- dumps ----------------------------------------------------------------------------------
+
+def dump_bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def data_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*") if p.is_file())
+
+
+def read_floor(root: Path) -> float:
+    """Seconds to read every file of the dump, 8 MiB at a time, and nothing else."""
+    t0 = time.perf_counter()
+    buf = bytearray(8 << 20)
+    for p in data_files(root):
+        with open(p, "rb", buffering=0) as fh:
+            while fh.readinto(buf):
+                pass
+    return time.perf_counter() - t0
+
+
+def make_base(layout: str, out: Path, inferences: int, tasks: int) -> Path:
+    if out.exists():
+        return _dump_root(out)
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    if layout == "hiprof":
+        synth_hiprof.generate(tmp, synth_hiprof.HiprofConfig(inferences=inferences, tasks=tasks, slice_bytes=1 << 40))
+    else:
+        synth_prof.generate(tmp, synth_prof.ProfConfig(chip=layout, devices=1, inferences=inferences, tasks=tasks,
+                                                       slice_bytes=1 << 40))
+    tmp.rename(out)
+    return _dump_root(out)
+
+
+def _dump_root(out: Path) -> Path:
+    profs = sorted(out.glob("PROF_*"))
+    return profs[0] if len(profs) == 1 else out
+
+
+def make_sized(base_root: Path, base_dir: Path, out: Path, mb: int, slice_bytes: int) -> tuple[Path, float]:
+    """The base repeated to about ``mb`` MB; returns its root and the seconds it took (0 if it existed)."""
+    marker = out / ".complete"
+    rel = base_root.relative_to(base_dir)
+    if marker.exists():
+        return out / rel, 0.0
+    shutil.rmtree(out, ignore_errors=True)
+    copies = max(1, round(mb * 1e6 / dump_bytes(base_root)))
+    t0 = time.perf_counter()
+    scale(base_root, out / rel, copies, slice_bytes=slice_bytes)
+    marker.write_text(str(copies))
+    return out / rel, time.perf_counter() - t0
+
+
+# --- one measurement ------------------------------------------------------------------------
+
+def bench_one(dump: Path, wh: Path, memory_limit: str, threads: int) -> dict:
+    shutil.rmtree(wh, ignore_errors=True)
+    cli = [sys.executable, "-m", "pipeline.cli"]
+    raw = dump_bytes(dump)
+    read_floor(dump)  # warm the page cache the same way for every step
+    floor = min(read_floor(dump) for _ in range(2))
+    ing = measure(cli + ["ingest", str(dump), "-w", str(wh), "--json"])
+    rows = json.loads(ing["stdout"])["rows"]
+    records = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
+    bld = measure(cli + ["build", "-w", str(wh), "--json", "--memory-limit", memory_limit, "--threads", str(threads)])
+    total = ing["seconds"] + bld["seconds"]
+    return {
+        "dump": dump.name, "raw_bytes": raw, "records": records,
+        "ingest_s": ing["seconds"], "build_s": bld["seconds"], "total_s": total,
+        "raw_mb_s": raw / 1e6 / total, "records_s": records / total,
+        "ingest_peak_rss": ing["peak_rss"], "build_peak_rss": bld["peak_rss"],
+        "peak_rss": max(ing["peak_rss"], bld["peak_rss"]),
+        "warehouse_bytes": dump_bytes(wh), "read_floor_s": floor, "ratio_to_read": total / floor,
+    }
+
+
+def machine() -> str:
+    cpu = "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem = os.sysconf("SC_PHYS_PAGES") * PAGE / 2**30
+    import duckdb
+    import numpy
+    import pyarrow
+    return (f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB RAM, {platform.system()} {platform.release()}, "
+            f"Python {platform.python_version()}, numpy {numpy.__version__}, pyarrow {pyarrow.__version__}, "
+            f"duckdb {duckdb.__version__}")
+
+
+def table(results: list[dict]) -> str:
+    head = ("layout", "raw MB", "records", "ingest s", "build s", "MB/s", "rec/s", "peak RSS MB", "warehouse MB",
+            "read s", "x read")
+    lines = [" | ".join(head), " | ".join("---" for _ in head)]
+    for r in results:
+        lines.append(" | ".join([
+            r["layout"], f"{r['raw_bytes'] / 1e6:.0f}", f"{r['records']:,}", f"{r['ingest_s']:.1f}",
+            f"{r['build_s']:.1f}", f"{r['raw_mb_s']:.0f}", f"{r['records_s'] / 1e6:.2f} M",
+            f"{r['peak_rss'] / 1e6:.0f}", f"{r['warehouse_bytes'] / 1e6:.0f}", f"{r['read_floor_s']:.2f}",
+            f"{r['ratio_to_read']:.0f}"]))
+    return "\n".join("| " + line + " |" for line in lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, default=HERE / "out")
+    ap.add_argument("--sizes", default="100,500,2000", help="raw dump sizes in MB (comma separated)")
+    ap.add_argument("--layouts", default="hiprof,ascend910b", help="hiprof and/or prof chips (ascend910b, ascend910a, ...)")
+    ap.add_argument("--base-inferences", type=int, default=50)
+    ap.add_argument("--tasks", type=int, default=500)
+    ap.add_argument("--slice-bytes", type=int, default=64 * 1024 * 1024)
+    ap.add_argument("--memory-limit", default="1GB")
+    ap.add_argument("--threads", type=int, default=0, help="DuckDB threads for the build (0: one per core)")
+    ap.add_argument("--keep", action="store_true", help="keep the sized dumps and warehouses")
+    a = ap.parse_args(argv)
+    a.out.mkdir(parents=True, exist_ok=True)
+    print(machine(), flush=True)
+    results = []
+    for layout in a.layouts.split(","):
+        base_dir = a.out / f"base-{layout}-{a.base_inferences}x{a.tasks}"
+        base = make_base(layout, base_dir, a.base_inferences, a.tasks)
+        for mb in (int(s) for s in a.sizes.split(",")):
+            sized = a.out / f"{layout}-{mb}MB"
+            dump, gen_s = make_sized(base, base_dir, sized, mb, a.slice_bytes)
+            r = bench_one(dump, a.out / f"wh-{layout}-{mb}MB", a.memory_limit, a.threads)
+            r.update(layout=layout, size_mb=mb, generate_s=gen_s)
+            results.append(r)
+            print(f"{layout:>10} {r['raw_bytes'] / 1e6:7.0f} MB  ingest {r['ingest_s']:6.1f} s  build {r['build_s']:6.1f} s"
+                  f"  {r['raw_mb_s']:5.0f} MB/s  {r['records_s'] / 1e6:5.2f} M rec/s  peak {r['peak_rss'] / 1e6:5.0f} MB"
+                  f" (ingest {r['ingest_peak_rss'] / 1e6:.0f}, build {r['build_peak_rss'] / 1e6:.0f})"
+                  f"  warehouse {r['warehouse_bytes'] / 1e6:5.0f} MB  read {r['read_floor_s']:.2f} s"
+                  f"  = {r['ratio_to_read']:.0f}x read", flush=True)
+            if not a.keep:
+                shutil.rmtree(sized, ignore_errors=True)
+                shutil.rmtree(a.out / f"wh-{layout}-{mb}MB", ignore_errors=True)
+    print()
+    print(table(results))
+    by = {}
+    for r in results:
+        by.setdefault(r["layout"], []).append(r)
+    for layout, rs in by.items():
+        rs = sorted(rs, key=lambda r: r["raw_bytes"])
+        if len(rs) >= 2:
+            a_, b_ = rs[-2], rs[-1]
+            print(f"{layout}: {b_['raw_bytes'] / 1e6:.0f} MB vs {a_['raw_bytes'] / 1e6:.0f} MB: time x{b_['total_s'] / a_['total_s']:.2f}"
+                  f" (bytes x{b_['raw_bytes'] / a_['raw_bytes']:.2f}), peak memory x{b_['peak_rss'] / a_['peak_rss']:.2f}")
+    (a.out / "results.json").write_text(json.dumps({"machine": machine(), "results": results}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
