@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.readers.issues import Issue, IssueLog
+from pipeline.readers.textlines import parse_lines
 
 
 def decode_names(raw: np.ndarray, on_bad=None) -> pa.Array:
@@ -50,23 +51,12 @@ def name_reporter(stream, offsets: np.ndarray, log: IssueLog, device_id: int | N
 
 def read_hash_dic(path: Path, rel: str, log: IssueLog, device_id: int | None) -> dict[int, str]:
     """``<id>:<string>`` lines (raw-formats §4.4, §5.8); other lines are reported, with their bytes."""
-    out: dict[int, str] = {}
-    raw = path.read_bytes()
-    offset, bad, bad_bytes, first_bad = 0, 0, 0, None
-    for line in raw.splitlines(keepends=True):
-        key, sep, value = line.rstrip(b"\r\n").partition(b":")
-        if sep and key.strip().isdigit():
-            out[int(key.strip())] = value.decode("utf-8", "replace")
-        elif line.strip():
-            bad += 1
-            bad_bytes += len(line)
-            first_bad = offset if first_bad is None else first_bad
-        offset += len(line)
-    log.decoded(len(raw) - bad_bytes)
-    if bad:
-        log.add(Issue(rel, "bad_hash_line", f"{bad} line(s) are not <id>:<name> and were skipped",
-                      device_id=device_id, byte_offset=first_bad, byte_length=bad_bytes, count=bad))
-    return out
+
+    def entry(line: bytes):
+        key, sep, value = line.partition(b":")
+        return (int(key.strip()), value.decode("utf-8", "replace")) if sep and key.strip().isdigit() else None
+
+    return dict(v for _, v in parse_lines(path.read_bytes(), entry, log, rel, device_id, "bad_hash_line", "<id>:<name>"))
 
 
 def names_or_hashes(kind: np.ndarray, names: np.ndarray, hashes: np.ndarray, dic: dict[int, str],

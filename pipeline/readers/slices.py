@@ -26,9 +26,13 @@ class SliceFile:
 
 
 class SliceStream:
-    def __init__(self, files: list[SliceFile], chunk_bytes: int = CHUNK_BYTES):
+    """The slices of one stream; ``skip`` leading bytes are not read (an aged head, §1.6),
+    while every offset stays an offset into the whole stream."""
+
+    def __init__(self, files: list[SliceFile], chunk_bytes: int = CHUNK_BYTES, skip: int = 0):
         self.files = files
         self.chunk_bytes = chunk_bytes
+        self.skip = skip
         sizes = np.array([f.size for f in files], dtype=np.int64)
         self.starts = np.concatenate(([0], np.cumsum(sizes)))[:-1] if files else np.zeros(0, np.int64)
         self.total = int(sizes.sum()) if files else 0
@@ -36,8 +40,12 @@ class SliceStream:
     def chunks(self) -> Iterator[tuple[int, bytes]]:
         """(stream offset, bytes) for every chunk of every slice, in order."""
         for f, start in zip(self.files, self.starts.tolist()):
+            if start + f.size <= self.skip:
+                continue
             with open(f.path, "rb") as fh:
-                pos = start
+                first = max(0, self.skip - start)
+                fh.seek(first)
+                pos = start + first
                 while True:
                     data = fh.read(self.chunk_bytes)
                     if not data:

@@ -26,6 +26,7 @@ from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.prof.files import Stream
 from pipeline.readers.prof.pairing import Logs, Runs
 from pipeline.readers.prof.records import Tally, read_fixed
+from pipeline.readers.textlines import parse_lines
 from pipeline.readers.slices import SliceStream
 
 I64 = np.int64
@@ -325,29 +326,20 @@ def read_ms_graph_desc(s: Stream, log: IssueLog) -> dict[str, str]:
     return out
 
 
+def _ms_task_line(line: bytes):
+    parts = line.decode("utf-8", "replace").split()
+    if len(parts) == 4 and all(p.isdigit() for p in parts[1:]):
+        return parts[0], int(parts[1]), int(parts[2]), int(parts[3])
+    return None
+
+
 def read_ms_task_desc(s: Stream, dev: int, op_types: dict[str, str], sink, log: IssueLog) -> None:
     """MindSpore ``task_desc_info`` text: ``<op name> <block dim> <task id> <stream id>`` per line."""
     for f in s.files:
-        raw = f.path.read_bytes()
-        names, blocks, tasks, streams, seq = [], [], [], [], []
-        bad, bad_bytes, first_bad, offset = 0, 0, None, 0
-        for i, line in enumerate(raw.splitlines(keepends=True)):
-            parts = line.decode("utf-8", "replace").split()
-            if len(parts) == 4 and all(p.isdigit() for p in parts[1:]):
-                names.append(parts[0])
-                blocks.append(int(parts[1]))
-                tasks.append(int(parts[2]))
-                streams.append(int(parts[3]))
-                seq.append(i)
-            elif line.strip():
-                bad += 1
-                bad_bytes += len(line)
-                first_bad = offset if first_bad is None else first_bad
-            offset += len(line)
-        log.decoded(len(raw) - bad_bytes)
-        if bad:
-            log.add(Issue(f.rel, "bad_text_line", f"{bad} line(s) are not '<op> <block dim> <task id> <stream id>'",
-                          device_id=dev, byte_offset=first_bad, byte_length=bad_bytes, count=bad))
+        rows = parse_lines(f.path.read_bytes(), _ms_task_line, log, f.rel, dev, "bad_text_line",
+                           "'<op> <block dim> <task id> <stream id>'")
+        seq = [i for i, _ in rows]
+        names, blocks, tasks, streams = (list(col) for col in zip(*(v for _, v in rows))) if rows else ([], [], [], [])
         n = len(names)
         sink.write("task_ops", {
             "device_id": np.full(n, dev, np.int32),

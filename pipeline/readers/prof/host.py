@@ -26,6 +26,7 @@ from pipeline.readers.names import read_hash_dic
 from pipeline.readers.prof.files import HOST_ID, Stream
 from pipeline.readers.prof.meta import HostClock
 from pipeline.readers.prof.records import read_fixed
+from pipeline.readers.textlines import parse_lines
 from pipeline.readers.slices import SliceStream
 
 I64 = np.int64
@@ -86,25 +87,19 @@ class HostContext:
 
 
 def read_type_info(stream: Stream, log: IssueLog) -> dict[tuple[int, int], str]:
-    """``<level>_<type>:<name>`` lines (raw-formats §4.4); other lines are counted."""
+    """``<level>_<type>:<name>`` lines (raw-formats §4.4); other lines are reported."""
+
+    def entry(line: bytes):
+        key, sep, value = line.partition(b":")
+        lv, us, ty = key.strip().partition(b"_")
+        if sep and us and lv.isdigit() and ty.isdigit():
+            return (int(lv), int(ty)), value.decode("utf-8", "replace")
+        return None
+
     out: dict[tuple[int, int], str] = {}
     for f in stream.files:
-        raw = f.path.read_bytes()
-        bad, bad_bytes, first_bad, offset = 0, 0, None, 0
-        for line in raw.splitlines(keepends=True):
-            key, sep, value = line.rstrip(b"\r\n").partition(b":")
-            lv, us, ty = key.strip().partition(b"_")
-            if sep and us and lv.isdigit() and ty.isdigit():
-                out[(int(lv), int(ty))] = value.decode("utf-8", "replace")
-            elif line.strip():
-                bad += 1
-                bad_bytes += len(line)
-                first_bad = offset if first_bad is None else first_bad
-            offset += len(line)
-        log.decoded(len(raw) - bad_bytes)
-        if bad:
-            log.add(Issue(f.rel, "bad_hash_line", f"{bad} line(s) are not <level>_<type>:<name> and were skipped",
-                          device_id=HOST_ID, byte_offset=first_bad, byte_length=bad_bytes, count=bad))
+        out.update(v for _, v in parse_lines(f.path.read_bytes(), entry, log, f.rel, HOST_ID, "bad_hash_line",
+                                             "<level>_<type>:<name>"))
     return out
 
 

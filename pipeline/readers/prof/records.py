@@ -21,30 +21,7 @@ import numpy as np
 from pipeline.layouts import Layout
 from pipeline.readers.decode import Batch, decode_fixed
 from pipeline.readers.issues import Issue, IssueLog, runs_of_true
-from pipeline.readers.slices import CHUNK_BYTES, SliceFile, SliceStream
-
-
-class SkipStream(SliceStream):
-    """A ``SliceStream`` whose first ``skip`` bytes are not read (offsets stay stream offsets)."""
-
-    def __init__(self, files: list[SliceFile], skip: int = 0, chunk_bytes: int = CHUNK_BYTES):
-        super().__init__(files, chunk_bytes)
-        self.skip = skip
-
-    def chunks(self):
-        for f, start in zip(self.files, self.starts.tolist()):
-            if start + f.size <= self.skip:
-                continue
-            with open(f.path, "rb") as fh:
-                first = max(0, self.skip - start)
-                fh.seek(first)
-                pos = start + first
-                while True:
-                    data = fh.read(self.chunk_bytes)
-                    if not data:
-                        break
-                    yield pos, data
-                    pos += len(data)
+from pipeline.readers.slices import SliceFile, SliceStream
 
 
 def report(stream: SliceStream, log: IssueLog, device_id, offset: int, length: int, kind: str,
@@ -87,7 +64,7 @@ def read_fixed(files: list[SliceFile], layout: Layout, log: IssueLog, device_id:
     if aged:
         magic = (2, device_magic) if device_magic is not None else ((0, 0x5A5A) if host_magic else None)
         skip, where = head_skip(files, layout.size, magic)
-    stream = SkipStream(files, skip)
+    stream = SliceStream(files, skip=skip)
     if skip:
         report(stream, log, device_id, 0, skip, "truncated_record",
                f"aged stream: the first slice starts {skip} bytes into a {layout.size}-byte {layout.name} record "
