@@ -16,7 +16,10 @@
 --          A task instance belongs to the first step-trace iteration that ends at or after
 --          its COMPLETE (msprof §A5.3) when the device has step trace; otherwise to the
 --          inference window its start falls in. The window of inference k is its ACL call,
---          else its GE phases (input start to output end), else its iteration.
+--          else its GE phases (input start to output end), else its iteration. A call or
+--          task is in the window that opened last before it started, if it started before
+--          that window closed (an ASOF join: linear in the number of calls; when windows
+--          overlap, as with concurrent inferences, the later window takes it).
 -- Columns:
 --   device_id      -     device
 --   infer_id       -     1-based inference number ("Infer ID")
@@ -82,12 +85,11 @@ runtime_rows as (
         windows.infer_id,
         min(calls.start_ns) as start_ns,
         max(calls.end_ns) - min(calls.start_ns) as dur_ns
-    from windows
-    inner join stg_api_calls as calls
+    from (select * from stg_api_calls where level = 'runtime') as calls
+    asof inner join windows
         on calls.device_id = windows.device_id
-        and calls.level = 'runtime'
         and calls.start_ns >= windows.win_start_ns
-        and calls.start_ns <= windows.win_end_ns
+    where calls.start_ns <= windows.win_end_ns
     group by windows.device_id, windows.infer_id
 ),
 
@@ -111,11 +113,11 @@ by_iteration as (
 by_window as (
     select windows.device_id, windows.infer_id, instances.start_ns, instances.complete_ns
     from instances
-    inner join windows
+    asof inner join windows
         on instances.device_id = windows.device_id
         and instances.start_ns >= windows.win_start_ns
-        and instances.start_ns <= windows.win_end_ns
-    where instances.device_id not in (select device_id from stg_iterations)
+    where instances.start_ns <= windows.win_end_ns
+        and instances.device_id not in (select device_id from stg_iterations)
 ),
 
 task_rows as (
