@@ -12,12 +12,9 @@ from pipeline.contracts import Contract, contract
 
 
 def to_table(c: Contract, columns: dict) -> pa.Table:
-    """A contract-typed table; columns the reader did not supply are NULL."""
-    n = None
-    for v in columns.values():
-        n = len(v)
-        break
-    n = n or 0
+    """A contract-typed table; columns the reader did not supply are NULL, and a column
+    given as one string holds it on every row."""
+    n = next((len(v) for v in columns.values() if not isinstance(v, str)), 0)
     arrays = []
     for col in c.columns:
         if col.name == "run_id" and c.name != "runs":
@@ -26,6 +23,8 @@ def to_table(c: Contract, columns: dict) -> pa.Table:
         t = col.arrow_type
         if v is None:
             arrays.append(pa.nulls(n, t))
+        elif isinstance(v, str):  # one value for every row
+            arrays.append(pa.repeat(pa.scalar(v, t), n))
         elif isinstance(v, (pa.Array, pa.ChunkedArray)):
             arrays.append(v.cast(t))
         elif isinstance(v, np.ndarray) and v.dtype != object:

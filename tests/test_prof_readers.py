@@ -150,7 +150,9 @@ def test_detect_prof_trees_jobs_and_default_tag(tmp_path):
 def test_api_event_pairs_and_skips(tmp_path):
     """API records become calls; two EVENT records of one key one call; beginTime 0 is skipped."""
     from pipeline.readers.prof.files import Stream
+    from pipeline.contracts import contract
     from pipeline.readers.prof.host import HostContext, api_event_rows
+    from pipeline.sink import to_table
 
     def rec(level, typ, tid, req, begin, end, item):
         return struct.pack("<HHIIIQQQ", 0x5A5A, level, typ, tid, req, begin, end, item)
@@ -162,9 +164,8 @@ def test_api_event_pairs_and_skips(tmp_path):
     s = Stream("api_event", 64, "unaging", [SliceFile(tmp_path / "unaging.api_event.data.slice_0", "x", len(data))], [0])
     ctx = HostContext(types={(5000, 1000): "KernelLaunch", (20000, 0x30014): "aclrtSynchronizeStream"})
     log = IssueLog()
-    rows = list(api_event_rows(s, ctx, log))
-    calls = [(n, a, b, k) for r in rows for n, a, b, k in zip(r["api_name"].to_pylist(), r["start_ns"].tolist(),
-                                                               r["end_ns"].tolist(), r["record_kind"].tolist())]
+    rows = [to_table(contract("raw", "api_calls"), r).to_pydict() for r in api_event_rows(s, ctx, log)]
+    calls = [c for r in rows for c in zip(r["api_name"], r["start_ns"], r["end_ns"], r["record_kind"])]
     assert calls == [("KernelLaunch", 100, 200, "api"), ("aclrtSynchronizeStream", 150, 190, "event_pair")]
     assert sorted((i.kind, i.count) for i in log.issues) == [("invalid_api", 1), ("unmatched_event", 1)]
     assert log.bytes_decoded == len(data)
@@ -182,7 +183,9 @@ def test_host_clock(freq, expect):
 def test_aged_host_stream_starts_mid_record(tmp_path):
     """aging.* host streams lose their oldest slices; unaging.* ones never age (raw-formats §1.6)."""
     from pipeline.readers.prof.files import Stream
+    from pipeline.contracts import contract
     from pipeline.readers.prof.host import HostContext, api_event_rows
+    from pipeline.sink import to_table
 
     recs = b"".join(struct.pack("<HHIIIQQQ", 0x5A5A, 5000, 1000, 9, 0, 100 * k, 100 * k + 50, 0) for k in (1, 2, 3))
     for fam in ("aging", "unaging"):

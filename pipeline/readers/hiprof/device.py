@@ -24,7 +24,7 @@ def time_line_states(b: Batch, stream: SliceStream, device_id: int, clock: Devic
     r = b.records
     return {
         **base_columns(b, stream, device_id),
-        "record_kind": np.full(len(r), "time_line", object),
+        "record_kind": "time_line",
         "stream_id": (r["stream_id"] % 2048).astype(np.int32),
         "task_id": r["task_id"].astype(np.int32),
         "task_type": r["task_type"].astype(np.int32),
@@ -44,7 +44,7 @@ def memcpy_states(b: Batch, stream: SliceStream, device_id: int, clock: DeviceCl
     state = np.where(state < 0, 1000 + r["task_state"].astype(np.int32), state)  # unknown: kept, 1000+raw
     return {
         **base_columns(b, stream, device_id),
-        "record_kind": np.full(len(r), "ts_memcpy", object),
+        "record_kind": "ts_memcpy",
         "stream_id": (r["stream_id"] % 2048).astype(np.int32),
         "task_id": r["task_id"].astype(np.int32),
         "task_type": np.full(len(r), L.MEMCPY_TASK_TYPE, np.int32),
@@ -73,7 +73,7 @@ def event_counts(b: Batch, stream: SliceStream, device_id: int, clock: DeviceClo
     overflow = r["overflow"].astype(np.int32)
     out = {
         **base_columns(b, stream, device_id),
-        "record_kind": np.full(len(r), "event_count", object),
+        "record_kind": "event_count",
         "stream_id": (r["stream_id"] % 2048).astype(np.int32),
         "task_id": r["task_id"].astype(np.int32),
         "task_type": r["task_type"].astype(np.int32),

@@ -33,7 +33,7 @@ def acl_calls(b: Batch, stream: SliceStream, device_id: int, acl_hash: dict[int,
         names = pa.array([acl_hash.get(int(n), n) if n.isdigit() else n for n in arr], pa.string())
     return {
         **base_columns(b, stream, device_id),
-        "level": np.full(len(r), "acl", object),
+        "level": "acl",
         "api_name": names,
         "api_type": r["api_type"].astype(np.int32),
         "pid": r["pid"].astype(I64),
@@ -55,7 +55,7 @@ def runtime_calls(b: Batch, stream: SliceStream, device_id: int, log: IssueLog) 
     batch_ids = pa.ListArray.from_arrays(pa.array(offsets), pa.array(pairs[:, :, 1][keep].astype(np.int32)))
     return {
         **base_columns(b, stream, device_id),
-        "level": np.full(n, "runtime", object),
+        "level": "runtime",
         "api_name": decode_names(r["api_name"], _report(b, stream, log, device_id, "runtime API name")),
         "tid": r["tid"].astype(I64),
         "stream_id": stream_id,
@@ -72,7 +72,7 @@ def runtime_track_ops(b: Batch, stream: SliceStream, device_id: int, log: IssueL
     r = b.records
     return {
         **base_columns(b, stream, device_id),
-        "source": np.full(len(r), "runtime_task_track", object),
+        "source": "runtime_task_track",
         "stream_id": (r["stream_id"] % 2048).astype(np.int32),
         "task_id": r["task_id"].astype(np.int32),
         "batch_id": r["batch_id"].astype(np.int32),
@@ -94,7 +94,7 @@ def ge_task_ops(b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[int
     blocks = r["block_dims"].astype(I64)
     return {
         **base_columns(b, stream, device_id),
-        "source": np.full(len(r), "ge_task_desc", object),
+        "source": "ge_task_desc",
         "stream_id": (r["stream_id"] % 2048).astype(np.int32),
         "task_id": r["task_id"].astype(np.int32),
         "batch_id": r["batch_id"].astype(np.int32),
@@ -147,7 +147,7 @@ def model_loads(b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[int
         **base_columns(b, stream, device_id),
         "model_id": r["model_id"].astype(I64),
         "model_name": names_or_hashes(r["model_name_kind"], r["model_name"], r["model_name_hash"], ge_hash, "model name", rel, log, device_id),
-        "phase": np.full(len(r), "load", object),
+        "phase": "load",
         "start_ns": r["start"].astype(I64),
         "end_ns": r["end"].astype(I64),
     }

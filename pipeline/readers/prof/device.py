@@ -64,7 +64,7 @@ def read_ts_track(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) 
             elif t == P.TS_TASK_TYPE.tag:
                 sink.write("task_states", {
                     **base_columns(sub, stream, dev),
-                    "record_kind": np.full(len(r), "ts_task_type", object),
+                    "record_kind": "ts_task_type",
                     "stream_id": (r["stream_id"] % 2048).astype(np.int32),
                     "task_id": r["task_id"].astype(np.int32),
                     "task_type": r["task_type"].astype(np.int32),
@@ -75,7 +75,7 @@ def read_ts_track(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) 
             elif t == P.TS_FLIP.tag:
                 sink.write("task_states", {
                     **base_columns(sub, stream, dev),
-                    "record_kind": np.full(len(r), "task_flip", object),
+                    "record_kind": "task_flip",
                     "stream_id": r["stream_id"].astype(np.int32),  # not masked (raw-formats §6.2)
                     "task_id": r["task_id"].astype(np.int32),
                     "flip_num": r["flip_num"].astype(np.int32),
@@ -89,7 +89,7 @@ def read_ts_track(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) 
             elif t == P.TS_BLOCK_NUM.tag:
                 sink.write("task_ops", {
                     **base_columns(sub, stream, dev),
-                    "source": np.full(len(r), "ts_block_num", object),
+                    "source": "ts_block_num",
                     "stream_id": (r["stream_id"] % 2048).astype(np.int32),
                     "task_id": r["task_id"].astype(np.int32),
                     "block_dim": r["block_num"].astype(np.int32),
@@ -166,7 +166,7 @@ def run_rows(runs: Runs, batch: np.ndarray, stream: SliceStream, dev: int, clock
         "device_id": np.full(len(runs), dev, np.int32),
         "source_file": stream.source_files(runs.offset),
         "seq": runs.seq,
-        "source": np.full(len(runs), source, object),
+        "source": source,
         "stream_id": runs.stream_id.astype(np.int32),
         "task_id": runs.task_id.astype(np.int32),
         "batch_id": batch.astype(np.int32),
@@ -180,7 +180,7 @@ def run_rows(runs: Runs, batch: np.ndarray, stream: SliceStream, dev: int, clock
 
 
 def _pmu_columns(b: Batch, stream: SliceStream, dev: int, kind: str, counters: np.ndarray) -> dict:
-    out = {**base_columns(b, stream, dev), "record_kind": np.full(len(b.records), kind, object)}
+    out = {**base_columns(b, stream, dev), "record_kind": kind}
     for i in range(8):
         out[f"counter_{i}"] = counters[:, i].astype(np.uint64)
     return out
@@ -343,9 +343,9 @@ def read_ms_task_desc(s: Stream, dev: int, op_types: dict[str, str], sink, log: 
         n = len(names)
         sink.write("task_ops", {
             "device_id": np.full(n, dev, np.int32),
-            "source_file": [f.rel] * n,
+            "source_file": f.rel,
             "seq": np.array(seq, I64),
-            "source": ["ms_task_desc"] * n,
+            "source": "ms_task_desc",
             "stream_id": np.array(streams, np.int32),
             "task_id": np.array(tasks, np.int32),
             "op_name": names,

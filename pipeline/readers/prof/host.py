@@ -138,7 +138,7 @@ def task_track_rows(s: Stream, ctx: HostContext, log: IssueLog):
             "device_id": (r["device_id"] & 0xFFF).astype(np.int32),
             "source_file": _files(stream, b),
             "seq": b.seq,
-            "source": np.full(len(r), "task_track", object),
+            "source": "task_track",
             "stream_id": r["stream_id"].astype(np.int32),
             "task_id": r["task_id"].astype(np.int32),
             "batch_id": r["batch_id"].astype(np.int32),
@@ -163,14 +163,14 @@ def node_basic_info_rows(s: Stream, ctx: HostContext, log: IssueLog):
             "device_id": ctx.device_of(r["tid"]),
             "source_file": _files(stream, b),
             "seq": b.seq,
-            "source": np.full(len(r), "node_basic_info", object),
+            "source": "node_basic_info",
             "op_name": ctx.names(r["op_name"], rel, "op name"),
             "op_type": ctx.names(r["op_type"], rel, "op type"),
             "task_type": pa.array(names.astype(object), pa.string()),
             "task_type_code": tt,
             "block_dim": (blocks & 0xFFFF).astype(np.int32),
             "mix_block_dim": ((blocks & 0xFFFF) * (blocks >> 16)).astype(np.int32),
-            "op_state": np.full(len(r), "dynamic" if s.family == "aging" else "static", object),
+            "op_state": "dynamic" if s.family == "aging" else "static",
             "tid": r["tid"].astype(I64),
             "ts_ns": ctx.clock.to_ns(r["timestamp"]),
         }
@@ -203,7 +203,7 @@ def _api_columns(stream: SliceStream, ctx: HostContext, rel: str, r: np.ndarray,
         "end_ns": ctx.clock.to_ns(end),
         "type_code": typ,
         "item": item,
-        "record_kind": np.full(len(r), kind, object),
+        "record_kind": kind,
     }
 
 
@@ -265,7 +265,7 @@ def graph_id_rows(s: Stream, ctx: HostContext, log: IssueLog):
             "model_name": ctx.names(r["model_name"], s.name, "model name"),
             "tid": r["tid"].astype(I64),
             "graph_id": r["graph_id"].astype(I64),
-            "phase": np.full(len(r), "graph_id_map", object),
+            "phase": "graph_id_map",
             "start_ns": ts,
             "end_ns": ts,
         }
