@@ -183,9 +183,7 @@ def test_host_clock(freq, expect):
 def test_aged_host_stream_starts_mid_record(tmp_path):
     """aging.* host streams lose their oldest slices; unaging.* ones never age (raw-formats §1.6)."""
     from pipeline.readers.prof.files import Stream
-    from pipeline.contracts import contract
     from pipeline.readers.prof.host import HostContext, api_event_rows
-    from pipeline.sink import to_table
 
     recs = b"".join(struct.pack("<HHIIIQQQ", 0x5A5A, 5000, 1000, 9, 0, 100 * k, 100 * k + 50, 0) for k in (1, 2, 3))
     for fam in ("aging", "unaging"):

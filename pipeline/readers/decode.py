@@ -33,8 +33,9 @@ class Batch:
     seq: np.ndarray  # record index within the stream (all tags counted)
 
 
-def _report(stream: SliceStream, log: IssueLog, device_id, offset: int, length: int,
-            kind: str, message: str, count: int = 1) -> None:
+def report_bytes(stream: SliceStream, log: IssueLog, device_id, offset: int, length: int,
+                 kind: str, message: str, count: int = 1) -> None:
+    """Bytes not decoded: one issue per slice file the stream range covers."""
     for rel, off, n in stream.spans(offset, length):
         log.add(Issue(rel, kind, message, device_id=device_id, byte_offset=off,
                       byte_length=n, count=count))
@@ -60,13 +61,13 @@ def decode_fixed(stream: SliceStream, layout: Layout, log: IssueLog, device_id: 
             bad = rec["magic"] != HOST_MAGIC
             if bad.any():
                 for i, k in runs_of_true(bad):
-                    _report(stream, log, device_id, int(offs[i]), k * size, "bad_magic",
+                    report_bytes(stream, log, device_id, int(offs[i]), k * size, "bad_magic",
                             f"{k} {layout.name} record(s) without magic 0x5A5A skipped", k)
                 rec, offs, seq = rec[~bad], offs[~bad], seq[~bad]
         log.decoded(len(rec) * size)
         yield Batch(rec, offs, seq)
     if carry.tail:
-        _report(stream, log, device_id, carry.tail_offset, len(carry.tail), "truncated_record",
+        report_bytes(stream, log, device_id, carry.tail_offset, len(carry.tail), "truncated_record",
                 f"stream ends {len(carry.tail)} bytes into a {size}-byte {layout.name} record")
 
 
@@ -154,7 +155,7 @@ def decode_tlv(stream: SliceStream, decoded: dict[int, Layout], counted: dict[in
             yield {tag: _concat(batches, decoded[tag]) for tag, batches in parts.items()}
         if error is not None:
             bad_at = start + consumed
-            _report(stream, log, device_id, bad_at, stream.total - bad_at, "corrupt_stream",
+            report_bytes(stream, log, device_id, bad_at, stream.total - bad_at, "corrupt_stream",
                     f"{error}; the rest of the stream cannot be framed and is skipped")
             carry.tail = b""
             break
@@ -163,7 +164,7 @@ def decode_tlv(stream: SliceStream, decoded: dict[int, Layout], counted: dict[in
         log.add(Issue(rel, "counted_tag", f"{count} {counted[tag]} (tag {tag}) record(s) counted, not decoded",
                       device_id=device_id, byte_length=nbytes, count=count))
     if carry.tail:
-        _report(stream, log, device_id, carry.tail_offset, len(carry.tail), "truncated_record",
+        report_bytes(stream, log, device_id, carry.tail_offset, len(carry.tail), "truncated_record",
                 f"stream ends inside a record ({len(carry.tail)} bytes left)")
 
 

@@ -45,7 +45,6 @@ def acl_calls(b: Batch, stream: SliceStream, device_id: int, acl_hash: dict[int,
 
 def runtime_calls(b: Batch, stream: SliceStream, device_id: int, log: IssueLog) -> dict:
     r = b.records
-    n = len(r)
     stream_id = pa.array(r["stream_id"].astype(I64), mask=r["stream_id"] == L.NO_STREAM).cast(pa.int32())
     task_num = np.clip(r["task_num"].astype(I64), 0, 10)
     offsets = np.concatenate(([0], np.cumsum(task_num))).astype(np.int32)

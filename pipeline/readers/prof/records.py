@@ -19,16 +19,9 @@ from collections.abc import Iterator
 import numpy as np
 
 from pipeline.layouts import Layout
-from pipeline.readers.decode import Batch, decode_fixed
+from pipeline.readers.decode import Batch, decode_fixed, report_bytes
 from pipeline.readers.issues import Issue, IssueLog, runs_of_true
 from pipeline.readers.slices import SliceFile, SliceStream
-
-
-def report(stream: SliceStream, log: IssueLog, device_id, offset: int, length: int, kind: str,
-           message: str, count: int = 1) -> None:
-    """One issue per file the byte range covers."""
-    for rel, off, n in stream.spans(offset, length):
-        log.add(Issue(rel, kind, message, device_id=device_id, byte_offset=off, byte_length=n, count=count))
 
 
 def _head(files: list[SliceFile], n: int) -> bytes:
@@ -66,7 +59,7 @@ def read_fixed(files: list[SliceFile], layout: Layout, log: IssueLog, device_id:
         skip, where = head_skip(files, layout.size, magic)
     stream = SliceStream(files, skip=skip)
     if skip:
-        report(stream, log, device_id, 0, skip, "truncated_record",
+        report_bytes(stream, log, device_id, 0, skip, "truncated_record",
                f"aged stream: the first slice starts {skip} bytes into a {layout.size}-byte {layout.name} record "
                f"(the oldest slices were deleted); those bytes are skipped")
 
@@ -76,7 +69,7 @@ def read_fixed(files: list[SliceFile], layout: Layout, log: IssueLog, device_id:
                 bad = b.records["magic"] != device_magic
                 if bad.any():
                     for i, k in runs_of_true(bad):
-                        report(stream, log, device_id, int(b.offsets[i]), k * layout.size, "bad_magic",
+                        report_bytes(stream, log, device_id, int(b.offsets[i]), k * layout.size, "bad_magic",
                                f"{k} {layout.name} record(s) without magic 0x{device_magic:04X} skipped", k)
                     log.decoded(-int(bad.sum()) * layout.size)  # decode_fixed counted them as decoded
                     b = Batch(b.records[~bad], b.offsets[~bad], b.seq[~bad])
