@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 from pipeline.synth import hiprof as synth_hiprof  # noqa: E402
 from pipeline.synth import prof as synth_prof  # noqa: E402
 from pipeline.synth.scale import scale  # noqa: E402
+from pipeline.build import DEFAULT_MEMORY_LIMIT  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
@@ -213,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--base-inferences", type=int, default=50)
     ap.add_argument("--tasks", type=int, default=500)
     ap.add_argument("--slice-bytes", type=int, default=64 * 1024 * 1024)
-    ap.add_argument("--memory-limit", default="1GB")
+    ap.add_argument("--memory-limit", default=DEFAULT_MEMORY_LIMIT)
     ap.add_argument("--threads", type=int, default=0, help="DuckDB threads for the build (0: one per core)")
     ap.add_argument("--keep", action="store_true", help="keep the sized dumps and warehouses")
     a = ap.parse_args(argv)

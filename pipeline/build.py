@@ -16,7 +16,7 @@ from pipeline.faults import checkpoint
 from pipeline.transforms import run_layer
 from pipeline.warehouse import Warehouse, new_id
 
-DEFAULT_MEMORY_LIMIT = "1GB"
+DEFAULT_MEMORY_LIMIT = "512MB"  # leaves a 2-core, small-memory machine room; DuckDB spills beyond it
 
 
 @dataclass

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from pipeline.build import DEFAULT_MEMORY_LIMIT
 from pipeline.cli import common as C
 from pipeline.jobs import rebuild
 
@@ -15,7 +16,7 @@ def command(
     all_runs: Annotated[bool, typer.Option("--all", help="Rebuild every run.")] = False,
     warehouse: C.WarehouseOpt = None,
     wait: C.WaitOpt = 0.0,
-    memory_limit: C.MemoryOpt = "1GB",
+    memory_limit: C.MemoryOpt = DEFAULT_MEMORY_LIMIT,
     threads: C.ThreadsOpt = 0,
     json_: C.JsonOpt = False,
 ) -> None:

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from pipeline.build import DEFAULT_MEMORY_LIMIT
 from pipeline.cli import common as C
 from pipeline.cli.show import print_run
 from pipeline.errors import ExitCode
@@ -19,7 +20,7 @@ def command(
     wait: C.WaitOpt = 0.0,
     force: Annotated[bool, typer.Option("--force", help="Re-ingest dumps whose content is unchanged.")] = False,
     show: Annotated[bool, typer.Option("--show", help="Print the five tables of each run afterwards.")] = False,
-    memory_limit: C.MemoryOpt = "1GB",
+    memory_limit: C.MemoryOpt = DEFAULT_MEMORY_LIMIT,
     threads: C.ThreadsOpt = 0,
     json_: C.JsonOpt = False,
 ) -> None:
