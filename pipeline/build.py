@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -32,8 +34,13 @@ def _quote(path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
-def connect(wh: Warehouse, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory": str(wh.temp_dir())})
+def connect(workdir: Path, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB for one build, backed by a file in ``workdir``: staging tables then live in
+    its buffer pool and go to disk under the memory limit, instead of pinning memory as the
+    tables of an in-memory database do."""
+    tmp = workdir
+    con = duckdb.connect(str(tmp / "build.duckdb"),
+                         config={"memory_limit": memory_limit, "temp_directory": str(tmp / "spill")})
     if threads:
         con.execute(f"set threads = {int(threads)}")
     return con
@@ -44,7 +51,8 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
     t0 = time.monotonic()
     run_id, ingest_id = run["run_id"], run["ingest_id"]
     build_id = new_id()
-    con = connect(wh, memory_limit, threads)
+    workdir = wh.temp_dir()
+    con = connect(workdir, memory_limit, threads)
     try:
         for table in RAW_TABLES:
             path = wh.part("raw", table, run_id, ingest_id)
@@ -73,6 +81,7 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
             result.issues.append(f"device {device_id}: {kind}: {count} {message}")
     finally:
         con.close()
+        shutil.rmtree(workdir, ignore_errors=True)
     result.seconds = time.monotonic() - t0
     return result
 

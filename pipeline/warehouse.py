@@ -177,6 +177,7 @@ class Warehouse:
         lock = self.path / ".lock"
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + wait_seconds
+        locked = False
         try:
             while True:
                 try:
@@ -193,9 +194,11 @@ class Warehouse:
             os.ftruncate(fd, 0)
             os.pwrite(fd, str(os.getpid()).encode(), 0)
             self.swept = self.sweep()
+            locked = True
             yield self
-            os.ftruncate(fd, 0)
         finally:
+            if locked:  # an orderly end, error or not: the next writer need not warn
+                os.ftruncate(fd, 0)
             os.close(fd)  # closing the descriptor releases the flock
 
 

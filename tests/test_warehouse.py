@@ -169,3 +169,12 @@ def test_sweep_removes_leftovers_only(tmp_path, dump):
         assert wh.swept >= 1
     assert not stray.exists() and not (tmp_path / "wh" / ".tmp").exists()
     assert counts(tmp_path / "wh") == before
+
+
+def test_a_writer_that_fails_releases_the_lock_cleanly(tmp_path):
+    wh = Warehouse(tmp_path / "wh")
+    with pytest.raises(RuntimeError):
+        with wh.writer():
+            raise RuntimeError("a failing build")
+    with wh.writer():
+        assert wh.stale_lock is None  # no false alarm about a dead writer
