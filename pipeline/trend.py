@@ -36,6 +36,7 @@ class Trend:
     unit: str
     meaning: str
     points: list[Point] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -56,9 +57,18 @@ def parse_metric(metric: str) -> tuple[str, str]:
     return kind, name
 
 
+def _mixed(t: Trend) -> Trend:
+    workloads = sorted({p.workload or "" for p in t.points if p.value is not None})
+    if len(workloads) > 1:
+        t.warnings.append(f"the values come from {len(workloads)} workloads ({', '.join(workloads)}); "
+                          "--workload KEY keeps one")
+    return t
+
+
 def trend(wh: Warehouse, metric: str, stat: str = "mean", sel: RunSelection | None = None,
           devices: list[int] | None = None) -> Trend:
-    """The metric's value in every selected run (default: every run), oldest collection first."""
+    """The metric's value in every selected run (default: every run), oldest collection first.
+    A warning says when the values come from runs of more than one workload."""
     kind, name = parse_metric(metric)
     runs = select_runs(wh, sel or RunSelection(), default_latest=False)
     ids = [r["run_id"] for r in runs]
@@ -67,7 +77,7 @@ def trend(wh: Warehouse, metric: str, stat: str = "mean", sel: RunSelection | No
         _, unit, meaning = RUN_METRICS[name]
         t = Trend(metric, None, unit, meaning)
         t.points = [Point(r["run_id"], r["collected_at"], r["workload"], values[r["run_id"]]) for r in runs]
-        return t
+        return _mixed(t)
     check_stat(stat)
     per_run = entries(wh, ids, kind, devices)
     t = Trend(metric, stat, stat_unit(stat), f"{stat} of {kind} {name}")
@@ -81,4 +91,4 @@ def trend(wh: Warehouse, metric: str, stat: str = "mean", sel: RunSelection | No
         t.points.append(Point(r["run_id"], r["collected_at"], r["workload"], value, count))
     if all(p.value is None for p in t.points):
         raise UsageError(f"no selected run has {kind} {name!r} (see `profetl compare --by {kind}` for names)")
-    return t
+    return _mixed(t)

@@ -110,3 +110,13 @@ def test_png_plot_needs_matplotlib_or_says_so(ten, tmp_path):
         assert r.exit_code == 2 and "matplotlib" in r.stderr and not out.exists()
     else:
         assert r.exit_code == 0 and out.read_bytes().startswith(b"\x89PNG")
+
+
+def test_a_warning_when_workloads_mix(ten):
+    from pipeline.trend import Point, Trend, _mixed
+
+    wh, _ = ten
+    assert trend(wh, f"op:{OP}").warnings == []  # ten runs of one workload
+    t = Trend("op:x", "mean", "ns", "", [Point("a", None, "w1", 1.0), Point("b", None, "w2", 2.0),
+                                        Point("c", None, "w3", None)])
+    assert len(_mixed(t).warnings) == 1 and "w1, w2" in t.warnings[0]

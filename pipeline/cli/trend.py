@@ -58,6 +58,8 @@ def command(
             write_plot(t, plot)
         if fmt is not None:
             write_table(_table(t), fmt, out_path)
+    for w in t.warnings:
+        C.err.print(f"profetl: warning: {w}", highlight=False, markup=False)
     if json_:
         C.print_json(t.as_dict())
     elif fmt is None:
