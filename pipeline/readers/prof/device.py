@@ -104,22 +104,32 @@ def read_ts_track(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) 
     return {k: np.concatenate(v) if v else np.zeros(0, I64) for k, v in flips.items()}
 
 
-def read_hwts(s: Stream, dev: int, log: IssueLog) -> tuple[SliceStream, Logs]:
-    """HWTS task start (log type 0) and end (1) logs; other log types are counted."""
-    stream, batches = read_fixed(s.files, P.HWTS_LOG, log, dev, aged=True, device_magic=P.DEVICE_MAGIC)
+def _read_start_end(s: Stream, dev: int, log: IssueLog, layout, kind_of, start: int, end: int, label,
+                    ids, task_type) -> tuple[SliceStream, Logs]:
+    """Start and end logs of one device's task log stream; records of other kinds are counted."""
+    stream, batches = read_fixed(s.files, layout, log, dev, aged=True, device_magic=P.DEVICE_MAGIC)
     tally = Tally()
     parts = []
     for b in batches:
         r = b.records
-        kind = r["head"] & 7
-        keep = (kind == P.HWTS_START) | (kind == P.HWTS_END)
+        kind = kind_of(r)
+        keep = (kind == start) | (kind == end)
         for k in np.unique(kind[~keep]).tolist():
-            tally.add(stream, b.offsets[kind == k], P.HWTS_LOG.size, f"HWTS log type {k}")
+            tally.add(stream, b.offsets[kind == k], layout.size, label(k))
         r = r[keep]
-        parts.append(Logs((r["stream_id"] % 2048).astype(I64), r["task_id"].astype(I64), (kind[keep] == P.HWTS_END),
-                          r["syscnt"].astype(I64), b.seq[keep], b.offsets[keep], r["task_type"].astype(np.int32)))
+        st, tk = ids(r)
+        parts.append(Logs(st, tk, kind[keep] == end, r["syscnt"].astype(I64), b.seq[keep], b.offsets[keep],
+                          task_type(r)))
     tally.flush(log, dev)
     return stream, Logs.concat(parts)
+
+
+def read_hwts(s: Stream, dev: int, log: IssueLog) -> tuple[SliceStream, Logs]:
+    """HWTS task start (log type 0) and end (1) logs; other log types are counted."""
+    return _read_start_end(
+        s, dev, log, P.HWTS_LOG, lambda r: r["head"] & 7, P.HWTS_START, P.HWTS_END, lambda k: f"HWTS log type {k}",
+        lambda r: ((r["stream_id"] % 2048).astype(I64), r["task_id"].astype(I64)),
+        lambda r: r["task_type"].astype(np.int32))
 
 
 def stars_ids(stream_raw: np.ndarray, task_raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -135,21 +145,10 @@ def stars_ids(stream_raw: np.ndarray, task_raw: np.ndarray) -> tuple[np.ndarray,
 
 def read_stars(s: Stream, dev: int, log: IssueLog) -> tuple[SliceStream, Logs]:
     """ACSQ task start (func type 0) and end (1) logs of ``stars_soc``; other func types are counted."""
-    stream, batches = read_fixed(s.files, P.STARS_ACSQ, log, dev, aged=True, device_magic=P.DEVICE_MAGIC)
-    tally = Tally()
-    parts = []
-    for b in batches:
-        r = b.records
-        func = r["head"] & 0x3F
-        keep = (func == P.ACSQ_START) | (func == P.ACSQ_END)
-        for k in np.unique(func[~keep]).tolist():
-            tally.add(stream, b.offsets[func == k], P.STARS_ACSQ.size, f"stars_soc func type {k:06b}")
-        r = r[keep]
-        st, tk = stars_ids(r["stream_id"], r["task_id"])
-        parts.append(Logs(st, tk, func[keep] == P.ACSQ_END, r["syscnt"].astype(I64), b.seq[keep], b.offsets[keep],
-                          (r["head"] >> 10).astype(np.int32)))
-    tally.flush(log, dev)
-    return stream, Logs.concat(parts)
+    return _read_start_end(
+        s, dev, log, P.STARS_ACSQ, lambda r: r["head"] & 0x3F, P.ACSQ_START, P.ACSQ_END,
+        lambda k: f"stars_soc func type {k:06b}", lambda r: stars_ids(r["stream_id"], r["task_id"]),
+        lambda r: (r["head"] >> 10).astype(np.int32))
 
 
 def run_rows(runs: Runs, batch: np.ndarray, stream: SliceStream, dev: int, clock: DeviceClock, names: list[str],
@@ -160,8 +159,11 @@ def run_rows(runs: Runs, batch: np.ndarray, stream: SliceStream, dev: int, clock
         start_ns = pa.array(start_ns, mask=~known)
     tt = runs.task_type.astype(I64)
     lut = np.array(names, dtype=object)
-    type_names = np.where(tt < len(lut), lut[np.minimum(tt, len(lut) - 1)],
-                          np.array([f"type {t}" for t in tt.tolist()], object))
+    type_names = lut[np.minimum(tt, len(lut) - 1)]
+    unknown = tt >= len(lut)
+    if unknown.any():  # named only where needed: one string per unknown record
+        type_names = type_names.copy()
+        type_names[unknown] = [f"type {t}" for t in tt[unknown].tolist()]
     return {
         "device_id": np.full(len(runs), dev, np.int32),
         "source_file": stream.source_files(runs.offset),
