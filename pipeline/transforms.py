@@ -64,8 +64,18 @@ def sql_files(layer: str) -> list[SqlFile]:
     return [SqlFile(layer, p.stem, p) for p in sorted((SQL_DIR / layer).glob("*.sql"))]
 
 
+def load_macros(con: duckdb.DuckDBPyConnection) -> None:
+    """``sql/macros/*.sql``: rules several transforms share (each macro created or replaced)."""
+    for path in sorted((SQL_DIR / "macros").glob("*.sql")):
+        try:
+            con.execute(path.read_text(encoding="utf-8"))
+        except duckdb.Error as e:
+            raise TransformFailed(f"sql/macros/{path.name} failed: {str(e).splitlines()[0]}") from None
+
+
 def run_layer(con: duckdb.DuckDBPyConnection, layer: str) -> list[str]:
-    """Create every table of a layer; returns their names in creation order."""
+    """Create every table of a layer (after the shared macros); returns their names in order."""
+    load_macros(con)
     names = []
     for f in sql_files(layer):
         try:

@@ -8,7 +8,7 @@
 --            <pipe>_ratio = counter / total_cycles;  <pipe>_time = ratio * aicore_time
 --            icache_miss_rate = icache_miss / icache_req
 --            memory_bound = mte2_ratio / max(mac_ratio, vec_ratio)
---            bandwidth = counter * bytes_per_request / (total_cycles / f_aic) / 2^33  (GB/s)
+--            bandwidth = counter * bytes_per_request / (total_cycles / f_aic) / 2^33  (GB/s), sql/macros/pmu.sql
 --          Choices where msprof's paths disagree (§D):
 --          * main memory bytes per request: 8*8, as the per-task Python and the C++ paths
 --            (the Ascend310 SQL path uses 256*8, 32x more: §D1); denominator task_cyc / f
@@ -118,13 +118,13 @@ select
     mte3_ratio,
     icache_miss::double / nullif(icache_req, 0) as icache_miss_rate,
     mte2_ratio / nullif(greatest(mac_ratio, vec_ratio), 0) as memory_bound,
-    ub_read_req * (256.0 * 4) / nullif(core_seconds, 0) / 8589934592.0 as ub_read_bw_gbps,
-    ub_write_req * (256.0 * 4) / nullif(core_seconds, 0) / 8589934592.0 as ub_write_bw_gbps,
-    l1_read_req * (256.0 * 16) / nullif(core_seconds, 0) / 8589934592.0 as l1_read_bw_gbps,
-    l1_write_req * (128.0 * 8) / nullif(core_seconds, 0) / 8589934592.0 as l1_write_bw_gbps,
-    l2_read_req * (256.0 * 8) / nullif(core_seconds, 0) / 8589934592.0 as l2_read_bw_gbps,
-    l2_write_req * (256.0 * 8) / nullif(core_seconds, 0) / 8589934592.0 as l2_write_bw_gbps,
-    main_read_req * (8.0 * 8) / nullif(core_seconds, 0) / 8589934592.0 as main_mem_read_bw_gbps,
-    main_write_req * (8.0 * 8) / nullif(core_seconds, 0) / 8589934592.0 as main_mem_write_bw_gbps
+    pmu_bandwidth_gbps(ub_read_req, 21, core_seconds) as ub_read_bw_gbps,
+    pmu_bandwidth_gbps(ub_write_req, 22, core_seconds) as ub_write_bw_gbps,
+    pmu_bandwidth_gbps(l1_read_req, 49, core_seconds) as l1_read_bw_gbps,
+    pmu_bandwidth_gbps(l1_write_req, 50, core_seconds) as l1_write_bw_gbps,
+    pmu_bandwidth_gbps(l2_read_req, 15, core_seconds) as l2_read_bw_gbps,
+    pmu_bandwidth_gbps(l2_write_req, 16, core_seconds) as l2_write_bw_gbps,
+    pmu_bandwidth_gbps(main_read_req, 18, core_seconds) as main_mem_read_bw_gbps,
+    pmu_bandwidth_gbps(main_write_req, 19, core_seconds) as main_mem_write_bw_gbps
 from ratios
 order by device_id, ts_ns, seq
