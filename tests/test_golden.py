@@ -9,6 +9,7 @@ import pytest
 from pipeline.export import fetch, to_csv
 from pipeline.jobs import run_roots
 from pipeline.report import TABLES
+from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.warehouse import Warehouse
 
 REPO = Path(__file__).resolve().parent.parent
@@ -37,6 +38,14 @@ def test_golden_csv(sample_run, table, update_goldens):
     assert text == path.read_text()
 
 
-def test_sample_is_small_and_made_by_synth():
+def test_sample_is_small_and_made_by_synth(tmp_path):
+    """data/sample is exactly what `profetl synth` writes for its documented options."""
     size = sum(p.stat().st_size for p in SAMPLE.rglob("*") if p.is_file())
     assert size < 2 * 1024 * 1024
+    made = tmp_path / "resnet50_2dev"
+    generate(made, HiprofConfig(devices=2, inferences=4, tasks=10, drop_complete=1, seed=7))
+    sample = SAMPLE / "resnet50_2dev"
+    names = sorted(p.relative_to(sample) for p in sample.rglob("*") if p.is_file())
+    assert names == sorted(p.relative_to(made) for p in made.rglob("*") if p.is_file())
+    for rel in names:
+        assert (sample / rel).read_bytes() == (made / rel).read_bytes(), rel
