@@ -29,8 +29,10 @@ def acl_calls(b: Batch, stream: SliceStream, device_id: int, acl_hash: dict[int,
     names = decode_names(r["api_name"], _report(b, stream, log, device_id, "AscendCL API name"))
     if acl_hash:
         # A name may be a hash id into AclModule.hash_dic (raw-formats §5.1).
-        arr = np.asarray(names.to_numpy(zero_copy_only=False), dtype=object)
-        names = pa.array([acl_hash.get(int(n), n) if n.isdigit() else n for n in arr], pa.string())
+        # Each distinct name is looked up once.
+        enc = names.dictionary_encode()
+        resolved = [acl_hash.get(int(n), n) if n.isdigit() else n for n in enc.dictionary.to_pylist()]
+        names = pa.DictionaryArray.from_arrays(enc.indices, pa.array(resolved, pa.string())).cast(pa.string())
     return {
         **base_columns(b, stream, device_id),
         "level": "acl",
