@@ -90,8 +90,11 @@ def ge_task_ops(b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[int
     r = b.records
     rel = stream.files[0].rel
     tt = r["task_type"].astype(I64)
-    known = tt < len(GE_TASK_TYPES)
-    task_type = np.where(known, GE_TASK_TYPES[np.minimum(tt, len(GE_TASK_TYPES) - 1)], [f"UNKNOWN_{t}" for t in tt] if (~known).any() else "")
+    task_type = GE_TASK_TYPES[np.minimum(tt, len(GE_TASK_TYPES) - 1)]
+    unknown = tt >= len(GE_TASK_TYPES)
+    if unknown.any():  # a name per unknown record only
+        task_type = task_type.copy()
+        task_type[unknown] = [f"UNKNOWN_{t}" for t in tt[unknown].tolist()]
     blocks = r["block_dims"].astype(I64)
     return {
         **base_columns(b, stream, device_id),
