@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.build import DEFAULT_MEMORY_LIMIT, BuildResult, build, with_build
+from pipeline.contracts import RAW_TABLES
 from pipeline.dumps import discover
 from pipeline.errors import PipelineError
 from pipeline.paths import display
@@ -49,15 +50,9 @@ def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool
 
 def rebuild(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> Outcome:
     b = build(wh, run, memory_limit, threads)
-    raw_filled = [t for t in run["tables_filled"] if t in _raw_names()]
+    raw_filled = [t for t in run["tables_filled"] if t in RAW_TABLES]
     wh.commit(with_build(run, b, raw_filled))
     return Outcome(run["source_path"], "built", run["run_id"], build=b, issues=b.issues)
-
-
-def _raw_names() -> set[str]:
-    from pipeline.contracts import RAW_TABLES
-
-    return set(RAW_TABLES)
 
 
 def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build: bool = True,
