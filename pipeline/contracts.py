@@ -105,4 +105,4 @@ def contract(layer: str, table: str) -> Contract:
 
 
 RAW_TABLES = ("devices", "api_calls", "task_states", "task_runs", "task_ops",
-              "pmu_counters", "inferences", "step_trace", "freq_samples", "ingest_issues")
+              "pmu_counters", "task_metrics", "inferences", "step_trace", "freq_samples", "ingest_issues")

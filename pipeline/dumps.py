@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pipeline.errors import InputError
 from pipeline.paths import display
-from pipeline.readers import hiprof, prof
+from pipeline.readers import export, hiprof, prof
 
 EDGE_BYTES = 64 * 1024
 
@@ -17,6 +17,11 @@ EDGE_BYTES = 64 * 1024
 def detect(path: Path) -> str | None:
     """The layout of a dump directory, or None when it is not one profetl reads."""
     layout = prof.detect(path)  # generations 2 and 3 (PROF_* trees, profiler_default_tag naming)
+    exported = export.detect(path)  # generation 4: only what msprof / torch_npu exported is left
+    if layout is not None and (exported is None or layout not in ("msprof_prof", "msprof_job")):
+        return layout  # raw data, where present, is read rather than its exports
+    if exported is not None:
+        return exported
     if layout is not None:
         return layout
     if hiprof.is_result_dir(path):
@@ -59,6 +64,21 @@ def _regular_files(root: Path) -> list[Path]:
             if p.is_file() and not p.is_symlink():
                 out.append(p)
     return out
+
+
+def fingerprint_file(p: Path) -> str:
+    """Hash of one file's first and last 64 KiB (and size): what ``fingerprint`` takes of each file."""
+    h = hashlib.sha256()
+    size = p.stat().st_size
+    h.update(f"{size}\0".encode())
+    with open(p, "rb") as fh:
+        h.update(fh.read(EDGE_BYTES))
+        if size > 2 * EDGE_BYTES:
+            fh.seek(size - EDGE_BYTES)
+            h.update(fh.read(EDGE_BYTES))
+        elif size > EDGE_BYTES:
+            h.update(fh.read())
+    return h.hexdigest()[:16]
 
 
 def fingerprint(root: Path) -> str:

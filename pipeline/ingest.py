@@ -15,11 +15,11 @@ from pathlib import Path
 
 from pipeline import __version__
 from pipeline.contracts import RAW_TABLES
-from pipeline.dumps import detect, fingerprint, run_id as make_run_id
+from pipeline.dumps import detect, fingerprint, fingerprint_file, run_id as make_run_id
 from pipeline.errors import InputError
 from pipeline.faults import checkpoint
 from pipeline.paths import display
-from pipeline.readers import hiprof, prof
+from pipeline.readers import export, hiprof, prof
 from pipeline.readers.hiprof.files import rel_name, scan
 from pipeline.readers.issues import IssueLog
 from pipeline.readers.metadata import MetadataError, read_start_info, read_text
@@ -39,7 +39,10 @@ class IngestResult:
 
 def identify(dump: Path) -> tuple[str, int | None, dict[str, str]]:
     """Run id, collection start and control-file texts, read before any data file."""
-    if detect(dump) in prof.LAYOUTS:
+    layout = detect(dump)
+    if layout in export.LAYOUTS:
+        return export_identity(dump)
+    if layout in prof.LAYOUTS:
         controls = prof.control_files(prof.scan(dump))
     else:
         files = scan(dump)
@@ -61,6 +64,32 @@ def identify(dump: Path) -> tuple[str, int | None, dict[str, str]]:
     return make_run_id(start_us, texts), start_us, texts
 
 
+def export_identity(dump: Path) -> tuple[str, int | None, dict[str, str]]:
+    """Run id of an export dump: exports have few control files (a bare folder of CSVs has none),
+    so the names, sizes and edges of the exported files stand in for them; the collection start
+    comes from a start_info or the database's session start when there is one."""
+    ed = export.scan(dump)
+    texts: dict[str, str] = {}
+    start_us = None
+    for f in ed.files:
+        rel = rel_name(dump, f.path)
+        if f.group == "control":
+            try:
+                texts[rel] = read_text(f.path)
+            except MetadataError:
+                continue
+            if f.kind == "start_info" and start_us is None:
+                try:
+                    start_us = read_start_info(f.path).collection_time_begin_us
+                except MetadataError:
+                    pass
+        else:
+            texts[rel] = f"{f.path.stat().st_size}:{fingerprint_file(f.path)}"
+    if start_us is None:
+        start_us = export.session_start_us(ed)
+    return make_run_id(start_us, texts), start_us, texts
+
+
 def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
     """Read ``dump`` into new raw part files; the caller commits (or builds, then commits)."""
     dump = Path(dump)
@@ -68,7 +97,8 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
         raise InputError("is not a directory", path=display(dump))
     layout = detect(dump)
     if layout is None:
-        raise InputError("is not a dump profetl can read (no PROF_* tree, profiler_default_tag files, or result_dir "
+        raise InputError("is not a dump profetl can read (no PROF_* tree, profiler_default_tag files, exported "
+                         "msprof / torch_npu outputs, or result_dir "
                          "data/ folder with hiprof-era files)", path=display(dump))
     t0 = time.monotonic()
     run_id, _, texts = identify(dump)
@@ -83,7 +113,9 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
     sink = ParquetSink(paths)
     log = IssueLog()
     try:
-        if layout in prof.LAYOUTS:
+        if layout in export.LAYOUTS:
+            meta = export.read_export(dump, sink, log, layout)
+        elif layout in prof.LAYOUTS:
             meta = prof.read_prof(dump, sink, log, layout)
         else:
             meta = hiprof.read_result_dir(dump, sink, log)
@@ -129,6 +161,8 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
         "tables_filled": sorted(t for t, n in rows.items() if n and t != "ingest_issues"),
         "status": "ingested",
         "metadata_json": json.dumps(texts, sort_keys=True),
+        "sources": meta.sources,
+        "notes": meta.notes,
         "profetl_version": __version__,
     }
     return IngestResult(run_id, display(dump), row=row, rows_by_table=rows, issues=[i.line() for i in log.issues])

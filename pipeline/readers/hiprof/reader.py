@@ -40,6 +40,8 @@ class RunMeta:
     ai_core_profiling_mode: str | None = None
     collection_start_us: int | None = None
     data_bytes: int = 0
+    sources: list[str] = field(default_factory=list)  # "table: source" where a run had a choice (exports)
+    notes: list[str] = field(default_factory=list)  # what the sources could not supply, and why
 
 
 def _rel(root: Path, p: Path) -> str:

@@ -1,0 +1,13 @@
+"""Layout generation 4: what msprof and the torch_npu profiler exported, read when the raw data is gone.
+
+Sources, most detailed first (ARCHITECTURE.md, "Raw layout generations" 4): the unified SQLite
+database (``msprof_*.db``, ``ascend_pytorch_profiler*.db``), the event timeline
+(``trace_view.json``, ``msprof_*.json``, per-device ``timeline/*.json``), the summary CSVs
+(``kernel_details``, ``op_summary``, ``task_time``, ...). ``reader.read_export`` picks, per
+canonical table, the most detailed source present and records the choice on the run.
+"""
+
+from pipeline.readers.export.files import LAYOUTS, detect, scan
+from pipeline.readers.export.reader import read_export, session_start_us
+
+__all__ = ["LAYOUTS", "detect", "scan", "read_export", "session_start_us"]

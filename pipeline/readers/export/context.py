@@ -1,0 +1,47 @@
+"""What every exported-source reader gets and gives back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pipeline.readers.hiprof.reader import Sink
+from pipeline.readers.hiprof.files import rel_name
+from pipeline.readers.issues import IssueLog
+
+# Canonical tables an exported source can fill (ARCHITECTURE.md, "Canonical tables").
+EXPORT_TABLES = ("api_calls", "task_runs", "task_ops", "task_metrics", "step_trace", "devices")
+
+
+@dataclass
+class ExportContext:
+    """One export dump being read.
+
+    ``tables`` is what this source is asked to fill: reader.py chose it as the most detailed
+    source for those tables. A reader must not write other tables (devices excepted).
+    ``default_device`` is the device id for rows whose source does not name one (a torch_npu
+    rank folder: the rank's device from profiler_info / the path), or None when unknown.
+    """
+
+    root: Path
+    sink: Sink
+    log: IssueLog
+    tables: frozenset[str]
+    default_device: int | None = None
+
+    def rel(self, p: Path) -> str:
+        return rel_name(self.root, p)
+
+
+@dataclass
+class SourceResult:
+    """What one source file held: rows per table written, devices seen, and facts about the run."""
+
+    rows: dict[str, int] = field(default_factory=dict)
+    devices: set[int] = field(default_factory=set)
+    start_ns: int | None = None  # earliest collection or event time, wall-clock ns when known
+    chip: str | None = None  # "Ascend910B", ... when the source names it
+    notes: list[str] = field(default_factory=list)  # what the source could not supply, and why
+
+    def add_rows(self, table: str, n: int) -> None:
+        self.rows[table] = self.rows.get(table, 0) + int(n)
