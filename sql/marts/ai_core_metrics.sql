@@ -1,7 +1,7 @@
 -- ai_core_metrics: one row per AI Core task PMU record: time, pipeline ratios, memory bandwidth.
 --
 -- Grain:   (run_id, device_id, seq) - one PMU record of one task instance
--- Sources: stg_pmu_records, stg_task_ops
+-- Sources: stg_pmu_records, stg_task_ops; exported runs: stg_export_metrics, stg_export_ops
 -- Follows: the per-task formulas of msprof (analysis-and-exports §A3.3, §A3.4, §A3.6;
 --          raw-formats §8), with the event ids of the run's sample.json:
 --            aicore_time = total_cycles / f_aic / block_dim * ceil(block_dim / ai_core_num)
@@ -26,6 +26,9 @@
 --          in force at the task's end on STARS chips, info.json's aic_frequency elsewhere,
 --          while bandwidths always use info.json's (msprof's C++ path, analysis-and-exports
 --          §A3.3).
+--          Exported runs (generation 4) carry no counters: their rows are the exporter's own
+--          values (stg_export_metrics: the aic_ or aiv_ side by the core the task ran on),
+--          one row per execution with PMU values, ts_ns its end, block_dim its operator's.
 -- Columns:
 --   device_id              -       device
 --   task_id                -       task id ("Task ID")
@@ -93,8 +96,9 @@ ratios as (
         mte2_cycles / nullif(cycles, 0) as mte2_ratio,
         mte3_cycles / nullif(cycles, 0) as mte3_ratio
     from records
-)
+),
 
+from_counters as (
 select
     device_id,
     task_id,
@@ -125,6 +129,57 @@ select
     pmu_bandwidth_gbps(l2_read_req, 15, core_seconds) as l2_read_bw_gbps,
     pmu_bandwidth_gbps(l2_write_req, 16, core_seconds) as l2_write_bw_gbps,
     pmu_bandwidth_gbps(main_read_req, 18, core_seconds) as main_mem_read_bw_gbps,
-    pmu_bandwidth_gbps(main_write_req, 19, core_seconds) as main_mem_write_bw_gbps
+    pmu_bandwidth_gbps(main_write_req, 19, core_seconds) as main_mem_write_bw_gbps,
+    seq
 from ratios
+),
+
+from_exports as (
+    select
+        m.device_id,
+        m.task_id,
+        m.stream_id,
+        ops.op_name,
+        ops.end_ns as ts_ns,
+        ops.block_dim,
+        m.aicore_time_us,
+        m.total_cycles::ubigint as total_cycles,
+        m.vec_time_us,
+        m.vec_ratio,
+        m.mac_time_us,
+        m.mac_ratio,
+        m.scalar_time_us,
+        m.scalar_ratio,
+        m.mte1_time_us,
+        m.mte1_ratio,
+        m.mte2_time_us,
+        m.mte2_ratio,
+        m.mte3_time_us,
+        m.mte3_ratio,
+        m.icache_miss_rate,
+        m.memory_bound,
+        m.ub_read_bw_gbps,
+        m.ub_write_bw_gbps,
+        m.l1_read_bw_gbps,
+        m.l1_write_bw_gbps,
+        m.l2_read_bw_gbps,
+        m.l2_write_bw_gbps,
+        m.main_mem_read_bw_gbps,
+        m.main_mem_write_bw_gbps,
+        ops.seq
+    from stg_export_metrics as m
+    inner join stg_export_ops as ops
+        on m.device_id = ops.device_id
+        and m.stream_id = ops.stream_id
+        and m.task_id = ops.task_id
+        and m.start_ns = ops.start_ns
+        and coalesce(m.context_id, -1) = coalesce(ops.context_id, -1)
+)
+
+select * exclude (seq)
+from (
+    select * from from_counters
+    union all by name
+    select * from from_exports
+)
 order by device_id, ts_ns, seq

@@ -1,13 +1,13 @@
 -- build_issues: one row per (device, check) that found something while building the reports.
 --
 -- Grain:   (run_id, device_id, kind)
--- Sources: stg_task_instances, stg_pmu_records, stg_task_ops
+-- Sources: stg_task_instances, stg_pmu_records, stg_task_ops, stg_export_metrics, stg_export_ops
 -- Follows: nothing in msprof, which drops these silently (analysis-and-exports §C1);
 --          they are counted so that no loss goes unreported.
 -- Columns:
 --   device_id      -     device
 --   kind           -     dropped_task_instances, pmu_without_op, pmu_without_block_dim,
---                        task_runs_without_time, pmu_without_task
+--                        task_runs_without_time, pmu_without_task, export_metrics_without_task
 --   count          -     how many instances or records
 --   message        -     one-line explanation
 
@@ -51,6 +51,18 @@ pmu_untimed as (
     from stg_pmu_records
     where ts_ns is null
     group by device_id
+),
+
+metrics_unmatched as (
+    select m.device_id, count(*) as n
+    from stg_export_metrics as m
+    anti join stg_export_ops as ops
+        on m.device_id = ops.device_id
+        and m.stream_id = ops.stream_id
+        and m.task_id = ops.task_id
+        and m.start_ns = ops.start_ns
+        and coalesce(m.context_id, -1) = coalesce(ops.context_id, -1)
+    group by m.device_id
 )
 
 select device_id, kind, count, message
@@ -90,5 +102,12 @@ from (
         n,
         'AI Core PMU record(s) with no AI Core task execution to take their time from; op_name is NULL'
     from pmu_untimed
+    union all
+    select
+        device_id,
+        'export_metrics_without_task',
+        n,
+        'exported PMU row(s) naming a (stream, task, start) that no exported execution has; left out of ai_core_metrics and op_summary'
+    from metrics_unmatched
 )
 order by device_id, kind

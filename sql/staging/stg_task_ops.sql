@@ -1,7 +1,7 @@
 -- stg_task_ops: one row per task description: the operator a (stream, task) runs.
 --
 -- Grain:   (device_id, source, source_file, seq)
--- Sources: task_ops (ge_task_desc, compact task_track and node_basic_info, ms_task_desc),
+-- Sources: task_ops (ge_task_desc, compact task_track and node_basic_info, ms_task_desc, export),
 --          api_calls (node-level API records), task_runs (device streams of ms_task_desc tasks)
 -- Follows: msprof's op-name lookup by (task_id, stream_id) in GE TaskInfo
 --          (analysis-and-exports §A2.4). Marts pick, with an ASOF join on valid_from_ns,
@@ -18,6 +18,10 @@
 --          from the device's (3 vs 519 in the real JOB3 dump); mindinsight joins on task id
 --          alone, and so does this: the stream is the device stream of the executions with
 --          that task id when there is exactly one, else the stream as written.
+--          Exported runs (generation 4): one description per execution (task_runs of an
+--          export), its operator joined exactly on (device, stream, task, start, context) as
+--          the exporter associated them; valid from the execution's own start, so the ASOF
+--          join of a mart gives every execution its own operator (NULL where none).
 -- Columns:
 --   device_id      -       device
 --   stream_id      -       stream id
@@ -33,7 +37,7 @@
 --                          the minimum BIGINT for the first description of a (stream, task), so
 --                          that a task seen before any description takes the first one
 --   seq            -       record index
---   source         -       ge_task_desc, task_track (associated as above) or ms_task_desc
+--   source         -       ge_task_desc, task_track (associated as above), ms_task_desc or export
 
 with ge as (
     select
@@ -144,12 +148,44 @@ mindspore as (
     where ms.source = 'ms_task_desc'
 ),
 
+exported as (
+    -- one description per exported execution, valid from its own start: an execution no
+    -- exported operator names gets a NULL op rather than an earlier execution's
+    select
+        runs.device_id,
+        runs.stream_id,
+        runs.task_id,
+        runs.batch_id,
+        coalesce(runs.model_id, ops.model_id) as model_id,
+        ops.op_name,
+        ops.op_type,
+        coalesce(ops.task_type, runs.task_type_name) as ge_task_type,
+        ops.block_dim,
+        runs.start_ns as ts_ns,
+        runs.seq,
+        'export' as source
+    from task_runs as runs
+    left join task_ops as ops
+        on ops.source = 'export'
+        and runs.device_id = ops.device_id
+        and runs.stream_id = ops.stream_id
+        and runs.task_id = ops.task_id
+        and runs.start_ns = ops.start_ns
+        and coalesce(runs.context_id, -1) = coalesce(ops.context_id, -1)
+    where runs.source in ('db_task', 'timeline', 'kernel_details', 'op_summary', 'task_time_csv')
+    qualify row_number() over (
+        partition by runs.device_id, runs.source_file, runs.seq order by ops.seq
+    ) = 1
+),
+
 descriptions as (
     select * from ge
     union all
     select * from compact
     union all
     select * from mindspore
+    union all
+    select * from exported
 )
 
 select
@@ -164,7 +200,8 @@ select
     block_dim,
     ts_ns,
     case
-        when row_number() over (partition by device_id, stream_id, task_id order by ts_ns, seq) = 1
+        when source <> 'export'
+            and row_number() over (partition by device_id, stream_id, task_id order by ts_ns, seq) = 1
             then -9223372036854775808
         else ts_ns
     end as valid_from_ns,

@@ -1,0 +1,80 @@
+-- op_statistic: one row per (device, op type, core type) with executions and time.
+--
+-- Grain:   (run_id, device_id, op_type, core_type)
+-- Sources: stg_export_ops (exported runs); stg_task_instances, stg_task_ops (raw runs)
+-- Follows: msprof op_statistic (analysis-and-exports §A6.5, §B1; C++ op_statistic_assembler):
+--          executions of operators with a type, grouped by (op type, core type); Ratio =
+--          the group's total time / the device's total * 100. Choices: times in integer ns and
+--          the average not rounded (msprof rounds to 0.001 us); executions no operator names
+--          (event records, copies) are not operators and are left out, as msprof leaves them.
+--          Core type: the exported accelerator core (AI_CORE, AI_VECTOR_CORE, MIX_AIC, ...),
+--          else the task type.
+-- Columns:
+--   device_id  -      device
+--   op_type    -      operator type
+--   core_type  -      core the operator ran on (accelerator core where exported, else its task type)
+--   count      -      executions
+--   total_ns   ns     sum of execution times
+--   min_ns     ns     shortest execution
+--   avg_ns     ns     total_ns / count, not rounded
+--   max_ns     ns     longest execution
+--   ratio_pct  %      total_ns / the device's total of all op types * 100
+
+with exported as (
+    select device_id, op_type, coalesce(accelerator_core, task_type) as core_type, dur_ns
+    from stg_export_ops
+    where op_type is not null
+),
+
+raw_instances as (
+    select *, coalesce(running_ns, complete_ns) as start_ns
+    from stg_task_instances
+    where is_complete and not exists (select 1 from stg_export_ops)
+),
+
+from_raw as (
+    select
+        i.device_id,
+        ops.op_type,
+        coalesce(ops.ge_task_type, i.task_type_name) as core_type,
+        i.complete_ns - i.start_ns as dur_ns
+    from raw_instances as i
+    asof left join stg_task_ops as ops
+        on i.device_id = ops.device_id
+        and i.stream_id = ops.stream_id
+        and i.task_id = ops.task_id
+        and i.start_ns >= ops.valid_from_ns
+),
+
+executions as (
+    select * from exported
+    union all
+    select * from from_raw where op_type is not null
+),
+
+grouped as (
+    select
+        device_id,
+        op_type,
+        core_type,
+        count(*) as count,
+        sum(dur_ns)::bigint as total_ns,
+        min(dur_ns) as min_ns,
+        sum(dur_ns)::double / count(*) as avg_ns,
+        max(dur_ns) as max_ns
+    from executions
+    group by device_id, op_type, core_type
+)
+
+select
+    device_id,
+    op_type,
+    core_type,
+    count,
+    total_ns,
+    min_ns,
+    avg_ns,
+    max_ns,
+    total_ns * 100.0 / nullif(sum(total_ns) over (partition by device_id), 0) as ratio_pct
+from grouped
+order by device_id, total_ns desc, op_type, core_type

@@ -1,0 +1,175 @@
+-- op_summary: one row per device task execution with its operator, times and (exported runs) PMU values.
+--
+-- Grain:   (run_id, device_id, start_ns, stream_id, task_id, context_id)
+-- Sources: stg_export_ops, stg_export_metrics (exported runs); stg_task_instances, stg_task_ops
+--          (raw runs)
+-- Follows: msprof op_summary (analysis-and-exports §A6.4, §B1) and torch_npu kernel_details:
+--          rows in start order; Task Wait Time = max(start - previous start - previous
+--          duration, 0) over the device's whole sorted list, all streams together, 0 for the
+--          first row. Choices: every execution is a row, also those no operator names (msprof
+--          drops tasks without a GE description; here op_name is NULL so nothing is lost); times
+--          in integer ns, not rounded us. Exported runs take the exporter's association of op
+--          and execution and its PMU values (the aic_ or aiv_ side, stg_export_metrics); raw
+--          runs take the op the stg_task_ops association gives and leave the PMU columns NULL
+--          (their recomputed metrics are in ai_core_metrics).
+-- Columns:
+--   device_id             -      device
+--   model_id              -      model id as the source gives it (4294967295 = none); NULL when unknown
+--   task_id               -      task id
+--   stream_id             -      stream id
+--   context_id            -      FFTS+ context id; NULL when none
+--   op_name               -      operator name; NULL when no description names the task
+--   op_type               -      operator type
+--   op_state              -      dynamic or static, where exported
+--   task_type             -      task type (GE / exported task type, else the device task type name)
+--   accelerator_core      -      core the operator ran on, where exported
+--   start_ns              ns     execution start (exported runs: wall clock; raw runs: the run's clock)
+--   dur_ns                ns     execution time: end - start (Ascend310: complete - running)
+--   wait_ns               ns     idle time before the task on its device, as in Follows
+--   block_dim             blocks blocks the operator ran
+--   mix_block_dim         blocks blocks of the second core type of a MIX operator
+--   input_shapes          -      input shapes as exported
+--   input_data_types      -      input data types
+--   input_formats         -      input formats
+--   output_shapes         -      output shapes
+--   output_data_types     -      output data types
+--   output_formats        -      output formats
+--   aicore_time_us        us     exported AI Core time of the side the task ran on; NULL for raw runs
+--   total_cycles          cycles exported total cycles of that side
+--   mac_ratio             -      exported Cube ratio
+--   vec_ratio             -      exported Vector ratio
+--   scalar_ratio          -      exported Scalar ratio
+--   mte2_ratio            -      exported MTE2 ratio
+--   memory_bound          -      exported memory_bound
+--   cube_utilization_pct  %      exported cube utilisation
+
+with exported as (
+    select
+        ops.device_id,
+        ops.model_id,
+        ops.task_id,
+        ops.stream_id,
+        ops.context_id,
+        ops.op_name,
+        ops.op_type,
+        ops.op_state,
+        ops.task_type,
+        ops.accelerator_core,
+        ops.start_ns,
+        ops.dur_ns,
+        ops.block_dim,
+        ops.mix_block_dim,
+        ops.input_shapes,
+        ops.input_data_types,
+        ops.input_formats,
+        ops.output_shapes,
+        ops.output_data_types,
+        ops.output_formats,
+        m.aicore_time_us,
+        m.total_cycles,
+        m.mac_ratio,
+        m.vec_ratio,
+        m.scalar_ratio,
+        m.mte2_ratio,
+        m.memory_bound,
+        m.cube_utilization_pct,
+        ops.seq
+    from stg_export_ops as ops
+    left join stg_export_metrics as m
+        on ops.device_id = m.device_id
+        and ops.stream_id = m.stream_id
+        and ops.task_id = m.task_id
+        and ops.start_ns = m.start_ns
+        and coalesce(ops.context_id, -1) = coalesce(m.context_id, -1)
+),
+
+raw_instances as (
+    select *, coalesce(running_ns, complete_ns) as start_ns
+    from stg_task_instances
+    where is_complete and not exists (select 1 from stg_export_ops)
+),
+
+from_raw as (
+    select
+        i.device_id,
+        ops.model_id,
+        i.task_id,
+        i.stream_id,
+        null::bigint as context_id,
+        ops.op_name,
+        ops.op_type,
+        null::varchar as op_state,
+        coalesce(ops.ge_task_type, i.task_type_name) as task_type,
+        null::varchar as accelerator_core,
+        i.start_ns,
+        i.complete_ns - i.start_ns as dur_ns,
+        ops.block_dim,
+        null::integer as mix_block_dim,
+        null::varchar as input_shapes,
+        null::varchar as input_data_types,
+        null::varchar as input_formats,
+        null::varchar as output_shapes,
+        null::varchar as output_data_types,
+        null::varchar as output_formats,
+        null::double as aicore_time_us,
+        null::double as total_cycles,
+        null::double as mac_ratio,
+        null::double as vec_ratio,
+        null::double as scalar_ratio,
+        null::double as mte2_ratio,
+        null::double as memory_bound,
+        null::double as cube_utilization_pct,
+        i.instance_no as seq
+    from raw_instances as i
+    asof left join stg_task_ops as ops
+        on i.device_id = ops.device_id
+        and i.stream_id = ops.stream_id
+        and i.task_id = ops.task_id
+        and i.start_ns >= ops.valid_from_ns
+),
+
+rows_ as (
+    select * from exported
+    union all
+    select * from from_raw
+),
+
+ordered as (
+    select
+        *,
+        lag(start_ns + dur_ns) over (partition by device_id order by start_ns, stream_id, task_id, seq) as prev_end_ns
+    from rows_
+)
+
+select
+    device_id,
+    model_id,
+    task_id,
+    stream_id,
+    context_id,
+    op_name,
+    op_type,
+    op_state,
+    task_type,
+    accelerator_core,
+    start_ns,
+    dur_ns,
+    coalesce(greatest(start_ns - prev_end_ns, 0), 0) as wait_ns,
+    block_dim,
+    mix_block_dim,
+    input_shapes,
+    input_data_types,
+    input_formats,
+    output_shapes,
+    output_data_types,
+    output_formats,
+    aicore_time_us,
+    total_cycles,
+    mac_ratio,
+    vec_ratio,
+    scalar_ratio,
+    mte2_ratio,
+    memory_bound,
+    cube_utilization_pct
+from ordered
+order by device_id, start_ns, stream_id, task_id, seq
