@@ -5,4 +5,4 @@ The package is a library: nothing here prints or exits. The command line lives i
 ``ingest``, ``build``, ``export``, ``query``, ``warehouse`` and ``synth``.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -35,8 +35,10 @@ def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict]) -> str:
         return _empty_view(c)
     listing = "[" + ", ".join(_quote(f) for f in files) + "]"
     names = ", ".join(col.name for col in c.columns)
-    return (f"SELECT run_id, {names} FROM read_parquet({listing}, hive_partitioning = true, "
-            f"hive_types = {{'run_id': VARCHAR}}, union_by_name = true)")
+    # UNION BY NAME with the empty contract: a column no part file has yet (a run written by an
+    # older profetl, a column added since) reads as NULL instead of failing the whole view
+    return (f"SELECT run_id, {names} FROM (SELECT * FROM read_parquet({listing}, hive_partitioning = true, "
+            f"hive_types = {{'run_id': VARCHAR}}, union_by_name = true) UNION ALL BY NAME {_empty_view(c)})")
 
 
 def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None) -> duckdb.DuckDBPyConnection:

@@ -15,7 +15,13 @@ VIEWS = [
     ("acl_api", "AscendCL API"),
     ("topdown_inference", "Time taken by each module in the inference workflow (top-down)"),
 ]
-TABLES = [t for t, _ in VIEWS] + ["build_issues"]
+# further tables ``show`` offers by name (msprof's current deliverables)
+MORE = [
+    ("api_statistic", "API statistics"),
+    ("op_statistic", "Operator types"),
+    ("op_summary", "Operators"),
+]
+TABLES = [t for t, _ in VIEWS] + [t for t, _ in MORE] + ["build_issues"]
 
 
 @dataclass
@@ -47,7 +53,7 @@ def sections(wh: Warehouse, run_id: str, table: str, limit: int | None = None,
         # metrics a run's event set cannot fill are all NULL: leave them out of the terminal view
         cols = [col for col in cols if any(v is not None for v in data[col.name])]
     devices = t.column("device_id").to_pylist()
-    title = dict(VIEWS).get(table, table)
+    title = dict(VIEWS + MORE).get(table, table)
     out = []
     for dev in sorted(set(devices)) or [None]:
         idx = [i for i, d in enumerate(devices) if d == dev]

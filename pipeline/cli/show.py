@@ -20,6 +20,10 @@ def print_run(wh: Warehouse, run_ref: str, table: str | None, limit: int | None,
         C.print_json([{"table": s.table, "headers": s.headers, "rows": s.rows, "total_rows": s.total_rows} for s in found])
         return
     C.out.print(f"Run {run['run_id']}  ({run['chip']}, devices {','.join(map(str, run['devices']))}, {run['source_path']})", highlight=False)
+    for line in run.get("sources") or []:
+        C.out.print(f"  read: {line}", highlight=False, markup=False)
+    for line in run.get("notes") or []:
+        C.out.print(f"  not available: {line}", highlight=False, markup=False)
     for s in found:
         more = f"{s.total_rows - len(s.rows)} more row(s): --limit 0 shows all" if len(s.rows) < s.total_rows else None
         if not s.total_rows:
