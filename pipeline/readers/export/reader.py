@@ -32,14 +32,20 @@ from pipeline.readers.issues import Issue, IssueLog
 
 DB_KINDS = ("msprof_db", "pytorch_db", "report_db")
 # table -> candidate kinds, most detailed first; each entry is one alternative
+# Timeline kinds are alternatives of their own: torch_npu's trace_view.json holds the CANN and
+# Ascend Hardware events of msprof's msprof_*.json (the same run exported twice), and msprof's
+# per-iteration timeline/msprof_<dev>_<model>_<iter>.json holds every task of task_time_* and the
+# iteration of step_trace_* (each step_trace_* file repeats all iterations): reading two of them
+# would count every task and step twice.
+TIMELINES = [("trace_view",), ("msprof_json",)]
 PREFERENCE: dict[str, list[tuple[str, ...]]] = {
-    "api_calls": [DB_KINDS, ("trace_view", "msprof_json")],
-    "task_runs": [DB_KINDS, ("trace_view", "msprof_json", "task_time_json"), ("kernel_details",), ("op_summary",),
+    "api_calls": [DB_KINDS, *TIMELINES],
+    "task_runs": [DB_KINDS, *TIMELINES, ("task_time_json",), ("kernel_details",), ("op_summary",),
                   ("task_time_csv",)],
-    "task_ops": [DB_KINDS, ("kernel_details",), ("op_summary",), ("task_time_csv",),
-                 ("trace_view", "msprof_json", "task_time_json")],
+    "task_ops": [DB_KINDS, ("kernel_details",), ("op_summary",), ("task_time_csv",), *TIMELINES,
+                 ("task_time_json",)],
     "task_metrics": [DB_KINDS, ("kernel_details",), ("op_summary",)],
-    "step_trace": [DB_KINDS, ("trace_view", "step_trace_json", "msprof_json")],
+    "step_trace": [DB_KINDS, *TIMELINES, ("step_trace_json",)],
 }
 WHY_MISSING = {
     "api_calls": "no API events in this export (a database CANN_API table or timeline CANN events); "
