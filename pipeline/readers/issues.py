@@ -54,7 +54,8 @@ class IssueLog:
 
 
 # Issue kinds that stand for bytes of a recognised file that were not decoded into a record.
-BYTE_KINDS = {"truncated_record", "corrupt_stream", "bad_magic", "counted_tag", "bad_hash_line", "bad_text_line"}
+BYTE_KINDS = {"truncated_record", "corrupt_stream", "bad_magic", "counted_tag", "bad_hash_line", "bad_text_line",
+              "unreadable_file"}
 
 
 def runs_of_true(mask: np.ndarray) -> list[tuple[int, int]]:

@@ -10,11 +10,14 @@ integer nanoseconds, rounding half away from zero at the nanosecond (msprof prin
 
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 import pyarrow.compute as pc
 
 MISSING = ("", "N/A", "NA", "None", "null", "nan", "NaN", "-")
 _DECIMAL = r"^(?P<sign>[-+]?)(?P<int>\d*)(?:\.(?P<frac>\d*))?$"
+_INT64_MAX = str(2**63 - 1)
 
 
 def clean(values) -> pa.Array:
@@ -43,18 +46,27 @@ def decimal_to_int(values, scale_digits: int) -> tuple[pa.Array, pa.Array]:
     Returns (values, bad): ``bad`` is True where a non-empty cell was not a decimal number
     (the value is NULL there); the caller counts and reports those.
     """
-    a, sign, whole, frac, bad = _decimal_parts(values)
+    _, sign, whole, frac, bad = _decimal_parts(values)
     frac = pc.if_else(pc.is_null(frac), "", frac)
     padded = pc.utf8_rpad(frac, width=scale_digits + 1, padding="0")
     kept = pc.utf8_slice_codeunits(padded, 0, scale_digits)
     next_digit = pc.utf8_slice_codeunits(padded, scale_digits, scale_digits + 1)
-    whole = pc.if_else(pc.equal(whole, ""), "0", whole)
-    digits = pc.binary_join_element_wise(whole, kept, "")
-    n = pc.cast(digits, pa.int64())
+    digits = pc.utf8_ltrim(pc.binary_join_element_wise(whole, kept, ""), characters="0")
+    digits = pc.if_else(pc.equal(digits, ""), "0", digits)
     up = pc.greater_equal(pc.cast(next_digit, pa.int64()), 5)
+    # beyond int64 (more than 19 digits, or 19 above its maximum, or the maximum rounded up):
+    # NULL and bad, never an overflow
+    length = pc.utf8_length(digits)
+    over = pc.or_(pc.greater(length, 19),
+                  pc.and_(pc.equal(length, 19),
+                          pc.or_(pc.greater(digits, _INT64_MAX),
+                                 pc.and_(pc.equal(digits, _INT64_MAX), up))))
+    over = pc.fill_null(over, False)
+    digits = pc.if_else(over, pa.nulls(len(digits), pa.string()), digits)
+    n = pc.cast(digits, pa.int64())
     n = pc.add(n, pc.cast(up, pa.int64()))
     n = pc.if_else(pc.equal(sign, "-"), pc.negate(n), n)
-    return n, bad
+    return n, pc.or_(bad, over)
 
 
 def us_to_ns(values) -> tuple[pa.Array, pa.Array]:
@@ -77,9 +89,33 @@ def to_int(values) -> tuple[pa.Array, pa.Array]:
     ok = pc.fill_null(pc.match_substring_regex(a, r"^[-+]?\d+$"), False)
     bad = pc.and_(pc.is_valid(a), pc.invert(ok))
     good = pc.if_else(ok, a, pa.nulls(len(a), pa.string()))
-    return pc.cast(good, pa.int64()), bad
+    n, over = decimal_to_int(good, 0)  # beyond int64: NULL and bad, never an overflow
+    return n, pc.or_(bad, over)
+
+
+def to_int32(values) -> tuple[pa.Array, pa.Array]:
+    """Integer cells that must fit an int32 column (ids, block dims); ``bad`` also marks values out of range."""
+    n, bad = to_int(values)
+    inside = pc.fill_null(pc.and_(pc.greater_equal(n, -(2**31)), pc.less(n, 2**31)), True)
+    return pc.if_else(inside, n, pa.nulls(len(n), pa.int64())), pc.or_(bad, pc.invert(inside))
 
 
 def column_key(header: str) -> str:
     """A header cell as a lookup key: case, spaces, tabs and a BOM do not matter."""
     return "".join(header.replace("\ufeff", "").split()).lower()
+
+
+_UNITS = (("(us)", "_us"), ("(gb/s)", "_gbps"), ("(kb)", "_kb"), ("(%)", "_pct"))
+
+
+def metric_name(label: str) -> str:
+    """A metric's header as a column-like name: lower case, unit as suffix, other punctuation '_'.
+
+    ``aicore_time(us)`` -> ``aicore_time_us``, ``l2_read_bw(GB/s)`` -> ``l2_read_bw_gbps``,
+    ``GM_to_L1_datas(KB)`` -> ``gm_to_l1_datas_kb``, ``cube_utilization(%)`` -> ``cube_utilization_pct``.
+    """
+    s = label.replace("\ufeff", "").strip().lower()
+    for unit, suffix in _UNITS:
+        s = s.replace(unit, suffix)
+    s = re.sub(r"[^0-9a-z]+", "_", s)
+    return s.strip("_")
