@@ -105,10 +105,12 @@ def read_export(root: Path, sink: Sink, log: IssueLog, layout: str | None = None
         ctx = ExportContext(root, sink, log, frozenset(tables),
                             f.device_id if f.device_id is not None else default_device)
         res = _read_one(f, ctx)
+        # every byte of a file chosen as a source is decoded (the reader calls log.decoded) or
+        # reported skipped (an issue of a BYTE_KINDS kind), also when the reader gives up on it
+        meta.data_bytes += f.path.stat().st_size
         if res is None:
             continue
         results[f.path] = res
-        meta.data_bytes += f.path.stat().st_size
     for p in dump.nested:
         log.add(Issue(_rel(root, p), "not_read",
                       "msprof's own data or export of the same collection: a run of its own (ingest that folder)"))
