@@ -36,6 +36,12 @@ DATASETS = [
 # Issue kinds that explain themselves: a file deliberately not read (with the reason in the
 # message), and exported rows that name no device task (communication ops).
 EXPLAINED = {"not_read", "no_task_key"}
+# Real defects of the files themselves, each reported with its place: msinsight's two
+# trimmed fixtures have a row of 31 cells under a 32-column header (line 17).
+KNOWN_DEFECTS = {
+    "Ascend+msinsight/server/src/test/test_data/test_kernel_parse": {"bad_text_line": 1},
+    "Ascend+msinsight/server/src/test/test_data/test_rank_0": {"bad_text_line": 1},
+}
 
 
 def _both(real_data: Path) -> tuple[Path, Path]:
@@ -85,7 +91,11 @@ def test_every_exported_dataset_ingests_with_explained_issues_only(real_data, wa
     assert run["sources"], "the run records which source each table came from"
     issues = _rows(warehouse, "ingest_issues", run_id)
     unexplained = [i for i in issues if i["kind"] not in EXPLAINED]
-    assert not unexplained, unexplained
+    defects: dict[str, int] = {}
+    for i in unexplained:
+        assert i["byte_offset"] is not None and i["message"], i
+        defects[i["kind"]] = defects.get(i["kind"], 0) + i["count"]
+    assert defects == KNOWN_DEFECTS.get(rel, {}), unexplained
     assert all(i["message"] for i in issues)
     assert run["bytes_decoded"] + run["bytes_skipped"] == run["data_bytes"]
 
@@ -108,20 +118,28 @@ def test_level1_api_summary_equals_api_statistic_csv(real_data, warehouse):
 
 
 def test_level1_op_types_equal_op_statistic_csv(real_data, warehouse):
+    """The timeline gives durations to 1/16 ns (53.7410625 us); profetl keeps whole ns, so each
+    execution is within 0.5 ns of the tool's and a total of n executions within n * 0.5 ns
+    (op_statistic.csv is not the sum of kernel_details' rounded durations either: TransData
+    sums to 1423.202 us there, 1423.208 us in op_statistic.csv)."""
     run_id = _build(warehouse, real_data / LEVEL1)
     built = {(r["op_type"], r["core_type"]): r for r in _rows(warehouse, "op_statistic", run_id)}
     expected = _csv(real_data / LEVEL1 / "ASCEND_PROFILER_OUTPUT" / "op_statistic.csv")
     assert expected
     assert set(built) == {(e["OP Type"], e["Core Type"]) for e in expected}
+    grand = sum(float(e["Total Time(us)"]) for e in expected)
     for e in expected:
         r = built[(e["OP Type"], e["Core Type"])]
+        n = int(e["Count"])
         where = f'{e["OP Type"]} {e["Core Type"]}'
-        assert r["count"] == int(e["Count"]), where
-        assert _us(r["total_ns"]) == pytest.approx(float(e["Total Time(us)"]), abs=0.0015), where
-        assert _us(r["min_ns"]) == pytest.approx(float(e["Min Time(us)"]), abs=0.0015), where
-        assert _us(r["avg_ns"]) == pytest.approx(float(e["Avg Time(us)"]), abs=0.0015), where
-        assert _us(r["max_ns"]) == pytest.approx(float(e["Max Time(us)"]), abs=0.0015), where
-        assert r["ratio_pct"] == pytest.approx(float(e["Ratio(%)"]), abs=0.0015), where
+        # ns rounding of ours + 0.001 us rounding of the CSV (+ float noise at the boundary)
+        one, total = 0.001 + 1e-9, n * 0.0005 + 0.0005 + 1e-9
+        assert r["count"] == n, where
+        assert _us(r["total_ns"]) == pytest.approx(float(e["Total Time(us)"]), abs=total), where
+        assert _us(r["min_ns"]) == pytest.approx(float(e["Min Time(us)"]), abs=one), where
+        assert _us(r["avg_ns"]) == pytest.approx(float(e["Avg Time(us)"]), abs=one), where
+        assert _us(r["max_ns"]) == pytest.approx(float(e["Max Time(us)"]), abs=one), where
+        assert r["ratio_pct"] == pytest.approx(float(e["Ratio(%)"]), abs=0.0005 + 100 * total / grand), where
 
 
 def _projection(rows: list[dict], keys: list[str]) -> list[tuple]:
@@ -147,6 +165,7 @@ def test_both_exporters_of_one_run_give_the_same_tables(real_data, warehouse, ta
     torch_dir, msprof_dir = _both(real_data)
     a = _rows(warehouse, table, _build(warehouse, torch_dir))
     b = _rows(warehouse, table, _build(warehouse, msprof_dir))
+    assert a, f"{table} is empty"
     assert _projection(a, AGREE[table]) == _projection(b, AGREE[table])
 
 

@@ -31,6 +31,9 @@ from pipeline.readers.hiprof.reader import RunMeta, Sink
 from pipeline.readers.issues import Issue, IssueLog
 
 DB_KINDS = ("msprof_db", "pytorch_db", "report_db")
+# several databases of one kind are several ranks / devices and are all read; the pre-2024
+# report_*.db beside an msprof_*.db is the same run in an older schema and is not
+DATABASES = [("msprof_db", "pytorch_db"), ("report_db",)]
 # table -> candidate kinds, most detailed first; each entry is one alternative
 # Timeline kinds are alternatives of their own: torch_npu's trace_view.json holds the CANN and
 # Ascend Hardware events of msprof's msprof_*.json (the same run exported twice), and msprof's
@@ -39,13 +42,13 @@ DB_KINDS = ("msprof_db", "pytorch_db", "report_db")
 # would count every task and step twice.
 TIMELINES = [("trace_view",), ("msprof_json",)]
 PREFERENCE: dict[str, list[tuple[str, ...]]] = {
-    "api_calls": [DB_KINDS, *TIMELINES],
-    "task_runs": [DB_KINDS, *TIMELINES, ("task_time_json",), ("kernel_details",), ("op_summary",),
+    "api_calls": [*DATABASES, *TIMELINES],
+    "task_runs": [*DATABASES, *TIMELINES, ("task_time_json",), ("kernel_details",), ("op_summary",),
                   ("task_time_csv",)],
-    "task_ops": [DB_KINDS, ("kernel_details",), ("op_summary",), ("task_time_csv",), *TIMELINES,
+    "task_ops": [*DATABASES, ("kernel_details",), ("op_summary",), ("task_time_csv",), *TIMELINES,
                  ("task_time_json",)],
-    "task_metrics": [DB_KINDS, ("kernel_details",), ("op_summary",)],
-    "step_trace": [DB_KINDS, *TIMELINES, ("step_trace_json",)],
+    "task_metrics": [*DATABASES, ("kernel_details",), ("op_summary",)],
+    "step_trace": [*DATABASES, *TIMELINES, ("step_trace_json",)],
 }
 WHY_MISSING = {
     "api_calls": "no API events in this export (a database CANN_API table or timeline CANN events); "
