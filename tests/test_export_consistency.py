@@ -165,7 +165,10 @@ def test_both_exporters_of_one_run_give_the_same_tables(real_data, warehouse, ta
     torch_dir, msprof_dir = _both(real_data)
     a = _rows(warehouse, table, _build(warehouse, torch_dir))
     b = _rows(warehouse, table, _build(warehouse, msprof_dir))
-    assert a, f"{table} is empty"
+    if table == "runtime_api_summary":
+        assert not a, "this run's api_statistic.csv lists no runtime-level API (acl and node only)"
+    else:
+        assert a, f"{table} is empty"
     assert _projection(a, AGREE[table]) == _projection(b, AGREE[table])
 
 
