@@ -87,6 +87,8 @@ def export_identity(dump: Path) -> tuple[str, int | None, dict[str, str]]:
             texts[rel] = f"{f.path.stat().st_size}:{fingerprint_file(f.path)}"
     if start_us is None:
         start_us = export.session_start_us(ed)
+    if start_us is None:
+        start_us = export.profiler_info_start_us(ed)
     return make_run_id(start_us, texts), start_us, texts
 
 

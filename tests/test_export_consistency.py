@@ -180,3 +180,10 @@ def test_both_exporters_ops_agree_on_names_up_to_prefix(real_data, warehouse):
     b = _rows(warehouse, "op_summary", _build(warehouse, msprof_dir))
     assert len(a) == len(b) > 0
     assert sum(r["op_name"] is not None for r in a) == sum(r["op_name"] is not None for r in b)
+
+
+def test_torch_run_is_dated_from_profiler_info(real_data, warehouse):
+    """collectionTimeEnd 1736408884023552840 ns less (MonotonicTimeEnd 172164265133640 -
+    start_monotonic 172163581670080) = 1736408883340089280 ns = 2025-01-09 07:48:03 UTC."""
+    run_id = _build(warehouse, real_data / LEVEL1)
+    assert run_id.startswith("20250109T074803-")

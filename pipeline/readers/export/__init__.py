@@ -8,6 +8,6 @@ canonical table, the most detailed source present and records the choice on the 
 """
 
 from pipeline.readers.export.files import LAYOUTS, detect, scan
-from pipeline.readers.export.reader import read_export, session_start_us
+from pipeline.readers.export.reader import profiler_info_start_us, read_export, session_start_us
 
-__all__ = ["LAYOUTS", "detect", "scan", "read_export", "session_start_us"]
+__all__ = ["LAYOUTS", "detect", "scan", "read_export", "session_start_us", "profiler_info_start_us"]

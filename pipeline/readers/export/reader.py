@@ -190,3 +190,19 @@ def session_start_us(dump: ExportDump) -> int | None:
         if ns is not None:
             return ns // 1000
     return None
+
+
+def profiler_info_start_us(dump: ExportDump) -> int | None:
+    """Collection start from torch_npu's profiler_info*.json: its wall-clock end
+    (end_info.collectionTimeEnd, ns) less the monotonic time between start and end."""
+    for f in dump.of("profiler_info"):
+        try:
+            info = json.loads(M.read_text(f.path))
+            end = info["end_info"]
+            wall_end = int(end["collectionTimeEnd"])
+            elapsed = int(end["MonotonicTimeEnd"]) - int(info["start_info"]["start_monotonic"])
+        except (M.MetadataError, ValueError, KeyError, TypeError):
+            continue
+        if elapsed >= 0:
+            return (wall_end - elapsed) // 1000
+    return None
