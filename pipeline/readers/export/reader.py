@@ -178,9 +178,54 @@ def _run_level(meta: RunMeta, dump: ExportDump, chosen: dict[str, list[ExportFil
         else:
             meta.notes.append(f"{table}: {WHY_MISSING[table]}")
     meta.notes.extend(ALWAYS_MISSING)
+    control = _device_control(dump, log)
     for d in meta.devices:
-        sink.write("devices", {"device_id": [d], "source_file": [""], "chip": [meta.chip],
-                               "platform_source": ["export"]})
+        row = {"device_id": [d], "source_file": [""], "chip": [meta.chip], "platform_source": ["export"]}
+        row.update(control.get(d, {}))
+        meta.chip = meta.chip or row["chip"][0]
+        meta.platform_version = meta.platform_version or (row.get("platform_version") or [None])[0]
+        sink.write("devices", row)
+    starts_us = [c["start_us"][0] for c in control.values() if c.get("start_us", [None])[0] is not None]
+    if starts_us and meta.collection_start_us is None:
+        meta.collection_start_us = min(starts_us)
+
+
+def _device_control(dump: ExportDump, log: IssueLog) -> dict[int, dict]:
+    """What the device folders' info.json.N and start_info.N still say beside an export (msprof
+    keeps them): chip, frequencies, core count, pid, and the monotonic-to-wall offset."""
+    from pipeline.readers.prof.meta import chip_name
+
+    out: dict[int, dict] = {}
+    for f in dump.of("info_json", "start_info"):
+        dev = f.device_id if f.device_id is not None else _suffix_device(f.path.name)
+        if dev is None:
+            continue
+        row = out.setdefault(dev, {})
+        try:
+            if f.kind == "info_json":
+                info = M.read_info(f.path)
+                di = info.device_info[0] if info.device_info else None
+                row.update({"source_file": [_rel(dump.root, f.path)], "platform_version": [info.platform_version],
+                            "chip": [chip_name(info.platform_version)], "platform_source": ["info.json"],
+                            "pid": [info.pid_int], "host_freq_mhz": [info.host_freq_mhz],
+                            "hwts_freq_mhz": [di.hwts_mhz if di else None],
+                            "aic_freq_mhz": [di.aic_mhz if di else None],
+                            "ai_core_num": [di.ai_core_num if di else None],
+                            "hwts_freq_source": ["info.json" if di and di.hwts_mhz else None]})
+            else:
+                start = M.read_start_info(f.path)
+                row["start_us"] = [start.collection_time_begin_us]
+                if start.collection_time_begin_us is not None and start.clock_monotonic_raw_ns is not None:
+                    row["wall_offset_ns"] = [start.collection_time_begin_us * 1000 - start.clock_monotonic_raw_ns]
+                    row["host_mon_ns"] = [start.clock_monotonic_raw_ns]
+        except M.MetadataError as e:
+            log.add(Issue(_rel(dump.root, f.path), "bad_metadata", str(e), device_id=dev))
+    return out
+
+
+def _suffix_device(name: str) -> int | None:
+    tail = name.rsplit(".", 1)[-1]
+    return int(tail) if tail.isdigit() else None
 
 
 def session_start_us(dump: ExportDump) -> int | None:
