@@ -66,11 +66,8 @@ def _regular_files(root: Path) -> list[Path]:
     return out
 
 
-def fingerprint_file(p: Path) -> str:
-    """Hash of one file's first and last 64 KiB (and size): what ``fingerprint`` takes of each file."""
-    h = hashlib.sha256()
-    size = p.stat().st_size
-    h.update(f"{size}\0".encode())
+def _hash_edges(h, p: Path, size: int) -> None:
+    """Feed ``h`` a file's first and last 64 KiB (the whole file when it is smaller)."""
     with open(p, "rb") as fh:
         h.update(fh.read(EDGE_BYTES))
         if size > 2 * EDGE_BYTES:
@@ -78,6 +75,14 @@ def fingerprint_file(p: Path) -> str:
             h.update(fh.read(EDGE_BYTES))
         elif size > EDGE_BYTES:
             h.update(fh.read())
+
+
+def fingerprint_file(p: Path) -> str:
+    """Hash of one file's size and edges: what ``fingerprint`` takes of each file."""
+    h = hashlib.sha256()
+    size = p.stat().st_size
+    h.update(f"{size}\0".encode())
+    _hash_edges(h, p, size)
     return h.hexdigest()[:16]
 
 
@@ -92,13 +97,7 @@ def fingerprint(root: Path) -> str:
         rel = p.relative_to(root).as_posix()
         size = p.stat().st_size
         h.update(os.fsencode(rel) + f"\0{size}\0".encode())
-        with open(p, "rb") as fh:
-            h.update(fh.read(EDGE_BYTES))
-            if size > 2 * EDGE_BYTES:
-                fh.seek(size - EDGE_BYTES)
-                h.update(fh.read(EDGE_BYTES))
-            elif size > EDGE_BYTES:
-                h.update(fh.read())
+        _hash_edges(h, p, size)
     return h.hexdigest()
 
 

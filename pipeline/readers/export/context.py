@@ -45,3 +45,11 @@ class SourceResult:
 
     def add_rows(self, table: str, n: int) -> None:
         self.rows[table] = self.rows.get(table, 0) + int(n)
+
+
+def file_size(path: Path) -> int | None:
+    """Size of a source file, None when it cannot be stat'ed (reported by the caller)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None

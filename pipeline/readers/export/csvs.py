@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from pipeline.readers.export import values as V
-from pipeline.readers.export.context import ExportContext, SourceResult
+from pipeline.readers.export.context import ExportContext, SourceResult, file_size
 from pipeline.readers.issues import Issue
 
 KINDS = ("kernel_details", "op_summary", "task_time_csv")
@@ -122,7 +122,7 @@ def read_summary(path: Path, kind: str, ctx: ExportContext) -> SourceResult | No
         header = _header(path)
     except (OSError, UnicodeDecodeError, csv.Error) as e:
         ctx.log.add(Issue(rel, "unreadable_file", f"header not readable ({e}): file not read", byte_offset=0,
-                          byte_length=_size(path)))
+                          byte_length=file_size(path)))
         return res
     if not header:
         ctx.log.add(Issue(rel, "unreadable_file", "empty file: no header, no rows", byte_length=size))
@@ -189,11 +189,6 @@ def read_summary(path: Path, kind: str, ctx: ExportContext) -> SourceResult | No
 
 # -- reading -------------------------------------------------------------------------------------
 
-def _size(path: Path) -> int | None:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return None
 
 
 def _header(path: Path) -> list[str]:

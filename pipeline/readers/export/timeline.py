@@ -42,7 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.readers.export import values as V
-from pipeline.readers.export.context import ExportContext, SourceResult
+from pipeline.readers.export.context import ExportContext, SourceResult, file_size
 from pipeline.readers.issues import Issue
 
 HOST_DEVICE = 64
@@ -448,7 +448,7 @@ def read_timeline(path: Path, kind: str, ctx: ExportContext) -> SourceResult | N
         events = _load(path)
     except OSError as e:
         ctx.log.add(Issue(rel, "unreadable_file", f"cannot be read ({e.strerror or e}): file not read",
-                          byte_length=_size(path)))
+                          byte_length=file_size(path)))
         return None
     except _Unreadable as e:
         ctx.log.add(Issue(rel, "unreadable_file", f"{e}: file not read", byte_offset=e.offset, byte_length=size))
@@ -459,8 +459,3 @@ def read_timeline(path: Path, kind: str, ctx: ExportContext) -> SourceResult | N
     return res
 
 
-def _size(path: Path) -> int | None:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return None
