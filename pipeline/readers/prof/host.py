@@ -150,6 +150,12 @@ def task_track_rows(s: Stream, ctx: HostContext, log: IssueLog):
         }
 
 
+def _per_value(values: np.ndarray, name) -> np.ndarray:
+    """``name(v)`` for every element, called once per distinct value (object array)."""
+    uniq, inv = np.unique(values, return_inverse=True)
+    return np.array([name(v) for v in uniq.tolist()], dtype=object)[inv]
+
+
 def node_basic_info_rows(s: Stream, ctx: HostContext, log: IssueLog):
     stream, batches = read_fixed(s.files, P.NODE_BASIC_INFO, log, HOST_ID, aged=s.family == "aging", host_magic=True)
     ge = np.array(P.GE_TASK_TYPES, dtype=object)
@@ -157,7 +163,7 @@ def node_basic_info_rows(s: Stream, ctx: HostContext, log: IssueLog):
         r = b.records
         rel = s.name
         tt = r["task_type"].astype(I64)
-        names = np.where(tt < len(ge), ge[np.minimum(tt, len(ge) - 1)], np.array([f"UNKNOWN_{t}" for t in tt.tolist()], object))
+        names = _per_value(tt, lambda t: ge[t] if 0 <= t < len(ge) else f"UNKNOWN_{t}")
         blocks = r["block_num"].astype(I64)
         yield {
             "device_id": ctx.device_of(r["tid"]),
@@ -187,9 +193,10 @@ def _api_columns(stream: SliceStream, ctx: HostContext, rel: str, r: np.ndarray,
     if (~is_model).any():
         items[~is_model] = np.asarray(ctx.names(r["item_id"][~is_model], rel, "item").to_numpy(zero_copy_only=False),
                                       dtype=object)
-    items[is_model] = [str(int(x)) for x in r["item_id"][is_model].tolist()]
+    if is_model.any():
+        items[is_model] = _per_value(r["item_id"][is_model], lambda x: str(int(x)))
     item = pa.array(items, pa.string())
-    level_names = np.array([P.LEVELS.get(lv, str(lv)) for lv in level.tolist()], dtype=object)
+    level_names = _per_value(level, lambda lv: P.LEVELS.get(lv, str(lv)))
     return {
         "device_id": ctx.device_of(r["tid"]),
         "source_file": stream.source_files(offsets),
