@@ -79,7 +79,7 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
         for table in RAW_TABLES:
             con.execute(f"create view {table} as {_raw_select(wh, table, run_id, ingest_id, run)}")
         run_layer(con, "staging")
-        marts = run_layer(con, "marts")
+        marts = run_layer(con, "marts", materialize=False)  # streamed once into their files
         result = BuildResult(run_id, build_id)
         tmp = wh.temp_dir()
         written = []
@@ -113,20 +113,23 @@ def arrow_reader(relation, batch_rows: int = 100_000) -> pa.RecordBatchReader:
 def _write_mart(con: duckdb.DuckDBPyConnection, name: str, out) -> int:
     c = contract("marts", name)
     schema = pa.schema([f for f in c.schema if f.name != "run_id"])
-    reader = arrow_reader(con.sql(f"select * from {name}"))
-    got = [f.name for f in reader.schema]
-    if got != schema.names:
-        raise TransformFailed(
-            f"sql/marts/{name}.sql returns columns {got}, its contract schemas/marts/{name}.toml lists {schema.names}")
-    rows = 0
-    with pq.ParquetWriter(out, schema, compression="zstd") as w:
-        for batch in reader:
-            try:
-                batch = batch.cast(schema)
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
-                raise TransformFailed(f"mart {name} does not fit its contract: {e}") from None
-            w.write_batch(batch)
-            rows += batch.num_rows
+    try:
+        reader = arrow_reader(con.sql(f"select * from {name}"))
+        got = [f.name for f in reader.schema]
+        if got != schema.names:
+            raise TransformFailed(
+                f"sql/marts/{name}.sql returns columns {got}, its contract schemas/marts/{name}.toml lists {schema.names}")
+        rows = 0
+        with pq.ParquetWriter(out, schema, compression="zstd") as w:
+            for batch in reader:
+                try:
+                    batch = batch.cast(schema)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise TransformFailed(f"mart {name} does not fit its contract: {e}") from None
+                w.write_batch(batch)
+                rows += batch.num_rows
+    except duckdb.Error as e:  # marts are views: their SQL runs here
+        raise TransformFailed(f"sql/marts/{name}.sql failed: {str(e).splitlines()[0]}") from None
     return rows
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import queue
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -36,26 +38,63 @@ def to_table(c: Contract, columns: dict) -> pa.Table:
 
 
 class ParquetSink:
-    """One Parquet file per table, written row group by row group as batches arrive."""
+    """One Parquet file per table, written row group by row group as batches arrive.
+
+    Readers decode while a writer thread encodes: ``write`` hands the typed batch to a
+    bounded queue (at most ``QUEUE_BATCHES`` batches wait, so memory stays bounded) and
+    returns. Parquet encoding releases the GIL, so on two cores decoding and writing overlap.
+    An error in the writer thread is raised by the next ``write`` or by ``close``.
+    """
+
+    QUEUE_BATCHES = 2
 
     def __init__(self, paths: dict[str, Path], layer: str = "raw"):
         self.paths = paths
         self.layer = layer
         self.writers: dict[str, pq.ParquetWriter] = {}
         self.rows: dict[str, int] = {t: 0 for t in paths}
+        self._queue: queue.Queue = queue.Queue(self.QUEUE_BATCHES)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._drain, name="parquet-sink", daemon=True)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if self._error is not None:
+                continue  # keep draining so the producer never blocks on a dead writer
+            table, t = item
+            try:
+                if table not in self.writers:
+                    path = self.paths[table]
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    self.writers[table] = pq.ParquetWriter(path, t.schema, compression="zstd")
+                self.writers[table].write_table(t)
+            except BaseException as e:  # noqa: BLE001 - handed to the producing thread
+                self._error = e
+
+    def _raise(self) -> None:
+        if self._error is not None:
+            raise self._error
 
     def write(self, table: str, columns: dict) -> None:
+        self._raise()
         c = contract(self.layer, table)
         t = to_table(c, columns)
-        if table not in self.writers:
-            path = self.paths[table]
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self.writers[table] = pq.ParquetWriter(path, t.schema, compression="zstd")
-        self.writers[table].write_table(t)
+        self._queue.put((table, t))
         self.rows[table] += t.num_rows
+
+    def _stop(self) -> None:
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
 
     def close(self) -> None:
         """Close every writer; a table that got no rows still gets a file with its schema."""
+        self._stop()
+        self._raise()
         for table, path in self.paths.items():
             if table in self.writers:
                 self.writers[table].close()
@@ -66,6 +105,7 @@ class ParquetSink:
         self.writers.clear()
 
     def abort(self) -> None:
+        self._stop()
         for w in self.writers.values():
             try:
                 w.close()

@@ -73,13 +73,18 @@ def load_macros(con: duckdb.DuckDBPyConnection) -> None:
             raise TransformFailed(f"sql/macros/{path.name} failed: {str(e).splitlines()[0]}") from None
 
 
-def run_layer(con: duckdb.DuckDBPyConnection, layer: str) -> list[str]:
-    """Create every table of a layer (after the shared macros); returns their names in order."""
+def run_layer(con: duckdb.DuckDBPyConnection, layer: str, materialize: bool = True) -> list[str]:
+    """Create every table of a layer (after the shared macros); returns their names in order.
+
+    ``materialize=False`` creates views instead: for a layer nothing else reads (the marts),
+    whose rows are streamed once into their files, storing them first is wasted work.
+    """
     load_macros(con)
     names = []
+    kind = "table" if materialize else "view"
     for f in sql_files(layer):
         try:
-            con.execute(f"create or replace table {f.name} as\n{f.text}")
+            con.execute(f"create or replace {kind} {f.name} as\n{f.text}")
         except duckdb.Error as e:
             first = str(e).splitlines()[0]
             raise TransformFailed(f"sql/{layer}/{f.name}.sql failed: {first}") from None

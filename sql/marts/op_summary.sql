@@ -73,7 +73,9 @@ with exported as (
         m.mte2_ratio,
         m.memory_bound,
         m.cube_utilization_pct,
-        ops.seq
+        ops.seq,
+        lag(ops.end_ns) over (partition by ops.device_id order by ops.start_ns, ops.stream_id, ops.task_id, ops.seq)
+            as prev_end_ns
     from stg_export_ops as ops
     left join stg_export_metrics as m
         on ops.device_id = m.device_id
@@ -84,9 +86,17 @@ with exported as (
 ),
 
 raw_instances as (
-    select *, coalesce(running_ns, complete_ns) as start_ns
-    from stg_task_instances
-    where is_complete and not exists (select 1 from stg_export_ops)
+    -- the wait is computed here, on narrow rows, before the op's columns widen them
+    select
+        device_id, stream_id, task_id, instance_no, task_type_name, start_ns,
+        complete_ns - start_ns as dur_ns,
+        lag(complete_ns) over (partition by device_id order by start_ns, stream_id, task_id, instance_no)
+            as prev_end_ns
+    from (
+        select *, coalesce(running_ns, complete_ns) as start_ns
+        from stg_task_instances
+        where is_complete and not exists (select 1 from stg_export_ops)
+    )
 ),
 
 from_raw as (
@@ -102,7 +112,7 @@ from_raw as (
         coalesce(ops.ge_task_type, i.task_type_name) as task_type,
         null::varchar as accelerator_core,
         i.start_ns,
-        i.complete_ns - i.start_ns as dur_ns,
+        i.dur_ns,
         ops.block_dim,
         null::integer as mix_block_dim,
         null::varchar as input_shapes,
@@ -119,7 +129,8 @@ from_raw as (
         null::double as mte2_ratio,
         null::double as memory_bound,
         null::double as cube_utilization_pct,
-        i.instance_no as seq
+        i.instance_no as seq,
+        i.prev_end_ns
     from raw_instances as i
     asof left join stg_task_ops as ops
         on i.device_id = ops.device_id
@@ -128,17 +139,10 @@ from_raw as (
         and i.start_ns >= ops.valid_from_ns
 ),
 
-rows_ as (
+ordered as (
     select * from exported
     union all
     select * from from_raw
-),
-
-ordered as (
-    select
-        *,
-        lag(start_ns + dur_ns) over (partition by device_id order by start_ns, stream_id, task_id, seq) as prev_end_ns
-    from rows_
 )
 
 select
