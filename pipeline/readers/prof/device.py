@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pyarrow as pa
 
@@ -104,27 +106,43 @@ def read_ts_track(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) 
     return {k: np.concatenate(v) if v else np.zeros(0, I64) for k, v in flips.items()}
 
 
+# Start/end logs are paired a chunk at a time (pairing.Pairer carries each key's open start
+# into the next chunk), so memory stays flat however long the stream is.
+CHUNK_LOGS = 4_000_000
+
+
 def _read_start_end(s: Stream, dev: int, log: IssueLog, layout, kind_of, start: int, end: int, label,
-                    ids, task_type) -> tuple[SliceStream, Logs]:
-    """Start and end logs of one device's task log stream; records of other kinds are counted."""
+                    ids, task_type) -> tuple[SliceStream, Iterator[Logs]]:
+    """Start and end logs of one device's task log stream, in chunks of about ``CHUNK_LOGS``
+    logs (whole decoded batches); records of other kinds are counted."""
     stream, batches = read_fixed(s.files, layout, log, dev, aged=True, device_magic=P.DEVICE_MAGIC)
-    tally = Tally()
-    parts = []
-    for b in batches:
-        r = b.records
-        kind = kind_of(r)
-        keep = (kind == start) | (kind == end)
-        for k in np.unique(kind[~keep]).tolist():
-            tally.add(stream, b.offsets[kind == k], layout.size, label(k))
-        r = r[keep]
-        st, tk = ids(r)
-        parts.append(Logs(st, tk, kind[keep] == end, r["syscnt"].astype(I64), b.seq[keep], b.offsets[keep],
-                          task_type(r)))
-    tally.flush(log, dev)
-    return stream, Logs.concat(parts)
+
+    def chunks() -> Iterator[Logs]:
+        tally = Tally()
+        parts: list[Logs] = []
+        held = 0
+        for b in batches:
+            r = b.records
+            kind = kind_of(r)
+            keep = (kind == start) | (kind == end)
+            for k in np.unique(kind[~keep]).tolist():
+                tally.add(stream, b.offsets[kind == k], layout.size, label(k))
+            r = r[keep]
+            st, tk = ids(r)
+            parts.append(Logs(st, tk, kind[keep] == end, r["syscnt"].astype(I64), b.seq[keep], b.offsets[keep],
+                              task_type(r)))
+            held += len(r)
+            if held >= CHUNK_LOGS:
+                yield Logs.concat(parts)
+                parts, held = [], 0
+        if parts:
+            yield Logs.concat(parts)
+        tally.flush(log, dev)
+
+    return stream, chunks()
 
 
-def read_hwts(s: Stream, dev: int, log: IssueLog) -> tuple[SliceStream, Logs]:
+def read_hwts(s: Stream, dev: int, log: IssueLog) -> tuple[SliceStream, Iterator[Logs]]:
     """HWTS task start (log type 0) and end (1) logs; other log types are counted."""
     return _read_start_end(
         s, dev, log, P.HWTS_LOG, lambda r: r["head"] & 7, P.HWTS_START, P.HWTS_END, lambda k: f"HWTS log type {k}",
@@ -143,7 +161,7 @@ def stars_ids(stream_raw: np.ndarray, task_raw: np.ndarray) -> tuple[np.ndarray,
     return stream, task
 
 
-def read_stars(s: Stream, dev: int, log: IssueLog) -> tuple[SliceStream, Logs]:
+def read_stars(s: Stream, dev: int, log: IssueLog) -> tuple[SliceStream, Iterator[Logs]]:
     """ACSQ task start (func type 0) and end (1) logs of ``stars_soc``; other func types are counted."""
     return _read_start_end(
         s, dev, log, P.STARS_ACSQ, lambda r: r["head"] & 0x3F, P.ACSQ_START, P.ACSQ_END,

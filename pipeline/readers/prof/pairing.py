@@ -62,7 +62,15 @@ class Runs:
 
 
 def pair(logs: Logs, by_time: bool) -> Runs:
-    """Start/end logs into executions (see the module doc)."""
+    """Start/end logs into executions (see the module doc); every start no end closed is an orphan."""
+    runs, open_starts = _pair(logs, by_time)
+    runs.orphan_starts = np.sort(np.concatenate([runs.orphan_starts, logs.offset[open_starts]]))
+    return runs
+
+
+def _pair(logs: Logs, by_time: bool) -> tuple[Runs, np.ndarray]:
+    """Executions of the logs, and the indices of the starts still open at the end (the last log
+    of their key is a start): a later chunk may close them. Runs.orphan_starts holds the others."""
     if by_time:
         order = np.lexsort((logs.seq, logs.syscnt, logs.task_id, logs.stream_id))
     else:
@@ -78,7 +86,11 @@ def pair(logs: Logs, by_time: bool) -> Runs:
     start_used = np.zeros(n, bool)
     if n > 1:
         start_used[:-1] = paired_end[1:]
-    orphan = ~e & ~start_used
+    last_of_key = np.ones(n, bool)
+    last_of_key[:-1] = ~same_prev[1:]
+    unclosed = ~e & ~start_used
+    still_open = unclosed & last_of_key
+    orphan = unclosed & ~last_of_key
     ends = np.flatnonzero(e)
     start_idx = np.where(paired_end[ends], ends - 1, -1)
     cnt = logs.syscnt[order]
@@ -87,8 +99,31 @@ def pair(logs: Logs, by_time: bool) -> Runs:
     out_order = np.argsort(cnt[ends], kind="stable")
     ends, start_cnt = ends[out_order], start_cnt[out_order]
     oi = order[ends]
-    return Runs(logs.stream_id[oi], logs.task_id[oi], logs.task_type[oi], start_cnt, logs.syscnt[oi],
+    runs = Runs(logs.stream_id[oi], logs.task_id[oi], logs.task_type[oi], start_cnt, logs.syscnt[oi],
                 logs.seq[oi], logs.offset[oi], logs.offset[order[np.flatnonzero(orphan)]])
+    return runs, order[np.flatnonzero(still_open)]
+
+
+class Pairer:
+    """Pairs a stream's logs chunk by chunk: the start still open at the end of a chunk, per key,
+    is carried into the next (as msprof's STARS parser carries its last unmatched start). The
+    result equals ``pair`` over the whole stream when each key's logs arrive in order across chunks."""
+
+    def __init__(self, by_time: bool):
+        self.by_time = by_time
+        self.carry: Logs | None = None
+
+    def feed(self, chunk: Logs) -> Runs:
+        logs = chunk if self.carry is None else Logs.concat([self.carry, chunk])
+        runs, open_starts = _pair(logs, self.by_time)
+        self.carry = Logs(*(getattr(logs, f)[open_starts] for f in Logs.__dataclass_fields__))
+        return runs
+
+    def finish(self) -> np.ndarray:
+        """Stream offsets of the starts no end ever closed."""
+        left = np.zeros(0, np.int64) if self.carry is None else np.sort(self.carry.offset)
+        self.carry = None
+        return left
 
 
 def task_time(runs: Runs) -> np.ndarray:
@@ -96,21 +131,39 @@ def task_time(runs: Runs) -> np.ndarray:
     return np.where(runs.start_syscnt >= 0, runs.start_syscnt, runs.end_syscnt)
 
 
-def batch_from_wraps(stream_id: np.ndarray, task_id: np.ndarray, ts: np.ndarray) -> np.ndarray:
-    """Per stream in time order, +1 whenever a task id is not above the previous one."""
+def batch_from_wraps(stream_id: np.ndarray, task_id: np.ndarray, ts: np.ndarray,
+                     carry: dict[int, tuple[int, int]] | None = None) -> np.ndarray:
+    """Per stream in time order, +1 whenever a task id is not above the previous one.
+
+    ``carry`` (stream -> (last task id, its batch)) continues the count from an earlier chunk
+    of the same stream and is updated for the next one.
+    """
     n = len(ts)
     batch = np.zeros(n, np.int64)
     if n == 0:
         return batch
     order = np.lexsort((task_id, ts, stream_id))
     s, t = stream_id[order], task_id[order]
-    step = np.zeros(n, np.int64)
-    step[1:] = ((s[1:] == s[:-1]) & (t[1:] <= t[:-1])).astype(np.int64)
-    csum = np.cumsum(step)
     first = np.ones(n, bool)
     first[1:] = s[1:] != s[:-1]
-    base = np.maximum.accumulate(np.where(first, csum, 0))
-    batch[order] = csum - base
+    step = np.zeros(n, np.int64)
+    step[1:] = ((s[1:] == s[:-1]) & (t[1:] <= t[:-1])).astype(np.int64)
+    start_batch = np.zeros(n, np.int64)  # batch the stream enters this chunk with
+    firsts = np.flatnonzero(first)
+    if carry:
+        for i in firsts.tolist():  # one per stream
+            last = carry.get(int(s[i]))
+            if last is not None:
+                step[i] = int(t[i] <= last[0])
+                start_batch[i] = last[1]
+    csum = np.cumsum(step)
+    before = csum - step  # csum just before each position
+    group = np.cumsum(first) - 1
+    batch[order] = csum - before[firsts][group] + start_batch[firsts][group]
+    if carry is not None:
+        lasts = np.append(firsts[1:] - 1, n - 1)
+        for i in lasts.tolist():
+            carry[int(s[i])] = (int(t[i]), int(batch[order[i]]))
     return batch
 
 

@@ -6,6 +6,7 @@ adds issues and leaves the other devices' data intact.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +21,7 @@ from pipeline.readers.prof import host as H
 from pipeline.readers.prof.files import (DEVICE_KINDS, HOST_ID, HOST_KINDS, STARS_KINDS, CollectionDir, ProfDump,
                                          Stream, scan)
 from pipeline.readers.prof.meta import DEFAULT_TAG_CHIP, CollectionMeta, ReadOptions, chip_name, collection_meta, generation
-from pipeline.readers.prof.pairing import Logs, batch_from_flips, batch_from_wraps, pair, task_time
+from pipeline.readers.prof.pairing import Logs, Pairer, batch_from_flips, batch_from_wraps, task_time
 from pipeline.readers.slices import SliceStream
 
 MSPROF_DIRS = {"sqlite", "summary", "timeline", "log", "mindstudio_profiler_output"}
@@ -195,8 +196,8 @@ def _read_device(cd: CollectionDir, dev: int, cm: CollectionMeta, sink: Sink, lo
     for kind, reader, names, by_time in (("hwts", D.read_hwts, P.HWTS_SQE_TYPES, False),
                                          ("stars_soc", D.read_stars, P.STARS_SQE_TYPES, True)):
         for s in by_kind.get(kind, []):
-            stream, logs = reader(s, dev, log)
-            _write_runs(stream, logs, by_time, flips, cm, dev, clock, names, kind, sink, log, s)
+            stream, chunks = reader(s, dev, log)
+            _write_runs(stream, chunks, by_time, flips, cm, dev, clock, names, kind, sink, log, s)
     sample_based = (cm.profiling_mode or "").strip().lower() == "sample-based"
     for s in by_kind.get("aicore", []):
         D.read_aicore(s, dev, clock, sink, log, sample_based)
@@ -215,27 +216,43 @@ def _read_device(cd: CollectionDir, dev: int, cm: CollectionMeta, sink: Sink, lo
 
 
 
-def _write_runs(stream, logs: Logs, by_time: bool, flips, cm: CollectionMeta, dev: int, clock, names, source: str,
-                sink: Sink, log: IssueLog, s: Stream) -> None:
-    if not len(logs):
-        return
-    runs = pair(logs, by_time)
-    ts = task_time(runs)
-    if cm.uses_flips and flips is not None and len(flips["ts"]):
-        batch = batch_from_flips(runs.stream_id, runs.task_id, ts, flips["stream_id"], flips["ts"], flips["task_id"],
-                                 flips["flip_num"])
-        cm.row["batch_id_source"] = ["flip records (drvVersion >= 0x072211)"]
-    else:
-        batch = batch_from_wraps(runs.stream_id, runs.task_id, ts)
-        cm.row["batch_id_source"] = ["task id wrap-around per stream"]
-    sink.write("task_runs", D.run_rows(runs, batch, stream, dev, clock, names, source))
+def _write_runs(stream, chunks: Iterator[Logs], by_time: bool, flips, cm: CollectionMeta, dev: int, clock, names,
+                source: str, sink: Sink, log: IssueLog, s: Stream) -> None:
+    """Pair the start/end logs chunk by chunk and write each chunk's executions as they come.
+
+    Batch ids: wrap-arounds continue across chunks (the count is carried per stream); with flip
+    records each chunk's tasks count the flips before them, and the calibration that moves tasks
+    just before a flip into its batch looks back within the chunk only (chunks hold millions of
+    logs, so only tasks at the very boundary could differ)."""
+    pairer = Pairer(by_time)
+    wraps: dict[int, tuple[int, int]] = {}
+    use_flips = cm.uses_flips and flips is not None and len(flips["ts"])
+    lone = 0
+    orphans = []
+    for logs in chunks:
+        if not len(logs):
+            continue
+        runs = pairer.feed(logs)
+        ts = task_time(runs)
+        if use_flips:
+            batch = batch_from_flips(runs.stream_id, runs.task_id, ts, flips["stream_id"], flips["ts"],
+                                     flips["task_id"], flips["flip_num"])
+            cm.row["batch_id_source"] = ["flip records (drvVersion >= 0x072211)"]
+        else:
+            batch = batch_from_wraps(runs.stream_id, runs.task_id, ts, wraps)
+            cm.row["batch_id_source"] = ["task id wrap-around per stream"]
+        if len(runs):
+            sink.write("task_runs", D.run_rows(runs, batch, stream, dev, clock, names, source))
+        lone += int((runs.start_syscnt < 0).sum())
+        orphans.append(runs.orphan_starts)
+    orphans.append(pairer.finish())
+    orphan_starts = np.concatenate(orphans)
     size = P.HWTS_LOG.size
-    lone = int((runs.start_syscnt < 0).sum())
     if lone:
         log.add(Issue(s.name, "end_without_start", f"{lone} task end log(s) without a start: executions with start NULL",
                       device_id=dev, count=lone))
-    if len(runs.orphan_starts):
-        idx = stream.file_index(runs.orphan_starts)
+    if len(orphan_starts):
+        idx = stream.file_index(orphan_starts)
         for i in np.unique(idx).tolist():
             k = int((idx == i).sum())
             log.add(Issue(stream.files[i].rel, "start_without_end",
