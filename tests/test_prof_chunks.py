@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pipeline.ingest import ingest
 from pipeline.readers.prof import device as D
-from pipeline.readers.prof.pairing import Logs, Pairer, pair
+from pipeline.readers.prof.pairing import Logs, Pairer, batch_from_wraps
 from pipeline.synth.prof import ProfConfig, generate
 from pipeline.warehouse import Warehouse
 
@@ -53,3 +55,25 @@ def test_chunked_pairing_equals_whole_stream(tmp_path, monkeypatch, chip):
     whole = task_runs(10**9, "whole")
     for size in (7, 50):
         assert task_runs(size, f"chunks{size}") == whole
+
+
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 4)), min_size=1, max_size=60),
+       st.sets(st.integers(1, 59), max_size=4))
+def test_wrap_around_batches_continue_across_chunks(tasks, cuts):
+    """Any cut of a time-ordered task sequence into chunks gives the batches of the whole sequence."""
+    stream = np.array([s for s, _ in tasks])
+    task = np.array([t for _, t in tasks])
+    ts = np.arange(len(tasks)) * 10
+    whole = batch_from_wraps(stream, task, ts)
+    bounds = [0, *sorted(c for c in cuts if c < len(tasks)), len(tasks)]
+    carry: dict = {}
+    parts = [batch_from_wraps(stream[a:b], task[a:b], ts[a:b], carry) for a, b in zip(bounds, bounds[1:])]
+    assert np.concatenate(parts).tolist() == whole.tolist()
+
+
+def test_wrap_around_at_a_chunk_boundary():
+    # stream 1: tasks 5, 6 | 0 (wrapped), 1 -> batches 0, 0 | 1, 1
+    carry: dict = {}
+    a = batch_from_wraps(np.array([1, 1]), np.array([5, 6]), np.array([1, 2]), carry)
+    b = batch_from_wraps(np.array([1, 1]), np.array([0, 1]), np.array([3, 4]), carry)
+    assert (a.tolist(), b.tolist()) == ([0, 0], [1, 1])
