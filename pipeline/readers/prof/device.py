@@ -108,7 +108,7 @@ def read_ts_track(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) 
 
 # Start/end logs are paired a chunk at a time (pairing.Pairer carries each key's open start
 # into the next chunk), so memory stays flat however long the stream is.
-CHUNK_LOGS = 4_000_000
+CHUNK_LOGS = 1_000_000
 
 
 def _read_start_end(s: Stream, dev: int, log: IssueLog, layout, kind_of, start: int, end: int, label,

@@ -222,7 +222,7 @@ def _write_runs(stream, chunks: Iterator[Logs], by_time: bool, flips, cm: Collec
 
     Batch ids: wrap-arounds continue across chunks (the count is carried per stream); with flip
     records each chunk's tasks count the flips before them, and the calibration that moves tasks
-    just before a flip into its batch looks back within the chunk only (chunks hold millions of
+    just before a flip into its batch looks back within the chunk only (a chunk holds a million
     logs, so only tasks at the very boundary could differ)."""
     pairer = Pairer(by_time)
     wraps: dict[int, tuple[int, int]] = {}
