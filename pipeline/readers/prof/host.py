@@ -215,48 +215,59 @@ def _api_columns(stream: SliceStream, ctx: HostContext, rel: str, r: np.ndarray,
 
 
 def api_event_rows(s: Stream, ctx: HostContext, log: IssueLog):
-    """API records as calls; EVENT records paired into calls at the end of the stream (§4.1)."""
+    """API records as calls; EVENT records paired into calls (§4.1) as they come: per key, the
+    1st and 2nd records are one call, the 3rd and 4th the next, ...; a key's odd record waits
+    for the next batch, and one still waiting at the end of the stream is reported."""
     stream, batches = read_fixed(s.files, P.API_EVENT, log, HOST_ID, aged=s.family == "aging", host_magic=True)
     rel = s.name
-    events, invalid = [], 0
+    invalid = 0
+    waiting = None  # (records, offsets, seq) of EVENT records whose pair has not come yet
     for b in batches:
         r = b.records
         is_event = r["end"] == np.uint64(P.EVENT_FLAG)
-        if is_event.any():
-            events.append((r[is_event], b.offsets[is_event], b.seq[is_event]))
         api = ~is_event & (r["begin"] != 0)
         invalid += int((~is_event & (r["begin"] == 0)).sum())
         if api.any():
             ra = r[api]
             yield _api_columns(stream, ctx, rel, ra, b.offsets[api], b.seq[api], ra["begin"], ra["end"], "api")
+        if is_event.any():
+            events = (r[is_event], b.offsets[is_event], b.seq[is_event])
+            if waiting is not None:
+                events = tuple(np.concatenate([w, e]) for w, e in zip(waiting, events))
+            pairs, waiting = _pair_events(*events)
+            if pairs is not None:
+                rec, offs, seq, end = pairs
+                yield _api_columns(stream, ctx, rel, rec, offs, seq, rec["begin"], end, "event_pair")
     if invalid:
         log.add(Issue(rel, "invalid_api", f"{invalid} API record(s) with beginTime 0 skipped (as msprof does)",
                       device_id=HOST_ID, count=invalid))
-    if events:
-        rec = np.concatenate([e[0] for e in events])
-        offs = np.concatenate([e[1] for e in events])
-        seq = np.concatenate([e[2] for e in events])
-        order = np.lexsort((seq, rec["item_id"], rec["request_id"], rec["tid"], rec["type"], rec["level"]))
-        rec, offs, seq = rec[order], offs[order], seq[order]
-        key = np.stack([rec["level"].astype(np.uint64), rec["type"].astype(np.uint64), rec["tid"].astype(np.uint64),
-                        rec["request_id"].astype(np.uint64), rec["item_id"]], axis=1)
-        new = np.ones(len(rec), bool)
-        new[1:] = (key[1:] != key[:-1]).any(axis=1)
-        group_start = np.maximum.accumulate(np.where(new, np.arange(len(rec)), 0))
-        rank = np.arange(len(rec)) - group_start
-        starts = np.flatnonzero(rank % 2 == 0)
-        has_end = np.zeros(len(starts), bool)
-        nxt = starts + 1
-        ok = nxt < len(rec)
-        has_end[ok] = ~new[nxt[ok]]
-        lonely = int((~has_end).sum())
-        if lonely:
-            log.add(Issue(rel, "unmatched_event", f"{lonely} EVENT record(s) without a second record of the same key",
-                          device_id=HOST_ID, count=lonely))
-        st = starts[has_end]
-        if len(st):
-            r0 = rec[st]
-            yield _api_columns(stream, ctx, rel, r0, offs[st], seq[st], r0["begin"], rec[st + 1]["begin"], "event_pair")
+    lonely = 0 if waiting is None else len(waiting[0])
+    if lonely:
+        log.add(Issue(rel, "unmatched_event", f"{lonely} EVENT record(s) without a second record of the same key",
+                      device_id=HOST_ID, count=lonely))
+
+
+def _pair_events(rec: np.ndarray, offs: np.ndarray, seq: np.ndarray):
+    """Pairs of EVENT records of one key in record order: ((first records, offsets, seq, end
+    times) or None, the records left waiting (the odd last one of a key))."""
+    order = np.lexsort((seq, rec["item_id"], rec["request_id"], rec["tid"], rec["type"], rec["level"]))
+    rec, offs, seq = rec[order], offs[order], seq[order]
+    key = np.stack([rec["level"].astype(np.uint64), rec["type"].astype(np.uint64), rec["tid"].astype(np.uint64),
+                    rec["request_id"].astype(np.uint64), rec["item_id"]], axis=1)
+    new = np.ones(len(rec), bool)
+    new[1:] = (key[1:] != key[:-1]).any(axis=1)
+    group_start = np.maximum.accumulate(np.where(new, np.arange(len(rec)), 0))
+    rank = np.arange(len(rec)) - group_start
+    starts = np.flatnonzero(rank % 2 == 0)
+    has_end = np.zeros(len(starts), bool)
+    nxt = starts + 1
+    ok = nxt < len(rec)
+    has_end[ok] = ~new[nxt[ok]]
+    left = starts[~has_end]
+    waiting = (rec[left], offs[left], seq[left]) if len(left) else None
+    st = starts[has_end]
+    pairs = (rec[st], offs[st], seq[st], rec[st + 1]["begin"]) if len(st) else None
+    return pairs, waiting
 
 
 def graph_id_rows(s: Stream, ctx: HostContext, log: IssueLog):
