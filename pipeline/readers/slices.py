@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
-CHUNK_BYTES = 64 * 1024 * 1024
+CHUNK_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
