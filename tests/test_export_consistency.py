@@ -187,3 +187,24 @@ def test_torch_run_is_dated_from_profiler_info(real_data, warehouse):
     start_monotonic 172163581670080) = 1736408883340089280 ns = 2025-01-09 07:48:03 UTC."""
     run_id = _build(warehouse, real_data / LEVEL1)
     assert run_id.startswith("20250109T074803-")
+
+
+def test_several_ranks_in_one_folder_are_runs_of_their_own(real_data, tmp_path):
+    """A job folder holding one torch_npu rank folder per rank: each rank is found and ingested as its own run."""
+    import json
+    import shutil
+
+    job = tmp_path / "job"
+    for rank in (0, 1):
+        dst = job / f"host_{rank}_ascend_pt"
+        shutil.copytree(real_data / LEVEL1, dst)
+        info = dst / "profiler_info_0.json"
+        data = json.loads(info.read_text())
+        data["rank_id"] = rank
+        info.rename(dst / f"profiler_info_{rank}.json")
+        (dst / f"profiler_info_{rank}.json").write_text(json.dumps(data))
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        outcomes = run_roots(wh, [job])
+    assert [o.status for o in outcomes] == ["built", "built"]
+    assert len({o.run_id for o in outcomes}) == 2
