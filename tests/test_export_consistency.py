@@ -208,3 +208,13 @@ def test_several_ranks_in_one_folder_are_runs_of_their_own(real_data, tmp_path):
         outcomes = run_roots(wh, [job])
     assert [o.status for o in outcomes] == ["built", "built"]
     assert len({o.run_id for o in outcomes}) == 2
+
+
+def test_ascendcl_type_names_from_the_timeline_and_none_from_a_database(real_data, warehouse):
+    """trace_view CANN events carry the AscendCL mode (ACL_NN, ACL_RTS); CANN_API rows carry only the level."""
+    torch_dir, _ = _both(real_data)
+    types = {r["api_type"] for r in _rows(warehouse, "acl_api", _build(warehouse, torch_dir))}
+    assert types and types <= {"ACL_OP", "ACL_MODEL", "ACL_RTS", "ACL_OTHERS", "ACL_NN", "ACL_ASCENDC"}, types
+    db_run = _build(warehouse, real_data / "Ascend+msinsight/test/data/pytorch/db/level1/rank0_ascend_pt")
+    rows = _rows(warehouse, "acl_api", db_run)
+    assert rows and {r["api_type"] for r in rows} == {None}

@@ -8,7 +8,8 @@
 --   device_id      -     device the call's file belongs to
 --   level          -     acl or runtime
 --   api_name       -     API name
---   api_type       -     AscendCL tag name (ACL_OP, ACL_MODEL, ACL_RTS, ACL_OTHERS, ...); NULL for runtime
+--   api_type       -     AscendCL tag name (ACL_OP, ACL_MODEL, ACL_RTS, ACL_OTHERS, ...); NULL for runtime,
+--                         and for calls from an exported database (CANN_API keeps the level, not the tag)
 --   pid            -     process id; NULL where the record has none
 --   tid            -     thread id
 --   stream_id      -     stream id; NULL for calls outside any stream
@@ -28,7 +29,7 @@ select
     calls.level,
     calls.api_name,
     case
-        when calls.level = 'acl'
+        when calls.level = 'acl' and calls.record_kind is distinct from 'db_cann_api'
             then coalesce(acl_tags.tag_name, 'unknown ' || calls.api_type::varchar)
     end as api_type,
     calls.pid,
