@@ -40,7 +40,6 @@ of one run produce the same ``metric`` rows:
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import struct
 import urllib.parse
@@ -415,20 +414,13 @@ class _Reader:
             "ts_ns": pa.array(np.column_stack([starts, ends]).ravel().tolist(), pa.int64())})
 
 
-_UNIT = re.compile(r"\(([^)]*)\)\s*$")
-_UNIT_SUFFIX = {"us": "_us", "gb/s": "_gbps", "kb": "_kb", "%": "_pct", "ns": "_ns", "ms": "_ms", "bytes/s": "_bps"}
-
-
 def pmu_metric(name: str) -> tuple[str, float]:
-    """(metric, factor) of a TASK_PMU_INFO name: the profetl metric name and the factor that turns
-    the stored value into the unit that name states (module docstring)."""
-    s = name.strip().lower()
-    m = _UNIT.search(s)
-    if m:
-        unit = m.group(1).strip()
-        base = _tidy(s[:m.start()])
-        return base + _UNIT_SUFFIX.get(unit, "_" + _tidy(unit)), 1.0
-    s = _tidy(s)
+    """(metric, factor) of a TASK_PMU_INFO name: the profetl metric name (values.metric_name, the
+    CSV headers' rule) and the factor that turns the stored value into the unit that name states
+    (module docstring): msprof stores ``*_time`` columns without their unit, in ns."""
+    s = V.metric_name(name)
+    if "(" in name:  # the name states its unit
+        return s, 1.0
     s = s.removesuffix("_extra")
     if s.endswith("_time") or s == "time":
         if s in ("total_time", "aic_total_time"):
@@ -441,10 +433,6 @@ def pmu_metric(name: str) -> tuple[str, float]:
     if "datas" in s:
         return s + "_kb", 1.0
     return s, 1.0
-
-
-def _tidy(s: str) -> str:
-    return re.sub(r"[^0-9a-z]+", "_", s).strip("_")
 
 
 def _side_files(path: Path, ctx: ExportContext, rel: str) -> None:

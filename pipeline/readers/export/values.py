@@ -105,7 +105,7 @@ def column_key(header: str) -> str:
     return "".join(header.replace("\ufeff", "").split()).lower()
 
 
-_UNITS = (("(us)", "_us"), ("(gb/s)", "_gbps"), ("(kb)", "_kb"), ("(%)", "_pct"))
+_UNITS = (("(us)", "_us"), ("(gb/s)", "_gbps"), ("(kb)", "_kb"), ("(%)", "_pct"), ("(bytes/s)", "_bps"))
 
 
 def metric_name(label: str) -> str:
