@@ -1,7 +1,7 @@
 -- ai_core_metrics: one row per AI Core task PMU record: time, pipeline ratios, memory bandwidth.
 --
 -- Grain:   (run_id, device_id, seq) - one PMU record of one task instance
--- Sources: stg_pmu_records, stg_task_ops; exported runs: stg_export_metrics, stg_export_ops
+-- Sources: stg_pmu_records, stg_task_ops; exported runs: stg_export_ops
 -- Follows: the per-task formulas of msprof (analysis-and-exports §A3.3, §A3.4, §A3.6;
 --          raw-formats §8), with the event ids of the run's sample.json:
 --            aicore_time = total_cycles / f_aic / block_dim * ceil(block_dim / ai_core_num)
@@ -27,7 +27,7 @@
 --          while bandwidths always use info.json's (msprof's C++ path, analysis-and-exports
 --          §A3.3).
 --          Exported runs (generation 4) carry no counters: their rows are the exporter's own
---          values (stg_export_metrics: the aic_ or aiv_ side by the core the task ran on),
+--          values (stg_export_ops: the aic_ or aiv_ side by the core the task ran on),
 --          one row per execution with PMU values, ts_ns its end, block_dim its operator's.
 -- Columns:
 --   device_id              -       device
@@ -139,9 +139,9 @@ from_exports as (
         m.device_id,
         m.task_id,
         m.stream_id,
-        ops.op_name,
-        ops.end_ns as ts_ns,
-        ops.block_dim,
+        m.op_name,
+        m.end_ns as ts_ns,
+        m.block_dim,
         m.aicore_time_us,
         m.total_cycles::ubigint as total_cycles,
         m.vec_time_us,
@@ -166,14 +166,9 @@ from_exports as (
         m.l2_write_bw_gbps,
         m.main_mem_read_bw_gbps,
         m.main_mem_write_bw_gbps,
-        ops.seq
-    from stg_export_metrics as m
-    inner join stg_export_ops as ops
-        on m.device_id = ops.device_id
-        and m.stream_id = ops.stream_id
-        and m.task_id = ops.task_id
-        and m.start_ns = ops.start_ns
-        and coalesce(m.context_id, -1) = coalesce(ops.context_id, -1)
+        m.seq
+    from stg_export_ops as m
+    where m.has_run and m.has_metrics
 )
 
 select * exclude (seq)

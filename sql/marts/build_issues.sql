@@ -1,7 +1,7 @@
 -- build_issues: one row per (device, check) that found something while building the reports.
 --
 -- Grain:   (run_id, device_id, kind)
--- Sources: stg_task_instances, stg_pmu_records, stg_task_ops, stg_export_metrics, stg_export_ops
+-- Sources: stg_task_instances, stg_pmu_records, stg_task_ops, stg_export_ops
 -- Follows: nothing in msprof, which drops these silently (analysis-and-exports §C1);
 --          they are counted so that no loss goes unreported.
 -- Columns:
@@ -54,15 +54,10 @@ pmu_untimed as (
 ),
 
 metrics_unmatched as (
-    select m.device_id, count(*) as n
-    from stg_export_metrics as m
-    anti join stg_export_ops as ops
-        on m.device_id = ops.device_id
-        and m.stream_id = ops.stream_id
-        and m.task_id = ops.task_id
-        and m.start_ns = ops.start_ns
-        and coalesce(m.context_id, -1) = coalesce(ops.context_id, -1)
-    group by m.device_id
+    select device_id, count(*) as n
+    from stg_export_ops
+    where not has_run
+    group by device_id
 )
 
 select device_id, kind, count, message

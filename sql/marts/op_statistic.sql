@@ -23,7 +23,7 @@
 with exported as (
     select device_id, op_type, coalesce(accelerator_core, task_type) as core_type, dur_ns
     from stg_export_ops
-    where op_type is not null
+    where has_run and op_type is not null
 ),
 
 raw_instances as (

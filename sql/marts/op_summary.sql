@@ -1,7 +1,7 @@
 -- op_summary: one row per device task execution with its operator, times and (exported runs) PMU values.
 --
 -- Grain:   (run_id, device_id, start_ns, stream_id, task_id, context_id)
--- Sources: stg_export_ops, stg_export_metrics (exported runs); stg_task_instances, stg_task_ops
+-- Sources: stg_export_ops (exported runs); stg_task_instances, stg_task_ops
 --          (raw runs)
 -- Follows: msprof op_summary (analysis-and-exports §A6.4, §B1) and torch_npu kernel_details:
 --          rows in start order; Task Wait Time = max(start - previous start - previous
@@ -9,7 +9,7 @@
 --          first row. Choices: every execution is a row, also those no operator names (msprof
 --          drops tasks without a GE description; here op_name is NULL so nothing is lost); times
 --          in integer ns, not rounded us. Exported runs take the exporter's association of op
---          and execution and its PMU values (the aic_ or aiv_ side, stg_export_metrics); raw
+--          and execution and its PMU values (the aic_ or aiv_ side, stg_export_ops); raw
 --          runs take the op the stg_task_ops association gives and leave the PMU columns NULL
 --          (their recomputed metrics are in ai_core_metrics).
 -- Columns:
@@ -65,24 +65,19 @@ with exported as (
         ops.output_shapes,
         ops.output_data_types,
         ops.output_formats,
-        m.aicore_time_us,
-        m.total_cycles,
-        m.mac_ratio,
-        m.vec_ratio,
-        m.scalar_ratio,
-        m.mte2_ratio,
-        m.memory_bound,
-        m.cube_utilization_pct,
+        ops.aicore_time_us,
+        ops.total_cycles,
+        ops.mac_ratio,
+        ops.vec_ratio,
+        ops.scalar_ratio,
+        ops.mte2_ratio,
+        ops.memory_bound,
+        ops.cube_utilization_pct,
         ops.seq,
         lag(ops.end_ns) over (partition by ops.device_id order by ops.start_ns, ops.stream_id, ops.task_id, ops.seq)
             as prev_end_ns
     from stg_export_ops as ops
-    left join stg_export_metrics as m
-        on ops.device_id = m.device_id
-        and ops.stream_id = m.stream_id
-        and ops.task_id = m.task_id
-        and ops.start_ns = m.start_ns
-        and coalesce(ops.context_id, -1) = coalesce(m.context_id, -1)
+    where ops.has_run
 ),
 
 raw_instances as (
