@@ -1,0 +1,69 @@
+"""Exported ops and PMU values meet their execution exactly on (device, stream, task, start):
+a hand-made export whose timeline and kernel_details disagree on one task."""
+
+from __future__ import annotations
+
+import json
+
+from pipeline.export import fetch
+from pipeline.jobs import run_roots
+from pipeline.warehouse import Warehouse
+
+HW = 100  # trace pid of the Ascend Hardware process
+
+TRACE = [
+    {"ph": "M", "name": "process_name", "pid": HW, "tid": 0, "args": {"name": "Ascend Hardware"}},
+    # stream 3: task 7 runs twice (two executions of the same task id), task 8 once
+    {"ph": "X", "name": "MatMul_k", "pid": HW, "tid": 3, "ts": "1000.000", "dur": "2.500",
+     "args": {"Task Id": 7, "Stream Id": 3, "Task Type": "AI_CORE", "Subtask Id": 4294967295}},
+    {"ph": "X", "name": "Gelu_k", "pid": HW, "tid": 3, "ts": "1010.000", "dur": "1.250",
+     "args": {"Task Id": 8, "Stream Id": 3, "Task Type": "AI_VECTOR_CORE", "Subtask Id": 4294967295}},
+    {"ph": "X", "name": "MatMul_k", "pid": HW, "tid": 3, "ts": "1020.000", "dur": "3.000",
+     "args": {"Task Id": 7, "Stream Id": 3, "Task Type": "AI_CORE", "Subtask Id": 4294967295}},
+]
+# kernel_details describes the first two executions and one the timeline does not have (start 1030)
+KERNELS = """Task ID,Stream ID,Name,Type,Accelerator Core,Start Time(us),Duration(us),Block Dim,Context ID,aicore_time(us),aic_total_cycles,aic_mac_ratio,aiv_time(us),aiv_total_cycles,aiv_vec_ratio
+7,3,MatMul_k,MatMul,AI_CORE,1000.000\t,2.500,8,N/A,2.0,3600,0.5,0.0,0,0.0
+8,3,Gelu_k,Gelu,AI_VECTOR_CORE,1010.000\t,1.250,4,N/A,0.0,0,0.0,1.0,1800,0.25
+7,3,MatMul_k,MatMul,AI_CORE,1030.000\t,3.000,8,N/A,2.5,4500,0.6,0.0,0,0.0
+"""
+
+
+def _run(tmp_path):
+    dump = tmp_path / "export"
+    dump.mkdir()
+    (dump / "trace_view.json").write_text(json.dumps(TRACE))
+    (dump / "kernel_details.csv").write_text(KERNELS)
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        (o,) = run_roots(wh, [dump])
+    assert o.status == "built", o.error
+    return wh, o.run_id
+
+
+def _rows(wh, table, run_id):
+    return fetch(wh, table, [run_id])[1].to_pylist()
+
+
+def test_ops_and_pmu_values_join_their_own_execution(tmp_path):
+    wh, run_id = _run(tmp_path)
+    ops = [(r["task_id"], r["start_ns"], r["dur_ns"], r["op_type"], r["block_dim"], r["aicore_time_us"],
+            r["total_cycles"], r["mac_ratio"], r["vec_ratio"]) for r in _rows(wh, "op_summary", run_id)]
+    assert ops == [
+        # AI Core task: the aic_ values (there is no aic_vec_ratio column: NULL, not the aiv_ one)
+        (7, 1_000_000, 2_500, "MatMul", 8, 2.0, 3600.0, 0.5, None),
+        # vector core task: the aiv_ values (aiv_time(us), aiv_total_cycles, aiv_vec_ratio)
+        (8, 1_010_000, 1_250, "Gelu", 4, 1.0, 1800.0, None, 0.25),
+        (7, 1_020_000, 3_000, None, None, None, None, None, None),  # no description names it: not the other 7's
+    ]
+    assert [r["wait_ns"] for r in _rows(wh, "op_summary", run_id)] == [0, 7_500, 8_750]
+    ai = [(r["task_id"], r["ts_ns"], r["aicore_time_us"]) for r in _rows(wh, "ai_core_metrics", run_id)]
+    assert ai == [(7, 1_002_500, 2.0), (8, 1_011_250, 1.0)]
+
+
+def test_pmu_values_of_an_execution_the_run_lacks_are_counted(tmp_path):
+    wh, run_id = _run(tmp_path)
+    issues = {r["kind"]: r["count"] for r in _rows(wh, "build_issues", run_id)}
+    assert issues.get("export_metrics_without_task") == 1
+    stats = {(r["op_type"], r["core_type"]): (r["count"], r["total_ns"]) for r in _rows(wh, "op_statistic", run_id)}
+    assert stats == {("MatMul", "AI_CORE"): (1, 2_500), ("Gelu", "AI_VECTOR_CORE"): (1, 1_250)}
