@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import json
 
-from pipeline.export import fetch
-from pipeline.jobs import run_roots
-from pipeline.warehouse import Warehouse
+from tests.built import build_dump
 
 HW = 100  # trace pid of the Ascend Hardware process
 
@@ -34,21 +32,13 @@ def _run(tmp_path):
     dump.mkdir()
     (dump / "trace_view.json").write_text(json.dumps(TRACE))
     (dump / "kernel_details.csv").write_text(KERNELS)
-    wh = Warehouse(tmp_path / "wh")
-    with wh.writer():
-        (o,) = run_roots(wh, [dump])
-    assert o.status == "built", o.error
-    return wh, o.run_id
-
-
-def _rows(wh, table, run_id):
-    return fetch(wh, table, [run_id])[1].to_pylist()
+    return build_dump(tmp_path / "wh", dump)[1]
 
 
 def test_ops_and_pmu_values_join_their_own_execution(tmp_path):
-    wh, run_id = _run(tmp_path)
+    rows = _run(tmp_path)
     ops = [(r["task_id"], r["start_ns"], r["dur_ns"], r["op_type"], r["block_dim"], r["aicore_time_us"],
-            r["total_cycles"], r["mac_ratio"], r["vec_ratio"]) for r in _rows(wh, "op_summary", run_id)]
+            r["total_cycles"], r["mac_ratio"], r["vec_ratio"]) for r in rows("op_summary")]
     assert ops == [
         # AI Core task: the aic_ values (there is no aic_vec_ratio column: NULL, not the aiv_ one)
         (7, 1_000_000, 2_500, "MatMul", 8, 2.0, 3600.0, 0.5, None),
@@ -56,14 +46,14 @@ def test_ops_and_pmu_values_join_their_own_execution(tmp_path):
         (8, 1_010_000, 1_250, "Gelu", 4, 1.0, 1800.0, None, 0.25),
         (7, 1_020_000, 3_000, None, None, None, None, None, None),  # no description names it: not the other 7's
     ]
-    assert [r["wait_ns"] for r in _rows(wh, "op_summary", run_id)] == [0, 7_500, 8_750]
-    ai = [(r["task_id"], r["ts_ns"], r["aicore_time_us"]) for r in _rows(wh, "ai_core_metrics", run_id)]
+    assert [r["wait_ns"] for r in rows("op_summary")] == [0, 7_500, 8_750]
+    ai = [(r["task_id"], r["ts_ns"], r["aicore_time_us"]) for r in rows("ai_core_metrics")]
     assert ai == [(7, 1_002_500, 2.0), (8, 1_011_250, 1.0)]
 
 
 def test_pmu_values_of_an_execution_the_run_lacks_are_counted(tmp_path):
-    wh, run_id = _run(tmp_path)
-    issues = {r["kind"]: r["count"] for r in _rows(wh, "build_issues", run_id)}
+    rows = _run(tmp_path)
+    issues = {r["kind"]: r["count"] for r in rows("build_issues")}
     assert issues.get("export_metrics_without_task") == 1
-    stats = {(r["op_type"], r["core_type"]): (r["count"], r["total_ns"]) for r in _rows(wh, "op_statistic", run_id)}
+    stats = {(r["op_type"], r["core_type"]): (r["count"], r["total_ns"]) for r in rows("op_statistic")}
     assert stats == {("MatMul", "AI_CORE"): (1, 2_500), ("Gelu", "AI_VECTOR_CORE"): (1, 1_250)}

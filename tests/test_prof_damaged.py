@@ -9,11 +9,9 @@ from __future__ import annotations
 import dataclasses
 import shutil
 
-from pipeline.export import fetch
-from pipeline.jobs import ingest_dump
 from pipeline.synth.prof import ProfConfig, generate
-from pipeline.warehouse import Warehouse
 from tests import oracle
+from tests.built import build_dump
 from tests import oracle_prof as O
 
 
@@ -30,20 +28,12 @@ def test_missing_and_cut_device_data(tmp_path):
     hwts.write_bytes(hwts.read_bytes()[:-10])  # into the last (log type 3) record
     aicore.write_bytes(aicore.read_bytes()[:-50])  # into the last PMU record
 
-    wh = Warehouse(tmp_path / "wh")
-    with wh.writer():
-        outcome = ingest_dump(wh, dump)
-    assert outcome.status == "built", outcome.error
-
-    def rows(table):
-        _, t = fetch(wh, table, [outcome.run_id])
-        return [{k: v for k, v in r.items() if k != "run_id"} for r in t.to_pylist()]
+    run, rows = build_dump(tmp_path / "wh", dump)
 
     issues = rows("ingest_issues")
     assert {(i["device_id"], i["source_file"]) for i in issues if i["kind"] == "missing_file"} == {(1, "device_1/data")}
     cut = {(i["source_file"], i["byte_length"]) for i in issues if i["kind"] == "truncated_record"}
     assert cut == {(f"device_2/data/{hwts.name}", 54), (f"device_2/data/{aicore.name}", 78)}
-    run = wh.run(outcome.run_id)
     assert run["devices"] == [0, 1, 2] and run["bytes_decoded"] + run["bytes_skipped"] == run["data_bytes"]
 
     last_pmu = max((p for p in truth.pmu if p.device_id == 2), key=lambda p: p.ts_ns)

@@ -18,10 +18,8 @@ import json
 import pytest
 
 from pipeline.dumps import detect
-from pipeline.export import fetch
-from pipeline.jobs import ingest_dump
 from pipeline.readers.metadata import read_end_info, read_info, read_start_info
-from pipeline.warehouse import Warehouse
+from tests.built import build_dump
 
 JOB3 = "mindspore-ai+mindinsight/tests/utils/resource/JOB3"
 PROFILER = "mindspore-ai+mindinsight/tests/utils/resource/profiler"
@@ -29,16 +27,7 @@ HWTS = "hwts.log.data.45.dev.profiler_default_tag.1.slice_0"
 
 
 def _ingest(tmp_path, dump):
-    wh = Warehouse(tmp_path / "wh")
-    with wh.writer():
-        outcome = ingest_dump(wh, dump)
-    assert outcome.status == "built", outcome.error
-
-    def rows(table):
-        _, t = fetch(wh, table, [outcome.run_id])
-        return [{k: v for k, v in r.items() if k != "run_id"} for r in t.to_pylist()]
-
-    return wh.run(outcome.run_id), rows
+    return build_dump(tmp_path / "wh", dump)
 
 
 @pytest.fixture
