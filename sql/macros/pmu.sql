@@ -3,6 +3,11 @@
 -- pmu_counter(events, counters, event_id)
 --   the counter of the slot that sample.json programmed with event_id; NULL when no slot
 --   has it (raw-formats §6.1, §8: slot i counts the i-th event of ai_core_profiling_events).
+-- pmu_events(events, counters)
+--   the counters profetl's AI Core formulas use, by name, as a struct (unnest() makes them
+--   columns): vec/mac/scalar/mte1/mte2/mte3 cycles (events 0x08, 0x0a, 0x09, 0x0b, 0x0c, 0x0d),
+--   I-Cache requests and misses (0x54, 0x55) and the bandwidth requests: ub (0x15, 0x16), l1
+--   (0x31, 0x32), l2 (0x0f, 0x10), main memory (0x12, 0x13) reads and writes.
 -- pmu_bandwidth_gbps(requests, event_id, core_seconds)
 --   GB/s moved by a bandwidth event: requests * bytes per request / core-seconds / 2^33
 --   (analysis-and-exports §A3.3). Bytes per request, where msprof's paths disagree (§D1):
@@ -11,6 +16,26 @@
 
 create or replace macro pmu_counter(events, counters, event_id) as
     counters[list_position(events, event_id)];
+
+create or replace macro pmu_events(events, counters) as
+    struct_pack(
+        vec_cycles := pmu_counter(events, counters, 8),
+        mac_cycles := pmu_counter(events, counters, 10),
+        scalar_cycles := pmu_counter(events, counters, 9),
+        mte1_cycles := pmu_counter(events, counters, 11),
+        mte2_cycles := pmu_counter(events, counters, 12),
+        mte3_cycles := pmu_counter(events, counters, 13),
+        icache_req := pmu_counter(events, counters, 84),
+        icache_miss := pmu_counter(events, counters, 85),
+        ub_read_req := pmu_counter(events, counters, 21),
+        ub_write_req := pmu_counter(events, counters, 22),
+        l1_read_req := pmu_counter(events, counters, 49),
+        l1_write_req := pmu_counter(events, counters, 50),
+        l2_read_req := pmu_counter(events, counters, 15),
+        l2_write_req := pmu_counter(events, counters, 16),
+        main_read_req := pmu_counter(events, counters, 18),
+        main_write_req := pmu_counter(events, counters, 19)
+    );
 
 create or replace macro pmu_bandwidth_gbps(requests, event_id, core_seconds) as
     requests * (

@@ -59,20 +59,5 @@ select
     ts_ns as end_ns,
     total_cycles,
     aic_freq_mhz,
-    pmu_counter(events, counters, 8) as vec_cycles,
-    pmu_counter(events, counters, 10) as mac_cycles,
-    pmu_counter(events, counters, 9) as scalar_cycles,
-    pmu_counter(events, counters, 11) as mte1_cycles,
-    pmu_counter(events, counters, 12) as mte2_cycles,
-    pmu_counter(events, counters, 13) as mte3_cycles,
-    pmu_counter(events, counters, 84) as icache_req,
-    pmu_counter(events, counters, 85) as icache_miss,
-    pmu_counter(events, counters, 21) as ub_read_req,
-    pmu_counter(events, counters, 22) as ub_write_req,
-    pmu_counter(events, counters, 49) as l1_read_req,
-    pmu_counter(events, counters, 50) as l1_write_req,
-    pmu_counter(events, counters, 15) as l2_read_req,
-    pmu_counter(events, counters, 16) as l2_write_req,
-    pmu_counter(events, counters, 18) as main_read_req,
-    pmu_counter(events, counters, 19) as main_write_req
+    unnest(pmu_events(events, counters))
 from records
