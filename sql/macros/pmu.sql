@@ -8,6 +8,11 @@
 --   columns): vec/mac/scalar/mte1/mte2/mte3 cycles (events 0x08, 0x0a, 0x09, 0x0b, 0x0c, 0x0d),
 --   I-Cache requests and misses (0x54, 0x55) and the bandwidth requests: ub (0x15, 0x16), l1
 --   (0x31, 0x32), l2 (0x0f, 0x10), main memory (0x12, 0x13) reads and writes.
+-- pmu_ratios(r)
+--   the pipe ratios of a row r (a table alias: its columns *_cycles and cycles):
+--   <pipe>_ratio = <pipe>_cycles / cycles, NULL without cycles (analysis-and-exports §A3.3).
+-- pmu_bandwidths(r)
+--   the eight bandwidths in GB/s of a row r (its *_req columns and core_seconds).
 -- pmu_bandwidth_gbps(requests, event_id, core_seconds)
 --   GB/s moved by a bandwidth event: requests * bytes per request / core-seconds / 2^33
 --   (analysis-and-exports §A3.3). Bytes per request, where msprof's paths disagree (§D1):
@@ -50,3 +55,25 @@ create or replace macro pmu_bandwidth_gbps(requests, event_id, core_seconds) as
             when 19 then 8.0 * 8      -- 0x13 main memory write
         end
     ) / nullif(core_seconds, 0) / 8589934592.0;
+
+create or replace macro pmu_ratios(r) as
+    struct_pack(
+        vec_ratio := r.vec_cycles / nullif(r.cycles, 0),
+        mac_ratio := r.mac_cycles / nullif(r.cycles, 0),
+        scalar_ratio := r.scalar_cycles / nullif(r.cycles, 0),
+        mte1_ratio := r.mte1_cycles / nullif(r.cycles, 0),
+        mte2_ratio := r.mte2_cycles / nullif(r.cycles, 0),
+        mte3_ratio := r.mte3_cycles / nullif(r.cycles, 0)
+    );
+
+create or replace macro pmu_bandwidths(r) as
+    struct_pack(
+        ub_read_bw_gbps := pmu_bandwidth_gbps(r.ub_read_req, 21, r.core_seconds),
+        ub_write_bw_gbps := pmu_bandwidth_gbps(r.ub_write_req, 22, r.core_seconds),
+        l1_read_bw_gbps := pmu_bandwidth_gbps(r.l1_read_req, 49, r.core_seconds),
+        l1_write_bw_gbps := pmu_bandwidth_gbps(r.l1_write_req, 50, r.core_seconds),
+        l2_read_bw_gbps := pmu_bandwidth_gbps(r.l2_read_req, 15, r.core_seconds),
+        l2_write_bw_gbps := pmu_bandwidth_gbps(r.l2_write_req, 16, r.core_seconds),
+        main_mem_read_bw_gbps := pmu_bandwidth_gbps(r.main_read_req, 18, r.core_seconds),
+        main_mem_write_bw_gbps := pmu_bandwidth_gbps(r.main_write_req, 19, r.core_seconds)
+    );

@@ -89,12 +89,7 @@ records as (
 ratios as (
     select
         *,
-        vec_cycles / nullif(cycles, 0) as vec_ratio,
-        mac_cycles / nullif(cycles, 0) as mac_ratio,
-        scalar_cycles / nullif(cycles, 0) as scalar_ratio,
-        mte1_cycles / nullif(cycles, 0) as mte1_ratio,
-        mte2_cycles / nullif(cycles, 0) as mte2_ratio,
-        mte3_cycles / nullif(cycles, 0) as mte3_ratio
+        unnest(pmu_ratios(records))
     from records
 ),
 
@@ -122,14 +117,7 @@ select
     mte3_ratio,
     icache_miss::double / nullif(icache_req, 0) as icache_miss_rate,
     mte2_ratio / nullif(greatest(mac_ratio, vec_ratio), 0) as memory_bound,
-    pmu_bandwidth_gbps(ub_read_req, 21, core_seconds) as ub_read_bw_gbps,
-    pmu_bandwidth_gbps(ub_write_req, 22, core_seconds) as ub_write_bw_gbps,
-    pmu_bandwidth_gbps(l1_read_req, 49, core_seconds) as l1_read_bw_gbps,
-    pmu_bandwidth_gbps(l1_write_req, 50, core_seconds) as l1_write_bw_gbps,
-    pmu_bandwidth_gbps(l2_read_req, 15, core_seconds) as l2_read_bw_gbps,
-    pmu_bandwidth_gbps(l2_write_req, 16, core_seconds) as l2_write_bw_gbps,
-    pmu_bandwidth_gbps(main_read_req, 18, core_seconds) as main_mem_read_bw_gbps,
-    pmu_bandwidth_gbps(main_write_req, 19, core_seconds) as main_mem_write_bw_gbps,
+    unnest(pmu_bandwidths(ratios)),
     seq
 from ratios
 ),
