@@ -61,12 +61,12 @@ NOT_READ = [
     (re.compile(rf"^(npu_module_mem|memory_record|operator_memory|npu_mem|static_op_mem|memory_?\w*){_T}\.csv$"),
      "memory records: not part of profetl's tables"),
     (re.compile(rf"^(operator_details|l2_cache|ai_cpu|fusion_op|aicpu\w*|communication_statistic|"
-                rf"hccl_statistic|dp_statistic|op_summary_?\w*|prof_rule\w*|\w+_statistic){_T}\.csv$"),
+                rf"hccl_statistic|dp_statistic|prof_rule\w*|\w+_statistic){_T}\.csv$"),
      "summary not used by profetl's tables"),
     (re.compile(rf"^(api_statistic|op_statistic|step_trace_time){_T}\.csv$"),
      "totals recomputed from events (kept as a consistency check)"),
     (re.compile(r".*\.(txt|log|md)$", re.I), "notes or logs, not profiling data"),
-    (re.compile(r"^\..*\.done$|.*\.done$"), "completion marker"),
+    (re.compile(r".*\.done$"), "completion marker"),
     (re.compile(r".*\.(db-journal|db-wal|db-shm)$"), "SQLite side file"),
 ]
 
@@ -114,7 +114,7 @@ _MAX_DEPTH = 4
 
 def _export_files_in(d: Path) -> bool:
     try:
-        return any(p.is_file() and classify(p.name) and classify(p.name)[0] != "control" for p in d.iterdir())
+        return any(p.is_file() and (classify(p.name) or ("control",))[0] != "control" for p in d.iterdir())
     except OSError:
         return False
 

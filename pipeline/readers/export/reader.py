@@ -27,6 +27,7 @@ from pipeline.readers import metadata as M
 from pipeline.readers.export import csvs, db, timeline
 from pipeline.readers.export.context import ExportContext, SourceResult
 from pipeline.readers.export.files import ExportDump, ExportFile, not_read_reason, scan
+from pipeline.readers.hiprof.files import rel_name
 from pipeline.readers.hiprof.reader import RunMeta, Sink
 from pipeline.readers.issues import Issue, IssueLog
 
@@ -98,12 +99,11 @@ def read_export(root: Path, sink: Sink, log: IssueLog, layout: str | None = None
     results: dict[Path, SourceResult] = {}
     for f in dump.files:
         tables = by_file.get(f.path)
-        rel = _rel(root, f.path)
         if f.group == "control":
             continue
         if not tables:
             why = not_read_reason(f.path.name) or "a more detailed source of the same data was read instead"
-            log.add(Issue(rel, "not_read", why, device_id=f.device_id))
+            log.add(Issue(rel_name(root, f.path), "not_read", why, device_id=f.device_id))
             continue
         ctx = ExportContext(root, sink, log, frozenset(tables),
                             f.device_id if f.device_id is not None else default_device)
@@ -115,11 +115,11 @@ def read_export(root: Path, sink: Sink, log: IssueLog, layout: str | None = None
             continue
         results[f.path] = res
     for p in dump.nested:
-        log.add(Issue(_rel(root, p), "not_read",
+        log.add(Issue(rel_name(root, p), "not_read",
                       "msprof's own data or export of the same collection: a run of its own (ingest that folder)"))
     for p in dump.others:
         why = not_read_reason(p.name)
-        log.add(Issue(_rel(root, p), "not_read" if why else "unknown_file",
+        log.add(Issue(rel_name(root, p), "not_read" if why else "unknown_file",
                       why or "not a file profetl reads: left alone"))
 
     _run_level(meta, dump, chosen, results, default_device, sink, root, log)
@@ -134,11 +134,6 @@ def _read_one(f: ExportFile, ctx: ExportContext) -> SourceResult | None:
     return csvs.read_summary(f.path, f.kind, ctx)
 
 
-def _rel(root: Path, p: Path) -> str:
-    from pipeline.readers.hiprof.files import rel_name
-    return rel_name(root, p)
-
-
 def _default_device(dump: ExportDump, log: IssueLog) -> int | None:
     """The device of a single-rank export whose files do not name one: torch_npu's profiler_info
     holds the rank; the device folder (device_N) wins where there is one."""
@@ -146,7 +141,7 @@ def _default_device(dump: ExportDump, log: IssueLog) -> int | None:
         try:
             info = json.loads(M.read_text(f.path))
         except (M.MetadataError, ValueError):
-            log.add(Issue(_rel(dump.root, f.path), "bad_metadata", "not JSON: rank and device unknown"))
+            log.add(Issue(rel_name(dump.root, f.path), "bad_metadata", "not JSON: rank and device unknown"))
             continue
         rank = info.get("rank_id") if isinstance(info, dict) else None
         if isinstance(rank, int) and rank >= 0:
@@ -172,7 +167,7 @@ def _run_level(meta: RunMeta, dump: ExportDump, chosen: dict[str, list[ExportFil
         files = chosen.get(table, [])
         filled = sum(results[f.path].rows.get(table, 0) for f in files if f.path in results)
         if files and filled:
-            names = sorted({_rel(root, f.path) for f in files})
+            names = sorted({rel_name(root, f.path) for f in files})
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
             meta.sources.append(f"{table}: {_group_label(files[0])} {shown}")
         else:
@@ -205,7 +200,7 @@ def _device_control(dump: ExportDump, log: IssueLog) -> dict[int, dict]:
             if f.kind == "info_json":
                 info = M.read_info(f.path)
                 di = info.device_info[0] if info.device_info else None
-                row.update({"source_file": [_rel(dump.root, f.path)], "platform_version": [info.platform_version],
+                row.update({"source_file": [rel_name(dump.root, f.path)], "platform_version": [info.platform_version],
                             "chip": [chip_name(info.platform_version)], "platform_source": ["info.json"],
                             "pid": [info.pid_int], "host_freq_mhz": [info.host_freq_mhz],
                             "hwts_freq_mhz": [di.hwts_mhz if di else None],
@@ -219,7 +214,7 @@ def _device_control(dump: ExportDump, log: IssueLog) -> dict[int, dict]:
                     row["wall_offset_ns"] = [start.collection_time_begin_us * 1000 - start.clock_monotonic_raw_ns]
                     row["host_mon_ns"] = [start.clock_monotonic_raw_ns]
         except M.MetadataError as e:
-            log.add(Issue(_rel(dump.root, f.path), "bad_metadata", str(e), device_id=dev))
+            log.add(Issue(rel_name(dump.root, f.path), "bad_metadata", str(e), device_id=dev))
     return out
 
 
