@@ -14,23 +14,26 @@ from pipeline.readers.slices import SliceStream
 I64 = np.int64
 
 
-def _ns(clock: DeviceClock, syscnt: np.ndarray):
-    ns = clock.to_ns(syscnt)
-    return pa.nulls(len(syscnt), pa.int64()) if ns is None else ns
+def ns(clock: DeviceClock | None, syscnt: np.ndarray):
+    """Device syscnt as run-clock ns; NULL when the clock (its frequency) is unknown."""
+    out = clock.to_ns(syscnt) if clock is not None else None
+    return pa.nulls(len(syscnt), pa.int64()) if out is None else out
 
 
 
-def time_line_states(b: Batch, stream: SliceStream, device_id: int, clock: DeviceClock) -> dict:
+def time_line_states(b: Batch, stream: SliceStream, device_id: int, clock: DeviceClock,
+                     record_kind: str = "time_line") -> dict:
+    """TS TIME_LINE-shaped records (stream, task, type, state, timestamp) as task_states rows."""
     r = b.records
     return {
         **base_columns(b, stream, device_id),
-        "record_kind": "time_line",
+        "record_kind": record_kind,
         "stream_id": (r["stream_id"] % 2048).astype(np.int32),
         "task_id": r["task_id"].astype(np.int32),
         "task_type": r["task_type"].astype(np.int32),
         "task_state": r["task_state"].astype(np.int32),
         "timestamp_syscnt": r["timestamp"].astype(I64),
-        "ts_ns": _ns(clock, r["timestamp"]),
+        "ts_ns": ns(clock, r["timestamp"]),
     }
 
 
@@ -50,7 +53,7 @@ def memcpy_states(b: Batch, stream: SliceStream, device_id: int, clock: DeviceCl
         "task_type": np.full(len(r), L.MEMCPY_TASK_TYPE, np.int32),
         "task_state": state,
         "timestamp_syscnt": r["timestamp"].astype(I64),
-        "ts_ns": _ns(clock, r["timestamp"]),
+        "ts_ns": ns(clock, r["timestamp"]),
     }
 
 
@@ -64,7 +67,7 @@ def step_keypoints(b: Batch, stream: SliceStream, device_id: int, clock: DeviceC
         "stream_id": (r["stream_id"] % 2048).astype(np.int32),
         "task_id": r["task_id"].astype(np.int32),
         "timestamp_syscnt": r["timestamp"].astype(I64),
-        "ts_ns": _ns(clock, r["timestamp"]),
+        "ts_ns": ns(clock, r["timestamp"]),
     }
 
 
@@ -83,7 +86,7 @@ def event_counts(b: Batch, stream: SliceStream, device_id: int, clock: DeviceClo
         # overflow 0 means overflowCycle is all-F filler (raw-formats §6.1)
         "overflow_cycle": np.where(overflow == 0, np.uint64(0), r["overflow_cycle"]).astype(np.uint64),
         "timestamp_syscnt": r["timestamp"].astype(I64),
-        "ts_ns": _ns(clock, r["timestamp"]),
+        "ts_ns": ns(clock, r["timestamp"]),
     }
     for i in range(8):
         out[f"counter_{i}"] = r["events"][:, i].astype(np.uint64)

@@ -113,7 +113,7 @@ def _entries(d: Path) -> list[Path]:
         return []
 
 
-def _inside(root: Path, p: Path) -> bool:
+def inside(root: Path, p: Path) -> bool:
     """True when p is a regular file whose real path stays inside the dump."""
     try:
         real = p.resolve(strict=True)
@@ -145,7 +145,7 @@ def scan(root: Path) -> Layout1Files:
             if not _KNOWN_TOP.match(p.name):
                 unknown.append(_rel(root, p))
             continue
-        if not _inside(root, p):
+        if not inside(root, p):
             not_files.append(_rel(root, p))
             continue
         dev = CONTROL[kind].match(p.name).group("dev")
@@ -158,7 +158,7 @@ def scan(root: Path) -> Layout1Files:
         if hit is None:
             unknown.append(_rel(root, p))
             continue
-        if not _inside(root, p):
+        if not inside(root, p):
             not_files.append(_rel(root, p))
             continue
         kind, g = hit

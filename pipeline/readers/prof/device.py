@@ -24,6 +24,7 @@ from pipeline.readers.clock import DeviceClock
 from pipeline.readers.columns import base_columns
 from pipeline.readers.decode import Batch
 from pipeline.readers.hiprof import device as G1
+from pipeline.readers.hiprof.device import ns
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.prof.files import Stream
 from pipeline.readers.prof.pairing import Logs, Runs
@@ -35,11 +36,6 @@ I64 = np.int64
 # a 40-byte record as raw bytes, with its tag: the tag's own layout is applied per tag
 TS_GENERIC = Layout("ts_track", np.dtype({"names": ["raw", "tag"], "formats": ["V40", "u1"], "offsets": [0, 1],
                                           "itemsize": P.TS_TRACK_SIZE}))
-
-
-def ns(clock: DeviceClock | None, syscnt: np.ndarray):
-    out = clock.to_ns(syscnt) if clock is not None else None
-    return pa.nulls(len(syscnt), pa.int64()) if out is None else out
 
 
 def _as(records: np.ndarray, layout: Layout) -> np.ndarray:
@@ -64,16 +60,7 @@ def read_ts_track(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) 
             elif t == P.TS_MEMCPY.tag:
                 sink.write("task_states", G1.memcpy_states(sub, stream, dev, clock))
             elif t == P.TS_TASK_TYPE.tag:
-                sink.write("task_states", {
-                    **base_columns(sub, stream, dev),
-                    "record_kind": "ts_task_type",
-                    "stream_id": (r["stream_id"] % 2048).astype(np.int32),
-                    "task_id": r["task_id"].astype(np.int32),
-                    "task_type": r["task_type"].astype(np.int32),
-                    "task_state": r["task_state"].astype(np.int32),
-                    "timestamp_syscnt": r["timestamp"].astype(I64),
-                    "ts_ns": ns(clock, r["timestamp"]),
-                })
+                sink.write("task_states", G1.time_line_states(sub, stream, dev, clock, "ts_task_type"))
             elif t == P.TS_FLIP.tag:
                 sink.write("task_states", {
                     **base_columns(sub, stream, dev),

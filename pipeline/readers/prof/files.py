@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from pipeline.readers.hiprof.files import CONTROL, PATTERNS as LEGACY_PATTERNS, rel_name
+from pipeline.readers.hiprof.files import CONTROL, PATTERNS as LEGACY_PATTERNS, inside, rel_name
 from pipeline.readers.slices import SliceFile
 
 PROF_NAME = re.compile(r"^PROF_(?P<n>\d{1,10})_(?P<ts>\d{1,20})_(?P<rand>[A-Za-z0-9]{1,20})$")
@@ -124,14 +124,6 @@ def _entries(d: Path) -> list[Path]:
 
 def _subdirs(d: Path) -> list[Path]:
     return [p for p in _entries(d) if p.is_dir() and not p.is_symlink()]
-
-
-def _inside(root: Path, p: Path) -> bool:
-    try:
-        real = p.resolve(strict=True)
-        return real.is_file() and real.is_relative_to(root.resolve())
-    except OSError:
-        return False
 
 
 def match(name: str) -> tuple[str, dict] | None:
@@ -266,7 +258,7 @@ def _scan_collection(root: Path, d: Path, device_id: int, data_dirs: list[Path])
                 else:
                     cd.unknown.append(rel_name(root, p))
                 continue
-            if not _inside(root, p):
+            if not inside(root, p):
                 cd.not_files.append(rel_name(root, p))
                 continue
             if legacy is not None:
