@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from pipeline.readers.distinct import distinct, map_distinct, merge_by_mask
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.textlines import parse_lines
 
@@ -19,9 +20,9 @@ def decode_names(raw: np.ndarray, on_bad=None) -> pa.Array:
     """
     if len(raw) == 0:
         return pa.array([], pa.string())
-    uniq, inverse = np.unique(raw, return_inverse=True)
+    uniq, index = distinct(raw)
     text, bad = [], []
-    for u in uniq.tolist():
+    for u in uniq:
         value = u.split(b"\0", 1)[0]
         try:
             text.append(value.decode("utf-8"))
@@ -30,8 +31,8 @@ def decode_names(raw: np.ndarray, on_bad=None) -> pa.Array:
             text.append(value.decode("utf-8", "backslashreplace"))
             bad.append(True)
     if on_bad is not None and any(bad):
-        on_bad(np.asarray(bad)[inverse])
-    return pa.DictionaryArray.from_arrays(pa.array(inverse.astype(np.int32)), pa.array(text, pa.string())).cast(pa.string())
+        on_bad(np.asarray(bad)[index])
+    return pa.array(text, pa.string()).take(pa.array(index))
 
 
 def name_reporter(stream, offsets: np.ndarray, log: IssueLog, device_id: int | None, what: str):
@@ -66,22 +67,22 @@ def names_or_hashes(kind: np.ndarray, names: np.ndarray, hashes: np.ndarray, dic
     An unresolved hash keeps its decimal id as the name and is reported.
     """
     strings = kind != 0
-    out = np.empty(len(kind), dtype=object)
-    if strings.any():
-        report = None if on_bad is None else (lambda bad: on_bad(_expand(bad, strings)))
-        out[strings] = np.asarray(decode_names(names[strings], report).to_numpy(zero_copy_only=False), dtype=object)
-    is_hash = kind == 0
-    if is_hash.any():
-        h = hashes[is_hash]
-        uniq, inverse = np.unique(h, return_inverse=True)
-        resolved = [dic.get(int(x)) for x in uniq.tolist()]
-        missing = sum(1 for r in resolved if r is None)
-        if missing:
-            log.add(Issue(rel, "unresolved_hash", f"{missing} {what} hash id(s) not in any hash_dic; the id is kept as the name",
-                          device_id=device_id, count=missing))
-        names_u = np.array([r if r is not None else str(int(x)) for r, x in zip(resolved, uniq.tolist())], dtype=object)
-        out[is_hash] = names_u[inverse]
-    return pa.array(out, pa.string())
+    report = None if on_bad is None else (lambda bad: on_bad(_expand(bad, strings)))
+    missing = 0
+
+    def resolve(x: int) -> str:
+        nonlocal missing
+        found = dic.get(x)
+        if found is None:
+            missing += 1
+            return str(x)
+        return found
+
+    out = merge_by_mask(strings, decode_names(names[strings], report), map_distinct(hashes[~strings], resolve))
+    if missing:
+        log.add(Issue(rel, "unresolved_hash", f"{missing} {what} hash id(s) not in any hash_dic; the id is kept as the name",
+                      device_id=device_id, count=missing))
+    return out
 
 
 def _expand(mask: np.ndarray, where: np.ndarray) -> np.ndarray:

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from pipeline.layouts import prof as P
 from pipeline.readers.decode import Batch
+from pipeline.readers.distinct import map_distinct, merge_by_mask
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.names import read_hash_dic
 from pipeline.readers.prof.files import HOST_ID, Stream
@@ -45,36 +46,30 @@ class HostContext:
     def device_of(self, tid: np.ndarray) -> np.ndarray:
         if not self.tid_device:
             return np.full(len(tid), self.fallback_device, np.int32)
-        uniq, inv = np.unique(tid, return_inverse=True)
-        dev = np.array([self.tid_device.get(int(t), self.fallback_device) for t in uniq.tolist()], np.int32)
-        return dev[inv]
+        return map_distinct(tid, lambda t: self.tid_device.get(t, self.fallback_device), pa.int32()).to_numpy()
 
     def names(self, ids: np.ndarray, rel: str, what: str) -> pa.Array:
         """Hash ids through hash_dic; an id without an entry keeps its decimal text; 0 is no name."""
-        uniq, inv = np.unique(ids, return_inverse=True)
-        out = []
-        for x in uniq.tolist():
-            name = self.hashes.get(int(x))
-            if name is None and int(x) == 0:
-                pass
-            elif name is None:
+
+        def name(x: int) -> str | None:
+            found = self.hashes.get(x)
+            if found is None and x != 0:
                 self.unresolved[(rel, what)] += 1
-                name = str(int(x))
-            out.append(name)
-        return pa.array(np.array(out, dtype=object)[inv], pa.string())
+                return str(x)
+            return found
+
+        return map_distinct(ids, name)
 
     def type_names(self, level: np.ndarray, typ: np.ndarray, rel: str) -> pa.Array:
-        key = level.astype(np.int64) * (1 << 32) + typ.astype(np.int64)
-        uniq, inv = np.unique(key, return_inverse=True)
-        out = []
-        for k in uniq.tolist():
-            lv, ty = k >> 32, k & 0xFFFFFFFF
-            name = self.types.get((lv, ty))
-            if name is None:
+        def name(key: int) -> str:
+            lv, ty = key >> 32, key & 0xFFFFFFFF
+            found = self.types.get((lv, ty))
+            if found is None:
                 self.unresolved[(rel, "type")] += 1
-                name = f"{lv}_{ty}"
-            out.append(name)
-        return pa.array(np.array(out, dtype=object)[inv], pa.string())
+                return f"{lv}_{ty}"
+            return found
+
+        return map_distinct(level.astype(np.int64) * (1 << 32) + typ.astype(np.int64), name)
 
     def flush(self, log: IssueLog) -> None:
         for (rel, what), n in sorted(self.unresolved.items()):
@@ -122,10 +117,9 @@ def thread_devices(streams: list[Stream], log: IssueLog) -> dict[int, int]:
                                 host_magic=True)  # a first pass: issues and bytes are counted by the second
         for b in batches:
             r = b.records
-            pairs, n = np.unique(np.stack([r["tid"].astype(I64), (r["device_id"] & 0xFFF).astype(I64)], axis=1),
-                                 axis=0, return_counts=True)
-            for (tid, dev), k in zip(pairs.tolist(), n.tolist()):
-                counts.setdefault(tid, Counter())[dev] += k
+            pairs = pa.array((r["tid"].astype(I64) << 12) | (r["device_id"] & 0xFFF).astype(I64)).value_counts()
+            for key, k in zip(pairs.field("values").to_pylist(), pairs.field("counts").to_pylist()):
+                counts.setdefault(key >> 12, Counter())[key & 0xFFF] += k
     return {tid: c.most_common(1)[0][0] for tid, c in counts.items()}
 
 
@@ -150,12 +144,6 @@ def task_track_rows(s: Stream, ctx: HostContext, log: IssueLog):
         }
 
 
-def _per_value(values: np.ndarray, name) -> np.ndarray:
-    """``name(v)`` for every element, called once per distinct value (object array)."""
-    uniq, inv = np.unique(values, return_inverse=True)
-    return np.array([name(v) for v in uniq.tolist()], dtype=object)[inv]
-
-
 def node_basic_info_rows(s: Stream, ctx: HostContext, log: IssueLog):
     stream, batches = read_fixed(s.files, P.NODE_BASIC_INFO, log, HOST_ID, aged=s.family == "aging", host_magic=True)
     ge = np.array(P.GE_TASK_TYPES, dtype=object)
@@ -163,7 +151,7 @@ def node_basic_info_rows(s: Stream, ctx: HostContext, log: IssueLog):
         r = b.records
         rel = s.name
         tt = r["task_type"].astype(I64)
-        names = _per_value(tt, lambda t: ge[t] if 0 <= t < len(ge) else f"UNKNOWN_{t}")
+        names = map_distinct(tt, lambda t: ge[t] if 0 <= t < len(ge) else f"UNKNOWN_{t}")
         blocks = r["block_num"].astype(I64)
         yield {
             "device_id": ctx.device_of(r["tid"]),
@@ -172,7 +160,7 @@ def node_basic_info_rows(s: Stream, ctx: HostContext, log: IssueLog):
             "source": "node_basic_info",
             "op_name": ctx.names(r["op_name"], rel, "op name"),
             "op_type": ctx.names(r["op_type"], rel, "op type"),
-            "task_type": pa.array(names.astype(object), pa.string()),
+            "task_type": names,
             "task_type_code": tt,
             "block_dim": (blocks & 0xFFFF).astype(np.int32),
             "mix_block_dim": ((blocks & 0xFFFF) * (blocks >> 16)).astype(np.int32),
@@ -189,14 +177,9 @@ def _api_columns(stream: SliceStream, ctx: HostContext, rel: str, r: np.ndarray,
     is_acl = level == P.ACL_LEVEL
     is_model = level == P.MODEL_LEVEL
     # MODEL level: itemId is the model id (raw-formats §4.1); elsewhere a hash id
-    items = np.empty(len(r), dtype=object)
-    if (~is_model).any():
-        items[~is_model] = np.asarray(ctx.names(r["item_id"][~is_model], rel, "item").to_numpy(zero_copy_only=False),
-                                      dtype=object)
-    if is_model.any():
-        items[is_model] = _per_value(r["item_id"][is_model], lambda x: str(int(x)))
-    item = pa.array(items, pa.string())
-    level_names = _per_value(level, lambda lv: P.LEVELS.get(lv, str(lv)))
+    item = merge_by_mask(is_model, map_distinct(r["item_id"][is_model], str),
+                         ctx.names(r["item_id"][~is_model], rel, "item"))
+    level_names = map_distinct(level, lambda lv: P.LEVELS.get(lv, str(lv)))
     return {
         "device_id": ctx.device_of(r["tid"]),
         "source_file": stream.source_files(offsets),

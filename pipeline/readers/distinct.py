@@ -1,0 +1,46 @@
+"""Per-record columns computed once per distinct value.
+
+Record fields such as name hashes, type codes and thread ids take few distinct values over
+millions of records. ``distinct`` finds them by hashing (Arrow's dictionary encoding), which
+is several times faster than ``np.unique``'s sort; the few distinct values are then mapped in
+Python and spread back to the records with one ``take``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+
+def distinct(values: np.ndarray) -> tuple[list, np.ndarray]:
+    """(the distinct values in first-seen order, each record's index among them).
+
+    Fixed-width byte strings (``S<n>``) come back as ``bytes`` of that width (NULs kept).
+    """
+    if values.dtype.kind == "S":
+        width = values.dtype.itemsize
+        arr = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(values),
+                                                   [None, pa.py_buffer(np.ascontiguousarray(values))])
+    else:
+        arr = pa.array(values)
+    enc = arr.dictionary_encode()
+    return enc.dictionary.to_pylist(), enc.indices.to_numpy()
+
+
+def map_distinct(values: np.ndarray, fn: Callable, type: pa.DataType = pa.string()) -> pa.Array:
+    """``fn(v)`` for every element as an Arrow array, ``fn`` called once per distinct value."""
+    if len(values) == 0:
+        return pa.array([], type)
+    uniq, index = distinct(values)
+    return pa.array([fn(v) for v in uniq], type).take(pa.array(index))
+
+
+def merge_by_mask(mask: np.ndarray, where_true: pa.Array, where_false: pa.Array) -> pa.Array:
+    """One array as long as ``mask``: ``where_true``'s values in order at its True places,
+    ``where_false``'s at the others (for fields whose meaning depends on another field)."""
+    order = np.concatenate([np.flatnonzero(mask), np.flatnonzero(~mask)])
+    position = np.empty(len(mask), np.int64)
+    position[order] = np.arange(len(mask))
+    return pa.concat_arrays([where_true, where_false]).take(pa.array(position))
