@@ -16,6 +16,7 @@ from pipeline import __version__
 from pipeline.contracts import RAW_TABLES, contract, contracts
 from pipeline.errors import TransformFailed
 from pipeline.faults import checkpoint
+from pipeline.sink import parquet_writer
 from pipeline.transforms import run_layer
 from pipeline.warehouse import Warehouse, new_id
 
@@ -120,7 +121,7 @@ def _write_mart(con: duckdb.DuckDBPyConnection, name: str, out) -> int:
             raise TransformFailed(
                 f"sql/marts/{name}.sql returns columns {got}, its contract schemas/marts/{name}.toml lists {schema.names}")
         rows = 0
-        with pq.ParquetWriter(out, schema, compression="zstd") as w:
+        with parquet_writer(out, schema) as w:
             for batch in reader:
                 try:
                     batch = batch.cast(schema)
