@@ -73,17 +73,26 @@ states as (
 ),
 
 numbered as (
+    -- instance_no = the COMPLETEs before the row in its key's (time, state, record) order,
+    -- from two row numbers (cheaper than a running sum): the row's place among all rows of
+    -- its key and among the rows of its own kind (COMPLETE or not). A COMPLETE has
+    -- r_same - 1 COMPLETEs before it; another row has r_all - r_same.
     select
         *,
-        coalesce(
-            sum(case when task_state = 3 then 1 else 0 end) over (
+        case when task_state = 3 then r_same - 1 else r_all - r_same end as instance_no
+    from (
+        select
+            *,
+            row_number() over (
                 partition by device_id, record_kind, stream_id, task_id
                 order by ts_ns, task_state, seq
-                rows between unbounded preceding and 1 preceding
-            ),
-            0
-        ) as instance_no
-    from states
+            ) as r_all,
+            row_number() over (
+                partition by device_id, record_kind, stream_id, task_id, task_state = 3
+                order by ts_ns, task_state, seq
+            ) as r_same
+        from states
+    )
 ),
 
 instances as (
