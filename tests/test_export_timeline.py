@@ -14,6 +14,7 @@ import pytest
 from pipeline.contracts import contract
 from pipeline.readers.export.context import ExportContext
 from pipeline.readers.export.files import classify
+from pipeline.readers.export import timeline
 from pipeline.readers.export.timeline import read_timeline
 from pipeline.readers.issues import IssueLog
 from pipeline.sink import to_table
@@ -134,6 +135,27 @@ def test_hand_written_trace(tmp_path):
     bad = sorted(i.count for i in log.issues if i.kind == "bad_value")
     assert bad == [1, 1]
     assert log.bytes_decoded == p.stat().st_size and log.bytes_skipped() == 0
+
+
+@pytest.mark.parametrize("batch", [1, 2, 3])
+def test_batches_give_the_rows_of_one_pass(tmp_path, monkeypatch, batch):
+    """Events are turned into columns a batch at a time: any batch size, the same rows and issues
+    (M events after the events they name are still applied: they are read in a first pass)."""
+    p = tmp_path / "msprof_20260601142439.json"
+    p.write_text(json.dumps(HAND_TRACE[4:] + HAND_TRACE[:4]))  # names last
+    whole_sink, whole_log, whole_res = read(p)
+    monkeypatch.setattr(timeline, "BATCH_EVENTS", batch)
+    sink, log, res = read(p)
+    for table in ALL:
+        assert sink.rows(table) == whole_sink.rows(table), table
+    # each write holds the events of one batch (step_trace: up to 4 keypoints per event)
+    assert all(t.num_rows <= batch * (4 if table == "step_trace" else 1)
+               for table, ts in sink.parts.items() for t in ts)
+    assert (res.rows, res.devices, res.start_ns, res.notes) == (
+        whole_res.rows, whole_res.devices, whole_res.start_ns, whole_res.notes)
+    assert [(i.kind, i.count, i.message) for i in log.issues] == [
+        (i.kind, i.count, i.message) for i in whole_log.issues]
+    assert whole_res.rows == {"api_calls": 2, "task_runs": 2, "task_ops": 2, "step_trace": 2}
 
 
 def test_only_the_tables_asked_for(tmp_path):

@@ -27,12 +27,13 @@ else msprof's process-id encoding (``pid << 10 | sort_index << 5 | device``, dev
 recognised only where the ``Ascend Hardware`` pid shares its upper bits with another process of
 the file), else the context's device (``device_N/`` or profiler_info's rank), else 0 with a note.
 
-The whole file is parsed at once (``json.loads``): several times the file size in memory.
+The file is read twice, a chunk at a time (``trace_events``): once for the ``M`` events that name
+processes and threads (and to check the whole document before anything is written), then for
+the events, turned into columns ``BATCH_EVENTS`` at a time; memory does not grow with the file.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -43,6 +44,7 @@ import pyarrow.compute as pc
 
 from pipeline.readers.export import values as V
 from pipeline.readers.export.context import ExportContext, SourceResult, file_size
+from pipeline.readers.export.trace_events import TraceError, trace_events
 from pipeline.readers.issues import Issue
 
 HOST_DEVICE = 64
@@ -61,38 +63,9 @@ _PID_SHIFT, _DEVICE_BITS, _HOST_IN_PID = 10, 31, 31
 LEVEL_OF_PREFIX = {"ascendcl": "acl", "acl": "acl", "model": "model", "node": "node", "runtime": "runtime",
                    "hccl": "hccl", "communication": "hccl", "aicpu": "aicpu"}
 # AscendCL api type (Mode) -> the type tag of raw records (type >> 16)
+BATCH_EVENTS = 200_000  # events turned into columns at a time
 ACL_TYPES = {"ACL_OP": 1, "ACL_MODEL": 2, "ACL_RTS": 3, "ACL_OTHERS": 4, "ACL_NN": 5, "ACL_ASCENDC": 6,
              "HOST_HCCL": 7, "ACL_DVPP": 9, "ACL_GRAPH": 10, "ACL_ATB": 11}
-
-
-class _Unreadable(Exception):
-    def __init__(self, message: str, offset: int | None = None):
-        super().__init__(message)
-        self.offset = offset
-
-
-def _load(path: Path) -> list:
-    """The event list of a trace file; numbers with a fraction stay decimal text."""
-    data = path.read_bytes()
-    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
-    try:
-        text = data[bom:].decode("utf-8")
-    except UnicodeDecodeError as e:
-        raise _Unreadable(f"not UTF-8 text ({e.reason})", bom + e.start) from None
-    del data
-    try:
-        doc = json.loads(text, parse_float=str)
-    except json.JSONDecodeError as e:
-        offset = bom + len(text[: e.pos].encode("utf-8"))
-        raise _Unreadable(f"not valid JSON ({e.msg}, line {e.lineno} column {e.colno}; "
-                          f"a truncated file ends this way)", offset) from None
-    except RecursionError:
-        raise _Unreadable("JSON nested too deeply") from None
-    if isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
-        return doc["traceEvents"]
-    if isinstance(doc, list):
-        return doc
-    raise _Unreadable("JSON but not a Chrome trace (neither an event list nor an object with traceEvents)", 0)
 
 
 def _key(v):
@@ -192,54 +165,60 @@ class _Reader:
 
     # --- the pass over the events ------------------------------------------------------------
 
-    def read(self, events: list) -> SourceResult:
+    def read(self, events) -> SourceResult:
+        """``events()`` gives a fresh iterator over the file's events (it is called twice)."""
         process: dict = {}
-        thread: dict = {}
-        for e in events:
+        self.thread: dict = {}
+        for e in events():
             if type(e) is dict and e.get("ph") == "M":
                 args = e.get("args") if isinstance(e.get("args"), dict) else {}
                 if e.get("name") == "process_name":
                     process[_key(e.get("pid"))] = str(args.get("name"))
                 elif e.get("name") == "thread_name":
-                    thread[(_key(e.get("pid")), _key(e.get("tid")))] = str(args.get("name"))
+                    self.thread[(_key(e.get("pid")), _key(e.get("tid")))] = str(args.get("name"))
         self._devices(process)
 
-        api = _Columns("seq", "name", "ts", "dur", "level", "mode", "item", "tid", "pid", "conn")
-        hw = _Columns("seq", "name", "ts", "dur", "pid", "stream", "task", "batch", "subtask", "model", "conn", "type")
-        steps = _Columns("seq", "index", "ts", "dur", "fp", "bp", "pid", "tid")
+        self.found = Counter()  # table -> events seen for it
+        self.first_ns: int | None = None
         skipped: Counter[str] = Counter()
         other_iterations = 0
-        all_ts: list = []
         not_objects = 0
-        for i, e in enumerate(events):
+        batch = self._batch()
+        for i, e in enumerate(events()):
             if type(e) is not dict:
                 not_objects += 1
                 continue
             ph = e.get("ph")
             if ph == "M":
                 continue
+            if batch["n"] >= BATCH_EVENTS:
+                self._flush(batch)
+                batch = self._batch()
+            batch["n"] += 1
             pid = _key(e.get("pid"))
             proc = process.get(pid)
-            all_ts.append(e.get("ts"))
+            batch["ts"].append(e.get("ts"))
             if ph == "X":
                 args = e.get("args")
                 if type(args) is not dict:
                     args = {}
                 name = e.get("name")
                 if proc == CANN:
-                    api.add(i, name, e.get("ts"), e.get("dur"), args.get("level"), args.get("Mode"),
-                            args.get("item_id"), args.get("Thread Id", e.get("tid")), pid, args.get("connection_id"))
+                    batch["api"].add(i, name, e.get("ts"), e.get("dur"), args.get("level"), args.get("Mode"),
+                                     args.get("item_id"), args.get("Thread Id", e.get("tid")), pid,
+                                     args.get("connection_id"))
                     continue
                 if proc == HARDWARE and "Task Id" in args:
-                    hw.add(i, name, e.get("ts"), e.get("dur"), pid,
-                           args.get("Physic Stream Id", args.get("Stream Id")), args.get("Task Id"),
-                           args.get("Batch Id"), args.get("Subtask Id"), args.get("Model Id"),
-                           args.get("connection_id"), args.get("Task Type"))
+                    batch["hw"].add(i, name, e.get("ts"), e.get("dur"), pid,
+                                    args.get("Physic Stream Id", args.get("Stream Id")), args.get("Task Id"),
+                                    args.get("Batch Id"), args.get("Subtask Id"), args.get("Model Id"),
+                                    args.get("connection_id"), args.get("Task Type"))
                     continue
                 if isinstance(name, str):
                     m = _PROFILER_STEP.match(name)
                     if m:
-                        steps.add(i, m.group(1), e.get("ts"), e.get("dur"), None, None, pid, _key(e.get("tid")))
+                        batch["steps"].add(i, m.group(1), e.get("ts"), e.get("dur"), None, None, pid,
+                                           _key(e.get("tid")))
                         continue
                     m = _ITERATION.match(name)
                     if m and (e.get("cat") == "Iteration Time" or proc == STEP_TRACE):
@@ -247,38 +226,56 @@ class _Reader:
                         if self.file_iteration is not None and str(index) != str(self.file_iteration):
                             other_iterations += 1
                             continue
-                        steps.add(i, index, e.get("ts"), e.get("dur"), args.get("FP Start"), args.get("BP End"),
-                                  pid, _key(e.get("tid")))
+                        batch["steps"].add(i, index, e.get("ts"), e.get("dur"), args.get("FP Start"),
+                                           args.get("BP End"), pid, _key(e.get("tid")))
                         continue
             label = proc if proc is not None else f"pid {pid}"
             if proc in (CANN, HARDWARE, PYTHON, STEP_TRACE):
                 label += " (other than API calls, tasks and steps)"
             skipped[label] += 1
+        self._flush(batch)
 
         if not_objects:
             self.bad["entries of the event list that are not JSON objects: skipped"] += not_objects
         elsewhere: list[str] = []
-        if len(api):
-            if "api_calls" in self.ctx.tables:
-                self._api_calls(api)
-            else:
-                elsewhere.append(f"{CANN}: {len(api)} API calls (api_calls)")
-        if len(hw):
-            if {"task_runs", "task_ops"} & self.ctx.tables:
-                self._tasks(hw)
-            else:
-                elsewhere.append(f"{HARDWARE}: {len(hw)} tasks (task_runs)")
-        if len(steps):
-            if "step_trace" in self.ctx.tables:
-                self._steps(steps, thread)
-            else:
-                elsewhere.append(f"{len(steps)} steps (step_trace)")
+        if self.found["api_calls"] and "api_calls" not in self.ctx.tables:
+            elsewhere.append(f"{CANN}: {self.found['api_calls']} API calls (api_calls)")
+        if self.found["task_runs"] and not {"task_runs", "task_ops"} & self.ctx.tables:
+            elsewhere.append(f"{HARDWARE}: {self.found['task_runs']} tasks (task_runs)")
+        if self.found["step_trace"] and "step_trace" not in self.ctx.tables:
+            elsewhere.append(f"{self.found['step_trace']} steps (step_trace)")
         self._report(skipped, other_iterations, elsewhere)
-        self._start(all_ts)
-        if self.device_unknown and (len(hw) or len(steps)):
+        self._start()
+        if self.device_unknown and (self.found["task_runs"] or self.found["step_trace"]):
             self.res.notes.append(f"{self.rel}: the device of its tasks and steps is not named (no device_N folder, "
                                   f"profiler_info rank or msprof process id): taken as device 0")
         return self.res
+
+    @staticmethod
+    def _batch() -> dict:
+        return {
+            "n": 0, "ts": [],
+            "api": _Columns("seq", "name", "ts", "dur", "level", "mode", "item", "tid", "pid", "conn"),
+            "hw": _Columns("seq", "name", "ts", "dur", "pid", "stream", "task", "batch", "subtask", "model", "conn",
+                           "type"),
+            "steps": _Columns("seq", "index", "ts", "dur", "fp", "bp", "pid", "tid"),
+        }
+
+    def _flush(self, batch: dict) -> None:
+        """Columns of one batch of events into their tables."""
+        api, hw, steps = batch["api"], batch["hw"], batch["steps"]
+        self.found.update({"api_calls": len(api), "task_runs": len(hw), "step_trace": len(steps)})
+        if len(api) and "api_calls" in self.ctx.tables:
+            self._api_calls(api)
+        if len(hw) and {"task_runs", "task_ops"} & self.ctx.tables:
+            self._tasks(hw)
+        if len(steps) and "step_trace" in self.ctx.tables:
+            self._steps(steps, self.thread)
+        if batch["ts"]:
+            ns, _ = V.us_to_ns(_text(batch["ts"]))
+            first = pc.min(ns).as_py()
+            if first is not None and (self.first_ns is None or first < self.first_ns):
+                self.first_ns = first
 
     # --- tables ------------------------------------------------------------------------------
 
@@ -426,11 +423,8 @@ class _Reader:
         for what, k in self.bad.items():
             self.ctx.log.add(Issue(self.rel, "bad_value", f"{k} {what}", count=k))
 
-    def _start(self, all_ts: list) -> None:
-        if not all_ts:
-            return
-        ns, _ = V.us_to_ns(_text(all_ts))
-        first = pc.min(ns).as_py()
+    def _start(self) -> None:
+        first = self.first_ns
         if first is None:
             return
         if first >= WALL_CLOCK_NS:
@@ -445,17 +439,13 @@ def read_timeline(path: Path, kind: str, ctx: ExportContext) -> SourceResult | N
     rel = ctx.rel(path)
     try:
         size = path.stat().st_size
-        events = _load(path)
+        res = _Reader(path, kind, ctx).read(lambda: trace_events(path))
     except OSError as e:
         ctx.log.add(Issue(rel, "unreadable_file", f"cannot be read ({e.strerror or e}): file not read",
                           byte_length=file_size(path)))
         return None
-    except _Unreadable as e:
+    except TraceError as e:
         ctx.log.add(Issue(rel, "unreadable_file", f"{e}: file not read", byte_offset=e.offset, byte_length=size))
         return None
-    res = _Reader(path, kind, ctx).read(events)
-    del events
     ctx.log.decoded(size)
     return res
-
-
