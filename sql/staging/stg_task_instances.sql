@@ -67,7 +67,7 @@ with task_types(code, name) as (
 ),
 
 states as (
-    select device_id, record_kind, stream_id, task_id, task_type, task_state, ts_ns, seq
+    select device_id, record_kind = 'ts_memcpy' as is_memcpy, stream_id, task_id, task_type, task_state, ts_ns, seq
     from task_states
     where task_state in (1, 2, 3, 4) and record_kind in ('time_line', 'ts_memcpy')
 ),
@@ -84,11 +84,11 @@ numbered as (
         select
             *,
             row_number() over (
-                partition by device_id, record_kind, stream_id, task_id
+                partition by device_id, is_memcpy, stream_id, task_id
                 order by ts_ns, task_state, seq
             ) as r_all,
             row_number() over (
-                partition by device_id, record_kind, stream_id, task_id, task_state = 3
+                partition by device_id, is_memcpy, stream_id, task_id, task_state = 3
                 order by ts_ns, task_state, seq
             ) as r_same
         from states
@@ -98,7 +98,7 @@ numbered as (
 instances as (
     select
         device_id,
-        record_kind,
+        case when is_memcpy then 'ts_memcpy' else 'time_line' end as record_kind,
         stream_id,
         task_id,
         instance_no,
@@ -113,7 +113,7 @@ instances as (
             count(*) filter (where task_state = 2)
         ) as starts
     from numbered
-    group by device_id, record_kind, stream_id, task_id, instance_no
+    group by device_id, is_memcpy, stream_id, task_id, instance_no
 )
 
 select
