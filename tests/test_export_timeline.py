@@ -158,6 +158,28 @@ def test_batches_give_the_rows_of_one_pass(tmp_path, monkeypatch, batch):
     assert whole_res.rows == {"api_calls": 2, "task_runs": 2, "task_ops": 2, "step_trace": 2}
 
 
+def test_a_failure_in_the_second_pass_keeps_and_reports_what_was_written(tmp_path, monkeypatch):
+    p = tmp_path / "msprof_20260601142439.json"
+    p.write_text(json.dumps(HAND_TRACE))
+    real, calls = timeline.trace_events, []
+
+    def failing(path):
+        calls.append(path)
+        for n, e in enumerate(real(path)):
+            if len(calls) == 2 and n == 7:
+                raise OSError(5, "Input/output error")
+            yield e
+
+    monkeypatch.setattr(timeline, "trace_events", failing)
+    monkeypatch.setattr(timeline, "BATCH_EVENTS", 1)
+    sink, log, res = read(p)
+    written = sum(len(sink.rows(t)) for t in ALL)
+    assert res is not None and 0 < sum(res.rows.values()) == written
+    [issue] = [i for i in log.issues if i.kind == "unreadable_file"]
+    assert "part way" in issue.message and f"after {written} rows" in issue.message
+    assert log.bytes_decoded == 0
+
+
 def test_only_the_tables_asked_for(tmp_path):
     p = tmp_path / "trace_view.json"
     p.write_text(json.dumps({"traceEvents": HAND_TRACE, "displayTimeUnit": "ns"}))  # the object form

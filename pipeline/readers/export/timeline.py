@@ -437,15 +437,24 @@ class _Reader:
 def read_timeline(path: Path, kind: str, ctx: ExportContext) -> SourceResult | None:
     path = Path(path)
     rel = ctx.rel(path)
+    reader = _Reader(path, kind, ctx)
     try:
         size = path.stat().st_size
-        res = _Reader(path, kind, ctx).read(lambda: trace_events(path))
-    except OSError as e:
-        ctx.log.add(Issue(rel, "unreadable_file", f"cannot be read ({e.strerror or e}): file not read",
-                          byte_length=file_size(path)))
-        return None
-    except TraceError as e:
-        ctx.log.add(Issue(rel, "unreadable_file", f"{e}: file not read", byte_offset=e.offset, byte_length=size))
+        res = reader.read(lambda: trace_events(path))
+    except (OSError, TraceError) as e:
+        why = (e.strerror or str(e)) if isinstance(e, OSError) else str(e)
+        written = sum(reader.res.rows.values())
+        if written:  # the file changed or failed in the second pass, after some batches were written
+            ctx.log.add(Issue(rel, "unreadable_file", f"reading failed part way ({why}) after {written} rows were "
+                                                      f"written: they are kept, the rest of the file is not read",
+                              byte_length=file_size(path)))
+            return reader.res
+        if isinstance(e, TraceError):
+            ctx.log.add(Issue(rel, "unreadable_file", f"{e}: file not read", byte_offset=e.offset,
+                              byte_length=file_size(path)))
+        else:
+            ctx.log.add(Issue(rel, "unreadable_file", f"cannot be read ({why}): file not read",
+                              byte_length=file_size(path)))
         return None
     ctx.log.decoded(size)
     return res
