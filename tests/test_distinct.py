@@ -2,7 +2,8 @@
 
 import numpy as np
 import pyarrow as pa
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from pipeline.readers.distinct import distinct, map_distinct, merge_by_mask
@@ -20,7 +21,7 @@ def test_map_distinct_is_elementwise(values):
         return f"<{v}>"
 
     assert map_distinct(values, fn).to_pylist() == [f"<{int(v)}>" for v in values]
-    assert sorted(calls) == sorted(set(int(v) for v in values))  # once per distinct value
+    assert sorted(calls) == sorted({int(v) for v in values})  # once per distinct value
 
 
 @given(names)

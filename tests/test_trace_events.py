@@ -3,7 +3,8 @@
 import json
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pipeline.readers.export import trace_events as T
 from pipeline.readers.export.trace_events import TraceError, trace_events

@@ -8,7 +8,7 @@ Python and spread back to the records with one ``take``.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pyarrow as pa
@@ -29,8 +29,10 @@ def distinct(values: np.ndarray) -> tuple[list, np.ndarray]:
     return enc.dictionary.to_pylist(), enc.indices.to_numpy()
 
 
-def map_distinct(values: np.ndarray, fn: Callable, type: pa.DataType = pa.string()) -> pa.Array:
-    """``fn(v)`` for every element as an Arrow array, ``fn`` called once per distinct value."""
+def map_distinct(values: np.ndarray, fn: Callable, type: pa.DataType | None = None) -> pa.Array:
+    """``fn(v)`` for every element as an Arrow array (strings unless ``type`` says otherwise),
+    ``fn`` called once per distinct value."""
+    type = type or pa.string()
     if len(values) == 0:
         return pa.array([], type)
     uniq, index = distinct(values)

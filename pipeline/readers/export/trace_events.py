@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 CHUNK_BYTES = 16 << 20
 MAX_EVENT_BYTES = 64 << 20  # an event larger than this is taken for a broken file

@@ -27,8 +27,8 @@ from pipeline.readers.names import read_hash_dic
 from pipeline.readers.prof.files import HOST_ID, Stream
 from pipeline.readers.prof.meta import HostClock
 from pipeline.readers.prof.records import read_fixed
-from pipeline.readers.textlines import parse_lines
 from pipeline.readers.slices import SliceStream
+from pipeline.readers.textlines import parse_lines
 
 I64 = np.int64
 
