@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -114,6 +115,18 @@ class _Columns:
         return self.cols[name]
 
 
+@dataclass
+class _Batch:
+    """Up to BATCH_EVENTS events (their times, for the run's start) and the columns of those profetl reads."""
+
+    ts: list = field(default_factory=list)
+    api: _Columns = field(default_factory=lambda: _Columns(
+        "seq", "name", "ts", "dur", "level", "mode", "item", "tid", "pid", "conn"))
+    hw: _Columns = field(default_factory=lambda: _Columns(
+        "seq", "name", "ts", "dur", "pid", "stream", "task", "batch", "subtask", "model", "conn", "type"))
+    steps: _Columns = field(default_factory=lambda: _Columns("seq", "index", "ts", "dur", "fp", "bp", "pid", "tid"))
+
+
 class _Reader:
     def __init__(self, path: Path, kind: str, ctx: ExportContext):
         self.path, self.kind, self.ctx = path, kind, ctx
@@ -183,7 +196,7 @@ class _Reader:
         skipped: Counter[str] = Counter()
         other_iterations = 0
         not_objects = 0
-        batch = self._batch()
+        batch = _Batch()
         for i, e in enumerate(events()):
             if type(e) is not dict:
                 not_objects += 1
@@ -191,25 +204,24 @@ class _Reader:
             ph = e.get("ph")
             if ph == "M":
                 continue
-            if batch["n"] >= BATCH_EVENTS:
+            if len(batch.ts) >= BATCH_EVENTS:
                 self._flush(batch)
-                batch = self._batch()
-            batch["n"] += 1
+                batch = _Batch()
             pid = _key(e.get("pid"))
             proc = process.get(pid)
-            batch["ts"].append(e.get("ts"))
+            batch.ts.append(e.get("ts"))
             if ph == "X":
                 args = e.get("args")
                 if type(args) is not dict:
                     args = {}
                 name = e.get("name")
                 if proc == CANN:
-                    batch["api"].add(i, name, e.get("ts"), e.get("dur"), args.get("level"), args.get("Mode"),
+                    batch.api.add(i, name, e.get("ts"), e.get("dur"), args.get("level"), args.get("Mode"),
                                      args.get("item_id"), args.get("Thread Id", e.get("tid")), pid,
                                      args.get("connection_id"))
                     continue
                 if proc == HARDWARE and "Task Id" in args:
-                    batch["hw"].add(i, name, e.get("ts"), e.get("dur"), pid,
+                    batch.hw.add(i, name, e.get("ts"), e.get("dur"), pid,
                                     args.get("Physic Stream Id", args.get("Stream Id")), args.get("Task Id"),
                                     args.get("Batch Id"), args.get("Subtask Id"), args.get("Model Id"),
                                     args.get("connection_id"), args.get("Task Type"))
@@ -217,7 +229,7 @@ class _Reader:
                 if isinstance(name, str):
                     m = _PROFILER_STEP.match(name)
                     if m:
-                        batch["steps"].add(i, m.group(1), e.get("ts"), e.get("dur"), None, None, pid,
+                        batch.steps.add(i, m.group(1), e.get("ts"), e.get("dur"), None, None, pid,
                                            _key(e.get("tid")))
                         continue
                     m = _ITERATION.match(name)
@@ -226,7 +238,7 @@ class _Reader:
                         if self.file_iteration is not None and str(index) != str(self.file_iteration):
                             other_iterations += 1
                             continue
-                        batch["steps"].add(i, index, e.get("ts"), e.get("dur"), args.get("FP Start"),
+                        batch.steps.add(i, index, e.get("ts"), e.get("dur"), args.get("FP Start"),
                                            args.get("BP End"), pid, _key(e.get("tid")))
                         continue
             label = proc if proc is not None else f"pid {pid}"
@@ -251,28 +263,18 @@ class _Reader:
                                   f"profiler_info rank or msprof process id): taken as device 0")
         return self.res
 
-    @staticmethod
-    def _batch() -> dict:
-        return {
-            "n": 0, "ts": [],
-            "api": _Columns("seq", "name", "ts", "dur", "level", "mode", "item", "tid", "pid", "conn"),
-            "hw": _Columns("seq", "name", "ts", "dur", "pid", "stream", "task", "batch", "subtask", "model", "conn",
-                           "type"),
-            "steps": _Columns("seq", "index", "ts", "dur", "fp", "bp", "pid", "tid"),
-        }
-
-    def _flush(self, batch: dict) -> None:
+    def _flush(self, batch: _Batch) -> None:
         """Columns of one batch of events into their tables."""
-        api, hw, steps = batch["api"], batch["hw"], batch["steps"]
+        api, hw, steps = batch.api, batch.hw, batch.steps
         self.found.update({"api_calls": len(api), "task_runs": len(hw), "step_trace": len(steps)})
         if len(api) and "api_calls" in self.ctx.tables:
             self._api_calls(api)
         if len(hw) and {"task_runs", "task_ops"} & self.ctx.tables:
             self._tasks(hw)
         if len(steps) and "step_trace" in self.ctx.tables:
-            self._steps(steps, self.thread)
-        if batch["ts"]:
-            ns, _ = V.us_to_ns(_text(batch["ts"]))
+            self._steps(steps)
+        if batch.ts:
+            ns, _ = V.us_to_ns(_text(batch.ts))
             first = pc.min(ns).as_py()
             if first is not None and (self.first_ns is None or first < self.first_ns):
                 self.first_ns = first
@@ -369,7 +371,7 @@ class _Reader:
         if written:
             self.res.devices |= set(pc.unique(pc.filter(device, ok)).to_pylist())
 
-    def _steps(self, c: _Columns, thread: dict) -> None:
+    def _steps(self, c: _Columns) -> None:
         n = len(c)
         start, end, ok = self._times(c, "step")
         index, bad_index = _ints(c["index"])
@@ -381,7 +383,7 @@ class _Reader:
         else:
             models = []
             for p, t in zip(c["pid"], c["tid"]):
-                m = _MODEL_IN_THREAD.search(thread.get((p, t), "") or "")
+                m = _MODEL_IN_THREAD.search(self.thread.get((p, t), "") or "")
                 models.append(int(m.group(1)) if m else None)
             model = pa.array(models, pa.int64())
         device = pa.array([self.pid_device.get(p, self.device) for p in c["pid"]], pa.int32())

@@ -84,12 +84,12 @@ class _Scanner:
 
     def _compact(self) -> None:
         if self.pos > COMPACT_CHARS and self.pos * 2 > len(self.text):
-            done = self.text[: self.pos]
-            self.base += len(done) if done.isascii() else len(done.encode("utf-8"))
+            self.base = self.offset(self.pos)
             self.text = self.text[self.pos:]
             self.pos = 0
 
     def offset(self, pos: int) -> int:
+        """Byte offset in the file of ``text[pos]``."""
         done = self.text[:pos]
         return self.base + (len(done) if done.isascii() else len(done.encode("utf-8")))
 
