@@ -21,6 +21,7 @@ from pipeline.faults import checkpoint
 from pipeline.paths import display
 from pipeline.readers import export, hiprof, prof
 from pipeline.readers.hiprof.files import rel_name, scan
+from pipeline.readers.instance_numbers import InstanceNumbers
 from pipeline.readers.issues import IssueLog
 from pipeline.readers.metadata import MetadataError, read_start_info, read_text
 from pipeline.sink import ParquetSink
@@ -112,7 +113,7 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
     ingest_id = new_id()
     tmp = wh.temp_dir()
     paths = {t: tmp / f"{t}.parquet" for t in RAW_TABLES}
-    sink = ParquetSink(paths)
+    sink = ParquetSink(paths, derive={"task_states": InstanceNumbers().add})
     log = IssueLog()
     try:
         if layout in export.LAYOUTS:

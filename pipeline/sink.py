@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -56,12 +57,16 @@ class ParquetSink:
     bounded queue (at most ``QUEUE_BATCHES`` batches wait, so memory stays bounded) and
     returns. Parquet encoding releases the GIL, so on two cores decoding and writing overlap.
     An error in the writer thread is raised by the next ``write`` or by ``close``.
+    ``derive`` maps a table to a function that adds columns computed over the batches in
+    the order they are written (e.g. task instance numbers); it runs in the writing thread.
     """
 
     QUEUE_BATCHES = 2
 
-    def __init__(self, paths: dict[str, Path], layer: str = "raw"):
+    def __init__(self, paths: dict[str, Path], layer: str = "raw",
+                 derive: dict[str, Callable[[dict], dict]] | None = None):
         self.paths = paths
+        self.derive = derive or {}
         self.layer = layer
         self.writers: dict[str, pq.ParquetWriter] = {}
         self.rows: dict[str, int] = {t: 0 for t in paths}
@@ -93,6 +98,8 @@ class ParquetSink:
 
     def write(self, table: str, columns: dict) -> None:
         self._raise()
+        if table in self.derive:
+            columns = self.derive[table](columns)
         c = contract(self.layer, table)
         t = to_table(c, columns)
         self._queue.put((table, t))

@@ -41,6 +41,7 @@ class SynthRun:
     wh: Warehouse
     run_id: str
     outcome: object
+    config: HiprofConfig | None = None
 
     def rows(self, table: str) -> list[dict]:
         _, t = fetch(self.wh, table, [self.run_id])
@@ -58,6 +59,6 @@ def synth_run(tmp_path):
         wh = Warehouse(tmp_path / "wh")
         with wh.writer():
             outcome = ingest_dump(wh, dump)
-        return SynthRun(truth, dump, wh, outcome.run_id, outcome)
+        return SynthRun(truth, dump, wh, outcome.run_id, outcome, cfg)
 
     return make

@@ -17,6 +17,8 @@ CASES = {
     "legacy_names": {"names": "legacy", "seed": 7},
     "no_step_trace": {"step_trace": False, "seed": 8},
     "all_states_always": {"p_waiting": 1.0, "p_pending": 1.0, "seed": 9},
+    # device 0's states are not in file order: the build numbers them, device 1's the reader
+    "late_states": {"devices": 2, "late_states": 3, "drop_complete": 2, "seed": 10},
 }
 
 
@@ -85,6 +87,10 @@ def test_case_features_present(run):
     assert any(len(v) > 1 for v in per_task.values()), "a task id is reused across inferences"
     if run.outcome.ingest.rows_by_table["pmu_counters"] == 0:
         assert not t.pmu
+    unnumbered = {r["device_id"] for r in run.rows("task_states")
+                  if r["record_kind"] in ("time_line", "ts_memcpy") and r["task_state"] in (1, 2, 3, 4)
+                  and r["instance_no"] is None}
+    assert unnumbered == ({0} if run.config.late_states else set())
 
 
 def test_missing_states_case():

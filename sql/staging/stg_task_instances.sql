@@ -9,6 +9,9 @@
 --          part. TS memcpy records (receive, start, end) were mapped by the reader onto
 --          WAITING, RUNNING, COMPLETE and run through the same machine, separately from
 --          TIME_LINE records (record_kind is part of the key).
+--          The reader counts the COMPLETEs per key while the records stream past
+--          (task_states.instance_no; the TS writes a task's states in time order); a device
+--          whose states did not arrive in that order is numbered here with the sort instead.
 --          Rows after the last COMPLETE form an instance with no COMPLETE: msprof drops it
 --          silently; here it is kept with is_complete = false and counted.
 --          An instance whose COMPLETE is missing in the middle of a sequence is absorbed
@@ -67,18 +70,31 @@ with task_types(code, name) as (
 ),
 
 states as (
-    select device_id, record_kind = 'ts_memcpy' as is_memcpy, stream_id, task_id, task_type, task_state, ts_ns, seq
+    select device_id, record_kind = 'ts_memcpy' as is_memcpy, stream_id, task_id, task_type, task_state, ts_ns, seq,
+        instance_no
     from task_states
     where task_state in (1, 2, 3, 4) and record_kind in ('time_line', 'ts_memcpy')
 ),
 
+unnumbered_devices as (
+    -- devices whose states the reader could not number (not in order, no clock, run ingested
+    -- by an older profetl): numbered below with the sort
+    select distinct device_id from states where instance_no is null
+),
+
 numbered as (
-    -- instance_no = the COMPLETEs before the row in its key's (time, state, record) order,
+    select device_id, is_memcpy, stream_id, task_id, task_type, task_state, ts_ns, instance_no
+    from states
+    anti join unnumbered_devices using (device_id)
+
+    union all
+
+    -- instance_no = the COMPLETEs before the row in its key's (time, state, seq) order,
     -- from two row numbers (cheaper than a running sum): the row's place among all rows of
     -- its key and among the rows of its own kind (COMPLETE or not). A COMPLETE has
     -- r_same - 1 COMPLETEs before it; another row has r_all - r_same.
     select
-        *,
+        device_id, is_memcpy, stream_id, task_id, task_type, task_state, ts_ns,
         case when task_state = 3 then r_same - 1 else r_all - r_same end as instance_no
     from (
         select
@@ -92,6 +108,7 @@ numbered as (
                 order by ts_ns, task_state, seq
             ) as r_same
         from states
+        semi join unnumbered_devices using (device_id)
     )
 ),
 

@@ -1,0 +1,142 @@
+"""Task instance numbers counted while reading equal the numbers of msprof's sort, or are left
+to the build (NULL) for a whole device whose states did not arrive in order."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pipeline.readers.instance_numbers import InstanceNumbers
+
+KINDS = ("time_line", "ts_memcpy", "task_flip")
+
+
+def by_sort(rows: list[dict]) -> dict[int, int]:
+    """msprof's numbering, worked out independently: per (device, kind, stream, task), the
+    states 1-4 sorted by (time, state, seq); a state's number is the COMPLETEs before it."""
+    keyed = defaultdict(list)
+    for i, r in enumerate(rows):
+        if r["kind"] in ("time_line", "ts_memcpy") and r["state"] in (1, 2, 3, 4):
+            keyed[(r["device"], r["kind"], r["stream"], r["task"])].append(i)
+    numbers = {}
+    for idx in keyed.values():
+        done = 0
+        for i in sorted(idx, key=lambda i: (rows[i]["ts"], rows[i]["state"], rows[i]["seq"])):
+            numbers[i] = done
+            done += rows[i]["state"] == 3
+    return numbers
+
+
+def arrived_in_order(rows: list[dict], device: int) -> bool:
+    last = {}
+    for r in rows:
+        if r["device"] != device or r["kind"] == "task_flip" or r["state"] not in (1, 2, 3, 4):
+            continue
+        k = (r["kind"], r["stream"], r["task"])
+        if k in last and (r["ts"], r["state"], r["seq"]) < last[k]:
+            return False
+        last[k] = (r["ts"], r["state"], r["seq"])
+    return True
+
+
+def columns(rows: list[dict], kind_as_one_string: bool) -> dict:
+    kinds = [r["kind"] for r in rows]
+    return {
+        "device_id": np.array([r["device"] for r in rows], np.int32),
+        "record_kind": kinds[0] if kind_as_one_string else np.array(kinds, dtype=object),
+        "stream_id": np.array([r["stream"] for r in rows], np.int32),
+        "task_id": np.array([r["task"] for r in rows], np.int32),
+        "task_state": np.array([r["state"] for r in rows], np.int32),
+        "ts_ns": np.array([r["ts"] for r in rows], np.int64),
+        "seq": np.array([r["seq"] for r in rows], np.int64),
+    }
+
+
+row = st.fixed_dictionaries({
+    "device": st.sampled_from([0, 1]),
+    "kind": st.sampled_from(KINDS),
+    "stream": st.sampled_from([0, 2047]),
+    "task": st.sampled_from([0, 1, 65535]),
+    "state": st.sampled_from([1, 2, 3, 4, 7]),
+    "ts": st.integers(0, 6),  # few values: ties in time are common
+})
+
+
+@st.composite
+def dumps(draw):
+    rows = draw(st.lists(row, min_size=1, max_size=60))
+    if draw(st.booleans()):  # as the Task Scheduler writes them: in time order
+        rows.sort(key=lambda r: (r["ts"], r["state"]))
+    restart = draw(st.integers(1, 60))  # seq counts records per stream of slices: two streams restart it
+    for i, r in enumerate(rows):
+        r["seq"] = i % restart
+    cuts = sorted(draw(st.sets(st.integers(1, max(len(rows) - 1, 1)), max_size=6)))
+    batches = [b for b in np.split(np.arange(len(rows)), cuts) if len(b)]
+    return rows, batches
+
+
+@settings(max_examples=300, deadline=None)
+@given(dumps())
+def test_numbers_equal_the_sort_or_leave_the_device_to_the_build(case):
+    rows, batches = case
+    numbering = InstanceNumbers()
+    got = {}
+    for b in batches:
+        part = [rows[i] for i in b]
+        one_kind = len({r["kind"] for r in part}) == 1  # readers pass a kind as one string
+        out = numbering.add(columns(part, one_kind))["instance_no"].to_pylist()
+        got.update({int(i): v for i, v in zip(b, out)})
+    want = by_sort(rows)
+    for i, r in enumerate(rows):
+        if i not in want:
+            assert got[i] is None, "only TIME_LINE / memcpy states 1-4 are numbered"
+    for device in (0, 1):
+        mine = [i for i in want if rows[i]["device"] == device]
+        if arrived_in_order(rows, device):
+            assert {i: got[i] for i in mine} == {i: want[i] for i in mine}
+            assert device not in numbering.given_up
+        else:
+            assert any(got[i] is None for i in mine), "an out-of-order device must be left to the build"
+            assert device in numbering.given_up
+
+
+def test_hand_worked_batches():
+    """One task, states in order over three batches: W R C | W P | R C C (ts 1..8)."""
+    n = InstanceNumbers()
+
+    def add(states, ts, seq0):
+        cols = {"device_id": np.zeros(len(states), np.int32), "record_kind": "time_line",
+                "stream_id": np.full(len(states), 5, np.int32), "task_id": np.full(len(states), 9, np.int32),
+                "task_state": np.array(states, np.int32), "ts_ns": np.array(ts, np.int64),
+                "seq": np.arange(seq0, seq0 + len(states), dtype=np.int64)}
+        return n.add(cols)["instance_no"].to_pylist()
+
+    assert add([1, 2, 3], [1, 2, 3], 0) == [0, 0, 0]
+    assert add([1, 4], [4, 5], 3) == [1, 1]
+    assert add([2, 3, 3], [6, 7, 8], 5) == [1, 1, 2]
+    # a state older than the task's last one: the device is given up from here on
+    assert add([1], [2], 8) == [None]
+    assert add([3], [9], 9) == [None]
+    assert n.given_up == {0}
+
+
+def test_no_clock_leaves_the_device_to_the_build():
+    cols = {"device_id": np.zeros(2, np.int32), "record_kind": "time_line",
+            "stream_id": np.zeros(2, np.int32), "task_id": np.zeros(2, np.int32),
+            "task_state": np.array([2, 3], np.int32), "ts_ns": pa.nulls(2, pa.int64()),
+            "seq": np.arange(2, dtype=np.int64)}
+    n = InstanceNumbers()
+    assert n.add(cols)["instance_no"].to_pylist() == [None, None]
+    assert n.given_up == {0}
+
+
+def test_other_record_kinds_are_not_numbered():
+    cols = {"device_id": np.zeros(2, np.int32), "record_kind": "task_flip",
+            "stream_id": np.zeros(2, np.int32), "task_id": np.zeros(2, np.int32),
+            "task_state": np.array([3, 3], np.int32), "ts_ns": np.array([1, 2], np.int64),
+            "seq": np.arange(2, dtype=np.int64)}
+    assert InstanceNumbers().add(cols)["instance_no"].to_pylist() == [None, None]
