@@ -45,9 +45,7 @@
 --                              else aic_freq_mhz
 
 with task_pmu as (
-    select
-        *,
-        row_number() over (partition by device_id, stream_id, task_id order by seq) as nth
+    select *
     from pmu_counters
     where record_kind in ('event_count', 'aic_pmu', 'ffts_pmu') and task_type = 0
 ),
@@ -64,24 +62,34 @@ ai_core_ends as (
 ),
 
 timed as (
-    select
-        task_pmu.* replace (
-            case when task_pmu.record_kind = 'aic_pmu' then ends.end_ns else task_pmu.ts_ns end as ts_ns
-        )
-    from task_pmu
+    -- only generation 2's aicore.data records take their time from the k-th execution
+    select * from task_pmu where record_kind <> 'aic_pmu'
+    union all
+    select pmu.* exclude (nth) replace (ends.end_ns as ts_ns)
+    from (
+        select *, row_number() over (partition by device_id, stream_id, task_id order by seq) as nth
+        from task_pmu
+        where record_kind = 'aic_pmu'
+    ) as pmu
     left join ai_core_ends as ends
-        on task_pmu.record_kind = 'aic_pmu'
-        and task_pmu.device_id = ends.device_id
-        and task_pmu.stream_id = ends.stream_id
-        and task_pmu.task_id = ends.task_id
-        and task_pmu.nth = ends.nth
+        on pmu.device_id = ends.device_id
+        and pmu.stream_id = ends.stream_id
+        and pmu.task_id = ends.task_id
+        and pmu.nth = ends.nth
+),
+
+sampled_devices as (
+    select distinct device_id from freq_samples
 ),
 
 with_freq as (
-    select
-        timed.*,
-        samples.aic_freq_mhz as sampled_freq_mhz
+    -- the sample in force at the record's time, for devices that have frequency samples
+    select timed.*, null::double as sampled_freq_mhz
     from timed
+    anti join sampled_devices using (device_id)
+    union all
+    select timed.*, samples.aic_freq_mhz as sampled_freq_mhz
+    from (select * from timed semi join sampled_devices using (device_id)) as timed
     asof left join freq_samples as samples
         on timed.device_id = samples.device_id
         and timed.ts_ns >= samples.ts_ns
