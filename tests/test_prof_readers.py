@@ -147,6 +147,20 @@ def test_detect_prof_trees_jobs_and_default_tag(tmp_path):
     assert detect(tmp_path / "nothing") is None
 
 
+def test_raw_data_wins_over_exports_beside_it(tmp_path):
+    """msprof writes its database and exports into the PROF_* folder that keeps the raw data."""
+    a = _prof(tmp_path / "job", "PROF_000001_20260101000000000_AAAAA", [0])
+    (a / "device_0" / "data" / "hwts.data.0.slice_0").write_bytes(_hwts(2))
+    (a / "msprof_20260101000001.db").write_bytes(b"")
+    assert detect(a) == "msprof_prof"
+    b = _prof(tmp_path / "job", "PROF_000002_20260101000000300_BBBBB", [1])
+    (b / "device_1" / "data" / "hwts.data.1.slice_0").write_bytes(_hwts(2))
+    (tmp_path / "job" / "msprof_20260101000002.db").write_bytes(b"")
+    assert detect(tmp_path / "job") == "msprof_job"
+    (a / "device_0" / "data" / "hwts.data.0.slice_0").unlink()  # only the exports left
+    assert detect(a) == "msprof_export"
+
+
 def test_api_event_pairs_and_skips(tmp_path):
     """API records become calls; two EVENT records of one key one call; beginTime 0 is skipped."""
     from pipeline.readers.prof.files import Stream

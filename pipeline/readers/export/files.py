@@ -131,6 +131,11 @@ def _has_raw_data(d: Path) -> bool:
     return False
 
 
+def has_raw_data(d: Path) -> bool:
+    """``d``, or a PROF_* folder directly in it, still has raw data."""
+    return _has_raw_data(d) or any(_has_raw_data(c) for c in _dirs(d) if c.name.startswith("PROF_"))
+
+
 def _dirs(d: Path) -> list[Path]:
     try:
         return sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink())
