@@ -17,6 +17,8 @@ the sort would give.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, fields
+
 import numpy as np
 import pyarrow as pa
 
@@ -31,6 +33,53 @@ _TASK_BITS, _STREAM_BITS, _DEVICE_BITS = 32, 11, 19
 def _at_or_after(t1, s1, q1, t0, s0, q0) -> np.ndarray:
     """(t1, s1, q1) >= (t0, s0, q0), element-wise and lexicographic."""
     return (t1 > t0) | ((t1 == t0) & ((s1 > s0) | ((s1 == s0) & (q1 >= q0))))
+
+
+@dataclass
+class _States:
+    """The state-machine rows of one batch, as int64 arrays."""
+
+    rows: np.ndarray  # positions in the batch
+    device: np.ndarray
+    memcpy: np.ndarray  # 1 for a TS memcpy record, 0 for TIME_LINE
+    stream: np.ndarray
+    task: np.ndarray
+    ts: np.ndarray
+    has_ts: np.ndarray
+    state: np.ndarray
+    seq: np.ndarray
+
+    @classmethod
+    def of(cls, columns: dict, rows: np.ndarray) -> _States:
+        def col(name: str) -> np.ndarray:
+            return np.asarray(columns[name])[rows].astype(np.int64)
+
+        kind = columns["record_kind"]
+        if isinstance(kind, str):
+            memcpy = np.full(len(rows), int(kind == "ts_memcpy"), np.int64)
+        else:
+            memcpy = (np.asarray(kind, dtype=object)[rows] == "ts_memcpy").astype(np.int64)
+        ts = columns["ts_ns"]
+        if isinstance(ts, (pa.Array, pa.ChunkedArray)):  # NULL where the device has no clock
+            has_ts = ~np.asarray(ts.is_null())[rows]
+            ts = np.asarray(ts.fill_null(0))[rows].astype(np.int64)
+        else:
+            has_ts = np.ones(len(rows), bool)
+            ts = np.asarray(ts)[rows].astype(np.int64)
+        return cls(rows, col("device_id"), memcpy, col("stream_id"), col("task_id"), ts, has_ts,
+                   col("task_state"), col("seq"))
+
+    def countable(self) -> np.ndarray:
+        """Rows with a time whose ids fit the packed key."""
+        return (self.has_ts & (self.device >= 0) & (self.device < 1 << _DEVICE_BITS)
+                & (self.stream >= 0) & (self.stream < 1 << _STREAM_BITS)
+                & (self.task >= 0) & (self.task < 1 << _TASK_BITS))
+
+    def take(self, mask: np.ndarray) -> _States:
+        return _States(*(getattr(self, f.name)[mask] for f in fields(self)))
+
+    def key(self) -> np.ndarray:
+        return (((self.device << 1 | self.memcpy) << _STREAM_BITS | self.stream) << _TASK_BITS) | self.task
 
 
 class InstanceNumbers:
@@ -65,33 +114,13 @@ class InstanceNumbers:
         return np.flatnonzero(in_machine)
 
     def _number(self, columns: dict, rows: np.ndarray, out: np.ndarray) -> None:
-        device = np.asarray(columns["device_id"])[rows].astype(np.int64)
-        kind = columns["record_kind"]
-        if isinstance(kind, str):
-            memcpy = np.full(len(rows), int(kind == "ts_memcpy"), np.int64)
-        else:
-            memcpy = (np.asarray(kind, dtype=object)[rows] == "ts_memcpy").astype(np.int64)
-        stream = np.asarray(columns["stream_id"])[rows].astype(np.int64)
-        task = np.asarray(columns["task_id"])[rows].astype(np.int64)
-        ts_col = columns["ts_ns"]
-        if isinstance(ts_col, (pa.Array, pa.ChunkedArray)):
-            has_ts = ~np.asarray(ts_col.is_null())[rows]
-            ts = np.asarray(ts_col.fill_null(0))[rows].astype(np.int64)
-        else:
-            has_ts = np.ones(len(rows), bool)
-            ts = np.asarray(ts_col)[rows].astype(np.int64)
-        state = np.asarray(columns["task_state"])[rows].astype(np.int64)
-        seq = np.asarray(columns["seq"])[rows].astype(np.int64)
-
-        fits = ((device >= 0) & (device < 1 << _DEVICE_BITS) & (stream >= 0) & (stream < 1 << _STREAM_BITS)
-                & (task >= 0) & (task < 1 << _TASK_BITS))
-        self.given_up.update(np.unique(device[~(has_ts & fits)]).tolist())
-        keep = ~np.isin(device, list(self.given_up)) if self.given_up else np.ones(len(rows), bool)
-        if not keep.any():
+        st = _States.of(columns, rows)
+        self.given_up.update(np.unique(st.device[~st.countable()]).tolist())
+        if self.given_up:
+            st = st.take(~np.isin(st.device, list(self.given_up)))
+        if not len(st.rows):
             return
-        rows, device, memcpy, stream, task, ts, state, seq = (
-            a[keep] for a in (rows, device, memcpy, stream, task, ts, state, seq))
-        key = (((device << 1 | memcpy) << _STREAM_BITS | stream) << _TASK_BITS) | task
+        rows, key, ts, state, seq = st.rows, st.key(), st.ts, st.state, st.seq
 
         o = np.argsort(key, kind="stable")  # arrival order kept within a task
         k, t, s, q = key[o], ts[o], state[o], seq[o]
