@@ -58,7 +58,8 @@ class ParquetSink:
     returns. Parquet encoding releases the GIL, so on two cores decoding and writing overlap.
     An error in the writer thread is raised by the next ``write`` or by ``close``.
     ``derive`` maps a table to a function that adds columns computed over the batches in
-    the order they are written (e.g. task instance numbers); it runs in the writing thread.
+    the order they are written (e.g. task instance numbers); it runs in the caller's thread,
+    before the batch is queued.
     """
 
     QUEUE_BATCHES = 2
