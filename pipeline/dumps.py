@@ -18,10 +18,8 @@ def detect(path: Path) -> str | None:
     """The layout of a dump directory, or None when it is not one profetl reads."""
     layout = prof.detect(path)  # generations 2 and 3 (PROF_* trees, profiler_default_tag naming)
     exported = export.detect(path)  # generation 4: only what msprof / torch_npu exported is left
-    if layout is not None and (exported is None or layout not in ("msprof_prof", "msprof_job")
-                               or (exported != "torch_npu_export" and export.has_raw_data(path))):
-        return layout  # raw data, where present, is read rather than its exports (msprof writes
-        # msprof_*.db and mindstudio_profiler_output/ into the PROF_* folder that keeps data/)
+    if layout is not None and (exported is None or layout not in ("msprof_prof", "msprof_job")):
+        return layout  # raw data, where present, is read rather than its exports
     if exported is not None:
         return exported
     if layout is not None:

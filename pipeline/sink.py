@@ -121,7 +121,8 @@ class ParquetSink:
             else:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 empty = to_table(contract(self.layer, table), {})
-                pq.write_table(empty, path, compression="zstd")
+                with parquet_writer(path, empty.schema) as w:
+                    w.write_table(empty)
         self.writers.clear()
 
     def abort(self) -> None:

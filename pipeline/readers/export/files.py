@@ -131,7 +131,7 @@ def _has_raw_data(d: Path) -> bool:
     return False
 
 
-def has_raw_data(d: Path) -> bool:
+def _raw_here(d: Path) -> bool:
     """``d``, or a PROF_* folder directly in it, still has raw data."""
     return _has_raw_data(d) or any(_has_raw_data(c) for c in _dirs(d) if c.name.startswith("PROF_"))
 
@@ -165,7 +165,7 @@ def detect(p: Path) -> str | None:
     children = [c for c in _dirs(p) if c.name.startswith("PROF_")]
     if children and all(_msprof_export(c) for c in children):
         return "msprof_export"  # a job folder of several exported PROF_* folders
-    if _export_files_in(p):
+    if _export_files_in(p) and not _raw_here(p):  # msprof writes msprof_*.db beside data/
         return "export_files"
     return None
 
