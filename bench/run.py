@@ -165,6 +165,7 @@ def bench_one(dump: Path, wh: Path, memory_limit: str, threads: int) -> dict:
     rows = json.loads(ing["stdout"])["rows"]
     records = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
     bld = measure(cli + ["build", "-w", str(wh), "--json", "--memory-limit", memory_limit, "--threads", str(threads)])
+    steps = json.loads(bld["stdout"])[0]["seconds_by_step"]
     total = ing["seconds"] + bld["seconds"]
     return {
         "dump": dump.name, "raw_bytes": raw, "records": records,
@@ -173,7 +174,14 @@ def bench_one(dump: Path, wh: Path, memory_limit: str, threads: int) -> dict:
         "ingest_peak_rss": ing["peak_rss"], "build_peak_rss": bld["peak_rss"],
         "peak_rss": max(ing["peak_rss"], bld["peak_rss"]),
         "warehouse_bytes": dump_bytes(wh), "read_floor_s": floor, "ratio_to_read": total / floor,
+        "build_seconds_by_step": steps,
     }
+
+
+def slowest_steps(r: dict, n: int = 6) -> str:
+    """The build steps that took longest, as 'step seconds' pairs (from `profetl build --json`)."""
+    steps = sorted(r["build_seconds_by_step"].items(), key=lambda kv: -kv[1])[:n]
+    return ", ".join(f"{name} {s:.1f}" for name, s in steps)
 
 
 def machine() -> str:
@@ -243,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"  = {r['ratio_to_read']:.0f}x read"
                   + (f"  (totals of {len(tries)} runs: {', '.join(f'{t:.1f}' for t in r['total_s_all'])} s)"
                      if len(tries) > 1 else ""), flush=True)
+            print(f"{'':>10} slowest build steps (s): {slowest_steps(r)}", flush=True)
             if not a.keep:
                 shutil.rmtree(sized, ignore_errors=True)
                 shutil.rmtree(a.out / f"wh-{layout}-{mb}MB", ignore_errors=True)

@@ -30,6 +30,9 @@ class BuildResult:
     rows_by_mart: dict[str, int] = field(default_factory=dict)
     issues: list[str] = field(default_factory=list)  # build_issues rows, one line each
     seconds: float = 0.0
+    # where the time went: "staging/<table>" (made and stored), "marts/<table>" (its SQL run
+    # while its rows stream into the part file)
+    seconds_by_step: dict[str, float] = field(default_factory=dict)
 
 
 def _quote(path) -> str:
@@ -79,16 +82,19 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
     try:
         for table in RAW_TABLES:
             con.execute(f"create view {table} as {_raw_select(wh, table, run_id, ingest_id, run)}")
-        run_layer(con, "staging")
-        marts = run_layer(con, "marts", materialize=False)  # streamed once into their files
         result = BuildResult(run_id, build_id)
+        for name, seconds in run_layer(con, "staging").items():
+            result.seconds_by_step[f"staging/{name}"] = seconds
+        marts = run_layer(con, "marts", materialize=False)  # streamed once into their files
         tmp = wh.temp_dir()
         written = []
         for name in marts:
             if name not in contracts("marts"):
                 raise TransformFailed(f"sql/marts/{name}.sql has no contract schemas/marts/{name}.toml")
             out = tmp / f"{name}.parquet"
+            t_mart = time.monotonic()
             result.rows_by_mart[name] = _write_mart(con, name, out)
+            result.seconds_by_step[f"marts/{name}"] = time.monotonic() - t_mart
             written.append((name, out))
         for name, out in written:
             final = wh.part("marts", name, run_id, build_id)

@@ -9,6 +9,7 @@ read staging tables only (tests/test_sql_layers.py checks both).
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,20 +74,23 @@ def load_macros(con: duckdb.DuckDBPyConnection) -> None:
             raise TransformFailed(f"sql/macros/{path.name} failed: {str(e).splitlines()[0]}") from None
 
 
-def run_layer(con: duckdb.DuckDBPyConnection, layer: str, materialize: bool = True) -> list[str]:
-    """Create every table of a layer (after the shared macros); returns their names in order.
+def run_layer(con: duckdb.DuckDBPyConnection, layer: str, materialize: bool = True) -> dict[str, float]:
+    """Create every table of a layer (after the shared macros); returns the seconds each
+    took, by name, in the order they were made.
 
     ``materialize=False`` creates views instead: for a layer nothing else reads (the marts),
-    whose rows are streamed once into their files, storing them first is wasted work.
+    whose rows are streamed once into their files, storing them first is wasted work (the
+    time of a view is then spent where it is read).
     """
     load_macros(con)
-    names = []
+    seconds = {}
     kind = "table" if materialize else "view"
     for f in sql_files(layer):
+        t0 = time.monotonic()
         try:
             con.execute(f"create or replace {kind} {f.name} as\n{f.text}")
         except duckdb.Error as e:
             first = str(e).splitlines()[0]
             raise TransformFailed(f"sql/{layer}/{f.name}.sql failed: {first}") from None
-        names.append(f.name)
-    return names
+        seconds[f.name] = time.monotonic() - t0
+    return seconds

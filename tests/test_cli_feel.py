@@ -93,3 +93,21 @@ def test_every_data_command_offers_json(name):
         assert "--json" in help_text
     elif name in FORMAT_COMMANDS:
         assert "--format" in help_text and "json" in help_text
+
+
+def test_build_json_says_where_the_time_went(tmp_path):
+    """Every staging and mart SQL file is a step of its own in `build --json` (the benchmark
+    prints the slowest ones), and the steps account for no more than the whole build."""
+    from pipeline.synth.hiprof import HiprofConfig, generate
+    from pipeline.transforms import sql_files
+
+    generate(tmp_path / "d", HiprofConfig())
+    assert invoke("ingest", tmp_path / "d", "--warehouse", tmp_path / "wh").exit_code == 0
+    r = invoke("build", "--warehouse", tmp_path / "wh", "--json")
+    assert r.exit_code == 0, r.output
+    (built,) = json.loads(r.stdout)
+    steps = built["seconds_by_step"]
+    expected = [f"{layer}/{f.name}" for layer in ("staging", "marts") for f in sql_files(layer)]
+    assert sorted(steps) == sorted(expected)
+    assert all(s >= 0 for s in steps.values())
+    assert sum(steps.values()) <= built["seconds"]
