@@ -57,3 +57,29 @@ def test_pmu_values_of_an_execution_the_run_lacks_are_counted(tmp_path):
     assert issues.get("export_metrics_without_task") == 1
     stats = {(r["op_type"], r["core_type"]): (r["count"], r["total_ns"]) for r in rows("op_statistic")}
     assert stats == {("MatMul", "AI_CORE"): (1, 2_500), ("Gelu", "AI_VECTOR_CORE"): (1, 1_250)}
+
+
+def test_op_summary_order_and_wait_per_device(tmp_path):
+    """Rows in (device, start) order whatever the file order; the wait restarts at each device
+    (device 1 starts after device 0's last end: its first wait is still 0)."""
+
+    def kernel(task, ts, dur, stream=3):
+        return {"ph": "X", "name": "k", "pid": HW, "tid": stream, "ts": ts, "dur": dur,
+                "args": {"Task Id": task, "Stream Id": stream, "Task Type": "AI_CORE", "Subtask Id": 4294967295}}
+
+    root = tmp_path / "PROF_000001_20260101000000000_ABCDEFGHIJKLMNOP"
+    by_device = {
+        0: [kernel(2, "1020.000", "1.000"), kernel(1, "1000.000", "2.500")],  # written last-first
+        1: [kernel(5, "1030.000", "1.000"), kernel(6, "1033.000", "1.000", stream=4)],
+    }
+    for device, events in by_device.items():
+        d = root / f"device_{device}" / "timeline"
+        d.mkdir(parents=True)
+        (d / "task_time.json").write_text(json.dumps([TRACE[0]] + events))
+    rows = build_dump(tmp_path / "wh", root)[1]
+    assert [(r["device_id"], r["task_id"], r["start_ns"], r["wait_ns"]) for r in rows("op_summary")] == [
+        (0, 1, 1_000_000, 0),
+        (0, 2, 1_020_000, 17_500),  # 1020 - (1000 + 2.5) us
+        (1, 5, 1_030_000, 0),  # not 1030 - 1021 us: device 0's rows are not its predecessors
+        (1, 6, 1_033_000, 2_000),  # 1033 - 1031 us, across streams
+    ]

@@ -12,6 +12,12 @@
 --          and execution and its PMU values (the aic_ or aiv_ side, stg_export_ops); raw
 --          runs take the op the stg_task_ops association gives and leave the PMU columns NULL
 --          (their recomputed metrics are in ai_core_metrics).
+--          Order and wait: each branch sorts its rows once, in the mart's order, and takes
+--          the previous row's device and end with lag() over (): a window with an empty OVER
+--          keeps, and reads in, the order of its input, as does a plain SELECT (DuckDB's
+--          documented order preservation). At most one branch has rows (a run is exported
+--          or raw), so UNION ALL, which keeps order too, gives the whole table in order. Raw
+--          rows are sorted narrow; their NULL export columns are added after the sort.
 -- Columns:
 --   device_id             -      device
 --   model_id              -      model id as the source gives it (4294967295 = none); NULL when unknown
@@ -45,99 +51,84 @@
 
 with exported as (
     select
-        ops.device_id,
-        ops.model_id,
-        ops.task_id,
-        ops.stream_id,
-        ops.context_id,
-        ops.op_name,
-        ops.op_type,
-        ops.op_state,
-        ops.task_type,
-        ops.accelerator_core,
-        ops.start_ns,
-        ops.dur_ns,
-        ops.block_dim,
-        ops.mix_block_dim,
-        ops.input_shapes,
-        ops.input_data_types,
-        ops.input_formats,
-        ops.output_shapes,
-        ops.output_data_types,
-        ops.output_formats,
-        ops.aicore_time_us,
-        ops.total_cycles,
-        ops.mac_ratio,
-        ops.vec_ratio,
-        ops.scalar_ratio,
-        ops.mte2_ratio,
-        ops.memory_bound,
-        ops.cube_utilization_pct,
-        ops.seq,
-        lag(ops.end_ns) over (partition by ops.device_id order by ops.start_ns, ops.stream_id, ops.task_id, ops.seq)
-            as prev_end_ns
-    from stg_export_ops as ops
-    where ops.has_run
+        device_id,
+        model_id,
+        task_id,
+        stream_id,
+        context_id,
+        op_name,
+        op_type,
+        op_state,
+        task_type,
+        accelerator_core,
+        start_ns,
+        dur_ns,
+        end_ns,
+        block_dim,
+        mix_block_dim,
+        input_shapes,
+        input_data_types,
+        input_formats,
+        output_shapes,
+        output_data_types,
+        output_formats,
+        aicore_time_us,
+        total_cycles,
+        mac_ratio,
+        vec_ratio,
+        scalar_ratio,
+        mte2_ratio,
+        memory_bound,
+        cube_utilization_pct
+    from stg_export_ops
+    where has_run
+    order by device_id, start_ns, stream_id, task_id, seq
 ),
 
-raw_instances as (
-    -- the wait is computed here, on narrow rows, before the op's columns widen them
-    select
-        device_id, stream_id, task_id, instance_no, task_type_name, start_ns,
-        complete_ns - start_ns as dur_ns,
-        lag(complete_ns) over (partition by device_id order by start_ns, stream_id, task_id, instance_no)
-            as prev_end_ns
-    from (
-        select *, coalesce(running_ns, complete_ns) as start_ns
-        from stg_task_instances
-        where is_complete and not exists (select 1 from stg_export_ops)
-    )
-),
-
-from_raw as (
+raw_executions as (
     select
         i.device_id,
         ops.model_id,
         i.task_id,
         i.stream_id,
-        null::bigint as context_id,
         ops.op_name,
         ops.op_type,
-        null::varchar as op_state,
         coalesce(ops.ge_task_type, i.task_type_name) as task_type,
-        null::varchar as accelerator_core,
         i.start_ns,
-        i.dur_ns,
-        ops.block_dim,
-        null::integer as mix_block_dim,
-        null::varchar as input_shapes,
-        null::varchar as input_data_types,
-        null::varchar as input_formats,
-        null::varchar as output_shapes,
-        null::varchar as output_data_types,
-        null::varchar as output_formats,
-        null::double as aicore_time_us,
-        null::double as total_cycles,
-        null::double as mac_ratio,
-        null::double as vec_ratio,
-        null::double as scalar_ratio,
-        null::double as mte2_ratio,
-        null::double as memory_bound,
-        null::double as cube_utilization_pct,
-        i.instance_no as seq,
-        i.prev_end_ns
-    from raw_instances as i
+        i.complete_ns - i.start_ns as dur_ns,
+        i.complete_ns as end_ns,
+        ops.block_dim
+    from (
+        select *, coalesce(running_ns, complete_ns) as start_ns
+        from stg_task_instances
+        where is_complete and not exists (select 1 from stg_export_ops)
+    ) as i
     asof left join stg_task_ops as ops
         on i.device_id = ops.device_id
         and i.stream_id = ops.stream_id
         and i.task_id = ops.task_id
         and i.start_ns >= ops.valid_from_ns
+    order by i.device_id, i.start_ns, i.stream_id, i.task_id, i.instance_no
 ),
 
-ordered as (
-    select * from exported
-    union all
-    select * from from_raw
+exported_waits as (
+    select
+        *,
+        case
+            when lag(device_id) over () = device_id then coalesce(greatest(start_ns - lag(end_ns) over (), 0), 0)
+            else 0  -- the device's first row
+        end as wait_ns
+    from exported
+),
+
+raw_waits as (
+    select
+        *,
+        case
+            when lag(device_id) over () = device_id then greatest(start_ns - lag(end_ns) over (), 0)
+            else 0  -- the device's first row
+        end as wait_ns
+    from raw_executions
 )
 
 select
@@ -153,7 +144,7 @@ select
     accelerator_core,
     start_ns,
     dur_ns,
-    coalesce(greatest(start_ns - prev_end_ns, 0), 0) as wait_ns,
+    wait_ns,
     block_dim,
     mix_block_dim,
     input_shapes,
@@ -170,5 +161,38 @@ select
     mte2_ratio,
     memory_bound,
     cube_utilization_pct
-from ordered
-order by device_id, start_ns, stream_id, task_id, seq
+from exported_waits
+
+union all
+
+select
+    device_id,
+    model_id,
+    task_id,
+    stream_id,
+    null::bigint as context_id,
+    op_name,
+    op_type,
+    null::varchar as op_state,
+    task_type,
+    null::varchar as accelerator_core,
+    start_ns,
+    dur_ns,
+    wait_ns,
+    block_dim,
+    null::integer as mix_block_dim,
+    null::varchar as input_shapes,
+    null::varchar as input_data_types,
+    null::varchar as input_formats,
+    null::varchar as output_shapes,
+    null::varchar as output_data_types,
+    null::varchar as output_formats,
+    null::double as aicore_time_us,
+    null::double as total_cycles,
+    null::double as mac_ratio,
+    null::double as vec_ratio,
+    null::double as scalar_ratio,
+    null::double as mte2_ratio,
+    null::double as memory_bound,
+    null::double as cube_utilization_pct
+from raw_waits
