@@ -83,3 +83,30 @@ def test_op_summary_order_and_wait_per_device(tmp_path):
         (1, 5, 1_030_000, 0),  # not 1030 - 1021 us: device 0's rows are not its predecessors
         (1, 6, 1_033_000, 2_000),  # 1033 - 1031 us, across streams
     ]
+
+
+
+def test_rows_in_time_order_whatever_the_file_order(tmp_path):
+    """Forty executions written in a shuffled order: op_summary and ai_core_metrics list them by
+    time, and each wait is the gap to the previous execution's end (worked out here from the
+    list of executions)."""
+    # task t: starts at 1000 + 10 t us, runs 1 + t % 3 us; every start 10 us after the previous one
+    tasks = list(range(40))
+    order = sorted(tasks, key=lambda t: (t * 17) % 40)  # a fixed shuffle
+    trace = TRACE[:1] + [
+        {"ph": "X", "name": f"k{t}", "pid": HW, "tid": 3, "ts": f"{1000 + 10 * t}.000", "dur": f"{1 + t % 3}.000",
+         "args": {"Task Id": t, "Stream Id": 3, "Task Type": "AI_CORE", "Subtask Id": 4294967295}} for t in order]
+    header = KERNELS.splitlines()[0]
+    kernels = [f"{t},3,k{t},Add,AI_CORE,{1000 + 10 * t}.000\t,{1 + t % 3}.000,1,N/A,{t}.0,100,0.5,0.0,0,0.0"
+               for t in order]
+    dump = tmp_path / "export"
+    dump.mkdir()
+    (dump / "trace_view.json").write_text(json.dumps(trace))
+    (dump / "kernel_details.csv").write_text("\n".join([header, *kernels]) + "\n")
+    rows = build_dump(tmp_path / "wh", dump)[1]
+    starts = [1_000_000 + 10_000 * t for t in tasks]
+    ends = [s + 1_000 * (1 + t % 3) for t, s in zip(tasks, starts)]
+    waits = [0] + [starts[t] - ends[t - 1] for t in tasks[1:]]
+    assert [(r["task_id"], r["start_ns"], r["wait_ns"]) for r in rows("op_summary")] == list(zip(tasks, starts, waits))
+    assert [(r["task_id"], r["ts_ns"], r["aicore_time_us"]) for r in rows("ai_core_metrics")] == [
+        (t, e, float(t)) for t, e in zip(tasks, ends)]

@@ -19,7 +19,10 @@
 --            than msprof's 0 / N/A mixture (§D3, §D4, §C9).
 --          * the mte2/mte3 correction of main-memory bandwidth applies only when one metric
 --            set holds both; no standard set does, and it is not applied.
---          A metric whose event was not programmed is NULL. Rows ordered by record time.
+--          A metric whose event was not programmed is NULL. Rows ordered by record time:
+--          each branch sorts its rows once, before the metrics are computed from them (the
+--          computing SELECTs, and UNION ALL, keep their input's order: DuckDB's documented
+--          order preservation); at most one branch has rows (a run is raw or exported).
 --          Generations 2 and 3: the block dim is the task's op's (node_basic_info through the
 --          association of stg_task_ops, or a MindSpore task description), msprof's source for
 --          these chips (raw-formats §6.4, §9); f_aic of aicore_time is the lpmFreqConv sample
@@ -72,6 +75,8 @@ with named as (
         and pmu.stream_id = ops.stream_id
         and pmu.task_id = ops.task_id
         and pmu.ts_ns >= ops.valid_from_ns
+    where not exists (select 1 from stg_export_ops)
+    order by pmu.device_id, pmu.ts_ns, pmu.seq
 ),
 
 records as (
@@ -157,12 +162,9 @@ from_exports as (
         m.seq
     from stg_export_ops as m
     where m.has_run and m.has_metrics
+    order by m.device_id, m.end_ns, m.seq
 )
 
-select * exclude (seq)
-from (
-    select * from from_counters
-    union all by name
-    select * from from_exports
-)
-order by device_id, ts_ns, seq
+select * exclude (seq) from from_counters
+union all by name
+select * exclude (seq) from from_exports
