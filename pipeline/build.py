@@ -132,15 +132,17 @@ def _write_mart(con: duckdb.DuckDBPyConnection, name: str, out) -> int:
         rows = 0
         with parquet_writer(out, schema) as w:
             group: list[pa.RecordBatch] = []
+            group_rows = 0
             for batch in reader:
                 try:
                     group.append(batch.cast(schema))
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
                     raise TransformFailed(f"mart {name} does not fit its contract: {e}") from None
                 rows += batch.num_rows
-                if sum(b.num_rows for b in group) >= ROW_GROUP_ROWS:
+                group_rows += batch.num_rows
+                if group_rows >= ROW_GROUP_ROWS:
                     w.write_table(pa.Table.from_batches(group, schema))
-                    group = []
+                    group, group_rows = [], 0
             if group:
                 w.write_table(pa.Table.from_batches(group, schema))
     except duckdb.Error as e:  # marts are views: their SQL runs here

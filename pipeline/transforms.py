@@ -3,7 +3,7 @@
 Each file under ``sql/staging`` and ``sql/marts`` holds one query whose result is the
 table named after the file. The runner, not the file, creates the table, so a file
 only defines what its table holds. Staging files read raw tables only; mart files
-read staging tables only (tests/test_sql_layers.py checks both).
+read staging tables only (tests/test_sql_files.py checks both).
 """
 
 from __future__ import annotations

@@ -50,36 +50,8 @@
 --   cube_utilization_pct  %      exported cube utilisation
 
 with exported as (
-    select
-        device_id,
-        model_id,
-        task_id,
-        stream_id,
-        context_id,
-        op_name,
-        op_type,
-        op_state,
-        task_type,
-        accelerator_core,
-        start_ns,
-        dur_ns,
-        end_ns,
-        block_dim,
-        mix_block_dim,
-        input_shapes,
-        input_data_types,
-        input_formats,
-        output_shapes,
-        output_data_types,
-        output_formats,
-        aicore_time_us,
-        total_cycles,
-        mac_ratio,
-        vec_ratio,
-        scalar_ratio,
-        mte2_ratio,
-        memory_bound,
-        cube_utilization_pct
+    -- every column of the exported executions; the mart's are picked at the end
+    select *
     from stg_export_ops
     where has_run
     order by device_id, start_ns, stream_id, task_id, seq
@@ -161,38 +133,9 @@ select
     mte2_ratio,
     memory_bound,
     cube_utilization_pct
-from exported_waits
-
-union all
-
-select
-    device_id,
-    model_id,
-    task_id,
-    stream_id,
-    null::bigint as context_id,
-    op_name,
-    op_type,
-    null::varchar as op_state,
-    task_type,
-    null::varchar as accelerator_core,
-    start_ns,
-    dur_ns,
-    wait_ns,
-    block_dim,
-    null::integer as mix_block_dim,
-    null::varchar as input_shapes,
-    null::varchar as input_data_types,
-    null::varchar as input_formats,
-    null::varchar as output_shapes,
-    null::varchar as output_data_types,
-    null::varchar as output_formats,
-    null::double as aicore_time_us,
-    null::double as total_cycles,
-    null::double as mac_ratio,
-    null::double as vec_ratio,
-    null::double as scalar_ratio,
-    null::double as mte2_ratio,
-    null::double as memory_bound,
-    null::double as cube_utilization_pct
-from raw_waits
+from (
+    -- the raw branch has no export columns: BY NAME fills them with NULL
+    select * from exported_waits
+    union all by name
+    select * from raw_waits
+)
