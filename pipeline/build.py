@@ -10,12 +10,11 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-import pyarrow.parquet as pq
 
-from pipeline import __version__
 from pipeline.contracts import RAW_TABLES, contract, contracts
 from pipeline.errors import TransformFailed
 from pipeline.faults import checkpoint
+from pipeline.query import raw_select
 from pipeline.sink import parquet_writer
 from pipeline.transforms import run_layer
 from pipeline.warehouse import Warehouse, new_id
@@ -35,10 +34,6 @@ class BuildResult:
     seconds_by_step: dict[str, float] = field(default_factory=dict)
 
 
-def _quote(path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
-
-
 def connect(workdir: Path, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> duckdb.DuckDBPyConnection:
     """A DuckDB for one build, backed by a file in ``workdir``: staging tables then live in
     its buffer pool and go to disk under the memory limit, instead of pinning memory as the
@@ -51,37 +46,16 @@ def connect(workdir: Path, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: in
     return con
 
 
-_SQL_TYPES = {"int32": "INTEGER", "int64": "BIGINT", "uint64": "UBIGINT", "float64": "DOUBLE", "string": "VARCHAR",
-              "bool": "BOOLEAN", "list<int32>": "INTEGER[]", "list<string>": "VARCHAR[]", "timestamp": "TIMESTAMPTZ"}
-
-
-def _raw_select(wh: Warehouse, table: str, run_id: str, ingest_id: str, run: dict) -> str:
-    """The raw table as its contract has it now. A run ingested by an older profetl lacks the
-    tables and columns added since: those read as empty / NULL, so old runs still rebuild."""
-    c = contract("raw", table)
-    path = wh.part("raw", table, run_id, ingest_id)
-    wanted = [col for col in c.columns if col.name != "run_id"]
-    if not path.exists():
-        if run.get("profetl_version") == __version__:
-            raise TransformFailed(f"run {run_id} has no raw part file for {table} ({path})")
-        cols = ", ".join(f"NULL::{_SQL_TYPES[col.type]} AS {col.name}" for col in wanted)
-        return f"select {cols} where false"
-    have = set(pq.read_schema(path).names)
-    cols = ", ".join(col.name if col.name in have else f"NULL::{_SQL_TYPES[col.type]} AS {col.name}"
-                     for col in wanted)
-    return f"select {cols} from read_parquet({_quote(path)})"
-
-
 def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> BuildResult:
     """Build every mart of one run into new part files; the caller commits the run row."""
     t0 = time.monotonic()
-    run_id, ingest_id = run["run_id"], run["ingest_id"]
+    run_id = run["run_id"]
     build_id = new_id()
     workdir = wh.temp_dir()
     con = connect(workdir, memory_limit, threads)
     try:
         for table in RAW_TABLES:
-            con.execute(f"create view {table} as {_raw_select(wh, table, run_id, ingest_id, run)}")
+            con.execute(f"create view {table} as {raw_select(wh, table, run)}")
         result = BuildResult(run_id, build_id)
         for name, seconds in run_layer(con, "staging").items():
             result.seconds_by_step[f"staging/{name}"] = seconds

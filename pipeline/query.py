@@ -10,9 +10,11 @@ from dataclasses import dataclass
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 
-from pipeline.contracts import RAW_TABLES, Contract, contracts
-from pipeline.errors import QueryFailed
+from pipeline import __version__
+from pipeline.contracts import RAW_TABLES, Contract, contract, contracts
+from pipeline.errors import QueryFailed, TransformFailed
 from pipeline.warehouse import Warehouse
 
 _DUCK = {"int32": "INTEGER", "int64": "BIGINT", "uint64": "UBIGINT", "float64": "DOUBLE",
@@ -27,6 +29,25 @@ def _quote(path) -> str:
 def _empty_view(c: Contract) -> str:
     cols = ["NULL::VARCHAR AS run_id"] + [f"NULL::{_DUCK[col.type]} AS {col.name}" for col in c.columns]
     return "SELECT " + ", ".join(cols) + " WHERE false"
+
+
+def raw_select(wh: Warehouse, table: str, run: dict) -> str:
+    """One run's raw table as its contract has it now, without ``run_id``: what the build and
+    the timeline read. A run ingested by an older profetl lacks the tables and columns added
+    since: those read as empty / NULL, so old runs still rebuild."""
+    c = contract("raw", table)
+    run_id = run["run_id"]
+    path = wh.part("raw", table, run_id, run["ingest_id"])
+    wanted = [col for col in c.columns if col.name != "run_id"]
+    if not path.exists():
+        if run.get("profetl_version") == __version__:
+            raise TransformFailed(f"run {run_id} has no raw part file for {table} ({path})")
+        cols = ", ".join(f"NULL::{_DUCK[col.type]} AS {col.name}" for col in wanted)
+        return f"select {cols} where false"
+    have = set(pq.read_schema(path).names)
+    cols = ", ".join(col.name if col.name in have else f"NULL::{_DUCK[col.type]} AS {col.name}"
+                     for col in wanted)
+    return f"select {cols} from read_parquet({_quote(path)})"
 
 
 def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict]) -> str:

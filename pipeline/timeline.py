@@ -28,10 +28,10 @@ from dataclasses import dataclass, field
 import duckdb
 
 from pipeline import __version__
-from pipeline.contracts import RAW_TABLES, contracts
+from pipeline.contracts import RAW_TABLES
 from pipeline.errors import UsageError
 from pipeline.formats import write_bytes, write_text
-from pipeline.query import _empty_view, _quote
+from pipeline.query import raw_select
 from pipeline.selection import run_row
 from pipeline.transforms import run_layer
 from pipeline.warehouse import Warehouse
@@ -131,12 +131,7 @@ def _connect_run(wh: Warehouse, run: dict) -> duckdb.DuckDBPyConnection:
     """The run's raw tables as the build sees them, and the staging layer over them."""
     con = duckdb.connect()
     for table in RAW_TABLES:
-        c = contracts("raw")[table]
-        path = wh.part("raw", table, run["run_id"], run["ingest_id"]) if run.get("ingest_id") else None
-        if path is not None and path.exists():
-            con.execute(f"create view {table} as select * from read_parquet({_quote(path)})")
-        else:
-            con.execute(f"create view {table} as select * exclude (run_id) from ({_empty_view(c)})")
+        con.execute(f"create view {table} as {raw_select(wh, table, run)}")
     run_layer(con, "staging")
     return con
 

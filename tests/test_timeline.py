@@ -127,3 +127,37 @@ def test_cli_writes_json_and_gzip(two, tmp_path):
     assert {e["pid"] for e in _events(trace, "X")} == {1}
     r = runner.invoke(app, ["timeline", nights[0].run_id, "--start", "2ms", "--end", "1ms", "--warehouse", str(wh.path)])
     assert r.exit_code == 2 and "ends before it starts" in r.stderr
+
+
+def test_run_ingested_before_instance_no(synth_run, tmp_path):
+    """A run ingested before task_states had instance_no: the column reads as NULL (as the build
+    reads it), the staging SQL numbers the instances itself, and the trace is the same."""
+    import pyarrow.parquet as pq
+
+    run = synth_run(seed=5, devices=2, inferences=3, drop_complete=2)
+    before = chrome_trace(run.wh, run.run_id)
+    part = run.wh.part("raw", "task_states", run.run_id, run.wh.run(run.run_id)["ingest_id"])
+    states = pq.read_table(part)
+    assert states.column("instance_no").null_count < len(states)  # numbered while ingesting
+    pq.write_table(states.drop(["instance_no"]), part)
+    assert "instance_no" not in pq.read_schema(part).names
+
+    out = tmp_path / "old.json"
+    r = runner.invoke(app, ["timeline", run.run_id, "--out", str(out), "--warehouse", str(run.wh.path)])
+    assert r.exit_code == 0, r.output
+    after = json.loads(out.read_text())
+    assert after == json.loads(json.dumps(before))
+    tasks = _events(after, "X", "task")
+    assert len(tasks) == len([x for x in run.truth.instances if x.complete_ns is not None])
+    # a lost COMPLETE merges into the task's next instance; only a lost last one is an instant
+    last = {}
+    for x in run.truth.instances:
+        key = (x.device_id, x.stream_id, x.task_id)
+        if key not in last or x.running_ns > last[key].running_ns:
+            last[key] = x
+    assert len(_events(after, "i", "task")) == sum(x.complete_ns is None for x in last.values()) > 0
+    # the instances of each task are numbered 0, 1, ... in time order, as the ingest numbered them
+    numbers = defaultdict(list)
+    for e in sorted(tasks + _events(after, "i", "task"), key=lambda e: e["ts"]):
+        numbers[(e["pid"], e["args"]["stream_id"], e["args"]["task_id"])].append(e["args"]["instance_no"])
+    assert all(n == list(range(len(n))) for n in numbers.values())
