@@ -43,11 +43,24 @@ def parquet_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
     counters, ids) are delta-encoded: they are near-sorted or wide, where dictionary encoding
     is tried, fills up and is dropped again for every row group; the other columns
     (device, stream and task ids, names, kinds) are dictionary-encoded. Against zstd with
-    Arrow's defaults this halves the encoding time and shrinks the files."""
+    Arrow's defaults this halves the encoding time and shrinks the files.
+
+    Min/max statistics are written for every column but text ones: comparing every string
+    of a 2M-row batch cost a quarter of the encoding time (bench/: 4.0 -> 3.2 s for the five
+    big tables of the 500 MB STARS run), and a row group holds many names, so their min/max
+    would hardly ever let a query skip it."""
     wide = [f.name for f in schema if f.type in (pa.int64(), pa.uint64())]
+    stats = [f.name for f in schema if not _is_text(f.type)]
     return pq.ParquetWriter(path, schema, compression="zstd",
                             use_dictionary=[f.name for f in schema if f.name not in wide],
-                            column_encoding={name: "DELTA_BINARY_PACKED" for name in wide})
+                            column_encoding={name: "DELTA_BINARY_PACKED" for name in wide},
+                            write_statistics=stats)
+
+
+def _is_text(t: pa.DataType) -> bool:
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return _is_text(t.value_type)
+    return pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
 
 
 class ParquetSink:
