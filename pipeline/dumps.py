@@ -16,17 +16,11 @@ EDGE_BYTES = 64 * 1024
 
 def detect(path: Path) -> str | None:
     """The layout of a dump directory, or None when it is not one profetl reads."""
-    layout = prof.detect(path)  # generations 2 and 3 (PROF_* trees, profiler_default_tag naming)
-    exported = export.detect(path)  # generation 4: only what msprof / torch_npu exported is left
-    if layout is not None and (exported is None or layout not in ("msprof_prof", "msprof_job")):
-        return layout  # raw data, where present, is read rather than its exports
-    if exported is not None:
-        return exported
-    if layout is not None:
-        return layout
-    if hiprof.is_result_dir(path):
-        return "hiprof_result_dir"
-    return None
+    raw = prof.detect(path) or ("hiprof_result_dir" if hiprof.is_result_dir(path) else None)  # generations 1-3
+    exported = export.detect(path)  # generation 4; None where raw data of any generation is present
+    if exported is not None and raw in (None, "msprof_prof", "msprof_job"):
+        return exported  # a PROF_* tree or job whose data/ is gone, or a torch_npu rank folder
+    return raw  # raw data, where present, is read rather than its exports
 
 
 def discover(root: Path, max_depth: int = 6) -> list[Path]:
@@ -49,7 +43,8 @@ def discover(root: Path, max_depth: int = 6) -> list[Path]:
         except OSError:
             return
         for c in children:
-            walk(c, depth + 1)
+            if not export.exports_of_raw(c):  # exports of the raw data found beside them: not a run
+                walk(c, depth + 1)
 
     walk(root, 0)
     return found

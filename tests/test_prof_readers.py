@@ -8,12 +8,16 @@ import numpy as np
 import pytest
 
 from pipeline.dumps import detect, discover
+from pipeline.jobs import ingest_dump
 from pipeline.readers.issues import IssueLog
 from pipeline.readers.prof.device import stars_ids
 from pipeline.readers.prof.files import job_children
 from pipeline.readers.prof.pairing import Logs, batch_from_flips, batch_from_wraps, pair
 from pipeline.readers.prof.records import head_skip, read_fixed
 from pipeline.readers.slices import SliceFile
+from pipeline.synth.hiprof import HiprofConfig, generate as generate_hiprof
+from pipeline.synth.prof import ProfConfig, generate as generate_prof
+from pipeline.warehouse import Warehouse
 from pipeline.layouts import prof as P
 
 
@@ -159,6 +163,57 @@ def test_raw_data_wins_over_exports_beside_it(tmp_path):
     assert detect(tmp_path / "job") == "msprof_job"
     (a / "device_0" / "data" / "hwts.data.0.slice_0").unlink()  # only the exports left
     assert detect(a) == "msprof_export"
+
+
+def _add_exports(d, where):
+    """What msprof leaves after parsing ``d``: its database at the root, or mindstudio_profiler_output/."""
+    if where == "db":
+        (d / "msprof_20260101000009.db").write_bytes(b"")
+    else:
+        (d / "mindstudio_profiler_output").mkdir()
+        (d / "mindstudio_profiler_output" / "op_summary_20260101000009.csv").write_text("Op Name,Task ID\nx,1\n")
+
+
+def _ingest(tmp_path, dump):
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        o = ingest_dump(wh, dump)
+    return wh.run(o.run_id), o.ingest.rows_by_table
+
+
+@pytest.mark.parametrize("where", ["db", "msprof_dir"])
+def test_hiprof_result_dir_with_exports_is_read_raw(tmp_path, where):
+    """A generation-1 result_dir keeps its data/ after msprof parsed it: the raw records are read."""
+    dump = tmp_path / "result_dir"
+    truth = generate_hiprof(dump, HiprofConfig(inferences=2, tasks=4))
+    _add_exports(dump, where)
+    assert detect(dump) == "hiprof_result_dir"
+    assert discover(tmp_path) == [dump]
+    run, rows = _ingest(tmp_path, dump)
+    assert (run["layout"], run["layout_generation"]) == ("hiprof_result_dir", 1)
+    assert (rows["task_states"], rows["api_calls"]) == (len(truth.states), len(truth.api_calls))
+
+
+@pytest.mark.parametrize("where", ["db", "msprof_dir"])
+def test_job_with_exports_at_its_root_is_read_raw(tmp_path, where):
+    """A job folder whose PROF_* children keep device_N/data and host/data, exports at the job root."""
+    job = tmp_path / "job"
+    truth = generate_prof(job, ProfConfig(devices=2, processes=2, inferences=2, tasks=4))
+    _add_exports(job, where)
+    assert detect(job) == "msprof_job"
+    assert discover(tmp_path) == [job]
+    run, rows = _ingest(tmp_path, job)
+    assert run["layout"] == "msprof_job"
+    assert (rows["task_runs"], rows["api_calls"]) == (len(truth.launches), len(truth.api_calls))
+
+
+def test_exports_beside_a_single_raw_prof_folder_are_not_a_run(tmp_path):
+    """One PROF_* folder with raw data and mindstudio_profiler_output/ beside it: the PROF_* folder is the dump."""
+    root = tmp_path / "out"
+    truth = generate_prof(root, ProfConfig(devices=1, inferences=2, tasks=4))
+    _add_exports(root, "msprof_dir")
+    assert detect(root) is None
+    assert discover(root) == [root / truth.prof_dirs[0]]
 
 
 def test_api_event_pairs_and_skips(tmp_path):

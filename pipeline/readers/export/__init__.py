@@ -7,7 +7,7 @@ database (``msprof_*.db``, ``ascend_pytorch_profiler*.db``), the event timeline
 canonical table, the most detailed source present and records the choice on the run.
 """
 
-from pipeline.readers.export.files import LAYOUTS, detect, scan
+from pipeline.readers.export.files import LAYOUTS, detect, exports_of_raw, scan
 from pipeline.readers.export.reader import profiler_info_start_us, read_export, session_start_us
 
-__all__ = ["LAYOUTS", "detect", "scan", "read_export", "session_start_us", "profiler_info_start_us"]
+__all__ = ["LAYOUTS", "detect", "exports_of_raw", "scan", "read_export", "session_start_us", "profiler_info_start_us"]

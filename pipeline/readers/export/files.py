@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.readers.hiprof.files import is_result_dir
+
 LAYOUTS = ("torch_npu_export", "msprof_export", "export_files")
 
 TORCH_DIR = "ASCEND_PROFILER_OUTPUT"
@@ -132,8 +134,15 @@ def _has_raw_data(d: Path) -> bool:
 
 
 def _raw_here(d: Path) -> bool:
-    """``d``, or a PROF_* folder directly in it, still has raw data."""
-    return _has_raw_data(d) or any(_has_raw_data(c) for c in _dirs(d) if c.name.startswith("PROF_"))
+    """``d`` still has raw data of some generation: it is a generation-1 result_dir (``data/``
+    with hiprof-era files), or it or a PROF_* folder directly in it has host/ or device_N/ data/."""
+    return (_has_raw_data(d) or is_result_dir(d)
+            or any(_has_raw_data(c) for c in _dirs(d) if c.name.startswith("PROF_")))
+
+
+def exports_of_raw(d: Path) -> bool:
+    """``d`` is a mindstudio_profiler_output/ beside raw data: the export of that data, not a dump."""
+    return d.name == MSPROF_DIR and _raw_here(d.parent)
 
 
 def _dirs(d: Path) -> list[Path]:
@@ -159,13 +168,14 @@ def detect(p: Path) -> str | None:
         return None
     if (p / TORCH_DIR).is_dir() and _export_files_in(p / TORCH_DIR):
         return "torch_npu_export"
-    if _msprof_export(p) or ((p / MSPROF_DIR).is_dir() and _export_files_in(p / MSPROF_DIR)
-                             and not _has_raw_data(p)):
+    if _raw_here(p):  # msprof writes its database and exports beside data/: the raw readers take it
+        return None
+    if _msprof_export(p) or ((p / MSPROF_DIR).is_dir() and _export_files_in(p / MSPROF_DIR)):
         return "msprof_export"
     children = [c for c in _dirs(p) if c.name.startswith("PROF_")]
     if children and all(_msprof_export(c) for c in children):
         return "msprof_export"  # a job folder of several exported PROF_* folders
-    if _export_files_in(p) and not _raw_here(p):  # msprof writes msprof_*.db beside data/
+    if _export_files_in(p):
         return "export_files"
     return None
 
