@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+import typer.main
 from typer.testing import CliRunner
 
 from pipeline.cli.main import COMMANDS, app
@@ -41,6 +42,23 @@ def test_every_command_has_help_with_example_and_is_in_readme(name):
     assert "Example:" in r.output, f"{name} --help has no example"
     readme = (REPO / "README.md").read_text()
     assert f"profetl {name}" in readme, f"README does not document `profetl {name}`"
+
+
+def test_readme_names_the_commands_without_warehouse():
+    """README's sentence on the options every command shares names the commands that lack
+    --warehouse (a command added without it has to be named there too)."""
+    group = typer.main.get_command(app)
+    without = [n for n in COMMANDS if not any("--warehouse" in p.opts for p in group.commands[n].params)]
+    assert without, "every command takes --warehouse: say so in README.md and drop this exception"
+    readme = " ".join((REPO / "README.md").read_text().split())
+    names = " and ".join(f"`{n}`" for n in without)
+    assert f"Every command but {names} " in readme and "takes `--warehouse/-w`" in readme
+
+
+def test_ingest_help_names_every_layout_generation():
+    help_text = " ".join(invoke("ingest", "--help").stdout.split())
+    for layout in ("result_dir", "PROF_*", "exported"):
+        assert layout in help_text, f"ingest --help does not name {layout}"
 
 
 def test_run_twice_is_a_no_op(built):

@@ -12,7 +12,7 @@ from pipeline.jobs import ingest_dump
 
 
 def command(
-    dump: Annotated[Path, typer.Argument(help="A dump directory (hiprof result_dir).", show_default=False)],
+    dump: Annotated[Path, typer.Argument(help="A dump directory of any layout generation: a hiprof result_dir, a PROF_* tree (or a job folder of PROF_* trees), or msprof / torch_npu exported outputs.", show_default=False)],
     warehouse: C.WarehouseOpt = None,
     wait: C.WaitOpt = 0.0,
     force: Annotated[bool, typer.Option("--force", help="Re-ingest even when the dump is unchanged.")] = False,
