@@ -90,6 +90,9 @@ def tlv_runs(buf: np.ndarray, decoded: dict[int, Layout], counted: dict[int, str
     n = len(buf)
     pos = 0
     runs: list[TlvRun] = []
+    # Each 4-byte-aligned header as one number (tag | bufSize << 8, the mode byte dropped):
+    # a run of records whose size is a multiple of 4 is then a strided view of these keys.
+    keys = buf[: n - n % 4].view("<u4") >> 8
     while n - pos >= 4:
         tag = int(buf[pos + 1])
         size = int(buf[pos + 2]) | (int(buf[pos + 3]) << 8)
@@ -105,13 +108,20 @@ def tlv_runs(buf: np.ndarray, decoded: dict[int, Layout], counted: dict[int, str
             break
         # gallop: compare 16, 32, 64, ... records at a time, so a short run costs little
         avail = (n - pos) // size
+        aligned = pos % 4 == 0 and size % 4 == 0
+        if aligned:
+            headers = keys[pos // 4:: size // 4]
+            key = tag | (size << 8)
         m, probe = 0, 16
         while m < avail:
             k = min(avail - m, probe)
-            idx = pos + size * (m + np.arange(k, dtype=np.int64))
-            same = (buf[idx + 1] == tag) & (
-                (buf[idx + 2].astype(np.int32) | (buf[idx + 3].astype(np.int32) << 8)) == size
-            )
+            if aligned:
+                same = headers[m:m + k] == key
+            else:
+                idx = pos + size * (m + np.arange(k, dtype=np.int64))
+                same = (buf[idx + 1] == tag) & (
+                    (buf[idx + 2].astype(np.int32) | (buf[idx + 3].astype(np.int32) << 8)) == size
+                )
             if same.all():
                 m += k
                 probe = min(probe * 2, RUN_PROBE)
@@ -171,9 +181,15 @@ def decode_tlv(stream: SliceStream, decoded: dict[int, Layout], counted: dict[in
 def _concat(batches: list[Batch], layout: Layout) -> Batch:
     if len(batches) == 1:
         return batches[0]
-    # Runs of one tag may differ in record size: bring them to the layout's own dtype.
-    recs = [b.records if b.records.dtype == layout.dtype else _narrow(b.records, layout) for b in batches]
-    return Batch(np.concatenate(recs), np.concatenate([b.offsets for b in batches]),
+    dtype = batches[0].records.dtype
+    if all(b.records.dtype == dtype for b in batches):
+        # one record size: join the bytes (numpy's structured concatenate costs ~30 us a piece)
+        recs = np.concatenate([b.records.view(np.uint8) for b in batches]).view(dtype)
+    else:
+        # Runs of one tag may differ in record size: bring them to the layout's own dtype.
+        recs = np.concatenate([b.records if b.records.dtype == layout.dtype else _narrow(b.records, layout)
+                               for b in batches])
+    return Batch(recs, np.concatenate([b.offsets for b in batches]),
                  np.concatenate([b.seq for b in batches]))
 
 
