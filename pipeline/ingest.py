@@ -19,7 +19,7 @@ from pipeline.dumps import detect, fingerprint, fingerprint_file, run_id as make
 from pipeline.errors import InputError
 from pipeline.faults import checkpoint
 from pipeline.paths import display
-from pipeline.readers import export, hiprof, prof
+from pipeline.readers import export, prof
 from pipeline.readers.hiprof.files import rel_name, scan
 from pipeline.readers.instance_numbers import InstanceNumbers
 from pipeline.readers.issues import IssueLog
@@ -87,9 +87,10 @@ def export_identity(dump: Path) -> tuple[str, int | None, dict[str, str]]:
         else:
             texts[rel] = f"{f.path.stat().st_size}:{fingerprint_file(f.path)}"
     if start_us is None:
-        start_us = export.session_start_us(ed)
-    if start_us is None:
-        start_us = export.profiler_info_start_us(ed)
+        from pipeline.readers.export.reader import profiler_info_start_us, session_start_us
+        start_us = session_start_us(ed)
+        if start_us is None:
+            start_us = profiler_info_start_us(ed)
     return make_run_id(start_us, texts), start_us, texts
 
 
@@ -116,12 +117,7 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
     sink = ParquetSink(paths, derive={"task_states": InstanceNumbers().add})
     log = IssueLog()
     try:
-        if layout in export.LAYOUTS:
-            meta = export.read_export(dump, sink, log, layout)
-        elif layout in prof.LAYOUTS:
-            meta = prof.read_prof(dump, sink, log, layout)
-        else:
-            meta = hiprof.read_result_dir(dump, sink, log)
+        meta = _read(layout, dump, sink, log)
         sink.write("ingest_issues", _issue_columns(log))
         sink.close()
     except BaseException:
@@ -169,6 +165,19 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
         "profetl_version": __version__,
     }
     return IngestResult(run_id, display(dump), row=row, rows_by_table=rows, issues=[i.line() for i in log.issues])
+
+
+def _read(layout: str, dump: Path, sink: ParquetSink, log: IssueLog):
+    """Decode ``dump`` with its generation's reader, imported here: a process that reads one
+    generation (or only builds) does not load the others' readers."""
+    if layout in export.LAYOUTS:
+        from pipeline.readers.export.reader import read_export
+        return read_export(dump, sink, log, layout)
+    if layout in prof.LAYOUTS:
+        from pipeline.readers.prof.reader import read_prof
+        return read_prof(dump, sink, log, layout)
+    from pipeline.readers.hiprof.reader import read_result_dir
+    return read_result_dir(dump, sink, log)
 
 
 def _issue_columns(log: IssueLog) -> dict:

@@ -111,3 +111,15 @@ def test_build_json_says_where_the_time_went(tmp_path):
     assert sorted(steps) == sorted(expected)
     assert all(s >= 0 for s in steps.values())
     assert sum(steps.values()) <= built["seconds"]
+
+
+def test_starting_the_command_line_loads_no_decoder():
+    """Every command starts by importing the whole CLI; the decoders of the layout generations
+    load only when a dump of theirs is read (``profetl build`` or ``runs`` need none of them)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, pipeline.cli.main; "
+            "print(sorted(m for m in sys.modules if m.startswith('pipeline.readers.') and m.endswith('.reader')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
