@@ -86,21 +86,30 @@ tracks_in_node as (
         and tracks.ts_ns >= nodes.start_ns
 ),
 
+node_ends as (
+    -- how far a node's basic info may lie: inside the node, and before the thread's next
+    -- node starts (a record after that belongs to the node that started last before it)
+    select
+        tid,
+        start_ns,
+        least(end_ns, coalesce(lead(start_ns) over (partition by tid order by start_ns) - 1, end_ns)) as last_ns
+    from nodes
+),
+
 node_info as (
     -- the node_basic_info of each node: the last one inside the node's interval
     select
-        bi.tid,
-        nodes.start_ns as node_start_ns,
+        ne.tid,
+        ne.start_ns as node_start_ns,
         bi.op_name,
         bi.op_type,
         bi.task_type,
         bi.block_dim
-    from basic_info as bi
-    asof inner join nodes
-        on bi.tid = nodes.tid
-        and bi.ts_ns >= nodes.start_ns
-    where bi.ts_ns <= nodes.end_ns
-    qualify row_number() over (partition by bi.tid, nodes.start_ns order by bi.ts_ns desc) = 1
+    from node_ends as ne
+    asof inner join basic_info as bi
+        on ne.tid = bi.tid
+        and ne.last_ns >= bi.ts_ns
+    where bi.ts_ns >= ne.start_ns
 ),
 
 compact as (

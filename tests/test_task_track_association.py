@@ -1,0 +1,68 @@
+"""CANN 7+ host data: which operator a compact task_track record runs (raw-formats §4.5).
+
+Hand-made raw rows, run through the staging layer; every expected name below is worked out
+from the rule, not from the SQL: a task_track belongs to the node-level API record of its
+thread that started last at or before it, if that node has not ended; the node's operator is
+the last node_basic_info of the thread that falls in the node by the same rule; else the
+node's item (the op-name hash); a track outside any node keeps its kernel name.
+"""
+
+from __future__ import annotations
+
+import duckdb
+
+from pipeline.contracts import RAW_TABLES, contracts
+from pipeline.transforms import run_layer
+
+DUCK = {"int32": "INTEGER", "int64": "BIGINT", "uint64": "UBIGINT", "float64": "DOUBLE", "string": "VARCHAR",
+        "list<int32>": "INTEGER[]", "list<string>": "VARCHAR[]", "bool": "BOOLEAN", "timestamp": "TIMESTAMPTZ"}
+
+# (tid, item, start_ns, end_ns): node-level API records
+NODES = [
+    (1, "hashA", 100, 200),
+    (1, "hashB", 120, 140),  # starts inside A: from 120 on, thread 1's records belong to B
+    (2, "hashC", 300, 400),
+    (3, "hashD", 600, 700),
+]
+# (tid, ts_ns, op_name): node_basic_info records
+BASIC = [
+    (1, 110, "OpA"),     # in A (B has not started)
+    (1, 130, "OpB"),     # in B
+    (1, 150, "OpLate"),  # B started last and has ended: no node's, although inside A's interval
+    (3, 610, "OpD1"),
+    (3, 650, "OpD2"),    # the last one in D names D
+]
+# (tid, ts_ns, task_id, kernel name, expected op_name)
+TRACKS = [
+    (1, 115, 1, "k1", "OpA"),
+    (1, 135, 2, "k2", "OpB"),
+    (1, 160, 3, "k3", "k3"),      # B started last and has ended: outside any node
+    (2, 310, 4, "k4", "hashC"),   # C has no basic info: its item
+    (2, 500, 5, "k5", "k5"),      # after C
+    (3, 620, 6, "k6", "OpD2"),
+    (4, 50, 7, "k7", "k7"),       # a thread without nodes
+]
+
+
+def _raw_tables() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    for name in RAW_TABLES:
+        cols = ", ".join(f"{c.name} {DUCK[c.type]}" for c in contracts("raw")[name].columns)
+        con.execute(f"create table {name} ({cols})")
+    for seq, (tid, item, start, end) in enumerate(NODES):
+        con.execute("insert into api_calls (device_id, seq, level, tid, item, start_ns, end_ns, record_kind) "
+                    "values (64, ?, 'node', ?, ?, ?, ?, 'api_event')", [seq, tid, item, start, end])
+    for seq, (tid, ts, op) in enumerate(BASIC):
+        con.execute("insert into task_ops (device_id, seq, source, tid, ts_ns, op_name, op_type, task_type, block_dim) "
+                    "values (64, ?, 'node_basic_info', ?, ?, ?, 'T', 'AI_CORE', 8)", [seq, tid, ts, op])
+    for seq, (tid, ts, task, kernel, _) in enumerate(TRACKS):
+        con.execute("insert into task_ops (device_id, seq, source, tid, ts_ns, stream_id, task_id, batch_id, op_name, "
+                    "task_type_code) values (0, ?, 'task_track', ?, ?, 2, ?, 0, ?, 0)", [seq, tid, ts, task, kernel])
+    return con
+
+
+def test_task_track_takes_the_op_of_the_node_that_started_last():
+    con = _raw_tables()
+    run_layer(con, "staging")
+    got = dict(con.execute("select task_id, op_name from stg_task_ops where source = 'task_track'").fetchall())
+    assert got == {task: want for _, _, task, _, want in TRACKS}
