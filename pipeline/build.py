@@ -10,6 +10,7 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from pipeline.contracts import RAW_TABLES, contract, contracts
 from pipeline.errors import TransformFailed
@@ -70,15 +71,15 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
             result.rows_by_mart[name] = _write_mart(con, name, out)
             result.seconds_by_step[f"marts/{name}"] = time.monotonic() - t_mart
             written.append((name, out))
+        # the issues as written (the mart is a view: querying it again would run it again)
+        issues = pq.read_table(dict(written)["build_issues"], columns=["device_id", "kind", "count", "message"])
+        for device_id, kind, count, message in zip(*(col.to_pylist() for col in issues.columns)):
+            result.issues.append(f"device {device_id}: {kind}: {count} {message}")
         for name, out in written:
             final = wh.part("marts", name, run_id, build_id)
             final.parent.mkdir(parents=True, exist_ok=True)
             out.replace(final)
         checkpoint("marts_written")
-        for device_id, kind, count, message in con.execute(
-            "select device_id, kind, count, message from build_issues"
-        ).fetchall():
-            result.issues.append(f"device {device_id}: {kind}: {count} {message}")
     finally:
         con.close()
         shutil.rmtree(workdir, ignore_errors=True)

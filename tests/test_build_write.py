@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 
 from pipeline import build as B
-from pipeline.jobs import rebuild
+from pipeline.jobs import ingest_dump, rebuild
 from pipeline.synth.hiprof import HiprofConfig, generate
 from tests.built import build_dump
 
@@ -27,3 +27,17 @@ def test_mart_rows_kept_in_order_across_batches_and_row_groups(tmp_path, monkeyp
     assert all(10 <= n < 10 + 3 for n in sizes[:-1]) and 0 < sizes[-1] < 10 + 3
     assert sum(sizes) == whole.num_rows == again.build.rows_by_mart["op_summary"]
     assert f.read().equals(whole)  # same rows in the same order as the one-batch build
+
+
+def test_build_reports_each_issue_it_wrote(tmp_path):
+    """The build's one-line issues are the build_issues rows it wrote: three COMPLETE states
+    dropped by the generator are three task instances left out, on device 0."""
+    truth = generate(tmp_path / "d", HiprofConfig(inferences=4, drop_complete=3, seed=1))
+    dropped = sum(1 for x in truth.instances if x.complete_ns is None)
+    assert dropped == 3
+    wh = B.Warehouse(tmp_path / "wh")
+    with wh.writer():
+        outcome = ingest_dump(wh, tmp_path / "d")
+    lines = [i for i in outcome.build.issues if "dropped_task_instances" in i]
+    assert lines == [f"device 0: dropped_task_instances: {dropped} task instance(s) without a COMPLETE state; "
+                     "left out of task_scheduler and topdown_inference"]
