@@ -24,7 +24,8 @@ def detect(path: Path) -> str | None:
 
 
 def discover(root: Path, max_depth: int = 6) -> list[Path]:
-    """Every dump at or under ``root``; links are not followed, dumps are not searched inside."""
+    """Every dump at or under ``root``; links are not followed, dumps are not searched inside but
+    for a torch_npu rank folder, whose PROF_* folders that still hold raw data are dumps of their own."""
     root = Path(root)
     if not root.exists():
         raise InputError("does not exist", path=display(root))
@@ -33,8 +34,11 @@ def discover(root: Path, max_depth: int = 6) -> list[Path]:
     found: list[Path] = []
 
     def walk(d: Path, depth: int) -> None:
-        if detect(d):
+        layout = detect(d)
+        if layout:
             found.append(d)
+            if layout == "torch_npu_export":  # and the PROF_* folders in it that keep raw data
+                found.extend(export.nested_runs(export.scan(d, layout)))
             return
         if depth >= max_depth:
             return

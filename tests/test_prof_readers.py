@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from pipeline.dumps import detect, discover
-from pipeline.jobs import ingest_dump
+from pipeline.export import fetch
+from pipeline.jobs import ingest_dump, run_roots
 from pipeline.readers.issues import IssueLog
 from pipeline.readers.prof.device import stars_ids
 from pipeline.readers.prof.files import job_children
@@ -214,6 +215,50 @@ def test_exports_beside_a_single_raw_prof_folder_are_not_a_run(tmp_path):
     _add_exports(root, "msprof_dir")
     assert detect(root) is None
     assert discover(root) == [root / truth.prof_dirs[0]]
+
+
+# a torch_npu rank folder's own export: two tasks of kernel_details on device 0
+KERNEL_DETAILS = """Task ID,Stream ID,Name,Type,Accelerator Core,Start Time(us),Duration(us),Block Dim
+7,3,MatMul_k,MatMul,AI_CORE,1000.000\t,2.500,8
+8,3,Gelu_k,Gelu,AI_VECTOR_CORE,1010.000\t,1.250,4
+"""
+
+
+def test_prof_folders_with_raw_data_inside_a_torch_npu_export_are_runs_of_their_own(tmp_path):
+    """torch_npu keeps msprof's PROF_* folder inside its rank folder. One that still holds raw data is a
+    dump of its own found beside the rank folder; one holding only msprof's export of what
+    ASCEND_PROFILER_OUTPUT holds (as in the real captures) is no run, so the collection is counted once."""
+    root = tmp_path / "root"
+    rank = root / "host_59186_20260101000000000_ascend_pt"
+    (rank / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
+    (rank / "profiler_info_0.json").write_text('{"rank_id": 0}')
+    (rank / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").write_text(KERNEL_DETAILS)
+    truth = generate_prof(rank, ProfConfig(devices=1, inferences=2, tasks=4))
+    raw = rank / truth.prof_dirs[0]
+    exported = rank / "PROF_000002_20260101000001000_EXPORTED"
+    exported.mkdir()
+    _add_exports(exported, "msprof_dir")
+    assert (detect(rank), detect(raw), detect(exported)) == ("torch_npu_export", "msprof_prof", "msprof_export")
+    assert discover(root) == [rank, raw]
+    assert discover(rank) == [rank, raw]
+
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        outcomes = run_roots(wh, [root])
+    assert [(o.source_path, o.status) for o in outcomes] == [(str(rank), "built"), (str(raw), "built")], \
+        [o.error for o in outcomes]
+    torch_run, raw_run = (wh.run(o.run_id) for o in outcomes)
+    assert torch_run["run_id"] != raw_run["run_id"]
+    assert (torch_run["layout"], raw_run["layout"]) == ("torch_npu_export", "msprof_prof")
+    assert outcomes[0].ingest.rows_by_table["task_runs"] == 2
+    rows = outcomes[1].ingest.rows_by_table
+    assert (rows["task_runs"], rows["api_calls"]) == (len(truth.launches), len(truth.api_calls))
+
+    # the rank folder's run says which nested folder is a run and which is not
+    _, issues = fetch(wh, "ingest_issues", [torch_run["run_id"]])
+    said = {i["source_file"]: i["message"] for i in issues.to_pylist() if i["source_file"].startswith("PROF_")}
+    assert "`profetl run` finds" in said[raw.name]
+    assert "not a run of its own" in said[exported.name]
 
 
 def test_api_event_pairs_and_skips(tmp_path):

@@ -8,6 +8,6 @@ database (``msprof_*.db``, ``ascend_pytorch_profiler*.db``), the event timeline
 canonical table, the most detailed source present and records the choice on the run.
 """
 
-from pipeline.readers.export.files import LAYOUTS, detect, exports_of_raw, scan
+from pipeline.readers.export.files import LAYOUTS, detect, exports_of_raw, nested_runs, scan
 
-__all__ = ["LAYOUTS", "detect", "exports_of_raw", "scan"]
+__all__ = ["LAYOUTS", "detect", "exports_of_raw", "nested_runs", "scan"]

@@ -104,7 +104,9 @@ class ExportDump:
     layout: str
     files: list[ExportFile] = field(default_factory=list)
     others: list[Path] = field(default_factory=list)  # files of no export kind
-    nested: list[Path] = field(default_factory=list)  # PROF_* folders inside a torch_npu export: runs of their own
+    # PROF_* folders inside a torch_npu export, not read with it: those still holding raw data are
+    # runs of their own (nested_runs), those holding only msprof's exports are not runs at all
+    nested: list[Path] = field(default_factory=list)
 
     def of(self, *kinds: str) -> list[ExportFile]:
         return [f for f in self.files if f.kind in kinds]
@@ -178,6 +180,15 @@ def detect(p: Path) -> str | None:
     if _export_files_in(p):
         return "export_files"
     return None
+
+
+def nested_runs(dump: ExportDump) -> list[Path]:
+    """The PROF_* folders inside a torch_npu export that still hold raw data (host/ or device_N/
+    data/): msprof's record of the same collection, more detailed than the export, each a run of
+    its own that discovery finds beside the rank folder. A PROF_* folder whose raw data is gone
+    keeps only msprof's export of what ASCEND_PROFILER_OUTPUT already holds: it is not a run,
+    so the collection is not counted twice."""
+    return [p for p in dump.nested if _has_raw_data(p)]
 
 
 def _device_from_path(rel_parts: tuple[str, ...]) -> int | None:

@@ -26,7 +26,7 @@ from pipeline.errors import InputError
 from pipeline.readers import metadata as M
 from pipeline.readers.export import csvs, db, timeline
 from pipeline.readers.export.context import ExportContext, SourceResult
-from pipeline.readers.export.files import ExportDump, ExportFile, not_read_reason, scan
+from pipeline.readers.export.files import ExportDump, ExportFile, nested_runs, not_read_reason, scan
 from pipeline.readers.hiprof.files import rel_name
 from pipeline.readers.hiprof.reader import RunMeta, Sink
 from pipeline.readers.issues import Issue, IssueLog
@@ -114,9 +114,15 @@ def read_export(root: Path, sink: Sink, log: IssueLog, layout: str | None = None
         if res is None:
             continue
         results[f.path] = res
+    runs = nested_runs(dump)
     for p in dump.nested:
-        log.add(Issue(rel_name(root, p), "not_read",
-                      "msprof's own data or export of the same collection: a run of its own (ingest that folder)"))
+        if p in runs:
+            why = ("msprof's raw data of the same collection: a run of its own, which `profetl run` finds "
+                   "beside this folder (`profetl ingest` takes it by its path)")
+        else:
+            why = ("no raw data left: msprof's export of what ASCEND_PROFILER_OUTPUT holds, not a run of its "
+                   "own (`profetl ingest` that folder to read msprof's export as a separate run)")
+        log.add(Issue(rel_name(root, p), "not_read", why))
     for p in dump.others:
         why = not_read_reason(p.name)
         log.add(Issue(rel_name(root, p), "not_read" if why else "unknown_file",
