@@ -20,11 +20,11 @@ from pipeline.sink import parquet_writer
 from pipeline.transforms import run_layer
 from pipeline.warehouse import Warehouse, new_id
 
-# DuckDB spills beyond it. 320 MB keeps a build's peak flat as dumps grow: a 500 MB dump's
-# build needs about 600 MB at any limit from 320 MB up (DuckDB plus ~280 MB of Python and Arrow);
-# at 2 GB the peak is the limit plus that (512 MB: 800 MB, 1.3x the 500 MB peak; 320 MB: 600-630
-# MB, 1.02-1.07x) for 4-9 % more time (bench/, 2 cores).
-DEFAULT_MEMORY_LIMIT = "320MB"
+# DuckDB spills beyond it. The default keeps a build's peak flat as dumps grow: a 500 MB dump's
+# build peaks at about 600 MB at any limit from 320 MB up (DuckDB plus ~280 MB of Python and
+# Arrow), a 2 GB dump's at the limit plus that (bench/, 2 cores, one build each: 512 MB gave
+# 800 MB, 1.2-1.3x the 500 MB peak; 384 MB 1.12x; 320 MB 1.02-1.07x at 4-9 % more time).
+DEFAULT_MEMORY_LIMIT = "352MB"
 
 
 @dataclass
