@@ -72,3 +72,20 @@ def test_staging_columns_match_headers():
     for f in sql_files("marts"):
         got = [r[0] for r in con.execute(f"describe {f.name}").fetchall()]
         assert got == list(f.documented_columns()), f.name
+
+
+def _names(text: str) -> set[str]:
+    return set(re.findall(r"[a-z_][a-z0-9_]*", text))
+
+
+@pytest.mark.parametrize("f", sql_files("staging") + sql_files("marts"), ids=lambda f: f"{f.layer}/{f.name}")
+def test_sources_name_every_table_read(f):
+    """The header's Sources line and the contract's sources (docs/tables.md) name every table
+    the SQL reads."""
+    header = "\n".join(f.header())
+    m = re.search(r"Sources:(.*?)(?:\n\s*[A-Z][a-z]+:|\Z)", header, re.S)
+    refs = _references(f.text)
+    assert m and refs <= _names(m.group(1)), f"Sources: of {f.path.name} omits {sorted(refs - _names(m.group(1) if m else ''))}"
+    c = contracts(f.layer).get(f.name)
+    if c is not None:
+        assert refs <= _names(c.sources), f"{f.layer}/{f.name}.toml sources omit {sorted(refs - _names(c.sources))}"

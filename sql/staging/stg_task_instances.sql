@@ -1,7 +1,7 @@
 -- stg_task_instances: one row per task instance rebuilt from Task Scheduler state changes.
 --
 -- Grain:   (device_id, record_kind, stream_id, task_id, instance_no)
--- Sources: task_states
+-- Sources: task_states; task_runs (executions of generations 2 and 3)
 -- Follows: msprof calculate_timeline_task_time (analysis-and-exports §A2.2): rows of one
 --          (stream, task) sorted by (timestamp, state); every COMPLETE closes an instance
 --          whose WAITING, PENDING and RUNNING times are the latest ones seen since the
