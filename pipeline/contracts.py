@@ -28,6 +28,17 @@ _TYPES: dict[str, pa.DataType] = {
     "list<string>": pa.list_(pa.string()),
     "timestamp": pa.timestamp("us", tz="UTC"),
 }
+_SQL_TYPES: dict[str, str] = {
+    "int32": "INTEGER",
+    "int64": "BIGINT",
+    "uint64": "UBIGINT",
+    "float64": "DOUBLE",
+    "string": "VARCHAR",
+    "bool": "BOOLEAN",
+    "list<int32>": "INTEGER[]",
+    "list<string>": "VARCHAR[]",
+    "timestamp": "TIMESTAMPTZ",
+}
 
 
 @dataclass(frozen=True)
@@ -41,6 +52,11 @@ class Column:
     @property
     def arrow_type(self) -> pa.DataType:
         return _TYPES[self.type]
+
+    @property
+    def sql_type(self) -> str:
+        """The column's DuckDB type."""
+        return _SQL_TYPES[self.type]
 
 
 @dataclass(frozen=True)

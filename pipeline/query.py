@@ -17,17 +17,13 @@ from pipeline.contracts import RAW_TABLES, Contract, contract, contracts
 from pipeline.errors import QueryFailed, TransformFailed
 from pipeline.warehouse import Warehouse
 
-_DUCK = {"int32": "INTEGER", "int64": "BIGINT", "uint64": "UBIGINT", "float64": "DOUBLE",
-         "string": "VARCHAR", "bool": "BOOLEAN", "list<int32>": "INTEGER[]", "list<string>": "VARCHAR[]",
-         "timestamp": "TIMESTAMPTZ"}
-
 
 def _quote(path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
 def _empty_view(c: Contract) -> str:
-    cols = ["NULL::VARCHAR AS run_id"] + [f"NULL::{_DUCK[col.type]} AS {col.name}" for col in c.columns]
+    cols = ["NULL::VARCHAR AS run_id"] + [f"NULL::{col.sql_type} AS {col.name}" for col in c.columns]
     return "SELECT " + ", ".join(cols) + " WHERE false"
 
 
@@ -42,10 +38,10 @@ def raw_select(wh: Warehouse, table: str, run: dict) -> str:
     if not path.exists():
         if run.get("profetl_version") == __version__:
             raise TransformFailed(f"run {run_id} has no raw part file for {table} ({path})")
-        cols = ", ".join(f"NULL::{_DUCK[col.type]} AS {col.name}" for col in wanted)
+        cols = ", ".join(f"NULL::{col.sql_type} AS {col.name}" for col in wanted)
         return f"select {cols} where false"
     have = set(pq.read_schema(path).names)
-    cols = ", ".join(col.name if col.name in have else f"NULL::{_DUCK[col.type]} AS {col.name}"
+    cols = ", ".join(col.name if col.name in have else f"NULL::{col.sql_type} AS {col.name}"
                      for col in wanted)
     return f"select {cols} from read_parquet({_quote(path)})"
 
@@ -82,7 +78,7 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None) -> duc
     else:
         c = contracts("raw")["runs"]
         con.execute("CREATE VIEW _run_records AS SELECT " + ", ".join(
-            f"NULL::{_DUCK[col.type]} AS {col.name}" for col in c.columns) + " WHERE false")
+            f"NULL::{col.sql_type} AS {col.name}" for col in c.columns) + " WHERE false")
     for name in RAW_TABLES:
         if only is None or name in only:
             con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'raw', contracts('raw')[name], runs)}")

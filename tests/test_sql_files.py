@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-import duckdb
 import pytest
 
 from pipeline.contracts import RAW_TABLES, contracts
 from pipeline.transforms import run_layer, sql_files
+from tests.empty_raw import empty_raw_tables
 
 STAGING = [f.name for f in sql_files("staging")]
 MARTS = [f.name for f in sql_files("marts")]
@@ -58,12 +58,7 @@ def test_every_contract_has_a_file():
 
 def test_staging_columns_match_headers():
     """Build empty raw tables from the contracts and check each staging table's real columns."""
-    con = duckdb.connect()
-    duck = {"int32": "INTEGER", "int64": "BIGINT", "uint64": "UBIGINT", "float64": "DOUBLE", "string": "VARCHAR",
-            "list<int32>": "INTEGER[]", "list<string>": "VARCHAR[]", "bool": "BOOLEAN", "timestamp": "TIMESTAMPTZ"}
-    for name in RAW_TABLES:
-        cols = ", ".join(f"{c.name} {duck[c.type]}" for c in contracts("raw")[name].columns)
-        con.execute(f"create table {name} ({cols})")
+    con = empty_raw_tables()
     run_layer(con, "staging")
     for f in sql_files("staging"):
         got = [r[0] for r in con.execute(f"describe {f.name}").fetchall()]

@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import duckdb
 
-from pipeline.contracts import RAW_TABLES, contracts
 from pipeline.transforms import run_layer
-
-DUCK = {"int32": "INTEGER", "int64": "BIGINT", "uint64": "UBIGINT", "float64": "DOUBLE", "string": "VARCHAR",
-        "list<int32>": "INTEGER[]", "list<string>": "VARCHAR[]", "bool": "BOOLEAN", "timestamp": "TIMESTAMPTZ"}
+from tests.empty_raw import empty_raw_tables
 
 # (tid, item, start_ns, end_ns): node-level API records
 NODES = [
@@ -45,10 +42,7 @@ TRACKS = [
 
 
 def _raw_tables() -> duckdb.DuckDBPyConnection:
-    con = duckdb.connect()
-    for name in RAW_TABLES:
-        cols = ", ".join(f"{c.name} {DUCK[c.type]}" for c in contracts("raw")[name].columns)
-        con.execute(f"create table {name} ({cols})")
+    con = empty_raw_tables()
     for seq, (tid, item, start, end) in enumerate(NODES):
         con.execute("insert into api_calls (device_id, seq, level, tid, item, start_ns, end_ns, record_kind) "
                     "values (64, ?, 'node', ?, ?, ?, ?, 'api_event')", [seq, tid, item, start, end])
