@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from pipeline.export import fetch
 from pipeline.jobs import ingest_dump
@@ -15,6 +16,12 @@ from pipeline.warehouse import Warehouse
 
 REPO = Path(__file__).resolve().parent.parent
 REAL_DATA = REPO.parent / "shared" / "real-data"
+
+
+# Property tests check what decoders and readers return, not how fast: no per-example deadline
+# (on a shared 2-core CI host a first example that imports or collects garbage can take 250 ms).
+settings.register_profile("profetl", deadline=None)
+settings.load_profile("profetl")
 
 
 def pytest_addoption(parser):

@@ -31,7 +31,7 @@ from pipeline.readers.decode import decode_fixed, decode_tlv
 from pipeline.readers.issues import BYTE_KINDS, IssueLog
 from pipeline.readers.slices import SliceFile, SliceStream
 
-SETTINGS = settings(max_examples=75, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=75, suppress_health_check=[HealthCheck.too_slow])
 CHUNKS = st.sampled_from([1, 3, 7, 33, 4096, 1 << 20])
 MAGIC = 0x5A5A
 
@@ -434,7 +434,7 @@ def test_decode_tlv_mixed_run_sizes_of_one_tag():
     assert_matches_reference(data, [113, 300], 33)
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 @given(tlv_streams(max_records=10), CHUNKS, st.data())
 def test_decode_tlv_truncated_anywhere(case, chunk_bytes, data_st):
     """Cut the stream at every record boundary and at points inside records."""

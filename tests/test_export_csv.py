@@ -342,7 +342,7 @@ def decimal_text(draw):
     return sign + whole + ("." + frac if dot else "") + tail
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=400)
 @given(st.lists(decimal_text(), min_size=1, max_size=20))
 @example(["27.0805", "9223372036854775.807", "9223372036854775.8075", "-0.0005", "1736408883704643.212\t"])
 def test_us_to_ns_is_exact(texts):
@@ -357,7 +357,7 @@ def test_us_to_ns_is_exact(texts):
             assert g == w and not b
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=200)
 @given(st.lists(st.integers(min_value=-(2**70), max_value=2**70), min_size=1, max_size=20))
 def test_to_int_is_exact_or_null(ints):
     got, bad = V.to_int([str(i) for i in ints])

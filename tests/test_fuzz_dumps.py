@@ -44,7 +44,7 @@ damage = st.lists(st.tuples(st.sampled_from(["cut", "flip", "zero", "drop"]), st
 
 
 @pytest.mark.parametrize("kind", ["hiprof", "ascend910a", "ascend310p", "ascend910b"])
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=12, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(damage=damage)
 @example(damage=[("cut", 743, 743)])  # hiprof: a cut Runtime.api slice misframes records (stream id > 2^31)
 def test_damaged_dump_is_read_or_refused_cleanly(kind, damage):

@@ -79,7 +79,7 @@ def dumps(draw):
     return rows, batches
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=300)
 @given(dumps())
 def test_numbers_equal_the_sort_or_leave_the_device_to_the_build(case):
     rows, batches = case
