@@ -17,7 +17,7 @@ TABLE_REF = re.compile(r"\b(?:from|join)\s+([a-z_][a-z0-9_]*)", re.IGNORECASE)
 
 def _references(text: str) -> set[str]:
     body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
-    ctes = set(re.findall(r"\b([a-z_][a-z0-9_]*)(?:\([^)]*\))?\s+as\s*\(", body, re.IGNORECASE))
+    ctes = set(re.findall(r"\b([a-z_][a-z0-9_]*)(?:\([^)]*\))?\s+as\s*(?:not\s+)?(?:materialized\s*)?\(", body, re.IGNORECASE))
     return {t for t in TABLE_REF.findall(body)} - ctes
 
 

@@ -63,7 +63,9 @@ tracks as (
     where source = 'task_track' and task_type_code not in (6, 98)
 ),
 
-nodes as (
+nodes as not materialized (
+    -- not materialized: read by two branches, DuckDB would otherwise store its rows (and spill
+    -- them on a big run) before either reads them; scanning it twice is cheaper
     select tid, item, start_ns, end_ns
     from api_calls
     where level = 'node' and record_kind is not null
