@@ -12,7 +12,7 @@ from tests.empty_raw import empty_raw_tables
 
 STAGING = [f.name for f in sql_files("staging")]
 MARTS = [f.name for f in sql_files("marts")]
-TABLE_REF = re.compile(r"\b(?:from|join)\s+([a-z_][a-z0-9_]*)", re.IGNORECASE)
+TABLE_REF = re.compile(r"(?<!distinct\s)\b(?:from|join)\s+([a-z_][a-z0-9_]*)", re.IGNORECASE)
 
 
 def _references(text: str) -> set[str]:

@@ -39,7 +39,9 @@
 --   seq            -       record index
 --   source         -       ge_task_desc, task_track (associated as above), ms_task_desc or export
 
-with ge as (
+with ge as not materialized (
+    -- not materialized: a filter read twice (descriptions and first_keys); DuckDB would
+    -- otherwise store its rows first
     select
         device_id,
         stream_id,
@@ -57,7 +59,9 @@ with ge as (
     where source = 'ge_task_desc'
 ),
 
-tracks as (
+tracks as not materialized (
+    -- not materialized: a filter read twice (descriptions and first_keys); DuckDB would
+    -- otherwise store its rows first
     select device_id, stream_id, task_id, batch_id, op_name as kernel_name, tid, ts_ns, seq
     from task_ops
     where source = 'task_track' and task_type_code not in (6, 98)
@@ -159,6 +163,12 @@ mindspore as (
     where ms.source = 'ms_task_desc'
 ),
 
+export_runs as not materialized (
+    select *
+    from task_runs
+    where source in ('db_task', 'timeline', 'kernel_details', 'op_summary', 'task_time_csv')
+),
+
 exported as (
     -- one description per exported execution, valid from its own start: an execution no
     -- exported operator names gets a NULL op rather than an earlier execution's
@@ -175,7 +185,7 @@ exported as (
         runs.start_ns as ts_ns,
         runs.seq,
         'export' as source
-    from task_runs as runs
+    from export_runs as runs
     left join task_ops as ops
         on ops.source = 'export'
         and runs.device_id = ops.device_id
@@ -183,7 +193,6 @@ exported as (
         and runs.task_id = ops.task_id
         and runs.start_ns = ops.start_ns
         and coalesce(runs.context_id, -1) = coalesce(ops.context_id, -1)
-    where runs.source in ('db_task', 'timeline', 'kernel_details', 'op_summary', 'task_time_csv')
     qualify row_number() over (
         partition by runs.device_id, runs.source_file, runs.seq order by ops.seq
     ) = 1
@@ -197,25 +206,45 @@ descriptions as (
     select * from mindspore
     union all
     select * from exported
+),
+
+first_keys as (
+    -- the first description of each (stream, task), from the descriptions' keys alone (compact
+    -- rows have their track's keys, exported rows their execution's): a grouped minimum over
+    -- few keys, where a window over the descriptions would sort every one of them
+    select device_id, stream_id, task_id, min({'ts_ns': ts_ns, 'seq': seq, 'source': source}) as first
+    from (
+        select device_id, stream_id, task_id, ts_ns, seq, source from ge
+        union all
+        select device_id, stream_id, task_id, ts_ns, seq, 'task_track' from tracks
+        union all
+        select device_id, stream_id, task_id, ts_ns, seq, source from mindspore
+        union all
+        select device_id, stream_id, task_id, start_ns, seq, 'export' from export_runs
+    )
+    group by device_id, stream_id, task_id
 )
 
 select
-    device_id,
-    stream_id,
-    task_id,
-    batch_id,
-    model_id,
-    op_name,
-    op_type,
-    ge_task_type,
-    block_dim,
-    ts_ns,
+    d.device_id,
+    d.stream_id,
+    d.task_id,
+    d.batch_id,
+    d.model_id,
+    d.op_name,
+    d.op_type,
+    d.ge_task_type,
+    d.block_dim,
+    d.ts_ns,
     case
-        when source <> 'export'
-            and row_number() over (partition by device_id, stream_id, task_id order by ts_ns, seq) = 1
+        when d.source <> 'export' and {'ts_ns': d.ts_ns, 'seq': d.seq, 'source': d.source} = f.first
             then -9223372036854775808
-        else ts_ns
+        else d.ts_ns
     end as valid_from_ns,
-    seq,
-    source
-from descriptions
+    d.seq,
+    d.source
+from descriptions as d
+left join first_keys as f
+    on d.device_id is not distinct from f.device_id
+    and d.stream_id is not distinct from f.stream_id
+    and d.task_id is not distinct from f.task_id
