@@ -22,9 +22,10 @@ from pipeline.warehouse import Warehouse, new_id
 
 # DuckDB spills beyond it. The default keeps a build's peak flat as dumps grow: a 500 MB dump's
 # build peaks at about 600 MB at any limit from 320 MB up (DuckDB plus ~280 MB of Python and
-# Arrow), a 2 GB dump's at the limit plus that (bench/, 2 cores, one build each: 512 MB gave
-# 800 MB, 1.2-1.3x the 500 MB peak; 384 MB 1.12x; 320 MB 1.02-1.07x at 4-9 % more time).
-DEFAULT_MEMORY_LIMIT = "352MB"
+# Arrow), a 2 GB dump's at the limit plus that (bench/, 2 cores: 512 MB gave 800 MB, 1.2-1.3x the
+# 500 MB peak; 352 MB 1.07-1.10x, at the edge of the 10 % target; 320 MB 1.05-1.07x, median of 3,
+# with no measurable cost in time).
+DEFAULT_MEMORY_LIMIT = "320MB"
 
 
 @dataclass
