@@ -4,6 +4,11 @@ Each file under ``sql/staging`` and ``sql/marts`` holds one query whose result i
 table named after the file. The runner, not the file, creates the table, so a file
 only defines what its table holds. Staging files read raw tables only; mart files
 read staging tables only (tests/test_sql_files.py checks both).
+
+A CTE that two branches of a query read is declared ``as not materialized`` when it is
+cheap to compute (a filter of one table): DuckDB otherwise stores all its rows before either
+branch reads them, and spills them on a big run (bench/: ``stg_pmu_records`` of a 2 GB run
+3.9 -> 2.8 s; rows identical either way).
 """
 
 from __future__ import annotations

@@ -45,8 +45,7 @@
 --                              else aic_freq_mhz
 
 with task_pmu as not materialized (
-    -- not materialized: read by two branches, DuckDB would otherwise store its rows (and spill
-    -- them on a big run) before either reads them; scanning it twice is cheaper
+    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
     select *
     from pmu_counters
     where record_kind in ('event_count', 'aic_pmu', 'ffts_pmu') and task_type = 0
@@ -64,10 +63,9 @@ ai_core_ends as (
 ),
 
 timed as not materialized (
-    -- not materialized: read by two branches, DuckDB would otherwise store its rows (and spill
-    -- them on a big run) before either reads them; computing it twice is cheaper (the
-    -- generation-2 window below then runs twice too; one ASOF over all devices instead of
-    -- two branches costs a run without frequency samples a full sort: 1.1 -> 2.1 s at 2 GB)
+    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
+    -- (so generation 2's window below runs twice; one ASOF over all devices instead of the two
+    -- branches would cost a run without frequency samples a full sort: 1.1 -> 2.1 s at 2 GB)
     -- only generation 2's aicore.data records take their time from the k-th execution
     select * from task_pmu where record_kind <> 'aic_pmu'
     union all

@@ -40,8 +40,7 @@
 --   source         -       ge_task_desc, task_track (associated as above), ms_task_desc or export
 
 with ge as not materialized (
-    -- not materialized: a filter read twice (descriptions and first_keys); DuckDB would
-    -- otherwise store its rows first
+    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
     select
         device_id,
         stream_id,
@@ -60,16 +59,14 @@ with ge as not materialized (
 ),
 
 tracks as not materialized (
-    -- not materialized: a filter read twice (descriptions and first_keys); DuckDB would
-    -- otherwise store its rows first
+    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
     select device_id, stream_id, task_id, batch_id, op_name as kernel_name, tid, ts_ns, seq
     from task_ops
     where source = 'task_track' and task_type_code not in (6, 98)
 ),
 
 nodes as not materialized (
-    -- not materialized: read by two branches, DuckDB would otherwise store its rows (and spill
-    -- them on a big run) before either reads them; scanning it twice is cheaper
+    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
     select tid, item, start_ns, end_ns
     from api_calls
     where level = 'node' and record_kind is not null
@@ -164,6 +161,7 @@ mindspore as (
 ),
 
 export_runs as not materialized (
+    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
     select *
     from task_runs
     where source in ('db_task', 'timeline', 'kernel_details', 'op_summary', 'task_time_csv')
