@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pipeline import __version__
 from pipeline.contracts import RAW_TABLES
-from pipeline.dumps import detect, fingerprint, fingerprint_file, run_id as make_run_id
+from pipeline.dumps import detect, discover, fingerprint, fingerprint_file, run_id as make_run_id
 from pipeline.errors import InputError
 from pipeline.faults import checkpoint
 from pipeline.paths import display
@@ -101,6 +101,11 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
         raise InputError("is not a directory", path=display(dump))
     layout = detect(dump)
     if layout is None:
+        inside = discover(dump, max_depth=3)
+        if inside:  # e.g. msprof's output folder holding one PROF_* tree
+            names = ", ".join(display(d) for d in inside[:3]) + (", ..." if len(inside) > 3 else "")
+            raise InputError(f"is not a dump itself but holds {len(inside)}: {names}; ingest one of them, "
+                             f"or all with `profetl run {display(dump)}`", path=display(dump))
         raise InputError("is not a dump profetl can read (no PROF_* tree, profiler_default_tag files, exported "
                          "msprof / torch_npu outputs, or result_dir "
                          "data/ folder with hiprof-era files)", path=display(dump))

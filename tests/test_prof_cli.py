@@ -7,6 +7,7 @@ import json
 from typer.testing import CliRunner
 
 from pipeline.cli.main import app
+from pipeline.errors import InputError
 
 
 def test_synth_prof_then_run(tmp_path):
@@ -27,3 +28,18 @@ def test_synth_prof_then_run(tmp_path):
 def test_synth_prof_rejects_unknown_chip(tmp_path):
     r = CliRunner().invoke(app, ["synth", "--layout", "prof", "--chip", "ascend999", str(tmp_path / "x")])
     assert r.exit_code == 2 and "ascend910a" in r.output
+
+
+def test_ingest_of_a_folder_holding_a_dump_names_it(tmp_path):
+    # msprof's --output folder holds one PROF_* tree: not a dump itself, and the error says where the dump is
+    out, wh = tmp_path / "msprof_output", tmp_path / "wh"
+    r = CliRunner().invoke(app, ["synth", "--layout", "prof", "--chip", "ascend910b", "--devices", "1", str(out)])
+    assert r.exit_code == 0, r.output
+    (prof,) = out.glob("PROF_*")
+    r = CliRunner().invoke(app, ["ingest", "-w", str(wh), str(out)])
+    assert r.exit_code == InputError.exit_code, r.output
+    assert "holds 1" in r.output and prof.name in r.output and "profetl run" in r.output
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = CliRunner().invoke(app, ["ingest", "-w", str(wh), str(empty)])
+    assert r.exit_code == InputError.exit_code and "is not a dump profetl can read" in r.output
