@@ -23,7 +23,6 @@ from pipeline.readers import export, prof
 from pipeline.readers.hiprof.files import rel_name, scan
 from pipeline.readers.instance_numbers import InstanceNumbers
 from pipeline.readers.issues import IssueLog
-from pipeline.readers.metadata import MetadataError, read_start_info, read_text
 from pipeline.sink import ParquetSink
 from pipeline.warehouse import Warehouse, new_id
 
@@ -40,6 +39,10 @@ class IngestResult:
 
 def identify(dump: Path) -> tuple[str, int | None, dict[str, str]]:
     """Run id, collection start and control-file texts, read before any data file."""
+    # imported here: commands that only build or read the warehouse do not load the metadata
+    # models (pydantic, ~60 ms of every start-up)
+    from pipeline.readers.metadata import MetadataError, read_start_info, read_text
+
     layout = detect(dump)
     if layout in export.LAYOUTS:
         return export_identity(dump)
@@ -69,6 +72,8 @@ def export_identity(dump: Path) -> tuple[str, int | None, dict[str, str]]:
     """Run id of an export dump: exports have few control files (a bare folder of CSVs has none),
     so the names, sizes and edges of the exported files stand in for them; the collection start
     comes from a start_info or the database's session start when there is one."""
+    from pipeline.readers.metadata import MetadataError, read_start_info, read_text
+
     ed = export.scan(dump)
     texts: dict[str, str] = {}
     start_us = None

@@ -114,12 +114,14 @@ def test_build_json_says_where_the_time_went(tmp_path):
 
 
 def test_starting_the_command_line_loads_no_decoder():
-    """Every command starts by importing the whole CLI; the decoders of the layout generations
-    load only when a dump of theirs is read (``profetl build`` or ``runs`` need none of them)."""
+    """Every command starts by importing the whole CLI; the decoders of the layout generations,
+    and the metadata models (pydantic), load only when a dump is read (``profetl build`` or
+    ``runs`` need none of them)."""
     import subprocess
     import sys
 
     code = ("import sys, pipeline.cli.main; "
-            "print(sorted(m for m in sys.modules if m.startswith('pipeline.readers.') and m.endswith('.reader')))")
+            "print(sorted(m for m in sys.modules if m.startswith('pipeline.readers.') and m.endswith('.reader')"
+            " or m in ('pipeline.readers.metadata', 'pydantic')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
