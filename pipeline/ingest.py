@@ -39,10 +39,6 @@ class IngestResult:
 
 def identify(dump: Path) -> tuple[str, int | None, dict[str, str]]:
     """Run id, collection start and control-file texts, read before any data file."""
-    # imported here: commands that only build or read the warehouse do not load the metadata
-    # models (pydantic, ~60 ms of every start-up)
-    from pipeline.readers.metadata import MetadataError, read_start_info, read_text
-
     layout = detect(dump)
     if layout in export.LAYOUTS:
         return export_identity(dump)
@@ -55,40 +51,40 @@ def identify(dump: Path) -> tuple[str, int | None, dict[str, str]]:
     texts: dict[str, str] = {}
     start_us = None
     for kind, p in controls:
-        rel = rel_name(dump, p)
-        try:
-            texts[rel] = read_text(p)
-        except MetadataError:
-            continue
-        if kind == "start_info" and start_us is None:
-            try:
-                start_us = read_start_info(p).collection_time_begin_us
-            except MetadataError:
-                pass
+        start_us = _read_control(kind, p, rel_name(dump, p), texts, start_us)
     return make_run_id(start_us, texts), start_us, texts
+
+
+def _read_control(kind: str, p: Path, rel: str, texts: dict[str, str], start_us: int | None) -> int | None:
+    """Add a control file's text to ``texts`` (an unreadable one is left out); returns the
+    collection start, taken from the first readable start_info."""
+    # imported here: commands that only build or read the warehouse do not load the metadata
+    # models (pydantic, ~60 ms of every start-up)
+    from pipeline.readers.metadata import MetadataError, read_start_info, read_text
+
+    try:
+        texts[rel] = read_text(p)
+    except MetadataError:
+        return start_us
+    if kind == "start_info" and start_us is None:
+        try:
+            return read_start_info(p).collection_time_begin_us
+        except MetadataError:
+            pass
+    return start_us
 
 
 def export_identity(dump: Path) -> tuple[str, int | None, dict[str, str]]:
     """Run id of an export dump: exports have few control files (a bare folder of CSVs has none),
     so the names, sizes and edges of the exported files stand in for them; the collection start
     comes from a start_info or the database's session start when there is one."""
-    from pipeline.readers.metadata import MetadataError, read_start_info, read_text
-
     ed = export.scan(dump)
     texts: dict[str, str] = {}
     start_us = None
     for f in ed.files:
         rel = rel_name(dump, f.path)
         if f.group == "control":
-            try:
-                texts[rel] = read_text(f.path)
-            except MetadataError:
-                continue
-            if f.kind == "start_info" and start_us is None:
-                try:
-                    start_us = read_start_info(f.path).collection_time_begin_us
-                except MetadataError:
-                    pass
+            start_us = _read_control(f.kind, f.path, rel, texts, start_us)
         else:
             texts[rel] = f"{f.path.stat().st_size}:{fingerprint_file(f.path)}"
     if start_us is None:

@@ -12,11 +12,13 @@ from tests.empty_raw import empty_raw_tables
 
 STAGING = [f.name for f in sql_files("staging")]
 MARTS = [f.name for f in sql_files("marts")]
-TABLE_REF = re.compile(r"(?<!distinct\s)\b(?:from|join)\s+([a-z_][a-z0-9_]*)", re.IGNORECASE)
+TABLE_REF = re.compile(r"\b(?:from|join)\s+([a-z_][a-z0-9_]*)", re.IGNORECASE)
+DISTINCT_FROM = re.compile(r"\bis\s+(?:not\s+)?distinct\s+from\b", re.IGNORECASE)  # an operator, not a table
 
 
 def _references(text: str) -> set[str]:
     body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+    body = DISTINCT_FROM.sub("=", body)
     ctes = set(re.findall(r"\b([a-z_][a-z0-9_]*)(?:\([^)]*\))?\s+as\s*(?:not\s+)?(?:materialized\s*)?\(", body, re.IGNORECASE))
     return {t for t in TABLE_REF.findall(body)} - ctes
 
