@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.build import DEFAULT_MEMORY_LIMIT, BuildResult, build, with_build
+from pipeline.build import DEFAULT_MEMORY_LIMIT, BuildResult, build, check_settings, with_build
 from pipeline.contracts import RAW_TABLES
 from pipeline.dumps import discover
 from pipeline.errors import PipelineError
@@ -59,6 +59,8 @@ def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build:
               memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None,
               on_dump=None) -> list[Outcome]:
     """Every dump under every root, each its own run; a failing dump does not stop the others."""
+    if then_build:
+        check_settings(memory_limit, threads)  # a bad setting fails every dump: say so once, up front
     outcomes: list[Outcome] = []
     dumps: list[Path] = []
     for root in roots:

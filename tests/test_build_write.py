@@ -41,3 +41,18 @@ def test_build_reports_each_issue_it_wrote(tmp_path):
     lines = [i for i in outcome.build.issues if "dropped_task_instances" in i]
     assert lines == [f"device 0: dropped_task_instances: {dropped} task instance(s) without a COMPLETE state; "
                      "left out of task_scheduler and topdown_inference"]
+
+
+def test_build_database_reserves_its_memory_limit_for_the_block_allocator(tmp_path):
+    con = B.connect(tmp_path, "256MB")
+    limit, blocks = con.execute(
+        "select current_setting('memory_limit'), current_setting('block_allocator_memory')").fetchone()
+    con.close()
+    assert limit == "244.1 MiB"  # 256 * 10^6 bytes in DuckDB's display
+    assert blocks.split()[1] == "MiB" and abs(float(blocks.split()[0]) - 244.1) < 0.2
+
+
+def test_a_limit_larger_than_the_address_space_still_builds(tmp_path):
+    con = B.connect(tmp_path, "100TB")  # more than the block allocator can reserve: plain allocation
+    assert con.execute("select 1").fetchone() == (1,)
+    con.close()

@@ -151,3 +151,14 @@ def test_run_on_a_folder_without_dumps_fails_cleanly(tmp_path):
     r = invoke("run", tmp_path / "empty", "--warehouse", tmp_path / "wh")
     assert r.exit_code == 1
     assert "no dump found" in r.stdout
+
+
+@pytest.mark.parametrize("option", [("--memory-limit", "12"), ("--memory-limit", "lots"), ("--threads", "-1")])
+def test_bad_build_settings_are_a_usage_error_before_any_work(built, tmp_path, option):
+    dump, _ = built
+    wh = tmp_path / "wh"
+    r = invoke("run", dump, "--warehouse", wh, *option)
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and option[1] in lines[0], r.stderr
+    assert invoke("runs", "--warehouse", wh, "--json").stdout.strip() == "[]"  # nothing was ingested
