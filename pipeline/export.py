@@ -7,12 +7,14 @@ the contract's types.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pyarrow as pa
 
 from pipeline.contracts import Contract, contract, contracts
 from pipeline.errors import UnknownTable, UsageError
-from pipeline.formats import ROW_FORMATS, atomic_write, check_format, csv_cell, csv_text, write_table, write_text
-from pipeline.query import read_consistent
+from pipeline.formats import ROW_FORMATS, atomic_write, check_format, csv_cell, csv_text
+from pipeline.query import read_consistent, write_consistent
 from pipeline.warehouse import Warehouse
 
 FORMATS = ROW_FORMATS
@@ -32,23 +34,43 @@ def _columns(c: Contract) -> list[str]:
     return ["run_id"] + [col.name for col in c.columns if col.name != "run_id"]
 
 
-def fetch(wh: Warehouse, table: str, run_ids: list[str], devices: list[int] | None = None) -> tuple[Contract, pa.Table]:
-    """The table's rows for the given runs (in that order), in the order the build wrote them;
-    optionally only some devices."""
-    c = table_contract(table)
-    names = _columns(c)
+# rows per batch read from DuckDB and written out: an export holds about this many rows at a time
+BATCH_ROWS = 100_000
+
+
+def _select(c: Contract, names: list[str], devices: list[int] | None) -> str:
     where = ""
     if devices:
-        if "device_id" not in names:
-            raise UsageError(f"{table} has no device_id column; leave out --device")
-        where = " WHERE device_id IN (" + ", ".join(str(int(d)) for d in devices) + ")"
-    sql = f"SELECT {', '.join(names)} FROM {c.name}{where}"
-    t = read_consistent(wh, lambda con: con.sql(sql).to_arrow_table(), run_ids, {c.name})
-    if len(run_ids) > 1:
-        order = {r: i for i, r in enumerate(run_ids)}
-        idx = sorted(range(t.num_rows), key=lambda i: order.get(t.column("run_id")[i].as_py(), 0))
-        t = t.take(pa.array(idx, pa.int64()))
-    return c, t
+        if "device_id" not in {col.name for col in c.columns}:
+            raise UsageError(f"{c.name} has no device_id column; leave out --device")
+        where = " AND device_id IN (" + ", ".join(str(int(d)) for d in devices) + ")"
+    return f"SELECT {', '.join(names)} FROM {c.name} WHERE run_id = $run{where}"
+
+
+def _stream(con, sql: str, run_ids: list[str]) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """The rows of ``sql`` for each run in turn (in the order the build wrote them), as the
+    schema and a lazy stream of batches: one run's reader is open at a time."""
+    first = con.sql(sql, params={"run": run_ids[0] if run_ids else None}).to_arrow_reader(BATCH_ROWS)
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        yield from first
+        for run_id in run_ids[1:]:
+            yield from con.sql(sql, params={"run": run_id}).to_arrow_reader(BATCH_ROWS)
+
+    return first.schema, batches()
+
+
+def fetch(wh: Warehouse, table: str, run_ids: list[str], devices: list[int] | None = None) -> tuple[Contract, pa.Table]:
+    """The table's rows for the given runs (in that order), in the order the build wrote them;
+    optionally only some devices. In memory: for small tables and tests; ``export`` streams."""
+    c = table_contract(table)
+    sql = _select(c, _columns(c), devices)
+
+    def read(con):
+        schema, batches = _stream(con, sql, run_ids)
+        return pa.Table.from_batches(list(batches), schema)
+
+    return c, read_consistent(wh, read, run_ids, {c.name})
 
 
 def _keep(c: Contract, with_run: bool) -> list[str]:
@@ -56,25 +78,31 @@ def _keep(c: Contract, with_run: bool) -> list[str]:
     return (["run_id"] if with_run or c.name == "runs" else []) + cols
 
 
+def _header(c: Contract, names: list[str], headers: str) -> list[str]:
+    """CSV header cells: the tool's display names, or the column names."""
+    if headers == "snake":
+        return names
+    display = {col.name: col.display or col.name for col in c.columns} | {"run_id": "Run ID"}
+    return [display[n] for n in names]
+
+
 def to_csv(c: Contract, t: pa.Table, headers: str = "display", with_run: bool = False) -> str:
     names = _keep(c, with_run)
-    display = {col.name: col.display or col.name for col in c.columns} | {"run_id": "Run ID"}
-    head = [display[n] if headers == "display" else n for n in names]
-    return csv_text(t.select(names), head)
+    return csv_text(t.select(names), _header(c, names, headers))
 
 
 def export(wh: Warehouse, table: str, run_ids: list[str], fmt: str, out: str, headers: str = "display",
            devices: list[int] | None = None) -> int:
     """Write the table of ``run_ids`` to ``out`` (``-`` is standard output); returns the row count.
 
-    A run_id column is added when more than one run is exported.
+    A run_id column is added when more than one run is exported. Rows stream from the part
+    files to ``out`` a batch at a time, so memory does not grow with the table.
     """
     check_format(fmt, FORMATS)
     if headers not in HEADERS:
         raise UsageError(f"headers {headers!r}; use display or snake")
-    c, t = fetch(wh, table, run_ids, devices)
-    with_run = len(run_ids) > 1
-    if fmt == "csv":
-        write_text(out, to_csv(c, t, headers, with_run))
-        return t.num_rows
-    return write_table(t.select(_keep(c, with_run)), fmt, out)
+    c = table_contract(table)
+    names = _keep(c, len(run_ids) > 1)
+    sql = _select(c, names, devices)
+    head = _header(c, names, headers) if fmt == "csv" else None
+    return write_consistent(wh, lambda con: _stream(con, sql, run_ids), fmt, out, head, run_ids, {c.name})

@@ -1,7 +1,9 @@
 """Rows out: CSV a spreadsheet reads as written, JSON lines, Parquet; files written atomically.
 
-Every command that emits rows goes through ``write_table``, so ``query``, ``export``,
-``compare`` and ``trend`` give the same CSV, JSON lines and Parquet for the same data.
+Every command that emits rows goes through ``write_batches`` (``write_table`` for rows
+already in memory), so ``query``, ``export``, ``compare`` and ``trend`` give the same CSV,
+JSON lines and Parquet for the same data. Rows are written batch by batch as they arrive:
+exporting a table of millions of rows holds one batch in memory, not the table.
 ``out`` is a file path or ``-`` for standard output.
 """
 
@@ -14,7 +16,7 @@ import math
 import os
 import secrets
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from datetime import date, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -65,20 +67,31 @@ def json_value(v):
     return v
 
 
-def csv_text(table: pa.Table, headers: list[str] | None = None) -> str:
+def _csv_chunks(batches: Iterable[pa.RecordBatch], header: list[str]) -> Iterator[str]:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(headers or table.column_names)
-    cols = [table.column(i).to_pylist() for i in range(table.num_columns)]
-    for row in zip(*cols):
-        w.writerow([csv_cell(v) for v in row])
-    return buf.getvalue()
+    w.writerow(header)
+    for batch in batches:
+        cols = [c.to_pylist() for c in batch.columns]
+        w.writerows([csv_cell(v) for v in row] for row in zip(*cols))
+        yield buf.getvalue()
+        buf.seek(0)
+        buf.truncate()
+    yield buf.getvalue()
+
+
+def _jsonl_chunks(batches: Iterable[pa.RecordBatch], names: list[str]) -> Iterator[str]:
+    for batch in batches:
+        cols = [c.to_pylist() for c in batch.columns]
+        yield "".join(json.dumps({n: json_value(v) for n, v in zip(names, row)}) + "\n" for row in zip(*cols))
+
+
+def csv_text(table: pa.Table, headers: list[str] | None = None) -> str:
+    return "".join(_csv_chunks(table.to_batches(), headers or table.column_names))
 
 
 def jsonl_text(table: pa.Table, names: list[str] | None = None) -> str:
-    names = names or table.column_names
-    cols = [table.column(i).to_pylist() for i in range(table.num_columns)]
-    return "".join(json.dumps({n: json_value(v) for n, v in zip(names, row)}) + "\n" for row in zip(*cols))
+    return "".join(_jsonl_chunks(table.to_batches(), names or table.column_names))
 
 
 def atomic_write(out: Path, write: Callable[[Path], None]) -> None:
@@ -117,16 +130,47 @@ def check_format(fmt: str, allowed: tuple[str, ...] = ROW_FORMATS) -> str:
 
 def write_table(table: pa.Table, fmt: str, out: str, headers: list[str] | None = None) -> int:
     """``table`` as CSV (with ``headers`` when given), JSON lines or Parquet; returns rows written."""
+    return write_batches(table.to_batches(), table.schema, fmt, out, headers)
+
+
+def write_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema, fmt: str, out: str,
+                  headers: list[str] | None = None) -> int:
+    """Rows of ``schema`` arriving in ``batches`` as CSV (with ``headers`` when given), JSON
+    lines or Parquet, written as they arrive; returns rows written. A file appears whole or
+    not at all; standard output gets each batch as it is written."""
     check_format(fmt)
-    if fmt == "csv":
-        write_text(out, csv_text(table, headers))
-    elif fmt == "json":
-        write_text(out, jsonl_text(table))
-    else:
+    rows = 0
+
+    def counted() -> Iterator[pa.RecordBatch]:
+        nonlocal rows
+        for b in batches:
+            rows += b.num_rows
+            yield b
+
+    if fmt == "parquet":
+        def write(target) -> None:
+            with pq.ParquetWriter(target, schema, compression="zstd") as w:
+                for b in counted():
+                    w.write_batch(b)
+
         if out == "-":
-            sink = pa.BufferOutputStream()
-            pq.write_table(table, sink, compression="zstd")
+            sink = pa.BufferOutputStream()  # Parquet's footer comes last: the encoded file is kept
+            write(sink)
             write_bytes(out, sink.getvalue().to_pybytes())
         else:
-            atomic_write(Path(out), lambda p: pq.write_table(table, p, compression="zstd"))
-    return table.num_rows
+            atomic_write(Path(out), write)
+        return rows
+    chunks = (_csv_chunks(counted(), headers or schema.names) if fmt == "csv"
+              else _jsonl_chunks(counted(), schema.names))
+    if out == "-":
+        for chunk in chunks:
+            sys.stdout.write(chunk)
+        sys.stdout.flush()
+    else:
+        def write_text_chunks(p: Path) -> None:
+            with open(p, "w", encoding="utf-8", newline="") as f:
+                for chunk in chunks:
+                    f.write(chunk)
+
+        atomic_write(Path(out), write_text_chunks)
+    return rows

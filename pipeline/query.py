@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from pipeline import __version__
 from pipeline.contracts import RAW_TABLES, Contract, contract, contracts
 from pipeline.errors import QueryFailed, TransformFailed
+from pipeline.formats import write_batches
 from pipeline.warehouse import Warehouse
 
 
@@ -116,6 +117,10 @@ LEFT JOIN (
 """
 
 
+# rows per batch streamed from DuckDB to an output file
+BATCH_ROWS = 100_000
+
+
 @dataclass
 class QueryResult:
     columns: list[str]
@@ -159,6 +164,38 @@ def read_consistent(wh: Warehouse, read, run_ids: list[str] | None = None, table
                 raise
         finally:
             con.close()
+
+
+def write_consistent(wh: Warehouse, select, fmt: str, out: str, headers: list[str] | None = None,
+                     run_ids: list[str] | None = None, tables=None) -> int:
+    """Write the rows of ``select(con)`` (a schema and a stream of record batches) to ``out``
+    as they are read, on fresh views like ``read_consistent``. A file is written again from
+    the start on the second try; standard output cannot take back the rows it already got, so
+    there a writer replacing a run mid-way is an error instead."""
+    tries = 0
+
+    def read(con):
+        nonlocal tries
+        tries += 1
+        if tries > 1 and out == "-":
+            raise QueryFailed("a writer replaced a run while its rows were written to standard output; run the command again")
+        schema, batches = select(con)
+        return write_batches(batches, schema, fmt, out, headers)
+
+    return read_consistent(wh, read, run_ids, tables)
+
+
+def query_to(wh: Warehouse, sql: str, fmt: str, out: str, params: dict | None = None) -> int:
+    """Run one read-only query and stream its rows to ``out`` as CSV, JSON lines or Parquet."""
+    def select(con):
+        check_read_only(con, sql)
+        reader = con.sql(sql, params=params or None).to_arrow_reader(BATCH_ROWS)
+        return reader.schema, reader
+
+    try:
+        return write_consistent(wh, select, fmt, out)
+    except duckdb.Error as e:
+        raise QueryFailed(str(e).splitlines()[0]) from None
 
 
 def query(wh: Warehouse, sql: str, params: dict | None = None) -> QueryResult:

@@ -10,8 +10,8 @@ import typer
 
 from pipeline.cli import common as C
 from pipeline.errors import UsageError
-from pipeline.formats import ROW_FORMATS, write_table
-from pipeline.query import query
+from pipeline.formats import ROW_FORMATS
+from pipeline.query import query, query_to
 from pipeline.report import cell
 
 FORMATS = ("table",) + ROW_FORMATS
@@ -64,9 +64,10 @@ def command(
             raise UsageError(f"format {fmt!r}; use one of {', '.join(FORMATS)}")
         if fmt == "table" and out_path != "-":
             raise UsageError("--out needs --format csv, json or parquet")
-        res = query(C.warehouse(warehouse), _sql(sql), _params(param or []))
-        if fmt != "table":
-            n = write_table(res.table, fmt, out_path)
+        if fmt == "table":
+            res = query(C.warehouse(warehouse), _sql(sql), _params(param or []))
+        else:
+            n = query_to(C.warehouse(warehouse), _sql(sql), fmt, out_path, _params(param or []))
     if fmt == "table":
         C.print_table(None, res.columns, [[cell(v) for v in row] for row in res.rows])
     elif out_path != "-":
