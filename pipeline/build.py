@@ -53,7 +53,7 @@ def connect(workdir: Path, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: in
     # halve and it runs 9-12 % faster, for ~25 MB more peak (bench/, 320 MB limit). It reserves
     # address space, not memory, so small builds do not grow to the limit. A limit larger than
     # the address space cannot be reserved; the build then allocates as before.
-    limit = con.execute("select current_setting('memory_limit')").fetchone()[0]
+    limit = con.execute("select current_setting('memory_limit')").fetchall()[0][0]
     try:
         con.execute(f"set block_allocator_memory = '{limit}'")
     except duckdb.Error:

@@ -23,11 +23,14 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import duckdb
 
 from pipeline import __version__
+from pipeline.build import connect
 from pipeline.contracts import RAW_TABLES
 from pipeline.errors import UsageError
 from pipeline.formats import write_bytes, write_text
@@ -44,6 +47,7 @@ _TASKS_SQL = """
 with instances as (
     select *, coalesce(running_ns, pending_ns, waiting_ns, complete_ns) as start_ns
     from stg_task_instances
+    where {where}
 ),
 with_api as (
     select instances.*, launches.api_name, launches.seq as launch_seq
@@ -127,19 +131,31 @@ def _us(ns: int) -> float:
     return ns / 1000
 
 
-def _connect_run(wh: Warehouse, run: dict) -> duckdb.DuckDBPyConnection:
-    """The run's raw tables as the build sees them, and the staging layer over them."""
-    con = duckdb.connect()
+# the staging tables the trace reads
+_STAGING = {"stg_api_calls", "stg_task_instances", "stg_task_launches", "stg_task_ops"}
+
+
+def _connect_run(wh: Warehouse, run: dict, workdir: Path) -> duckdb.DuckDBPyConnection:
+    """The run's raw tables as the build sees them, and the staging tables the trace needs,
+    in a DuckDB that spills to ``workdir`` under the build's memory limit."""
+    con = connect(workdir)
     for table in RAW_TABLES:
         con.execute(f"create view {table} as {raw_select(wh, table, run)}")
-    run_layer(con, "staging")
+    run_layer(con, "staging", only=_STAGING)
     return con
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str) -> list[dict]:
-    rel = con.sql(sql)
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None = None) -> list[dict]:
+    rel = con.sql(sql, params=params)
     names = rel.columns
     return [dict(zip(names, r)) for r in rel.fetchall()]
+
+
+# rows that can overlap the window [$lo, $hi] (either end NULL: open), found in SQL so that only
+# the window's rows reach Python; the exact test per event is _overlaps
+_WINDOW = "(start_ns is not null and ($lo is null or coalesce(end_ns, start_ns) >= $lo) and ($hi is null or start_ns <= $hi))"
+_TASK_WINDOW = ("(($lo is null or greatest(waiting_ns, pending_ns, running_ns, complete_ns) >= $lo) "
+                "and ($hi is null or least(waiting_ns, pending_ns, running_ns, complete_ns) <= $hi))")
 
 
 def _overlaps(start: int | None, end: int | None, lo: int | None, hi: int | None) -> bool:
@@ -154,28 +170,36 @@ def chrome_trace(wh: Warehouse, run_ref: str = "latest", start: str | None = Non
     """The run as a Trace Event JSON object. ``start`` / ``end`` are offsets from the run's
     first event (``3ms``); ``inference`` limits it to that inference's span on every device."""
     run = run_row(wh, run_ref)
-    con = _connect_run(wh, run)
-    try:
-        dev_filter = "" if not devices else " where device_id in (" + ", ".join(str(int(d)) for d in devices) + ")"
-        calls = _rows(con, f"select * from stg_api_calls{dev_filter} order by device_id, start_ns, seq")
-        tasks = [t for t in _rows(con, _TASKS_SQL) if not devices or t["device_id"] in devices]
-        phases = _rows(con, "select device_id, model_name, infer_id, phase, start_ns, end_ns, seq from inferences"
-                            f"{dev_filter} order by device_id, start_ns, seq")
-    finally:
-        con.close()
-    firsts = [x["start_ns"] for x in calls + phases if x["start_ns"] is not None]
-    firsts += [t[k] for t in tasks for k in ("waiting_ns", "pending_ns", "running_ns") if t[k] is not None]
-    t0 = min(firsts) if firsts else 0
-    lo = t0 + parse_duration(start) if start else None
-    hi = t0 + parse_duration(end) if end else None
-    if inference is not None:
-        span = [(p["start_ns"], p["end_ns"]) for p in phases if p["infer_id"] == inference]
-        if not span:
-            raise UsageError(f"run {run['run_id']} has no inference {inference}")
-        lo = max(lo or -2**63, min(s for s, _ in span))
-        hi = min(hi if hi is not None else 2**63, max(e for _, e in span))
-    if lo is not None and hi is not None and hi < lo:
-        raise UsageError("the window ends before it starts")
+    lo_off = parse_duration(start) if start else None
+    hi_off = parse_duration(end) if end else None
+    with tempfile.TemporaryDirectory(prefix="profetl-timeline-") as workdir:
+        con = _connect_run(wh, run, Path(workdir))
+        try:
+            devs = "true" if not devices else "device_id in (" + ", ".join(str(int(d)) for d in devices) + ")"
+            phases = _rows(con, "select device_id, model_name, infer_id, phase, start_ns, end_ns, seq from inferences"
+                                f" where {devs} order by device_id, start_ns, seq")
+            t0 = con.execute(f"""
+                select min(first_ns) from (
+                    select min(start_ns) as first_ns from stg_api_calls where {devs}
+                    union all select min(start_ns) from inferences where {devs}
+                    union all select min(least(waiting_ns, pending_ns, running_ns)) from stg_task_instances where {devs}
+                )""").fetchall()[0][0] or 0
+            lo = t0 + lo_off if lo_off is not None else None
+            hi = t0 + hi_off if hi_off is not None else None
+            if inference is not None:
+                span = [(p["start_ns"], p["end_ns"]) for p in phases if p["infer_id"] == inference]
+                if not span:
+                    raise UsageError(f"run {run['run_id']} has no inference {inference}")
+                lo = max(lo or -2**63, min(s for s, _ in span))
+                hi = min(hi if hi is not None else 2**63, max(e for _, e in span))
+            if lo is not None and hi is not None and hi < lo:
+                raise UsageError("the window ends before it starts")
+            window = {"lo": lo, "hi": hi}
+            calls = _rows(con, f"select * from stg_api_calls where {devs} and {_WINDOW} order by device_id, start_ns, seq",
+                          window)
+            tasks = _rows(con, _TASKS_SQL.format(where=f"{devs} and {_TASK_WINDOW}"), window)
+        finally:
+            con.close()
 
     tracks = _Tracks()
     events: list[dict] = []

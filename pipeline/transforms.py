@@ -79,9 +79,10 @@ def load_macros(con: duckdb.DuckDBPyConnection) -> None:
             raise TransformFailed(f"sql/macros/{path.name} failed: {str(e).splitlines()[0]}") from None
 
 
-def run_layer(con: duckdb.DuckDBPyConnection, layer: str, materialize: bool = True) -> dict[str, float]:
-    """Create every table of a layer (after the shared macros); returns the seconds each
-    took, by name, in the order they were made.
+def run_layer(con: duckdb.DuckDBPyConnection, layer: str, materialize: bool = True,
+              only: set[str] | None = None) -> dict[str, float]:
+    """Create every table of a layer (or those named in ``only``) after the shared macros;
+    returns the seconds each took, by name, in the order they were made.
 
     ``materialize=False`` creates views instead: for a layer nothing else reads (the marts),
     whose rows are streamed once into their files, storing them first is wasted work (the
@@ -91,6 +92,8 @@ def run_layer(con: duckdb.DuckDBPyConnection, layer: str, materialize: bool = Tr
     seconds = {}
     kind = "table" if materialize else "view"
     for f in sql_files(layer):
+        if only is not None and f.name not in only:
+            continue
         t0 = time.monotonic()
         try:
             con.execute(f"create or replace {kind} {f.name} as\n{f.text}")
