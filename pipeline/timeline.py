@@ -50,7 +50,7 @@ with instances as (
     where {where}
 ),
 with_api as (
-    select instances.*, launches.api_name, launches.seq as launch_seq
+    select instances.*, launches.api_name, launches.call_device_id, launches.call_seq
     from instances
     asof left join stg_task_launches as launches
         on instances.device_id = launches.device_id
@@ -62,7 +62,7 @@ select
     with_api.device_id, with_api.record_kind, with_api.stream_id, with_api.task_id,
     with_api.instance_no, with_api.task_type_name, with_api.waiting_ns, with_api.pending_ns,
     with_api.running_ns, with_api.complete_ns, with_api.is_complete, with_api.api_name,
-    with_api.launch_seq, ops.op_name, ops.op_type
+    with_api.call_device_id, with_api.call_seq, ops.op_name, ops.op_type
 from with_api
 asof left join stg_task_ops as ops
     on with_api.device_id = ops.device_id
@@ -247,7 +247,7 @@ def chrome_trace(wh: Warehouse, run_ref: str = "latest", start: str | None = Non
         events.append({"ph": "X", "cat": "task", "name": name, "ts": _us(begin),
                        "dur": _us(t["complete_ns"] - begin), "pid": t["device_id"], "tid": tid,
                        "args": args | {k: t[k] for k in ("waiting_ns", "pending_ns", "running_ns", "complete_ns")}})
-        call = call_event.get((t["device_id"], t["launch_seq"]))
+        call = call_event.get((t["call_device_id"], t["call_seq"]))
         if call is not None:
             flow += 1
             events.append({"ph": "s", "cat": "launch", "name": "launch", "id": flow, "ts": call["ts"],

@@ -19,6 +19,9 @@
 --   start_ns       ns    call entry
 --   end_ns         ns    call exit
 --   seq            -     record index of the call (of the task_track record for generations 2 and 3)
+--   call_device_id -     device of the launching call's row in api_calls
+--   call_seq       -     record index of the launching call's row in api_calls (with call_device_id,
+--                        the call in stg_api_calls)
 
 with legacy as (
     select
@@ -29,7 +32,9 @@ with legacy as (
         api_name,
         start_ns,
         end_ns,
-        seq
+        seq,
+        device_id as call_device_id,
+        seq as call_seq
     from api_calls
     where level = 'runtime' and len(task_ids) > 0
 ),
@@ -41,7 +46,7 @@ tracks as (
 ),
 
 runtime_apis as (
-    select tid, api_name, start_ns, end_ns
+    select tid, api_name, start_ns, end_ns, device_id, seq
     from api_calls
     where level = 'runtime' and record_kind is not null
 ),
@@ -55,7 +60,9 @@ compact as (
         apis.api_name,
         apis.start_ns,
         apis.end_ns,
-        tracks.seq
+        tracks.seq,
+        apis.device_id as call_device_id,
+        apis.seq as call_seq
     from tracks
     asof inner join runtime_apis as apis
         on tracks.tid = apis.tid
