@@ -16,16 +16,25 @@ on the run timeline (host monotonic clock, ns / 1000, so ``ts * 1000`` is the
 Task instances, their ops and launching APIs come from the same staging SQL as the
 reports (``sql/staging``), so the trace and the tables agree. Events that would overlap
 on one track go to a second lane (``#2``) so that every track nests properly.
+
+Rows of the window are chosen in SQL and read a batch at a time; events are written as they
+are made, and the thread names (``ph: M``) come last, once every track is known, so that a
+whole run's trace does not have to fit in memory.
 """
 
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import re
+import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TextIO
 
 import duckdb
 
@@ -33,7 +42,7 @@ from pipeline import __version__
 from pipeline.build import connect
 from pipeline.contracts import RAW_TABLES
 from pipeline.errors import UsageError
-from pipeline.formats import write_bytes, write_text
+from pipeline.formats import atomic_write
 from pipeline.query import raw_select
 from pipeline.selection import run_row
 from pipeline.transforms import run_layer
@@ -50,7 +59,13 @@ with instances as (
     where {where}
 ),
 with_api as (
-    select instances.*, launches.api_name, launches.call_device_id, launches.call_seq
+    select
+        instances.*,
+        launches.api_name,
+        launches.call_device_id,
+        launches.call_tid,
+        launches.start_ns as call_start_ns,
+        launches.end_ns as call_end_ns
     from instances
     asof left join stg_task_launches as launches
         on instances.device_id = launches.device_id
@@ -62,15 +77,20 @@ select
     with_api.device_id, with_api.record_kind, with_api.stream_id, with_api.task_id,
     with_api.instance_no, with_api.task_type_name, with_api.waiting_ns, with_api.pending_ns,
     with_api.running_ns, with_api.complete_ns, with_api.is_complete, with_api.api_name,
-    with_api.call_device_id, with_api.call_seq, ops.op_name, ops.op_type
+    with_api.call_device_id, with_api.call_tid, with_api.call_start_ns, with_api.call_end_ns,
+    ops.op_name, ops.op_type
 from with_api
 asof left join stg_task_ops as ops
     on with_api.device_id = ops.device_id
     and with_api.stream_id = ops.stream_id
     and with_api.task_id = ops.task_id
     and with_api.start_ns >= ops.valid_from_ns
-order by with_api.device_id, with_api.stream_id, with_api.start_ns, with_api.task_id
+order by with_api.device_id, coalesce(with_api.stream_id, 0), with_api.start_ns, with_api.stream_id nulls last,
+    with_api.task_id, with_api.instance_no
 """
+
+# rows fetched from DuckDB at a time while the trace is written
+BATCH_ROWS = 50_000
 
 
 def parse_duration(text: str) -> int:
@@ -145,10 +165,10 @@ def _connect_run(wh: Warehouse, run: dict, workdir: Path) -> duckdb.DuckDBPyConn
     return con
 
 
-def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None = None) -> list[dict]:
-    rel = con.sql(sql, params=params)
-    names = rel.columns
-    return [dict(zip(names, r)) for r in rel.fetchall()]
+def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None = None) -> Iterator[dict]:
+    """The rows of ``sql`` as dicts, read from DuckDB a batch at a time."""
+    for batch in con.sql(sql, params=params).to_arrow_reader(BATCH_ROWS):
+        yield from batch.to_pylist()
 
 
 # rows that can overlap the window [$lo, $hi] (either end NULL: open), found in SQL so that only
@@ -165,10 +185,13 @@ def _overlaps(start: int | None, end: int | None, lo: int | None, hi: int | None
     return (lo is None or end >= lo) and (hi is None or start <= hi)
 
 
-def chrome_trace(wh: Warehouse, run_ref: str = "latest", start: str | None = None, end: str | None = None,
-                 inference: int | None = None, devices: list[int] | None = None) -> dict:
-    """The run as a Trace Event JSON object. ``start`` / ``end`` are offsets from the run's
-    first event (``3ms``); ``inference`` limits it to that inference's span on every device."""
+@contextmanager
+def _trace(wh: Warehouse, run_ref: str, start: str | None, end: str | None, inference: int | None,
+           devices: list[int] | None) -> Iterator[tuple[dict, Iterator[dict]]]:
+    """(the trace's otherData, its events as a lazy stream; thread names and sort indexes
+    last, once every track is known). The run's staging tables live in a DuckDB that spills,
+    rows come from it a batch at a time and events go out as they are made: memory holds
+    the tracks and the window's overlapping runtime calls, not the run."""
     run = run_row(wh, run_ref)
     lo_off = parse_duration(start) if start else None
     hi_off = parse_duration(end) if end else None
@@ -176,8 +199,8 @@ def chrome_trace(wh: Warehouse, run_ref: str = "latest", start: str | None = Non
         con = _connect_run(wh, run, Path(workdir))
         try:
             devs = "true" if not devices else "device_id in (" + ", ".join(str(int(d)) for d in devices) + ")"
-            phases = _rows(con, "select device_id, model_name, infer_id, phase, start_ns, end_ns, seq from inferences"
-                                f" where {devs} order by device_id, start_ns, seq")
+            phases = list(_rows(con, "select device_id, model_name, infer_id, phase, start_ns, end_ns, seq from inferences"
+                                     f" where {devs} order by device_id, start_ns, seq"))
             t0 = con.execute(f"""
                 select min(first_ns) from (
                     select min(start_ns) as first_ns from stg_api_calls where {devs}
@@ -194,38 +217,49 @@ def chrome_trace(wh: Warehouse, run_ref: str = "latest", start: str | None = Non
                 hi = min(hi if hi is not None else 2**63, max(e for _, e in span))
             if lo is not None and hi is not None and hi < lo:
                 raise UsageError("the window ends before it starts")
-            window = {"lo": lo, "hi": hi}
-            calls = _rows(con, f"select * from stg_api_calls where {devs} and {_WINDOW} order by device_id, start_ns, seq",
-                          window)
-            tasks = _rows(con, _TASKS_SQL.format(where=f"{devs} and {_TASK_WINDOW}"), window)
+            other = {"run_id": run["run_id"], "workload": run["workload"], "source_path": run["source_path"],
+                     "clock": "run timeline (host monotonic raw), ts = ns / 1000",
+                     "window_ns": [lo, hi], "generator": f"profetl {__version__}"}
+            yield other, _events(con, devs, devices, phases, lo, hi)
         finally:
             con.close()
 
+
+def _api_track(level: str, tid) -> tuple[str, int]:
+    label = "AscendCL API" if level == "acl" else "Runtime API" if level == "runtime" else f"{level} API"
+    return f"{label} (tid {tid})", 100 if level == "acl" else 200
+
+
+def _events(con: duckdb.DuckDBPyConnection, devs: str, devices: list[int] | None, phases: list[dict],
+            lo: int | None, hi: int | None) -> Iterator[dict]:
     tracks = _Tracks()
-    events: list[dict] = []
-    call_event: dict[tuple[int, int], dict] = {}
-    for c in calls:
+    pids: set[int] = set()
+    window = {"lo": lo, "hi": hi}
+    # runtime calls placed on a second lane of their track, by (device, thread, start): an arrow
+    # from such a call needs its lane; every other call is on its track's first lane
+    moved: dict[tuple[int, int, int], int] = {}
+    for c in _rows(con, f"select * from stg_api_calls where {devs} and {_WINDOW} order by device_id, start_ns, seq", window):
         if not _overlaps(c["start_ns"], c["end_ns"], lo, hi):
             continue
-        level = "AscendCL API" if c["level"] == "acl" else "Runtime API" if c["level"] == "runtime" else f"{c['level']} API"
-        sort = 100 if c["level"] == "acl" else 200
-        tid = tracks.place(c["device_id"], f"{level} (tid {c['tid']})", sort, c["start_ns"], c["end_ns"])
+        name, sort = _api_track(c["level"], c["tid"])
+        tid = tracks.place(c["device_id"], name, sort, c["start_ns"], c["end_ns"])
+        if c["level"] == "runtime" and tid != tracks.names[(c["device_id"], name)]:
+            moved[(c["device_id"], c["tid"], c["start_ns"])] = tid
         args = {k: c[k] for k in ("api_type", "pid", "tid", "stream_id", "seq") if c.get(k) is not None}
-        ev = {"ph": "X", "cat": "api", "name": c["api_name"], "ts": _us(c["start_ns"]),
-              "dur": _us(c["end_ns"] - c["start_ns"]), "pid": c["device_id"], "tid": tid, "args": args}
-        events.append(ev)
-        if c["level"] == "runtime":
-            call_event[(c["device_id"], c["seq"])] = ev
+        pids.add(c["device_id"])
+        yield {"ph": "X", "cat": "api", "name": c["api_name"], "ts": _us(c["start_ns"]),
+               "dur": _us(c["end_ns"] - c["start_ns"]), "pid": c["device_id"], "tid": tid, "args": args}
     for p in phases:
         if not _overlaps(p["start_ns"], p["end_ns"], lo, hi):
             continue
         name = f"{p['model_name'] or 'model'} load" if p["phase"] == "load" else f"infer {p['infer_id']} {p['phase']}"
         tid = tracks.place(p["device_id"], "Inferences", 300, p["start_ns"], p["end_ns"])
-        events.append({"ph": "X", "cat": "inference", "name": name, "ts": _us(p["start_ns"]),
-                       "dur": _us(p["end_ns"] - p["start_ns"]), "pid": p["device_id"], "tid": tid,
-                       "args": {"model_name": p["model_name"], "infer_id": p["infer_id"], "phase": p["phase"]}})
+        pids.add(p["device_id"])
+        yield {"ph": "X", "cat": "inference", "name": name, "ts": _us(p["start_ns"]),
+               "dur": _us(p["end_ns"] - p["start_ns"]), "pid": p["device_id"], "tid": tid,
+               "args": {"model_name": p["model_name"], "infer_id": p["infer_id"], "phase": p["phase"]}}
     flow = 0
-    for t in sorted(tasks, key=lambda t: (t["device_id"], t["stream_id"] or 0, _task_start(t))):
+    for t in _rows(con, _TASKS_SQL.format(where=f"{devs} and {_TASK_WINDOW}"), window):
         name = t["op_name"] or t["task_type_name"] or f"task {t['task_id']}"
         args = {k: t[k] for k in ("stream_id", "task_id", "instance_no", "task_type_name", "op_name", "op_type",
                                   "api_name", "record_kind") if t.get(k) is not None}
@@ -238,45 +272,79 @@ def chrome_trace(wh: Warehouse, run_ref: str = "latest", start: str | None = Non
                 continue
             tid = tracks.place(t["device_id"], f"{stream} tasks", sort, last, last)
             kind = "no COMPLETE" if not t["is_complete"] else "no RUNNING or PENDING"
-            events.append({"ph": "i", "s": "t", "cat": "task", "name": f"{name} ({kind})", "ts": _us(last),
-                           "pid": t["device_id"], "tid": tid, "args": args})
+            pids.add(t["device_id"])
+            yield {"ph": "i", "s": "t", "cat": "task", "name": f"{name} ({kind})", "ts": _us(last),
+                   "pid": t["device_id"], "tid": tid, "args": args}
             continue
         if not _overlaps(begin, t["complete_ns"], lo, hi):
             continue
         tid = tracks.place(t["device_id"], f"{stream} tasks", sort, begin, t["complete_ns"])
-        events.append({"ph": "X", "cat": "task", "name": name, "ts": _us(begin),
-                       "dur": _us(t["complete_ns"] - begin), "pid": t["device_id"], "tid": tid,
-                       "args": args | {k: t[k] for k in ("waiting_ns", "pending_ns", "running_ns", "complete_ns")}})
-        call = call_event.get((t["call_device_id"], t["call_seq"]))
-        if call is not None:
+        pids.add(t["device_id"])
+        yield {"ph": "X", "cat": "task", "name": name, "ts": _us(begin),
+               "dur": _us(t["complete_ns"] - begin), "pid": t["device_id"], "tid": tid,
+               "args": args | {k: t[k] for k in ("waiting_ns", "pending_ns", "running_ns", "complete_ns")}}
+        # an arrow from the launching runtime call, when that call is in the trace
+        call_dev = t["call_device_id"]
+        if call_dev is not None and (not devices or call_dev in devices) \
+                and _overlaps(t["call_start_ns"], t["call_end_ns"], lo, hi):
+            call_tid = (moved.get((call_dev, t["call_tid"], t["call_start_ns"]))
+                        or tracks.names[(call_dev, _api_track("runtime", t["call_tid"])[0])])
             flow += 1
-            events.append({"ph": "s", "cat": "launch", "name": "launch", "id": flow, "ts": call["ts"],
-                           "pid": call["pid"], "tid": call["tid"]})
-            events.append({"ph": "f", "bp": "e", "cat": "launch", "name": "launch", "id": flow, "ts": _us(begin),
-                           "pid": t["device_id"], "tid": tid})
+            yield {"ph": "s", "cat": "launch", "name": "launch", "id": flow, "ts": _us(t["call_start_ns"]),
+                   "pid": call_dev, "tid": call_tid}
+            yield {"ph": "f", "bp": "e", "cat": "launch", "name": "launch", "id": flow, "ts": _us(begin),
+                   "pid": t["device_id"], "tid": tid}
         states = [("waiting", t["waiting_ns"]), ("pending", t["pending_ns"]), ("running", t["running_ns"])]
         marks = sorted([(ts, s) for s, ts in states if ts is not None] + [(t["complete_ns"], "complete")])
         for (ts, state), (nxt, _) in zip(marks, marks[1:]):
             if state == "complete" or nxt <= ts:
                 continue
             sid = tracks.place(t["device_id"], f"{stream} task states", sort + 50, ts, nxt)
-            events.append({"ph": "X", "cat": "task_state", "name": state, "ts": _us(ts), "dur": _us(nxt - ts),
-                           "pid": t["device_id"], "tid": sid, "args": {"op_name": t["op_name"], "task_id": t["task_id"]}})
-    devs = sorted({e["pid"] for e in events})
-    return {
-        "traceEvents": tracks.metadata(devs) + events,
-        "displayTimeUnit": "ns",
-        "otherData": {"run_id": run["run_id"], "workload": run["workload"], "source_path": run["source_path"],
-                      "clock": "run timeline (host monotonic raw), ts = ns / 1000",
-                      "window_ns": [lo, hi], "generator": f"profetl {__version__}"},
-    }
+            yield {"ph": "X", "cat": "task_state", "name": state, "ts": _us(ts), "dur": _us(nxt - ts),
+                   "pid": t["device_id"], "tid": sid, "args": {"op_name": t["op_name"], "task_id": t["task_id"]}}
+    yield from tracks.metadata(sorted(pids))
 
 
-def write_trace(trace: dict, out: str) -> int:
-    """The trace as JSON to ``out`` (``-`` standard output; a ``.gz`` name is gzipped); returns events."""
-    text = json.dumps(trace, separators=(",", ":"))
-    if out != "-" and out.endswith(".gz"):
-        write_bytes(out, gzip.compress(text.encode(), mtime=0))
-    else:
-        write_text(out, text + "\n")
-    return sum(1 for e in trace["traceEvents"] if e["ph"] != "M")
+def chrome_trace(wh: Warehouse, run_ref: str = "latest", start: str | None = None, end: str | None = None,
+                 inference: int | None = None, devices: list[int] | None = None) -> dict:
+    """The run as a Trace Event JSON object, in memory. ``start`` / ``end`` are offsets from
+    the run's first event (``3ms``); ``inference`` limits it to that inference's span on every
+    device. ``write_trace`` writes the same trace without holding it."""
+    with _trace(wh, run_ref, start, end, inference, devices) as (other, events):
+        return {"traceEvents": list(events), "displayTimeUnit": "ns", "otherData": other}
+
+
+def write_trace(wh: Warehouse, out: str, run_ref: str = "latest", start: str | None = None, end: str | None = None,
+                inference: int | None = None, devices: list[int] | None = None) -> tuple[str, int]:
+    """The trace (as ``chrome_trace`` makes it) written to ``out`` event by event (``-``
+    standard output; a ``.gz`` name is gzipped; a file appears whole or not at all); returns
+    (run id, events written, thread names and sort indexes not counted)."""
+    with _trace(wh, run_ref, start, end, inference, devices) as (other, events):
+        count = 0
+
+        def write(f: TextIO) -> None:
+            nonlocal count
+            f.write('{"traceEvents":[')
+            for i, e in enumerate(events):
+                f.write(("," if i else "") + json.dumps(e, separators=(",", ":")))
+                count += e["ph"] != "M"
+            f.write('],"displayTimeUnit":"ns","otherData":' + json.dumps(other, separators=(",", ":")) + "}\n")
+
+        if out == "-":
+            write(sys.stdout)
+            sys.stdout.flush()
+        elif out.endswith(".gz"):
+            def write_gz(p: Path) -> None:
+                with open(p, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz, \
+                        io.TextIOWrapper(gz, encoding="utf-8") as f:
+                    write(f)
+
+            atomic_write(Path(out), write_gz)
+        else:
+            atomic_write(Path(out), lambda p: _write_text_file(p, write))
+        return other["run_id"], count
+
+
+def _write_text_file(p: Path, write) -> None:
+    with open(p, "w", encoding="utf-8") as f:
+        write(f)

@@ -133,6 +133,21 @@ def test_rows_chosen_in_sql_change_nothing_in_a_window(two, monkeypatch, start_e
     assert 0 < len(kept) < len([e for e in chrome_trace(wh, nights[0].run_id)["traceEvents"] if e["ph"] in ("X", "i")])
 
 
+@pytest.mark.parametrize("name", ["t.json", "t.json.gz"])
+def test_written_trace_is_the_one_made_in_memory_across_batches(two, tmp_path, monkeypatch, name):
+    """write_trace streams events as rows arrive a batch at a time; the file must hold the
+    trace chrome_trace makes, whatever the batch size."""
+    wh, nights = two
+    whole = chrome_trace(wh, nights[0].run_id)
+    monkeypatch.setattr(T, "BATCH_ROWS", 3)
+    out = tmp_path / name
+    run_id, n = T.write_trace(wh, str(out), nights[0].run_id)
+    data = gzip.decompress(out.read_bytes()) if name.endswith(".gz") else out.read_bytes()
+    assert json.loads(data) == whole
+    assert run_id == nights[0].run_id and n == len([e for e in whole["traceEvents"] if e["ph"] != "M"])
+    assert [p.name for p in tmp_path.iterdir()] == [name]  # written whole, no temporary file left
+
+
 def test_cli_writes_json_and_gzip(two, tmp_path):
     wh, nights = two
     out = tmp_path / "t.json"

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common as C
-from pipeline.timeline import chrome_trace, write_trace
+from pipeline.timeline import write_trace
 
 
 def command(
@@ -25,14 +25,14 @@ def command(
     inferences, tasks per stream, and task states (waiting, pending, running) per stream;
     arrows lead from a Runtime API call to the tasks it launched. ts is in microseconds on
     the run timeline (ts * 1000 = start_ns in the tables). Events overlapping the window
-    are kept whole. The trace is made in memory, about 1.3 KB per event: on a run of
-    millions of tasks choose a window or an inference.
+    are kept whole. Events are written as they are made, so memory does not grow with the
+    run; a whole run of millions of tasks still makes a file of about 160 bytes per event
+    (a gigabyte for a 500 MB dump): choose a window or an inference for Perfetto UI.
 
     Example: profetl timeline latest --inference 2 --out run.json   (then open it at https://ui.perfetto.dev)
     """
     wh = C.warehouse(warehouse)
     with C.errors():
-        trace = chrome_trace(wh, run, start, end, inference, device)
-        n = write_trace(trace, out_path)
+        run_id, n = write_trace(wh, out_path, run, start, end, inference, device)
     if out_path != "-":
-        C.err.print(f"wrote {n} event(s) of run {trace['otherData']['run_id']} to {out_path}", highlight=False, markup=False)
+        C.err.print(f"wrote {n} event(s) of run {run_id} to {out_path}", highlight=False, markup=False)

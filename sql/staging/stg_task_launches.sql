@@ -19,9 +19,9 @@
 --   start_ns       ns    call entry
 --   end_ns         ns    call exit
 --   seq            -     record index of the call (of the task_track record for generations 2 and 3)
---   call_device_id -     device of the launching call's row in api_calls
---   call_seq       -     record index of the launching call's row in api_calls (with call_device_id,
---                        the call in stg_api_calls)
+--   call_device_id -     device of the launching call's row in api_calls (with call_tid, start_ns and
+--                        end_ns: the call in stg_api_calls)
+--   call_tid       -     thread of the launching call
 
 with legacy as (
     select
@@ -34,7 +34,7 @@ with legacy as (
         end_ns,
         seq,
         device_id as call_device_id,
-        seq as call_seq
+        tid as call_tid
     from api_calls
     where level = 'runtime' and len(task_ids) > 0
 ),
@@ -46,7 +46,7 @@ tracks as (
 ),
 
 runtime_apis as (
-    select tid, api_name, start_ns, end_ns, device_id, seq
+    select tid, api_name, start_ns, end_ns, device_id
     from api_calls
     where level = 'runtime' and record_kind is not null
 ),
@@ -62,7 +62,7 @@ compact as (
         apis.end_ns,
         tracks.seq,
         apis.device_id as call_device_id,
-        apis.seq as call_seq
+        apis.tid as call_tid
     from tracks
     asof inner join runtime_apis as apis
         on tracks.tid = apis.tid
