@@ -19,7 +19,8 @@ from pipeline.warehouse import Warehouse
 
 FORMATS = ROW_FORMATS
 HEADERS = ("display", "snake")
-__all__ = ["FORMATS", "HEADERS", "atomic_write", "csv_cell", "export", "fetch", "table_contract", "to_csv"]
+__all__ = ["FORMATS", "HEADERS", "atomic_write", "csv_cell", "export", "fetch", "select_sql", "stream_runs",
+           "table_contract", "to_csv"]
 
 
 def table_contract(table: str) -> Contract:
@@ -38,7 +39,8 @@ def _columns(c: Contract) -> list[str]:
 BATCH_ROWS = 100_000
 
 
-def _select(c: Contract, names: list[str], devices: list[int] | None) -> str:
+def select_sql(c: Contract, names: list[str], devices: list[int] | None) -> str:
+    """SELECT of ``names`` from the table of one run, ``$run``; optionally only some devices."""
     where = ""
     if devices:
         if "device_id" not in {col.name for col in c.columns}:
@@ -47,7 +49,7 @@ def _select(c: Contract, names: list[str], devices: list[int] | None) -> str:
     return f"SELECT {', '.join(names)} FROM {c.name} WHERE run_id = $run{where}"
 
 
-def _stream(con, sql: str, run_ids: list[str]) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+def stream_runs(con, sql: str, run_ids: list[str]) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     """The rows of ``sql`` for each run in turn (in the order the build wrote them), as the
     schema and a lazy stream of batches: one run's reader is open at a time."""
     first = con.sql(sql, params={"run": run_ids[0] if run_ids else None}).to_arrow_reader(BATCH_ROWS)
@@ -64,10 +66,10 @@ def fetch(wh: Warehouse, table: str, run_ids: list[str], devices: list[int] | No
     """The table's rows for the given runs (in that order), in the order the build wrote them;
     optionally only some devices. In memory: for small tables and tests; ``export`` streams."""
     c = table_contract(table)
-    sql = _select(c, _columns(c), devices)
+    sql = select_sql(c, _columns(c), devices)
 
     def read(con):
-        schema, batches = _stream(con, sql, run_ids)
+        schema, batches = stream_runs(con, sql, run_ids)
         return pa.Table.from_batches(list(batches), schema)
 
     return c, read_consistent(wh, read, run_ids, {c.name})
@@ -103,6 +105,6 @@ def export(wh: Warehouse, table: str, run_ids: list[str], fmt: str, out: str, he
         raise UsageError(f"headers {headers!r}; use display or snake")
     c = table_contract(table)
     names = _keep(c, len(run_ids) > 1)
-    sql = _select(c, names, devices)
+    sql = select_sql(c, names, devices)
     head = _header(c, names, headers) if fmt == "csv" else None
-    return write_consistent(wh, lambda con: _stream(con, sql, run_ids), fmt, out, head, run_ids, {c.name})
+    return write_consistent(wh, lambda con: stream_runs(con, sql, run_ids), fmt, out, head, run_ids, {c.name})

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipeline.export import fetch
+from pipeline.export import select_sql, stream_runs, table_contract
+from pipeline.query import read_consistent
 from pipeline.warehouse import Warehouse
 
 # (table, title as in the seed document's figures)
@@ -45,20 +46,43 @@ def cell(v) -> str:
 
 def sections(wh: Warehouse, run_id: str, table: str, limit: int | None = None,
              hide_empty_columns: bool = True, devices: list[int] | None = None) -> list[Section]:
-    """One section per device (or per device asked for), as the tool shows one device at a time."""
-    c, t = fetch(wh, table, [run_id], devices)
+    """One section per device (or per device asked for), as the tool shows one device at a time.
+
+    Row counts and which columns have values come from SQL; the rows shown are read in the
+    table's order until every device has ``limit`` of them, so showing the head of a table
+    of millions of rows reads little more than that head."""
+    c = table_contract(table)
     cols = [col for col in c.columns if col.name not in ("run_id", "device_id")]
-    data = {col.name: t.column(col.name).to_pylist() for col in cols}
-    if hide_empty_columns and t.num_rows:
+    sql = select_sql(c, ["device_id"] + [col.name for col in cols], devices)
+    params = {"run": run_id}
+
+    def read(con):
+        totals = dict(con.sql(f"select device_id, count(*) from ({sql}) group by device_id", params=params).fetchall())
+        counts = con.sql(f"select {', '.join(f'count({col.name})' for col in cols)} from ({sql})",
+                         params=params).fetchall()[0] if cols else ()
+        kept: dict = {d: [] for d in totals}
+        _, batches = stream_runs(con, sql, [run_id])
+        for batch in batches:
+            devs = batch.column(0).to_pylist()
+            for d, rows in kept.items():
+                need = None if limit is None else limit - len(rows)
+                if need == 0:
+                    continue
+                idx = [i for i, x in enumerate(devs) if x == d][:need]
+                if idx:
+                    rows.extend(batch.take(idx).to_pylist())
+            if limit is not None and all(len(rows) >= min(limit, totals[d]) for d, rows in kept.items()):
+                break
+        return totals, dict(zip((col.name for col in cols), counts)), kept
+
+    totals, filled, kept = read_consistent(wh, read, [run_id], {c.name})
+    if hide_empty_columns and totals:
         # metrics a run's event set cannot fill are all NULL: leave them out of the terminal view
-        cols = [col for col in cols if any(v is not None for v in data[col.name])]
-    devices = t.column("device_id").to_pylist()
+        cols = [col for col in cols if filled[col.name]]
     title = dict(VIEWS + MORE).get(table, table)
     out = []
-    for dev in sorted(set(devices)) or [None]:
-        idx = [i for i, d in enumerate(devices) if d == dev]
-        shown = idx if limit is None else idx[:limit]
-        rows = [[cell(data[col.name][i]) for col in cols] for i in shown]
+    for dev in sorted(totals, key=lambda d: (d is None, d)) or [None]:
+        rows = [[cell(r[col.name]) for col in cols] for r in kept.get(dev, [])]
         heading = title if dev is None else f"{title} - device {dev}"
-        out.append(Section(table, heading, [col.display or col.name for col in cols], rows, len(idx)))
+        out.append(Section(table, heading, [col.display or col.name for col in cols], rows, totals.get(dev, 0)))
     return out

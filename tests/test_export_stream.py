@@ -110,3 +110,26 @@ def test_standard_output_is_not_written_twice(two_runs, capsys):
     with pytest.raises(QueryFailed, match="run the command again"):
         Q.write_consistent(wh, _flaky(schema), "csv", "-")
     assert capsys.readouterr().out == "x\n1\n2\n"  # what was written stays; nothing is repeated
+
+
+def test_show_reads_the_head_of_a_table_not_all_of_it(two_runs, monkeypatch):
+    from pipeline import report as R
+
+    wh, run_ids = two_runs
+    run_id = run_ids[1]
+    rows = [r for r in _expected(wh, "op_summary", [run_id])]
+    devices = sorted({r["device_id"] for r in rows})
+    monkeypatch.setattr(E, "BATCH_ROWS", BATCH)
+    read = []
+
+    def counting(con, sql, ids):
+        schema, batches = E.stream_runs(con, sql, ids)
+        return schema, (read.append(b.num_rows) or b for b in batches)
+
+    monkeypatch.setattr(R, "stream_runs", counting)
+    got = R.sections(wh, run_id, "op_summary", limit=2, hide_empty_columns=False)
+    assert [s.total_rows for s in got] == [sum(r["device_id"] == d for r in rows) for d in devices]
+    for section, d in zip(got, devices):
+        head = [r for r in rows if r["device_id"] == d][:2]
+        assert section.rows == [[R.cell(r[k]) for k in r if k not in ("run_id", "device_id")] for r in head]
+    assert sum(read) < len(rows)  # stopped once every device had its rows
