@@ -124,7 +124,8 @@ BATCH_ROWS = 100_000
 @dataclass
 class QueryResult:
     columns: list[str]
-    table: pa.Table
+    table: pa.Table  # every row, or the first ``limit`` of them
+    total_rows: int = 0  # rows the query returned
 
     @property
     def rows(self) -> list[tuple]:
@@ -198,14 +199,26 @@ def query_to(wh: Warehouse, sql: str, fmt: str, out: str, params: dict | None = 
         raise QueryFailed(str(e).splitlines()[0]) from None
 
 
-def query(wh: Warehouse, sql: str, params: dict | None = None) -> QueryResult:
+def query(wh: Warehouse, sql: str, params: dict | None = None, limit: int | None = None) -> QueryResult:
+    """Run one read-only query; keep every row, or the first ``limit`` (the rest are counted,
+    not kept, so the head of a huge result costs the memory of the head)."""
     def read(con):
         check_read_only(con, sql)
         rel = con.sql(sql, params=params or None)
-        return pa.table({}) if rel is None else rel.to_arrow_table()
+        if rel is None:
+            return pa.table({}), 0
+        reader = rel.to_arrow_reader(BATCH_ROWS)
+        kept, n, total = [], 0, 0
+        for batch in reader:
+            total += batch.num_rows
+            if limit is None or n < limit:
+                part = batch if limit is None else batch.slice(0, limit - n)
+                kept.append(part)
+                n += part.num_rows
+        return pa.Table.from_batches(kept, reader.schema), total
 
     try:
-        table = read_consistent(wh, read)
+        table, total = read_consistent(wh, read)
     except duckdb.Error as e:
         raise QueryFailed(str(e).splitlines()[0]) from None
-    return QueryResult(table.column_names, table)
+    return QueryResult(table.column_names, table, total)

@@ -133,3 +133,27 @@ def test_show_reads_the_head_of_a_table_not_all_of_it(two_runs, monkeypatch):
         head = [r for r in rows if r["device_id"] == d][:2]
         assert section.rows == [[R.cell(r[k]) for k in r if k not in ("run_id", "device_id")] for r in head]
     assert sum(read) < len(rows)  # stopped once every device had its rows
+
+
+def test_query_keeps_the_head_and_counts_the_rest(two_runs, monkeypatch):
+    wh, run_ids = two_runs
+    monkeypatch.setattr(Q, "BATCH_ROWS", BATCH)
+    want = sorted((r["run_id"], r["start_ns"], r["dur_ns"]) for r in _expected(wh, "op_summary", run_ids))
+    sql = "select run_id, start_ns, dur_ns from op_summary order by all"
+    head = Q.query(wh, sql, limit=10)
+    assert head.total_rows == len(want) and head.rows == want[:10]
+    every = Q.query(wh, sql)
+    assert every.total_rows == len(want) and every.rows == want
+
+
+def test_query_table_says_how_many_rows_it_left_out(two_runs):
+    from typer.testing import CliRunner
+
+    from pipeline.cli.main import app
+
+    wh, run_ids = two_runs
+    n = len(_expected(wh, "op_summary", run_ids))
+    r = CliRunner().invoke(app, ["query", "select start_ns from op_summary", "--limit", "5", "-w", str(wh.path)])
+    assert r.exit_code == 0, r.output
+    assert f"{n - 5} more row(s)" in " ".join(r.stdout.split())
+    assert sum(1 for line in r.stdout.splitlines() if line.strip("│ ").isdigit()) == 5

@@ -49,6 +49,7 @@ def command(
     param: Annotated[list[str] | None, typer.Option("--param", "-p", metavar="NAME=VALUE", help="Named parameter, used as $NAME in the SQL; numbers are bound as numbers. Repeatable.")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table (terminal), csv, json (JSON lines) or parquet (needs --out FILE).")] = "table",
     out_path: C.OutOpt = "-",
+    limit: Annotated[int, typer.Option("--limit", help="Rows shown by --format table (0: all); the other formats get every row.")] = 100,
     warehouse: C.WarehouseOpt = None,
 ) -> None:
     """Run one SELECT over views of every raw table, every mart and `runs`, across all runs.
@@ -65,10 +66,12 @@ def command(
         if fmt == "table" and out_path != "-":
             raise UsageError("--out needs --format csv, json or parquet")
         if fmt == "table":
-            res = query(C.warehouse(warehouse), _sql(sql), _params(param or []))
+            res = query(C.warehouse(warehouse), _sql(sql), _params(param or []), limit=limit or None)
         else:
             n = query_to(C.warehouse(warehouse), _sql(sql), fmt, out_path, _params(param or []))
     if fmt == "table":
-        C.print_table(None, res.columns, [[cell(v) for v in row] for row in res.rows])
+        more = res.total_rows - res.table.num_rows
+        C.print_table(None, res.columns, [[cell(v) for v in row] for row in res.rows],
+                      caption=f"{more} more row(s): --limit 0 shows all, --format csv writes them" if more else None)
     elif out_path != "-":
         C.err.print(f"wrote {n} row(s) to {out_path}", highlight=False, markup=False)
