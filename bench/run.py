@@ -215,6 +215,44 @@ def table(results: list[dict]) -> str:
     return "\n".join("| " + line + " |" for line in lines)
 
 
+# the targets of the speed-and-memory issue, on a 2-core machine
+SPEED_MB_S = {"hiprof": 50}  # generation 1; every fixed-size-record generation: 100
+SPEED_MB_S_FIXED = 100
+PEAK_LIMIT_BYTES = 1e9  # for the 2 GB dump
+PEAK_GROWTH = 1.10  # largest dump's peak over the next size's
+TIME_GROWTH_PER_BYTE = 4.5 / 4  # 2 GB takes at most 4.5x the 500 MB dump
+
+
+def targets(layout: str, rs: list[dict]) -> list[str]:
+    """One line per target: met or not, with the measured value (median runs; the time and
+    peak ratios also for the worst pairing of the repeats)."""
+    rs = sorted(rs, key=lambda r: r["raw_bytes"])
+    out = []
+
+    def line(name: str, ok: bool, value: str) -> None:
+        out.append(f"  {'met    ' if ok else 'NOT MET'}  {name}: {value}")
+
+    want = SPEED_MB_S.get(layout, SPEED_MB_S_FIXED)
+    slowest = min(rs, key=lambda r: r["raw_mb_s"])
+    line(f">= {want} MB/s at every size", slowest["raw_mb_s"] >= want,
+         f"slowest {slowest['raw_mb_s']:.0f} MB/s at {slowest['raw_bytes'] / 1e6:.0f} MB")
+    big = rs[-1]
+    line(f"peak < {PEAK_LIMIT_BYTES / 1e9:.0f} GB at {big['raw_bytes'] / 1e6:.0f} MB", big["peak_rss"] < PEAK_LIMIT_BYTES,
+         f"{big['peak_rss'] / 1e6:.0f} MB")
+    if len(rs) >= 2:
+        small = rs[-2]
+        growth = big["peak_rss"] / small["peak_rss"]
+        worst = max(big.get("peak_rss_all", [big["peak_rss"]])) / min(small.get("peak_rss_all", [small["peak_rss"]]))
+        line(f"peak at most {PEAK_GROWTH:.2f}x the {small['raw_bytes'] / 1e6:.0f} MB one", growth <= PEAK_GROWTH,
+             f"x{growth:.2f} (worst pairing x{worst:.2f})")
+        limit = TIME_GROWTH_PER_BYTE * big["raw_bytes"] / small["raw_bytes"]
+        ratio = big["total_s"] / small["total_s"]
+        worst = max(big.get("total_s_all", [big["total_s"]])) / min(small.get("total_s_all", [small["total_s"]]))
+        line(f"time at most {limit:.2f}x the {small['raw_bytes'] / 1e6:.0f} MB one", ratio <= limit,
+             f"x{ratio:.2f} (worst pairing x{worst:.2f})")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=HERE / "out")
@@ -271,6 +309,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{layout}: {b_['raw_bytes'] / 1e6:.0f} MB vs {a_['raw_bytes'] / 1e6:.0f} MB: time x{b_['total_s'] / a_['total_s']:.2f}"
                   f" (bytes x{b_['raw_bytes'] / a_['raw_bytes']:.2f}), peak memory x{b_['peak_rss'] / a_['peak_rss']:.2f}"
                   + worst)
+    for layout, rs in by.items():
+        print(f"targets, {layout}:")
+        print("\n".join(targets(layout, rs)))
     (a.out / "results.json").write_text(json.dumps({"machine": machine(), "results": results}, indent=1))
     return 0
 

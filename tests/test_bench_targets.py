@@ -1,0 +1,36 @@
+"""bench/run.py's verdict on the speed-and-memory targets, on hand-made measurements."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+spec = importlib.util.spec_from_file_location("bench_run", Path(__file__).resolve().parent.parent / "bench" / "run.py")
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+
+
+def _r(mb: float, mb_s: float, peak_mb: float, totals: list[float], peaks: list[float] | None = None) -> dict:
+    return {"raw_bytes": mb * 1e6, "raw_mb_s": mb_s, "peak_rss": peak_mb * 1e6, "total_s": sorted(totals)[len(totals) // 2],
+            "total_s_all": totals, "peak_rss_all": [p * 1e6 for p in (peaks or [peak_mb])]}
+
+
+def test_every_target_met():
+    lines = bench.targets("hiprof", [_r(2000, 110, 640, [18, 18.2, 18.5]), _r(500, 105, 600, [4.6, 4.7, 4.8])])
+    assert [line.split()[0] for line in lines] == ["met"] * 4
+    assert "slowest 105 MB/s at 500 MB" in lines[0] and "x1.07 (worst pairing x1.07)" in lines[2]
+
+
+def test_each_target_missed_is_named_with_its_value():
+    # fixed-size records need 100 MB/s; 1.2 GB peak; 1.2 GB / 0.8 GB = 1.5x; 20 s / 4 s = 5x > 4.5x
+    lines = bench.targets("ascend910b", [_r(500, 125, 800, [4.0]), _r(2000, 99, 1200, [20.0])])
+    assert [line.split()[0] for line in lines] == ["NOT"] * 4
+    assert "slowest 99 MB/s at 2000 MB" in lines[0]
+    assert "1200 MB" in lines[1] and "x1.50" in lines[2] and "x5.00" in lines[3]
+
+
+def test_the_worst_pairing_is_reported_beside_the_median():
+    lines = bench.targets("hiprof", [_r(500, 100, 600, [4.0, 4.1, 4.4], [590, 600, 610]),
+                                     _r(2000, 100, 630, [16.0, 16.5, 19.0], [620, 630, 660])])
+    assert "x4.02 (worst pairing x4.75)" in lines[3]  # 16.5 / 4.1 by the medians, 19.0 / 4.0 at worst
+    assert "worst pairing x1.12" in lines[2]  # 660 / 590
