@@ -42,9 +42,8 @@ class BuildResult:
 
 
 def connect(workdir: Path, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> duckdb.DuckDBPyConnection:
-    """A DuckDB for one build, backed by a file in ``workdir``: staging tables then live in
-    its buffer pool and go to disk under the memory limit, instead of pinning memory as the
-    tables of an in-memory database do."""
+    """A DuckDB for one build in ``workdir``: its staging tables (temporary tables) live in
+    the buffer pool and spill to ``workdir`` beyond the memory limit."""
     check_settings(memory_limit, threads)
     con = duckdb.connect(str(workdir / "build.duckdb"),
                          config={"memory_limit": memory_limit, "temp_directory": str(workdir / "spill")})
