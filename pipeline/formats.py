@@ -90,10 +90,6 @@ def csv_text(table: pa.Table, headers: list[str] | None = None) -> str:
     return "".join(_csv_chunks(table.to_batches(), headers or table.column_names))
 
 
-def jsonl_text(table: pa.Table, names: list[str] | None = None) -> str:
-    return "".join(_jsonl_chunks(table.to_batches(), names or table.column_names))
-
-
 def atomic_write(out: Path, write: Callable[[Path], None]) -> None:
     """Write through a temporary file beside ``out`` and rename it: whole or not at all."""
     out = Path(out)

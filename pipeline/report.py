@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyarrow.compute as pc
+
 from pipeline.export import select_sql, stream_runs, table_contract
 from pipeline.query import read_consistent
 from pipeline.warehouse import Warehouse
@@ -63,13 +65,14 @@ def sections(wh: Warehouse, run_id: str, table: str, limit: int | None = None,
         kept: dict = {d: [] for d in totals}
         _, batches = stream_runs(con, sql, [run_id])
         for batch in batches:
-            devs = batch.column(0).to_pylist()
+            devs = batch.column(0)
             for d, rows in kept.items():
                 need = None if limit is None else limit - len(rows)
                 if need == 0:
                     continue
-                idx = [i for i, x in enumerate(devs) if x == d][:need]
-                if idx:
+                mine = pc.is_null(devs) if d is None else pc.fill_null(pc.equal(devs, d), False)
+                idx = pc.indices_nonzero(mine)[:need]
+                if len(idx):
                     rows.extend(batch.take(idx).to_pylist())
             if limit is not None and all(len(rows) >= min(limit, totals[d]) for d, rows in kept.items()):
                 break
