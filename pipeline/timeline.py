@@ -140,13 +140,6 @@ class _Tracks:
         return out
 
 
-def _task_start(t: dict) -> int:
-    for k in ("running_ns", "pending_ns", "waiting_ns", "complete_ns"):
-        if t[k] is not None:
-            return t[k]
-    return 0
-
-
 def _us(ns: int) -> float:
     return ns / 1000
 
@@ -191,7 +184,7 @@ def _trace(wh: Warehouse, run_ref: str, start: str | None, end: str | None, infe
     """(the trace's otherData, its events as a lazy stream; thread names and sort indexes
     last, once every track is known). The run's staging tables live in a DuckDB that spills,
     rows come from it a batch at a time and events go out as they are made: memory holds
-    the tracks and the window's overlapping runtime calls, not the run."""
+    the tracks (and the rare runtime call placed on a track's second lane), not the run."""
     run = run_row(wh, run_ref)
     lo_off = parse_duration(start) if start else None
     hi_off = parse_duration(end) if end else None
@@ -288,7 +281,10 @@ def _events(con: duckdb.DuckDBPyConnection, devs: str, devices: list[int] | None
         if call_dev is not None and (not devices or call_dev in devices) \
                 and _overlaps(t["call_start_ns"], t["call_end_ns"], lo, hi):
             call_tid = (moved.get((call_dev, t["call_tid"], t["call_start_ns"]))
-                        or tracks.names[(call_dev, _api_track("runtime", t["call_tid"])[0])])
+                        or tracks.names.get((call_dev, _api_track("runtime", t["call_tid"])[0])))
+        else:
+            call_tid = None
+        if call_tid is not None:
             flow += 1
             yield {"ph": "s", "cat": "launch", "name": "launch", "id": flow, "ts": _us(t["call_start_ns"]),
                    "pid": call_dev, "tid": call_tid}
