@@ -75,7 +75,7 @@ def test_staging_tables_are_stored_unless_their_header_says_no():
     """'Stored: no' in a header makes the table a view; every other staging table is stored as a
     temporary table, and marts are views (their rows are streamed once into files)."""
     not_stored = {f.name for f in sql_files("staging") if any(line.startswith("Stored:  no") for line in f.header())}
-    assert {"stg_api_calls", "stg_task_launches"} <= not_stored
+    assert "stg_api_calls" in not_stored
     con = empty_raw_tables()
     run_layer(con, "staging")
     run_layer(con, "marts", materialize=False)

@@ -3,8 +3,6 @@
 -- Grain:   (device_id, seq, task_id, batch_id)
 -- Sources: api_calls (level runtime, task_ids / batch_ids lists of Runtime.api), task_ops
 --          (compact task_track)
--- Stored:  no, a view: read by task_scheduler alone, which then runs its join once
---          instead of storing its rows first (pipeline/transforms.py)
 -- Follows: msprof 2022 update_timeline_api (analysis-and-exports §A1.3), which joins a
 --          Runtime.api call to the tasks of its taskId list on (stream, task, batch).
 --          Generations 2 and 3 (CANN 7+ host data): a compact task_track record names the
