@@ -86,68 +86,51 @@ op_keys as (
     group by device_id, stream_id, task_id
 ),
 
-with_api as (
+keyed as (
+    -- each instance with its task's single-named API and op, where the task has them
     select
         instances.*,
-        case when instances.start_ns >= k.first_ns then k.api_name end as api_name
+        case when instances.start_ns >= lk.first_ns then lk.api_name end as key_api_name,
+        coalesce(lk.is_single, false) as api_by_key,
+        case when instances.start_ns >= ok.first_ns then ok.op_name end as key_op_name,
+        coalesce(ok.is_single, false) as op_by_key
     from instances
-    inner join launch_keys as k
-        on instances.device_id = k.device_id
-        and instances.stream_id = k.stream_id
-        and instances.task_id = k.task_id
-    where k.is_single
+    left join launch_keys as lk
+        on instances.device_id = lk.device_id
+        and instances.stream_id = lk.stream_id
+        and instances.task_id = lk.task_id
+    left join op_keys as ok
+        on instances.device_id = ok.device_id
+        and instances.stream_id = ok.stream_id
+        and instances.task_id = ok.task_id
+),
+
+with_api as (
+    select *, key_api_name as api_name
+    from keyed
+    where api_by_key
     union all by name
-    select
-        i.*,
-        launches.api_name
-    from (
-        select *
-        from instances
-        where not exists (
-            select 1 from launch_keys as k
-            where k.is_single
-                and k.device_id = instances.device_id
-                and k.stream_id = instances.stream_id
-                and k.task_id = instances.task_id
-        )
-    ) as i
+    select keyed.*, launches.api_name
+    from (select * from keyed where not api_by_key) as keyed
     asof left join stg_task_launches as launches
-        on i.device_id = launches.device_id
-        and i.stream_id = launches.stream_id
-        and i.task_id = launches.task_id
-        and i.start_ns >= launches.start_ns
+        on keyed.device_id = launches.device_id
+        and keyed.stream_id = launches.stream_id
+        and keyed.task_id = launches.task_id
+        and keyed.start_ns >= launches.start_ns
 ),
 
 with_op as (
-    select
-        with_api.*,
-        case when with_api.start_ns >= k.first_ns then k.op_name end as op_name
+    select *, key_op_name as op_name
     from with_api
-    inner join op_keys as k
-        on with_api.device_id = k.device_id
-        and with_api.stream_id = k.stream_id
-        and with_api.task_id = k.task_id
-    where k.is_single
+    where op_by_key
     union all by name
-    select
-        w.*,
-        ops.op_name
-    from (
-        select *
-        from with_api
-        where not exists (
-            select 1 from op_keys as k
-            where k.is_single
-                and k.device_id = with_api.device_id
-                and k.stream_id = with_api.stream_id
-                and k.task_id = with_api.task_id
-        )
-    ) as w
+    select with_api.*, ops.op_name
+    from (select * from with_api where not op_by_key) as with_api
     asof left join stg_task_ops as ops
-        on w.device_id = ops.device_id
-        and w.stream_id = ops.stream_id
-        and w.task_id = ops.task_id
-        and w.start_ns >= ops.valid_from_ns
+        on with_api.device_id = ops.device_id
+        and with_api.stream_id = ops.stream_id
+        and with_api.task_id = ops.task_id
+        and with_api.start_ns >= ops.valid_from_ns
 ),
 
 per_instance as (
