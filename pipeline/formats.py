@@ -68,7 +68,9 @@ def json_value(v):
     return v
 
 
-_FORMULA_REGEX = "^[=+\\-@\\t\\r]"  # _FORMULA_START as a pattern for Arrow
+# _FORMULA_START as a pattern for Arrow (a character class; '-' escaped)
+_FORMULA_REGEX = "^[" + "".join("\\" + c if c in "-]\\^" else c for c in _FORMULA_START) + "]"
+_INFINITIES = (math.inf, -math.inf)
 
 
 def csv_cells(column: pa.Array) -> list[str]:
@@ -84,9 +86,6 @@ def csv_cells(column: pa.Array) -> list[str]:
     if pa.types.is_floating(ty):  # csv_cell's float rule without its type tests per value
         return ["" if v is None or v != v or v in _INFINITIES else format(v, ".15g") for v in column.to_pylist()]
     return [csv_cell(v) for v in column.to_pylist()]
-
-
-_INFINITIES = (math.inf, -math.inf)
 
 
 def _csv_chunks(batches: Iterable[pa.RecordBatch], header: list[str]) -> Iterator[str]:
