@@ -4,6 +4,8 @@
 -- Sources: stg_task_instances, stg_pmu_records, stg_task_ops, stg_export_ops
 -- Follows: nothing in msprof, which drops these silently (analysis-and-exports §C1);
 --          they are counted so that no loss goes unreported.
+--          pmu_without_block_dim finds the record's op as ai_core_metrics does (by key, else
+--          the ASOF join).
 -- Columns:
 --   device_id      -     device
 --   kind           -     dropped_task_instances, pmu_without_op, pmu_without_block_dim,
@@ -27,16 +29,55 @@ pmu_unnamed as (
     group by pmu.device_id
 ),
 
+op_keys as (
+    -- per (device, stream, task): the operator of every description of it when they all say
+    -- the same and the first is valid from the start (the common case; then the ASOF join
+    -- would give each execution that one); the other tasks take the ASOF join
+    select
+        device_id,
+        stream_id,
+        task_id,
+        min(op) as op,
+        min(op) is not distinct from max(op)
+            and min(valid_from_ns) = -9223372036854775808 as is_single
+    from (
+        select device_id, stream_id, task_id, valid_from_ns, {
+            'block_dim': block_dim
+        } as op
+        from stg_task_ops
+    )
+    group by device_id, stream_id, task_id
+),
+
+multi_keys as (
+    select device_id, stream_id, task_id from op_keys where not is_single
+),
+
+multi_ops as (
+    -- the descriptions the ASOF join needs: those of tasks without a single operator
+    select * from stg_task_ops semi join multi_keys using (device_id, stream_id, task_id)
+),
+
 pmu_no_blocks as (
-    select pmu.device_id, count(*) as n
-    from stg_pmu_records as pmu
-    asof left join stg_task_ops as ops
-        on pmu.device_id = ops.device_id
-        and pmu.stream_id = ops.stream_id
-        and pmu.task_id = ops.task_id
-        and pmu.ts_ns >= ops.valid_from_ns
-    where coalesce(pmu.block_dim, ops.block_dim, 0) = 0
-    group by pmu.device_id
+    select device_id, count(*) as n
+    from (
+        select pmu.device_id, pmu.block_dim, case when pmu.ts_ns is not null then ok.op.block_dim end as op_block_dim
+        from (select * from stg_pmu_records anti join multi_keys using (device_id, stream_id, task_id)) as pmu
+        left join op_keys as ok
+            on pmu.device_id = ok.device_id
+            and pmu.stream_id = ok.stream_id
+            and pmu.task_id = ok.task_id
+        union all
+        select pmu.device_id, pmu.block_dim, ops.block_dim as op_block_dim
+        from (select * from stg_pmu_records semi join multi_keys using (device_id, stream_id, task_id)) as pmu
+        asof left join multi_ops as ops
+            on pmu.device_id = ops.device_id
+            and pmu.stream_id = ops.stream_id
+            and pmu.task_id = ops.task_id
+            and pmu.ts_ns >= ops.valid_from_ns
+    )
+    where coalesce(block_dim, op_block_dim, 0) = 0
+    group by device_id
 ),
 
 runs_untimed as (

@@ -32,6 +32,9 @@
 --          op; the common case) takes it by a hash join on the key, from its first launch
 --          (first valid description) on; only the other keys take the ASOF joins. Same rows as
 --          ASOF joins for every instance (bench/: 2 GB STARS 2.6 -> 1.9 s, hiprof 2.7 -> 1.5 s).
+--          Those ASOF joins read only the other keys' launches and descriptions: DuckDB's
+--          ASOF join sorts its whole right side even when few rows come from the left
+--          (2 GB STARS 2.2 -> 1.0 s).
 -- Columns:
 --   device_id      -     device
 --   time_pct       %     share of the device's total running time ("Time(%)")
@@ -112,7 +115,10 @@ with_api as (
     union all by name
     select keyed.*, launches.api_name
     from (select * from keyed where not api_by_key) as keyed
-    asof left join stg_task_launches as launches
+    asof left join (
+        select * from stg_task_launches
+        semi join (select * from launch_keys where not is_single) using (device_id, stream_id, task_id)
+    ) as launches
         on keyed.device_id = launches.device_id
         and keyed.stream_id = launches.stream_id
         and keyed.task_id = launches.task_id
@@ -126,7 +132,10 @@ with_op as (
     union all by name
     select with_api.*, ops.op_name
     from (select * from with_api where not op_by_key) as with_api
-    asof left join stg_task_ops as ops
+    asof left join (
+        select * from stg_task_ops
+        semi join (select * from op_keys where not is_single) using (device_id, stream_id, task_id)
+    ) as ops
         on with_api.device_id = ops.device_id
         and with_api.stream_id = ops.stream_id
         and with_api.task_id = ops.task_id

@@ -4,7 +4,8 @@
 -- Sources: task_ops (ge_task_desc, compact task_track and node_basic_info, ms_task_desc, export),
 --          api_calls (node-level API records), task_runs (device streams of ms_task_desc tasks)
 -- Follows: msprof's op-name lookup by (task_id, stream_id) in GE TaskInfo
---          (analysis-and-exports §A2.4). Marts pick, with an ASOF join on valid_from_ns,
+--          (analysis-and-exports §A2.4). Marts pick, with an ASOF join on valid_from_ns (or by
+--          key where all descriptions of a task say the same),
 --          the description reported last before a task ran (a task id may be reused by
 --          another op later), else the first one. Runtime.task_track rows carry no op name
 --          and are not used for names.
