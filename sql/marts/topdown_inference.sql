@@ -104,20 +104,23 @@ instances as (
 
 by_iteration as (
     select instances.device_id, it.iter_id as infer_id, instances.start_ns, instances.complete_ns
-    from instances
+    from (select * from instances where device_id in (select device_id from stg_iterations)) as instances
     asof inner join stg_iterations as it
         on instances.device_id = it.device_id
         and instances.complete_ns <= it.end_ns
 ),
 
 by_window as (
+    -- devices without iterations only, chosen before the join (DuckDB's ASOF join sorts every
+    -- row given to it, also those a later filter drops; by_iteration likewise)
     select windows.device_id, windows.infer_id, instances.start_ns, instances.complete_ns
-    from instances
+    from (
+        select * from instances where device_id not in (select device_id from stg_iterations)
+    ) as instances
     asof inner join windows
         on instances.device_id = windows.device_id
         and instances.start_ns >= windows.win_start_ns
     where instances.start_ns <= windows.win_end_ns
-        and instances.device_id not in (select device_id from stg_iterations)
 ),
 
 task_rows as (
