@@ -100,10 +100,23 @@ def _csv_chunks(batches: Iterable[pa.RecordBatch], header: list[str]) -> Iterato
     yield buf.getvalue()
 
 
+def json_values(column: pa.Array) -> list:
+    """``json_value`` of every value of a column. Integers, booleans and text are already
+    JSON-ready, and a float column only needs its NaNs and infinities made null (by Arrow);
+    other types value by value."""
+    ty = column.type
+    if pa.types.is_integer(ty) or pa.types.is_boolean(ty) or pa.types.is_string(ty) or pa.types.is_large_string(ty):
+        return column.to_pylist()
+    if pa.types.is_floating(ty):
+        return pc.if_else(pc.is_finite(column), column, None).to_pylist()
+    return [json_value(v) for v in column.to_pylist()]
+
+
 def _jsonl_chunks(batches: Iterable[pa.RecordBatch], names: list[str]) -> Iterator[str]:
+    dumps = json.dumps
     for batch in batches:
-        cols = [c.to_pylist() for c in batch.columns]
-        yield "".join(json.dumps({n: json_value(v) for n, v in zip(names, row)}) + "\n" for row in zip(*cols))
+        cols = [json_values(c) for c in batch.columns]
+        yield "".join(dumps(dict(zip(names, row))) + "\n" for row in zip(*cols))
 
 
 def csv_text(table: pa.Table, headers: list[str] | None = None) -> str:
