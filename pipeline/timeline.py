@@ -53,10 +53,15 @@ _DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)?\s*$")
 _NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, None: 1}
 
 _TASKS_SQL = """
-with instances as (
+with instances as not materialized (
+    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
     select *, coalesce(running_ns, pending_ns, waiting_ns, complete_ns) as start_ns
     from stg_task_instances
     where {where}
+),
+task_keys as (
+    -- the launches and descriptions of these tasks only: an ASOF join sorts every row given to it
+    select distinct device_id, stream_id, task_id from instances
 ),
 with_api as (
     select
@@ -67,7 +72,9 @@ with_api as (
         launches.start_ns as call_start_ns,
         launches.end_ns as call_end_ns
     from instances
-    asof left join stg_task_launches as launches
+    asof left join (
+        select * from stg_task_launches semi join task_keys using (device_id, stream_id, task_id)
+    ) as launches
         on instances.device_id = launches.device_id
         and instances.stream_id = launches.stream_id
         and instances.task_id = launches.task_id
@@ -80,7 +87,9 @@ select
     with_api.call_device_id, with_api.call_tid, with_api.call_start_ns, with_api.call_end_ns,
     ops.op_name, ops.op_type
 from with_api
-asof left join stg_task_ops as ops
+asof left join (
+    select * from stg_task_ops semi join task_keys using (device_id, stream_id, task_id)
+) as ops
     on with_api.device_id = ops.device_id
     and with_api.stream_id = ops.stream_id
     and with_api.task_id = ops.task_id
