@@ -37,8 +37,8 @@
 --          join on the key; only the other tasks take the ASOF join on valid_from_ns, over
 --          their own descriptions (DuckDB's ASOF join sorts its whole right side, even for
 --          few rows on the left). Same rows as the ASOF join for every execution
---          (tests/test_task_op_keys.py). A
---          record without a time has no description in force. 2 GB STARS: 3.8 -> 2.1 s.
+--          (tests/test_task_op_keys.py); a record without a time has no description in
+--          force. 2 GB STARS: 3.8 -> 2.1 s.
 -- Columns:
 --   device_id              -       device
 --   task_id                -       task id ("Task ID")

@@ -61,7 +61,10 @@ multi_ops as (
 pmu_no_blocks as (
     select device_id, count(*) as n
     from (
-        select pmu.device_id, pmu.block_dim, case when pmu.ts_ns is not null then ok.op.block_dim end as op_block_dim
+        select
+            pmu.device_id,
+            pmu.block_dim,
+            case when pmu.ts_ns is not null then ok.op.block_dim end as op_block_dim
         from (select * from stg_pmu_records anti join multi_keys using (device_id, stream_id, task_id)) as pmu
         left join op_keys as ok
             on pmu.device_id = ok.device_id
