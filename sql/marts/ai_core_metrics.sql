@@ -102,6 +102,7 @@ multi_ops as (
 ),
 
 pmu as not materialized (
+    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
     select * from stg_pmu_records where not exists (select 1 from stg_export_ops)
 ),
 

@@ -33,6 +33,7 @@ with exported as (
 ),
 
 raw_instances as not materialized (
+    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
     select *, coalesce(running_ns, complete_ns) as start_ns
     from stg_task_instances
     where is_complete and not exists (select 1 from stg_export_ops)
