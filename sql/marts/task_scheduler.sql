@@ -89,7 +89,8 @@ op_keys as (
     group by device_id, stream_id, task_id
 ),
 
-keyed as (
+keyed as not materialized (
+    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
     -- each instance with its task's single-named API and op, where the task has them
     select
         instances.*,
@@ -108,7 +109,8 @@ keyed as (
         and instances.task_id = ok.task_id
 ),
 
-with_api as (
+with_api as not materialized (
+    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
     select *, key_api_name as api_name
     from keyed
     where api_by_key

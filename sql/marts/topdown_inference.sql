@@ -93,7 +93,8 @@ runtime_rows as (
     group by windows.device_id, windows.infer_id
 ),
 
-instances as (
+instances as not materialized (
+    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
     select
         device_id,
         coalesce(running_ns, pending_ns, waiting_ns) as start_ns,
