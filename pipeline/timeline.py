@@ -60,7 +60,7 @@ with instances as not materialized (
     where {where}
 ),
 task_keys as (
-    -- the launches and descriptions of these tasks only: an ASOF join sorts every row given to it
+    -- the launches and descriptions of these tasks only (pipeline/transforms.py: filter before an ASOF join)
     select distinct device_id, stream_id, task_id from instances
 ),
 with_api as (

@@ -15,6 +15,14 @@ A CTE that two branches of a query read is declared ``as not materialized`` when
 cheap to compute (a filter of one table): DuckDB otherwise stores all its rows before either
 branch reads them, and spills them on a big run (bench/: ``stg_pmu_records`` of a 2 GB run
 3.9 -> 2.8 s; rows identical either way).
+
+DuckDB's ASOF join sorts every row given to it, on both sides: also rows a later filter drops,
+also when the other side is empty (1.0 s for no rows on the left against the 4.2M task
+descriptions of a 2 GB STARS run). Transforms therefore filter before an ASOF join, not after,
+and take by a hash join on the key what needs no ASOF join: the marts that name an
+execution's operator take it by key when every description of its task says the same and
+the first is valid from the start, and give the ASOF join only the other tasks and their
+descriptions (same rows; tests/test_task_op_keys.py).
 """
 
 from __future__ import annotations

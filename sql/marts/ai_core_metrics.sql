@@ -32,13 +32,9 @@
 --          Exported runs (generation 4) carry no counters: their rows are the exporter's own
 --          values (stg_export_ops: the aic_ or aiv_ side by the core the task ran on),
 --          one row per execution with PMU values, ts_ns its end, block_dim its operator's.
---          How the op is found: a (device, stream, task) whose descriptions all say the same
---          and whose first one is valid from the start (the common case) takes it by a hash
---          join on the key; only the other tasks take the ASOF join on valid_from_ns, over
---          their own descriptions (DuckDB's ASOF join sorts its whole right side, even for
---          few rows on the left). Same rows as the ASOF join for every execution
---          (tests/test_task_op_keys.py); a record without a time has no description in
---          force. 2 GB STARS: 3.8 -> 2.1 s.
+--          How the op is found: by key where every description of the task says the same,
+--          else by the ASOF join on valid_from_ns; same rows (pipeline/transforms.py). A record
+--          without a time has no description in force. 2 GB STARS: 3.8 -> 2.1 s.
 -- Columns:
 --   device_id              -       device
 --   task_id                -       task id ("Task ID")

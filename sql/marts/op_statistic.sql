@@ -9,12 +9,9 @@
 --          (event records, copies) are not operators and are left out, as msprof leaves them.
 --          Core type: the exported accelerator core (AI_CORE, AI_VECTOR_CORE, MIX_AIC, ...),
 --          else the task type.
---          How the op is found: a (device, stream, task) whose descriptions all say the same
---          and whose first one is valid from the start (the common case) takes it by a hash
---          join on the key; only the other tasks take the ASOF join on valid_from_ns, over
---          their own descriptions (DuckDB's ASOF join sorts its whole right side, even for
---          few rows on the left). Same rows as the ASOF join for every execution
---          (tests/test_task_op_keys.py). 2 GB STARS: 1.2 -> 0.4 s.
+--          How the op is found: by key where every description of the task says the same,
+--          else by the ASOF join on valid_from_ns; same rows (pipeline/transforms.py).
+--          2 GB STARS: 1.2 -> 0.4 s.
 -- Columns:
 --   device_id  -      device
 --   op_type    -      operator type

@@ -18,12 +18,9 @@
 --          documented order preservation). At most one branch has rows (a run is exported
 --          or raw), so UNION ALL, which keeps order too, gives the whole table in order. Raw
 --          rows are sorted narrow; their NULL export columns are added after the sort.
---          How the op is found: a (device, stream, task) whose descriptions all say the same
---          and whose first one is valid from the start (the common case) takes it by a hash
---          join on the key; only the other tasks take the ASOF join on valid_from_ns, over
---          their own descriptions (DuckDB's ASOF join sorts its whole right side, even for
---          few rows on the left). Same rows as the ASOF join for every execution
---          (tests/test_task_op_keys.py). 2 GB STARS: 3.1 -> 1.9 s.
+--          How the op is found: by key where every description of the task says the same,
+--          else by the ASOF join on valid_from_ns; same rows (pipeline/transforms.py).
+--          2 GB STARS: 3.1 -> 1.9 s.
 -- Columns:
 --   device_id             -      device
 --   model_id              -      model id as the source gives it (4294967295 = none); NULL when unknown

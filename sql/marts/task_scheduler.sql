@@ -32,9 +32,8 @@
 --          op; the common case) takes it by a hash join on the key, from its first launch
 --          (first valid description) on; only the other keys take the ASOF joins. Same rows as
 --          ASOF joins for every instance (bench/: 2 GB STARS 2.6 -> 1.9 s, hiprof 2.7 -> 1.5 s).
---          Those ASOF joins read only the other keys' launches and descriptions: DuckDB's
---          ASOF join sorts its whole right side even when few rows come from the left
---          (2 GB STARS 2.2 -> 1.0 s).
+--          Those ASOF joins read only the other keys' launches and descriptions
+--          (pipeline/transforms.py; 2 GB STARS 2.2 -> 1.0 s).
 -- Columns:
 --   device_id      -     device
 --   time_pct       %     share of the device's total running time ("Time(%)")

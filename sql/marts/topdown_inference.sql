@@ -112,8 +112,8 @@ by_iteration as (
 ),
 
 by_window as (
-    -- devices without iterations only, chosen before the join (DuckDB's ASOF join sorts every
-    -- row given to it, also those a later filter drops; by_iteration likewise)
+    -- devices without iterations only, chosen before the join, as by_iteration's are
+    -- (pipeline/transforms.py: filter before an ASOF join)
     select windows.device_id, windows.infer_id, instances.start_ns, instances.complete_ns
     from (
         select * from instances where device_id not in (select device_id from stg_iterations)
