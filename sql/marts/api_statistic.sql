@@ -18,19 +18,55 @@
 --   avg_ns        ns     time_ns / count, not rounded
 --   min_ns        ns     shortest call
 --   max_ns        ns     longest call
---   variance_us2  us^2   population variance of the durations in microseconds squared, as msprof
+--   variance_us2  us^2   population variance of the durations in microseconds squared, as msprof;
+--                        from exact integer sums (n * sum(d^2) - sum(d)^2) / n^2, so the same bits
+--                        whatever order the calls are read in (a floating-point variance
+--                        differs in its last bits between builds, and loses digits when the
+--                        mean is large against the spread). Exact where every duration lies
+--                        within +-2^40 ns (18 min) and there are fewer than 2^23 calls, so that
+--                        the sums fit 128-bit integers; otherwise DuckDB's var_pop.
+
+with sums as (
+    select
+        device_id,
+        level,
+        api_name,
+        count(*) as n,
+        sum(dur_ns) as dur_sum,
+        min(dur_ns) as min_ns,
+        max(dur_ns) as max_ns,
+        -- the squares of the durations the exact path takes (a filtered-out square could
+        -- overflow the sum; its group takes var_pop)
+        sum(dur_ns::hugeint * dur_ns) filter (where dur_ns between -1099511627776 and 1099511627776) as dur_sq_sum,
+        var_pop(dur_ns / 1000.0) as float_variance_us2
+    from stg_api_calls
+    where dur_ns is not null
+    group by device_id, level, api_name
+),
+
+exact as (
+    select
+        *,
+        min_ns >= -1099511627776 and max_ns <= 1099511627776 and n < 8388608 as is_exact
+    from sums
+)
 
 select
     device_id,
     level,
     api_name,
-    sum(dur_ns)::bigint as time_ns,
-    count(*) as count,
-    sum(dur_ns)::double / count(*) as avg_ns,
-    min(dur_ns) as min_ns,
-    max(dur_ns) as max_ns,
-    var_pop(dur_ns / 1000.0) as variance_us2
-from stg_api_calls
-where dur_ns is not null
-group by device_id, level, api_name
+    dur_sum::bigint as time_ns,
+    n as count,
+    dur_sum::double / n as avg_ns,
+    min_ns,
+    max_ns,
+    case
+        when is_exact then
+            -- n * sum(d^2) - sum(d)^2 < 2^126; groups off the exact path multiply zeros
+            (if(is_exact, n, 0)::hugeint * if(is_exact, dur_sq_sum, 0)
+                - if(is_exact, dur_sum, 0)::hugeint * if(is_exact, dur_sum, 0))::double
+                / (n::double * n) / 1e6
+        else float_variance_us2
+    end as variance_us2
+from exact
 order by device_id, api_name, level
