@@ -97,20 +97,25 @@ FLOAT_PIECE_ROWS = 16_384
 _duckdb: duckdb.DuckDBPyConnection | None = None
 
 
-def _float_cells(columns: list[pa.Array]) -> list[pa.Array]:
-    """csv_cell's float rule over columns of one length: ``printf('%.15g')``, the digits of
-    Python's ``format(v, '.15g')`` (C++ rather than a Python call per value: 2.4x faster CSV
-    exports of float-heavy tables), empty for NULL, NaN and infinities. Rows keep their order
-    (DuckDB preserves the insertion order of a projection)."""
+def _duckdb_texts(columns: list[pa.Array], expression: str) -> list[pa.Array]:
+    """``expression`` (SQL over a column written ``{c}``) of columns of one length, by DuckDB on
+    every core (C++ rather than a Python call per value). Rows keep their order (DuckDB
+    preserves the insertion order of a projection)."""
     global _duckdb
     if _duckdb is None:
         _duckdb = duckdb.connect()
     table = pa.table({f"c{i}": c for i, c in enumerate(columns)})
     pieces = pa.Table.from_batches(table.to_batches(max_chunksize=FLOAT_PIECE_ROWS), table.schema)
     text = _duckdb.from_arrow(pieces).project(", ".join(
-        f"case when isfinite(c{i}::double) then printf('%.15g', c{i}::double) else '' end"
-        for i in range(len(columns))))
+        expression.replace("{c}", f"c{i}") for i in range(len(columns))))
     return [c.combine_chunks() for c in text.to_arrow_table().columns]
+
+
+def _float_cells(columns: list[pa.Array]) -> list[pa.Array]:
+    """csv_cell's float rule over columns: ``printf('%.15g')``, the digits of Python's
+    ``format(v, '.15g')`` (2.4x faster CSV exports of float-heavy tables), empty for NULL,
+    NaN and infinities."""
+    return _duckdb_texts(columns, "case when isfinite({c}::double) then printf('%.15g', {c}::double) else '' end")
 
 
 def _csv_field(cells: pa.Array) -> pa.Array:
@@ -119,9 +124,9 @@ def _csv_field(cells: pa.Array) -> pa.Array:
     return pc.if_else(pc.match_substring_regex(cells, _CSV_QUOTE_REGEX), quoted, cells)
 
 
-def _csv_records(batch: pa.RecordBatch) -> str:
-    """The batch's rows as CSV records, each ending in "\n", made by Arrow a column at a time:
-    the same text as Python's csv writer writes of ``csv_cell`` of every value."""
+def _csv_records(batch: pa.RecordBatch) -> pa.Buffer:
+    """The batch's rows as CSV records (UTF-8), each ending in "\n", made by Arrow a column at
+    a time: the same text as Python's csv writer writes of ``csv_cell`` of every value."""
     floats = [i for i, c in enumerate(batch.columns) if pa.types.is_floating(c.type)]
     float_cells = dict(zip(floats, _float_cells([batch.column(i) for i in floats]))) if floats else {}
     fields = []
@@ -134,42 +139,61 @@ def _csv_records(batch: pa.RecordBatch) -> str:
         fields.append(cells if numeric else _csv_field(cells))
     if len(fields) == 1:  # a record of one empty field is written as "" (not as an empty line)
         fields[0] = pc.if_else(pc.equal(fields[0], ""), '""', fields[0])
-    records = pc.binary_join_element_wise(*fields, ",") if len(fields) > 1 else fields[0]
+    pieces = [x for f in fields for x in (f, ",")]
+    pieces[-1] = "\n"
+    return _concat(pc.binary_join_element_wise(*pieces, ""))
+
+
+def _concat(records: pa.Array) -> pa.Buffer:
+    """Text records (no NULLs) one after the other, as UTF-8 bytes."""
     records = pc.cast(records, pa.large_string())
     one = pa.LargeListArray.from_arrays(pa.array([0, len(records)], pa.int64()), records)
-    return pc.binary_join(one, pa.scalar("\n", pa.large_string()))[0].as_py() + "\n"
+    return pc.binary_join(one, pa.scalar("", pa.large_string()))[0].as_buffer()
 
 
-def _csv_chunks(batches: Iterable[pa.RecordBatch], header: list[str]) -> Iterator[str]:
+def _csv_chunks(batches: Iterable[pa.RecordBatch], header: list[str]) -> Iterator[bytes | pa.Buffer]:
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(header)
-    yield buf.getvalue()
+    yield buf.getvalue().encode("utf-8")
     for batch in batches:
         if batch.num_rows and batch.num_columns:
             yield _csv_records(batch)
 
 
-def json_values(column: pa.Array) -> list:
-    """``json_value`` of every value of a column. Integers, booleans and text are already
-    JSON-ready, and a float column only needs its NaNs and infinities made null (by Arrow);
-    other types value by value."""
+# text json.dumps writes as it is, between quotes: printable ASCII but for quote and backslash
+_JSON_PLAIN_REGEX = '^[ !#-\\[\\]-~]*$'
+
+
+def json_texts(column: pa.Array) -> pa.Array:
+    """``json.dumps(json_value(v))`` of every value of a column, as Arrow text. Integers and
+    booleans are rendered by Arrow, floats by DuckDB (its shortest round-trip text is
+    Python's ``repr``), text without quotes, backslashes or non-ASCII characters by Arrow;
+    other values (and other text) value by value."""
     ty = column.type
-    if pa.types.is_integer(ty) or pa.types.is_boolean(ty) or pa.types.is_string(ty) or pa.types.is_large_string(ty):
-        return column.to_pylist()
+    if pa.types.is_integer(ty) or pa.types.is_boolean(ty):
+        return pc.fill_null(pc.cast(column, pa.string()), "null")
     if pa.types.is_floating(ty):
-        return pc.if_else(pc.is_finite(column), column, None).to_pylist()
-    return [json_value(v) for v in column.to_pylist()]
+        return _duckdb_texts([column], "case when isfinite({c}::double) then {c}::double::varchar else 'null' end")[0]
+    if pa.types.is_string(ty) or pa.types.is_large_string(ty):
+        plain = pc.fill_null(pc.match_substring_regex(column, _JSON_PLAIN_REGEX), True)
+        if pc.all(plain).as_py():
+            return pc.fill_null(pc.binary_join_element_wise('"', column, '"', ""), "null")
+    return pa.array([json.dumps(json_value(v)) for v in column.to_pylist()], pa.string())
 
 
-def _jsonl_chunks(batches: Iterable[pa.RecordBatch], names: list[str]) -> Iterator[str]:
-    dumps = json.dumps
+def _jsonl_chunks(batches: Iterable[pa.RecordBatch], names: list[str]) -> Iterator[pa.Buffer]:
+    """One ``json.dumps`` of each row's {name: json_value} as a line (UTF-8), made a column at
+    a time: '{"a": 1, "b": "x"}'."""
+    keys = [("{" if i == 0 else ", ") + json.dumps(n) + ": " for i, n in enumerate(names)]
     for batch in batches:
-        cols = [json_values(c) for c in batch.columns]
-        yield "".join(dumps(dict(zip(names, row))) + "\n" for row in zip(*cols))
+        if not batch.num_rows or not names:
+            continue
+        pieces = [x for k, c in zip(keys, batch.columns) for x in (k, json_texts(c))] + ["}\n"]
+        yield _concat(pc.binary_join_element_wise(*pieces, ""))
 
 
 def csv_text(table: pa.Table, headers: list[str] | None = None) -> str:
-    return "".join(_csv_chunks(table.to_batches(), headers or table.column_names))
+    return b"".join(_csv_chunks(table.to_batches(), headers or table.column_names)).decode("utf-8")
 
 
 def atomic_write(out: Path, write: Callable[[Path], None]) -> None:
@@ -241,14 +265,16 @@ def write_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema, fmt: str
     chunks = (_csv_chunks(counted(), headers or schema.names) if fmt == "csv"
               else _jsonl_chunks(counted(), schema.names))
     if out == "-":
-        for chunk in chunks:
-            sys.stdout.write(chunk)
         sys.stdout.flush()
+        stream = getattr(sys.stdout, "buffer", None)
+        for chunk in chunks:
+            stream.write(chunk) if stream is not None else sys.stdout.write(bytes(chunk).decode("utf-8"))
+        (stream or sys.stdout).flush()
     else:
-        def write_text_chunks(p: Path) -> None:
-            with open(p, "w", encoding="utf-8", newline="") as f:
+        def write_chunks(p: Path) -> None:
+            with open(p, "wb") as f:
                 for chunk in chunks:
                     f.write(chunk)
 
-        atomic_write(Path(out), write_text_chunks)
+        atomic_write(Path(out), write_chunks)
     return rows
