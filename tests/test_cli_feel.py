@@ -125,3 +125,20 @@ def test_starting_the_command_line_loads_no_decoder():
             " or m in ('pipeline.readers.metadata', 'pydantic')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_a_reader_that_goes_away_stops_the_output_quietly(tmp_path):
+    """`profetl query ... | head`: once the pipe closes, no error line and no traceback, and the
+    exit code of a tool stopped by SIGPIPE (141)."""
+    import subprocess
+    import sys
+
+    from pipeline.errors import ExitCode
+
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "query", "select * from range(3000000)",
+                             "-w", str(tmp_path / "wh"), "--format", "csv"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.read(6) == b"range\n"
+    proc.stdout.close()  # the reader goes away long before the rows end
+    assert proc.wait(timeout=120) == ExitCode.PIPE_CLOSED == 141
+    assert proc.stderr.read() == b""

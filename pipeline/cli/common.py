@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import sys
@@ -111,6 +112,11 @@ def errors() -> Iterator[None]:
     except PipelineError as e:
         err.print(f"profetl: error: {e}", markup=False, highlight=False)
         raise typer.Exit(e.exit_code) from None
+    except BrokenPipeError:
+        # the reader went away (`profetl export ... | head`): stop quietly, as tools stopped by
+        # SIGPIPE do, with nothing left to flush into the closed pipe at exit
+        _detach_stdout()
+        raise typer.Exit(ExitCode.PIPE_CLOSED) from None
     except OSError as e:
         where = f"{e.filename}: " if e.filename else ""
         err.print(f"profetl: error: {where}{e.strerror or e}", markup=False, highlight=False)
@@ -123,6 +129,14 @@ def errors() -> Iterator[None]:
         err.print(f"profetl: internal error: {type(e).__name__}: {e} (PROFETL_DEBUG=1 shows the traceback)",
                   markup=False, highlight=False)
         raise typer.Exit(ExitCode.FAILED) from None
+
+
+def _detach_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):  # not a file (a test's capture)
+        pass
 
 
 def interactive() -> bool:
