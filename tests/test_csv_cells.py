@@ -96,3 +96,9 @@ def test_a_batch_of_many_pieces_keeps_its_rows_in_order():
     assert len(got) == len(want) == n + 1
     wrong = next((i for i, (g, w) in enumerate(zip(got, want)) if g != w), None)
     assert wrong is None, f"record {wrong}: {got[wrong]!r}, the csv module wrote {want[wrong]!r}"
+
+
+def test_large_text_columns_are_written_as_text_columns():
+    values = ["=x", None, "a,b", 'q"', "plain"]
+    table = pa.table({"big": pa.array(values, pa.large_string()), "n": [1, 2, 3, 4, 5]})
+    assert csv_text(table) == _csv_module(table)

@@ -82,3 +82,9 @@ def test_a_batch_of_many_pieces_keeps_its_rows_in_order():
     assert len(got) == len(want) == n
     wrong = next((i for i, (g, w) in enumerate(zip(got, want)) if g != w), None)
     assert wrong is None, f"line {wrong}: {got[wrong]!r}, the json module wrote {want[wrong]!r}"
+
+
+def test_text_to_escape_among_plain_text_keeps_its_place():
+    values = ["plain", "中文", None, 'say "hi"', "back\\slash", "tab\there", "ok", "\x7f", "é"]
+    column = pa.array(values * 3, pa.large_string())
+    assert json_texts(column).to_pylist() == [json.dumps(json_value(v)) for v in values * 3]
