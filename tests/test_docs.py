@@ -29,6 +29,21 @@ def test_every_command_is_documented_with_an_example(name):
     assert "Example: profetl" in section and f"Usage: profetl {name}" in section
 
 
+def test_every_exit_code_is_documented():
+    """Each code of ExitCode appears in the exit-code lines of README.md and docs/cli.md."""
+    import re
+    from pathlib import Path
+
+    from pipeline.errors import ExitCode
+
+    codes = sorted(v for k, v in vars(ExitCode).items() if k.isupper())
+    for path in (Path(__file__).parents[1] / "README.md", docs.DOCS_DIR / "cli.md"):
+        text = path.read_text(encoding="utf-8")
+        line = " ".join(text.split("Exit codes:", 1)[1].split("\n\n", 1)[0].split())
+        documented = sorted(int(n) for n in re.findall(r"`?(\d+)`? (?:done|a |usage|the |`compare`)", line))
+        assert documented == codes, f"{path.name}: exit codes {documented}, ExitCode has {codes}"
+
+
 def test_every_table_and_column_has_a_meaning():
     text = (docs.DOCS_DIR / "tables.md").read_text(encoding="utf-8")
     for layer in ("raw", "marts"):
