@@ -4,7 +4,8 @@ Hand-made raw rows, run through the staging layer; every expected name below is 
 from the rule, not from the SQL: a task_track belongs to the node-level API record of its
 thread that started last at or before it, if that node has not ended; the node's operator is
 the last node_basic_info of the thread that falls in the node by the same rule; else the
-node's item (the op-name hash); a track outside any node keeps its kernel name.
+node's item (the op-name hash); a track outside any node keeps its kernel name. Of nodes of
+a thread that start at one time, the one recorded last counts.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ NODES = [
     (1, "hashB", 120, 140),  # starts inside A: from 120 on, thread 1's records belong to B
     (2, "hashC", 300, 400),
     (3, "hashD", 600, 700),
+    (5, "hashE", 800, 900),
+    (5, "hashF", 800, 850),  # starts with E: of nodes starting at one time, the one recorded last counts
 ]
 # (tid, ts_ns, op_name): node_basic_info records
 BASIC = [
@@ -28,6 +31,7 @@ BASIC = [
     (1, 150, "OpLate"),  # B started last and has ended: no node's, although inside A's interval
     (3, 610, "OpD1"),
     (3, 650, "OpD2"),    # the last one in D names D
+    (5, 810, "OpF"),
 ]
 # (tid, ts_ns, task_id, kernel name, expected op_name)
 TRACKS = [
@@ -38,6 +42,8 @@ TRACKS = [
     (2, 500, 5, "k5", "k5"),      # after C
     (3, 620, 6, "k6", "OpD2"),
     (4, 50, 7, "k7", "k7"),       # a thread without nodes
+    (5, 820, 8, "k8", "OpF"),
+    (5, 870, 9, "k9", "k9"),      # F has ended; E, which started with F, does not count
 ]
 
 

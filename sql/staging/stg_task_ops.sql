@@ -14,7 +14,8 @@
 --          the node-level API record that started last at or before it and has not ended;
 --          that node's op is the (last) node_basic_info record of the same thread inside the
 --          node's interval (op name, op type, GE task type, block dim), else the node's itemId
---          (the op-name hash). A task_track outside any node keeps its own kernel name.
+--          (the op-name hash). A task_track outside any node keeps its own kernel name. Of
+--          nodes of a thread that start at one time, the one recorded last counts.
 --          MindSpore 0.5 task_desc_info text names tasks by logical stream ids that differ
 --          from the device's (3 vs 519 in the real JOB3 dump); mindinsight joins on task id
 --          alone, and so does this: the stream is the device stream of the executions with
@@ -66,9 +67,8 @@ tracks as not materialized (
     where source = 'task_track' and task_type_code not in (6, 98)
 ),
 
-nodes as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
-    select tid, item, start_ns, end_ns
+nodes as (
+    select tid, item, start_ns, end_ns, seq
     from api_calls
     where level = 'node' and record_kind is not null
 ),
@@ -79,61 +79,65 @@ basic_info as (
     where source = 'node_basic_info'
 ),
 
-tracks_in_node as (
-    select
-        tracks.*,
-        case when tracks.ts_ns <= nodes.end_ns then nodes.start_ns end as node_start_ns,
-        case when tracks.ts_ns <= nodes.end_ns then nodes.item end as node_item
-    from tracks
-    asof left join nodes
-        on tracks.tid = nodes.tid
-        and tracks.ts_ns >= nodes.start_ns
-),
-
-node_ends as (
+node_spans as (
     -- how far a node's basic info may lie: inside the node, and before the thread's next
     -- node starts (a record after that belongs to the node that started last before it)
     select
         tid,
+        item,
         start_ns,
-        least(end_ns, coalesce(lead(start_ns) over (partition by tid order by start_ns) - 1, end_ns)) as last_ns
-    from nodes
+        end_ns,
+        least(end_ns, coalesce(next_start_ns - 1, end_ns)) as last_ns
+    from (
+        select *, lead(start_ns) over (partition by tid order by start_ns, seq) as next_start_ns
+        from nodes
+    )
+    -- of nodes that start at one time, the one recorded last
+    where next_start_ns is distinct from start_ns
 ),
 
 node_info as (
-    -- the node_basic_info of each node: the last one inside the node's interval
+    -- every node with its node_basic_info: the last one inside the node's span (none when
+    -- the last one before the span's end lies before the node's start). Joined to the tracks
+    -- by a second ASOF join rather than a hash join on the node: a hash join fed by the
+    -- tracks' ASOF join ran out of DuckDB's memory limit on a 16 GB STARS run (bench/)
     select
-        ne.tid,
-        ne.start_ns as node_start_ns,
-        bi.op_name,
-        bi.op_type,
-        bi.task_type,
-        bi.block_dim
-    from node_ends as ne
-    asof inner join basic_info as bi
-        on ne.tid = bi.tid
-        and ne.last_ns >= bi.ts_ns
-    where bi.ts_ns >= ne.start_ns
+        span.tid,
+        span.item,
+        span.start_ns,
+        span.end_ns,
+        if(bi.ts_ns >= span.start_ns, bi.op_name, null) as op_name,
+        if(bi.ts_ns >= span.start_ns, bi.op_type, null) as op_type,
+        if(bi.ts_ns >= span.start_ns, bi.task_type, null) as task_type,
+        if(bi.ts_ns >= span.start_ns, bi.block_dim, null) as block_dim
+    from node_spans as span
+    asof left join basic_info as bi
+        on span.tid = bi.tid
+        and span.last_ns >= bi.ts_ns
 ),
 
 compact as (
+    -- each track with the node that started last at or before it, when that node has not ended
     select
-        tn.device_id,
-        tn.stream_id,
-        tn.task_id,
-        tn.batch_id,
+        tracks.device_id,
+        tracks.stream_id,
+        tracks.task_id,
+        tracks.batch_id,
         null::bigint as model_id,
-        coalesce(ni.op_name, tn.node_item, tn.kernel_name) as op_name,
-        ni.op_type,
-        ni.task_type as ge_task_type,
-        ni.block_dim,
-        tn.ts_ns,
-        tn.seq,
+        case
+            when tracks.ts_ns <= ni.end_ns then coalesce(ni.op_name, ni.item, tracks.kernel_name)
+            else tracks.kernel_name
+        end as op_name,
+        if(tracks.ts_ns <= ni.end_ns, ni.op_type, null) as op_type,
+        if(tracks.ts_ns <= ni.end_ns, ni.task_type, null) as ge_task_type,
+        if(tracks.ts_ns <= ni.end_ns, ni.block_dim, null) as block_dim,
+        tracks.ts_ns,
+        tracks.seq,
         'task_track' as source
-    from tracks_in_node as tn
-    left join node_info as ni
-        on tn.tid = ni.tid
-        and tn.node_start_ns = ni.node_start_ns
+    from tracks
+    asof left join node_info as ni
+        on tracks.tid = ni.tid
+        and tracks.ts_ns >= ni.start_ns
 ),
 
 run_streams as (
