@@ -17,7 +17,7 @@ from pipeline.errors import TransformFailed, UsageError
 from pipeline.faults import checkpoint
 from pipeline.query import raw_select
 from pipeline.sink import parquet_writer
-from pipeline.transforms import run_layer
+from pipeline.transforms import run_layer, transform_failed
 from pipeline.warehouse import Warehouse, new_id
 
 # DuckDB spills beyond it. The default keeps a build's peak flat as dumps grow: a 2 GB dump's
@@ -147,7 +147,7 @@ def _write_mart(con: duckdb.DuckDBPyConnection, name: str, out) -> int:
             if group:
                 w.write_table(pa.Table.from_batches(group, schema))
     except duckdb.Error as e:  # marts are views: their SQL runs here
-        raise TransformFailed(f"sql/marts/{name}.sql failed: {str(e).splitlines()[0]}") from None
+        raise transform_failed(con, f"sql/marts/{name}.sql", e) from None
     return rows
 
 

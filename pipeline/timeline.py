@@ -39,7 +39,7 @@ from typing import TextIO
 import duckdb
 
 from pipeline import __version__
-from pipeline.build import connect
+from pipeline.build import DEFAULT_MEMORY_LIMIT, connect
 from pipeline.contracts import RAW_TABLES
 from pipeline.errors import UsageError
 from pipeline.formats import atomic_write
@@ -157,10 +157,10 @@ def _us(ns: int) -> float:
 _STAGING = {"stg_api_calls", "stg_task_instances", "stg_task_launches", "stg_task_ops"}
 
 
-def _connect_run(wh: Warehouse, run: dict, workdir: Path) -> duckdb.DuckDBPyConnection:
+def _connect_run(wh: Warehouse, run: dict, workdir: Path, memory_limit: str, threads: int | None) -> duckdb.DuckDBPyConnection:
     """The run's raw tables as the build sees them, and the staging tables the trace needs,
-    in a DuckDB that spills to ``workdir`` under the build's memory limit."""
-    con = connect(workdir)
+    in a DuckDB that spills to ``workdir`` beyond ``memory_limit`` (the build's by default)."""
+    con = connect(workdir, memory_limit, threads)
     for table in RAW_TABLES:
         con.execute(f"create view {table} as {raw_select(wh, table, run)}")
     run_layer(con, "staging", only=_STAGING)
@@ -189,7 +189,7 @@ def _overlaps(start: int | None, end: int | None, lo: int | None, hi: int | None
 
 @contextmanager
 def _trace(wh: Warehouse, run_ref: str, start: str | None, end: str | None, inference: int | None,
-           devices: list[int] | None) -> Iterator[tuple[dict, Iterator[dict]]]:
+           devices: list[int] | None, memory_limit: str, threads: int | None) -> Iterator[tuple[dict, Iterator[dict]]]:
     """(the trace's otherData, its events as a lazy stream; thread names and sort indexes
     last, once every track is known). The run's staging tables live in a DuckDB that spills,
     rows come from it a batch at a time and events go out as they are made: memory holds
@@ -198,7 +198,7 @@ def _trace(wh: Warehouse, run_ref: str, start: str | None, end: str | None, infe
     lo_off = parse_duration(start) if start else None
     hi_off = parse_duration(end) if end else None
     with tempfile.TemporaryDirectory(prefix="profetl-timeline-") as workdir:
-        con = _connect_run(wh, run, Path(workdir))
+        con = _connect_run(wh, run, Path(workdir), memory_limit, threads)
         try:
             devs = "true" if not devices else "device_id in (" + ", ".join(str(int(d)) for d in devices) + ")"
             phases = list(_rows(con, "select device_id, model_name, infer_id, phase, start_ns, end_ns, seq from inferences"
@@ -311,20 +311,22 @@ def _events(con: duckdb.DuckDBPyConnection, devs: str, devices: list[int] | None
 
 
 def chrome_trace(wh: Warehouse, run_ref: str = "latest", start: str | None = None, end: str | None = None,
-                 inference: int | None = None, devices: list[int] | None = None) -> dict:
+                 inference: int | None = None, devices: list[int] | None = None,
+                 memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> dict:
     """The run as a Trace Event JSON object, in memory. ``start`` / ``end`` are offsets from
     the run's first event (``3ms``); ``inference`` limits it to that inference's span on every
     device. ``write_trace`` writes the same trace without holding it."""
-    with _trace(wh, run_ref, start, end, inference, devices) as (other, events):
+    with _trace(wh, run_ref, start, end, inference, devices, memory_limit, threads) as (other, events):
         return {"traceEvents": list(events), "displayTimeUnit": "ns", "otherData": other}
 
 
 def write_trace(wh: Warehouse, out: str, run_ref: str = "latest", start: str | None = None, end: str | None = None,
-                inference: int | None = None, devices: list[int] | None = None) -> tuple[str, int]:
+                inference: int | None = None, devices: list[int] | None = None,
+                memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> tuple[str, int]:
     """The trace (as ``chrome_trace`` makes it) written to ``out`` event by event (``-``
     standard output; a ``.gz`` name is gzipped; a file appears whole or not at all); returns
     (run id, events written, thread names and sort indexes not counted)."""
-    with _trace(wh, run_ref, start, end, inference, devices) as (other, events):
+    with _trace(wh, run_ref, start, end, inference, devices, memory_limit, threads) as (other, events):
         count = 0
 
         def write(f: TextIO) -> None:

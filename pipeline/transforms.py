@@ -98,6 +98,20 @@ def load_macros(con: duckdb.DuckDBPyConnection) -> None:
             raise TransformFailed(f"sql/macros/{path.name} failed: {str(e).splitlines()[0]}") from None
 
 
+def transform_failed(con: duckdb.DuckDBPyConnection, what: str, e: duckdb.Error) -> TransformFailed:
+    """The error for a transform DuckDB could not run: its first line, and, when DuckDB ran
+    out of its memory limit, the limit and what to change (a bigger dump than the limit
+    suits; DuckDB's own hints name its SQL settings, not profetl's options)."""
+    message = f"{what} failed: {str(e).splitlines()[0]}"
+    if isinstance(e, duckdb.OutOfMemoryException):
+        try:
+            limit = con.execute("select current_setting('memory_limit')").fetchall()[0][0]
+        except duckdb.Error:
+            limit = "the memory limit"
+        message += f" (DuckDB's memory limit is {limit}: raise it with --memory-limit, or use fewer --threads)"
+    return TransformFailed(message)
+
+
 def run_layer(con: duckdb.DuckDBPyConnection, layer: str, materialize: bool = True,
               only: set[str] | None = None) -> dict[str, float]:
     """Create every table of a layer (or those named in ``only``) after the shared macros;
@@ -118,7 +132,6 @@ def run_layer(con: duckdb.DuckDBPyConnection, layer: str, materialize: bool = Tr
         try:
             con.execute(f"create or replace {kind} {f.name} as\n{f.text}")
         except duckdb.Error as e:
-            first = str(e).splitlines()[0]
-            raise TransformFailed(f"sql/{layer}/{f.name}.sql failed: {first}") from None
+            raise transform_failed(con, f"sql/{layer}/{f.name}.sql", e) from None
         seconds[f.name] = time.monotonic() - t0
     return seconds

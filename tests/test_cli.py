@@ -162,3 +162,29 @@ def test_bad_build_settings_are_a_usage_error_before_any_work(built, tmp_path, o
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and option[1] in lines[0], r.stderr
     assert invoke("runs", "--warehouse", wh, "--json").stdout.strip() == "[]"  # nothing was ingested
+
+
+def test_a_build_out_of_memory_names_the_limit_and_the_options(built, tmp_path):
+    """DuckDB's own hints name its SQL settings; the one line says which profetl options to change,
+    and the run is left ingested, not half built."""
+    dump, _ = built
+    wh = tmp_path / "wh"
+    assert invoke("ingest", dump, "--warehouse", wh).exit_code == 0
+    r = invoke("build", "--all", "--warehouse", wh, "--memory-limit", "2MB")
+    assert r.exit_code == 1, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    assert "Out of Memory" in lines[0] and "sql/" in lines[0], lines[0]
+    assert "memory limit is 1.9 MiB" in lines[0] and "--memory-limit" in lines[0] and "--threads" in lines[0], lines[0]
+    runs = json.loads(invoke("runs", "--warehouse", wh, "--json").stdout)
+    assert [r["status"] for r in runs] == ["ingested"]
+
+
+def test_timeline_takes_the_memory_limit_and_threads(built, tmp_path):
+    _, wh = built
+    r = invoke("timeline", "--warehouse", wh, "--memory-limit", "2MB", "--out", tmp_path / "t.json")
+    assert r.exit_code == 1 and "memory limit is 1.9 MiB" in r.stderr, r.output
+    assert not (tmp_path / "t.json").exists()
+    r = invoke("timeline", "--warehouse", wh, "--memory-limit", "64MB", "--threads", "1", "--out", tmp_path / "t.json")
+    assert r.exit_code == 0, r.output
+    assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]

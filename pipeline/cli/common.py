@@ -31,8 +31,8 @@ WarehouseOpt = Annotated[
 ]
 DEFAULT_WAREHOUSE = Path("warehouse")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON instead of a table.")]
-MemoryOpt = Annotated[str, typer.Option("--memory-limit", help="DuckDB memory limit for the build (spills to disk beyond it).")]
-ThreadsOpt = Annotated[int, typer.Option("--threads", help="DuckDB threads for the build (0: one per core).")]
+MemoryOpt = Annotated[str, typer.Option("--memory-limit", help="DuckDB memory limit for making the tables (spills to disk beyond it).")]
+ThreadsOpt = Annotated[int, typer.Option("--threads", help="DuckDB threads for making the tables (0: one per core).")]
 WaitOpt = Annotated[float, typer.Option("--wait", help="Seconds to wait for another writer to finish before giving up (exit 3).")]
 def complete_run(ctx: typer.Context, incomplete: str) -> list[str]:
     """Shell completion of run ids (and ``latest``) from the warehouse named so far."""

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from pipeline.build import DEFAULT_MEMORY_LIMIT
 from pipeline.cli import common as C
 from pipeline.timeline import write_trace
 
@@ -18,6 +19,8 @@ def command(
     inference: Annotated[int | None, typer.Option("--inference", metavar="N", show_default=False, help="Only the span of inference N (its input start to output end).")] = None,
     device: C.DeviceOpt = None,
     warehouse: C.WarehouseOpt = None,
+    memory_limit: C.MemoryOpt = DEFAULT_MEMORY_LIMIT,
+    threads: C.ThreadsOpt = 0,
 ) -> None:
     """Write RUN as a Chrome trace (Trace Event JSON) that Perfetto UI and chrome://tracing open.
 
@@ -33,6 +36,6 @@ def command(
     """
     wh = C.warehouse(warehouse)
     with C.errors():
-        run_id, n = write_trace(wh, out_path, run, start, end, inference, device)
+        run_id, n = write_trace(wh, out_path, run, start, end, inference, device, memory_limit, threads or None)
     if out_path != "-":
         C.err.print(f"wrote {n} event(s) of run {run_id} to {out_path}", highlight=False, markup=False)
