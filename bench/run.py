@@ -168,7 +168,8 @@ def bench_one(dump: Path, wh: Path, memory_limit: str, threads: int) -> dict:
     rows = json.loads(ing["stdout"])["rows"]
     records = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
     bld = measure(cli + ["build", "-w", str(wh), "--json", "--memory-limit", memory_limit, "--threads", str(threads)])
-    steps = json.loads(bld["stdout"])[0]["seconds_by_step"]
+    built = json.loads(bld["stdout"])[0]
+    steps = built["seconds_by_step"]
     total = ing["seconds"] + bld["seconds"]
     return {
         "dump": dump.name, "raw_bytes": raw, "records": records,
@@ -178,6 +179,7 @@ def bench_one(dump: Path, wh: Path, memory_limit: str, threads: int) -> dict:
         "peak_rss": max(ing["peak_rss"], bld["peak_rss"]),
         "warehouse_bytes": dump_bytes(wh), "read_floor_s": floor, "ratio_to_read": total / floor,
         "build_seconds_by_step": steps,
+        "build_max_rss_by_step": built.get("max_rss_bytes_by_step", {}),
     }
 
 
@@ -185,6 +187,17 @@ def slowest_steps(r: dict, n: int = 6) -> str:
     """The build steps that took longest, as 'step seconds' pairs (from `profetl build --json`)."""
     steps = sorted(r["build_seconds_by_step"].items(), key=lambda kv: -kv[1])[:n]
     return ", ".join(f"{name} {s:.1f}" for name, s in steps)
+
+
+def peak_step(r: dict) -> str:
+    """The build step in which the build process reached its peak resident memory: the first
+    whose high-water mark (`profetl build --json`, max_rss_bytes_by_step) is the last one."""
+    marks = r.get("build_max_rss_by_step") or {}
+    if not marks:
+        return "not reported"
+    top = max(marks.values())
+    step = next(name for name, v in marks.items() if v == top)
+    return f"{step} ({top / 1e6:.0f} MB)"
 
 
 def machine() -> str:
@@ -292,7 +305,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"  = {r['ratio_to_read']:.0f}x read"
                   + (f"  (totals of {len(tries)} runs: {', '.join(f'{t:.1f}' for t in r['total_s_all'])} s)"
                      if len(tries) > 1 else ""), flush=True)
-            print(f"{'':>10} slowest build steps (s): {slowest_steps(r)}", flush=True)
+            print(f"{'':>10} slowest build steps (s): {slowest_steps(r)}; build's peak memory reached in {peak_step(r)}",
+                  flush=True)
             if not a.keep:
                 shutil.rmtree(sized, ignore_errors=True)
                 shutil.rmtree(a.out / f"wh-{layout}-{mb}MB", ignore_errors=True)

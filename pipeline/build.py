@@ -20,6 +20,11 @@ from pipeline.sink import parquet_writer
 from pipeline.transforms import run_layer, transform_failed
 from pipeline.warehouse import Warehouse, new_id
 
+try:
+    import resource
+except ImportError:  # Windows: no per-step memory there
+    resource = None
+
 # DuckDB spills beyond it. The default keeps a build's peak flat as dumps grow: a 2 GB dump's
 # build peaks at the limit plus ~330 MB (Python, Arrow and DuckDB's allocations outside its buffer
 # pool), a 500 MB dump's a little below that at 320 MB (bench/, 2 cores: 620-650 MB) but higher at
@@ -40,6 +45,10 @@ class BuildResult:
     # where the time went: "staging/<table>" (made and stored), "marts/<table>" (its SQL run
     # while its rows stream into the part file)
     seconds_by_step: dict[str, float] = field(default_factory=dict)
+    # the process's peak resident memory (bytes, a high-water mark) when each step ended, in
+    # step order: the build's peak is in the first step that reaches the last value (empty
+    # where the system does not report it)
+    max_rss_by_step: dict[str, int] = field(default_factory=dict)
 
 
 def connect(workdir: Path, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> duckdb.DuckDBPyConnection:
@@ -84,7 +93,11 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
         for table in RAW_TABLES:
             con.execute(f"create view {table} as {raw_select(wh, table, run)}")
         result = BuildResult(run_id, build_id)
-        for name, seconds in run_layer(con, "staging").items():
+
+        def staged(name: str) -> None:
+            _note_max_rss(result, f"staging/{name}")
+
+        for name, seconds in run_layer(con, "staging", on_step=staged).items():
             result.seconds_by_step[f"staging/{name}"] = seconds
         marts = run_layer(con, "marts", materialize=False)  # streamed once into their files
         tmp = wh.temp_dir()
@@ -96,6 +109,7 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
             t_mart = time.monotonic()
             result.rows_by_mart[name] = _write_mart(con, name, out)
             result.seconds_by_step[f"marts/{name}"] = time.monotonic() - t_mart
+            _note_max_rss(result, f"marts/{name}")
             written.append((name, out))
         # the issues as written (the mart is a view: querying it again would run it again)
         issues = pq.read_table(dict(written)["build_issues"], columns=["device_id", "kind", "count", "message"])
@@ -111,6 +125,12 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
         shutil.rmtree(workdir, ignore_errors=True)
     result.seconds = time.monotonic() - t0
     return result
+
+
+def _note_max_rss(result: BuildResult, step: str) -> None:
+    if resource is not None:
+        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+        result.max_rss_by_step[step] = kib * 1024
 
 
 # A mart's rows come from DuckDB in small Arrow batches (the larger a batch, the more of the

@@ -28,6 +28,7 @@ descriptions (same rows; tests/test_task_op_keys.py).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -113,14 +114,14 @@ def transform_failed(con: duckdb.DuckDBPyConnection, what: str, e: duckdb.Error)
 
 
 def run_layer(con: duckdb.DuckDBPyConnection, layer: str, materialize: bool = True,
-              only: set[str] | None = None) -> dict[str, float]:
+              only: set[str] | None = None, on_step: Callable[[str], None] | None = None) -> dict[str, float]:
     """Create every table of a layer (or those named in ``only``) after the shared macros;
     returns the seconds each took, by name, in the order they were made. A stored table is
     a temporary table: nothing of a build outlives its connection.
 
     ``materialize=False`` creates views instead: for a layer nothing else reads (the marts),
     whose rows are streamed once into their files, storing them first is wasted work (the
-    time of a view is then spent where it is read).
+    time of a view is then spent where it is read). ``on_step(name)`` is called after each.
     """
     load_macros(con)
     seconds = {}
@@ -134,4 +135,6 @@ def run_layer(con: duckdb.DuckDBPyConnection, layer: str, materialize: bool = Tr
         except duckdb.Error as e:
             raise transform_failed(con, f"sql/{layer}/{f.name}.sql", e) from None
         seconds[f.name] = time.monotonic() - t0
+        if on_step is not None:
+            on_step(f.name)
     return seconds

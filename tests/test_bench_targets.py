@@ -34,3 +34,9 @@ def test_the_worst_pairing_is_reported_beside_the_median():
                                      _r(2000, 100, 630, [16.0, 16.5, 19.0], [620, 630, 660])])
     assert "x4.02 (worst pairing x4.75)" in lines[3]  # 16.5 / 4.1 by the medians, 19.0 / 4.0 at worst
     assert "worst pairing x1.12" in lines[2]  # 660 / 590
+
+
+def test_the_peak_step_is_the_first_to_reach_the_last_high_water_mark():
+    marks = {"staging/a": 300e6, "staging/b": 650e6, "marts/c": 650e6, "marts/d": 650e6}
+    assert bench.peak_step({"build_max_rss_by_step": marks}) == "staging/b (650 MB)"
+    assert bench.peak_step({"build_max_rss_by_step": {}}) == "not reported"

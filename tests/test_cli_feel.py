@@ -97,7 +97,8 @@ def test_every_data_command_offers_json(name):
 
 def test_build_json_says_where_the_time_went(tmp_path):
     """Every staging and mart SQL file is a step of its own in `build --json` (the benchmark
-    prints the slowest ones), and the steps account for no more than the whole build."""
+    prints the slowest ones, and the one where the build's memory peaked), and the steps
+    account for no more than the whole build."""
     from pipeline.synth.hiprof import HiprofConfig, generate
     from pipeline.transforms import sql_files
 
@@ -111,6 +112,14 @@ def test_build_json_says_where_the_time_went(tmp_path):
     assert sorted(steps) == sorted(expected)
     assert all(s >= 0 for s in steps.values())
     assert sum(steps.values()) <= built["seconds"]
+    # and where the memory peaked: the process's high-water mark after each step, in step order
+    import resource
+
+    marks = built["max_rss_bytes_by_step"]
+    assert list(marks) == expected
+    values = list(marks.values())
+    assert values[0] > 0 and values == sorted(values)
+    assert values[-1] <= resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def test_starting_the_command_line_loads_no_decoder():
