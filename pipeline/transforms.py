@@ -28,8 +28,8 @@ descriptions (same rows; tests/test_task_op_keys.py).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
