@@ -139,6 +139,22 @@ def _dump_root(out: Path) -> Path:
     return profs[0] if len(profs) == 1 else out
 
 
+# what a size needs on disk beside its dump, as a share of the dump: the warehouse (~0.2x the
+# raw bytes) and DuckDB's spill files during the build, with room to spare
+DISK_MARGIN = 0.5
+
+
+def check_disk(out: Path, mb: int, dump_exists: bool) -> str | None:
+    """Why ``mb`` MB cannot be benchmarked in ``out`` (too little free disk), or None. A 16 GB
+    dump fills 16 GB before its build spills; finding out then wastes the run."""
+    need = (0 if dump_exists else mb) + DISK_MARGIN * mb
+    free = shutil.disk_usage(out).free / 1e6
+    if free < need:
+        return (f"{mb} MB needs about {need / 1e3:.1f} GB free in {out} (the dump, its warehouse and "
+                f"DuckDB's spill files); {free / 1e3:.1f} GB are")
+    return None
+
+
 def make_sized(base_root: Path, base_dir: Path, out: Path, mb: int, slice_bytes: int) -> tuple[Path, float]:
     """The base repeated to about ``mb`` MB; returns its root and the seconds it took (0 if it existed)."""
     marker = out / ".complete"
@@ -291,6 +307,10 @@ def main(argv: list[str] | None = None) -> int:
         base = make_base(layout, base_dir, a.base_inferences, a.tasks)
         for mb in (int(s) for s in a.sizes.split(",")):
             sized = a.out / f"{layout}-{mb}MB"
+            short = check_disk(a.out, mb, (sized / ".complete").exists())
+            if short:
+                print(f"bench: {short}", file=sys.stderr)
+                return 2
             dump, gen_s = make_sized(base, base_dir, sized, mb, a.slice_bytes)
             tries = sorted((bench_one(dump, a.out / f"wh-{layout}-{mb}MB", a.memory_limit, a.threads)
                             for _ in range(a.repeat)), key=lambda r: r["total_s"])

@@ -40,3 +40,12 @@ def test_the_peak_step_is_the_first_to_reach_the_last_high_water_mark():
     marks = {"staging/a": 300e6, "staging/b": 650e6, "marts/c": 650e6, "marts/d": 650e6}
     assert bench.peak_step({"build_max_rss_by_step": marks}) == "staging/b (650 MB)"
     assert bench.peak_step({"build_max_rss_by_step": {}}) == "not reported"
+
+
+def test_a_size_the_disk_cannot_hold_is_refused_before_its_dump_is_made(tmp_path, monkeypatch):
+    free = {"bytes": 20e9}
+    monkeypatch.setattr(bench.shutil, "disk_usage", lambda _: type("U", (), {"free": free["bytes"]})())
+    assert bench.check_disk(tmp_path, 2000, dump_exists=False) is None  # 3 GB needed, 20 free
+    why = bench.check_disk(tmp_path, 16000, dump_exists=False)  # 24 GB needed
+    assert why and "24.0 GB" in why and "20.0 GB" in why
+    assert bench.check_disk(tmp_path, 16000, dump_exists=True) is None  # only 8 GB more once the dump is there
