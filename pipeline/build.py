@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -129,8 +130,8 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
 
 def _note_max_rss(result: BuildResult, step: str) -> None:
     if resource is not None:
-        kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
-        result.max_rss_by_step[step] = kib * 1024
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        result.max_rss_by_step[step] = peak if sys.platform == "darwin" else peak * 1024  # bytes there, KiB elsewhere
 
 
 # A mart's rows come from DuckDB in small Arrow batches (the larger a batch, the more of the

@@ -43,8 +43,7 @@ def test_the_peak_step_is_the_first_to_reach_the_last_high_water_mark():
 
 
 def test_a_size_the_disk_cannot_hold_is_refused_before_its_dump_is_made(tmp_path, monkeypatch):
-    free = {"bytes": 20e9}
-    monkeypatch.setattr(bench.shutil, "disk_usage", lambda _: type("U", (), {"free": free["bytes"]})())
+    monkeypatch.setattr(bench.shutil, "disk_usage", lambda _: type("Usage", (), {"free": 20e9})())
     assert bench.check_disk(tmp_path, 2000, dump_exists=False) is None  # 3 GB needed, 20 free
     why = bench.check_disk(tmp_path, 16000, dump_exists=False)  # 24 GB needed
     assert why and "24.0 GB" in why and "20.0 GB" in why
