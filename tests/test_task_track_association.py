@@ -33,6 +33,16 @@ BASIC = [
     (3, 650, "OpD2"),    # the last one in D names D
     (5, 810, "OpF"),
 ]
+# op_name -> (op_type, task_type, block_dim) of its node_basic_info record: distinct per record,
+# long and not ASCII, so that each reaches the track that takes the record's op, whole
+INFO = {
+    "OpA": ("Conv2D/卷积/with-a-name-longer-than-twelve-bytes", "AI_CORE", 8),
+    "OpB": ("MatMulV2", "AI_VECTOR_CORE", 16),
+    "OpLate": ("Late", "AI_CPU", 1),
+    "OpD1": ("Relu", "AI_CORE", 2),
+    "OpD2": ("TransData", "MIX_AIC", 24),
+    "OpF": ("Add", "AI_CORE", 4),
+}
 # (tid, ts_ns, task_id, kernel name, expected op_name)
 TRACKS = [
     (1, 115, 1, "k1", "OpA"),
@@ -54,7 +64,7 @@ def _raw_tables() -> duckdb.DuckDBPyConnection:
                     "values (64, ?, 'node', ?, ?, ?, ?, 'api_event')", [seq, tid, item, start, end])
     for seq, (tid, ts, op) in enumerate(BASIC):
         con.execute("insert into task_ops (device_id, seq, source, tid, ts_ns, op_name, op_type, task_type, block_dim) "
-                    "values (64, ?, 'node_basic_info', ?, ?, ?, 'T', 'AI_CORE', 8)", [seq, tid, ts, op])
+                    "values (64, ?, 'node_basic_info', ?, ?, ?, ?, ?, ?)", [seq, tid, ts, op, *INFO[op]])
     for seq, (tid, ts, task, kernel, _) in enumerate(TRACKS):
         con.execute("insert into task_ops (device_id, seq, source, tid, ts_ns, stream_id, task_id, batch_id, op_name, "
                     "task_type_code) values (0, ?, 'task_track', ?, ?, 2, ?, 0, ?, 0)", [seq, tid, ts, task, kernel])
@@ -66,3 +76,12 @@ def test_task_track_takes_the_op_of_the_node_that_started_last():
     run_layer(con, "staging")
     got = dict(con.execute("select task_id, op_name from stg_task_ops where source = 'task_track'").fetchall())
     assert got == {task: want for _, _, task, _, want in TRACKS}
+
+
+def test_task_track_takes_type_task_type_and_block_dim_with_the_op():
+    con = _raw_tables()
+    run_layer(con, "staging")
+    got = {row[0]: row[1:] for row in con.execute(
+        "select task_id, op_type, ge_task_type, block_dim from stg_task_ops where source = 'task_track'").fetchall()}
+    # a track named by its node's item or its own kernel has no basic info: all NULL
+    assert got == {task: INFO.get(want, (None, None, None)) for _, _, task, _, want in TRACKS}

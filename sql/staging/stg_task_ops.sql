@@ -67,16 +67,41 @@ tracks as not materialized (
     where source = 'task_track' and task_type_code not in (6, 98)
 ),
 
-nodes as (
+nodes as not materialized (
+    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
     select tid, item, start_ns, end_ns, seq
     from api_calls
     where level = 'node' and record_kind is not null
 ),
 
-basic_info as (
+basic_info as not materialized (
+    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
     select tid, op_name, op_type, task_type, block_dim, ts_ns
     from task_ops
     where source = 'node_basic_info'
+),
+
+texts as materialized (
+    -- every text the ASOF joins below carry, numbered: they sort and spill 8-byte codes, not
+    -- strings (2 GB STARS run: 5.3 -> 3.9 s at the 320 MB limit), and the codes are turned
+    -- back into text after them. Made as one list and unnested so that DuckDB knows it is
+    -- small and builds each join's hash table on it (as a plain distinct it was estimated as
+    -- large as the tracks, and the tracks' hash table ran out of memory)
+    select unnest(texts) as text, unnest(range(1, len(texts) + 1)) as code
+    from (
+        select list(distinct text) filter (text is not null) as texts
+        from (
+            select kernel_name as text from tracks
+            union all
+            select item from nodes
+            union all
+            select op_name from basic_info
+            union all
+            select op_type from basic_info
+            union all
+            select task_type from basic_info
+        )
+    )
 ),
 
 node_spans as (
@@ -84,16 +109,36 @@ node_spans as (
     -- node starts (a record after that belongs to the node that started last before it)
     select
         tid,
-        item,
+        item_code,
         start_ns,
         end_ns,
         least(end_ns, coalesce(next_start_ns - 1, end_ns)) as last_ns
     from (
-        select *, lead(start_ns) over (partition by tid order by start_ns, seq) as next_start_ns
-        from nodes
+        select
+            n.tid,
+            i.code as item_code,
+            n.start_ns,
+            n.end_ns,
+            lead(n.start_ns) over (partition by n.tid order by n.start_ns, n.seq) as next_start_ns
+        from nodes as n
+        left join texts as i on n.item = i.text
     )
     -- of nodes that start at one time, the one recorded last
     where next_start_ns is distinct from start_ns
+),
+
+coded_info as (
+    select
+        bi.tid,
+        o.code as op_code,
+        y.code as op_type_code,
+        k.code as task_type_code,
+        bi.block_dim,
+        bi.ts_ns
+    from basic_info as bi
+    left join texts as o on bi.op_name = o.text
+    left join texts as y on bi.op_type = y.text
+    left join texts as k on bi.task_type = k.text
 ),
 
 node_info as (
@@ -103,41 +148,65 @@ node_info as (
     -- tracks' ASOF join ran out of DuckDB's memory limit on a 16 GB STARS run (bench/)
     select
         span.tid,
-        span.item,
+        span.item_code,
         span.start_ns,
         span.end_ns,
-        if(bi.ts_ns >= span.start_ns, bi.op_name, null) as op_name,
-        if(bi.ts_ns >= span.start_ns, bi.op_type, null) as op_type,
-        if(bi.ts_ns >= span.start_ns, bi.task_type, null) as task_type,
+        if(bi.ts_ns >= span.start_ns, bi.op_code, null) as op_code,
+        if(bi.ts_ns >= span.start_ns, bi.op_type_code, null) as op_type_code,
+        if(bi.ts_ns >= span.start_ns, bi.task_type_code, null) as task_type_code,
         if(bi.ts_ns >= span.start_ns, bi.block_dim, null) as block_dim
     from node_spans as span
-    asof left join basic_info as bi
+    asof left join coded_info as bi
         on span.tid = bi.tid
         and span.last_ns >= bi.ts_ns
 ),
 
-compact as (
+coded_tracks as (
+    select tracks.* exclude (kernel_name), k.code as kernel_code
+    from tracks
+    left join texts as k on tracks.kernel_name = k.text
+),
+
+compact_codes as (
     -- each track with the node that started last at or before it, when that node has not ended
     select
         tracks.device_id,
         tracks.stream_id,
         tracks.task_id,
         tracks.batch_id,
-        null::bigint as model_id,
         case
-            when tracks.ts_ns <= ni.end_ns then coalesce(ni.op_name, ni.item, tracks.kernel_name)
-            else tracks.kernel_name
-        end as op_name,
-        if(tracks.ts_ns <= ni.end_ns, ni.op_type, null) as op_type,
-        if(tracks.ts_ns <= ni.end_ns, ni.task_type, null) as ge_task_type,
+            when tracks.ts_ns <= ni.end_ns then coalesce(ni.op_code, ni.item_code, tracks.kernel_code)
+            else tracks.kernel_code
+        end as op_code,
+        if(tracks.ts_ns <= ni.end_ns, ni.op_type_code, null) as op_type_code,
+        if(tracks.ts_ns <= ni.end_ns, ni.task_type_code, null) as task_type_code,
         if(tracks.ts_ns <= ni.end_ns, ni.block_dim, null) as block_dim,
         tracks.ts_ns,
-        tracks.seq,
-        'task_track' as source
-    from tracks
+        tracks.seq
+    from coded_tracks as tracks
     asof left join node_info as ni
         on tracks.tid = ni.tid
         and tracks.ts_ns >= ni.start_ns
+),
+
+compact as (
+    select
+        c.device_id,
+        c.stream_id,
+        c.task_id,
+        c.batch_id,
+        null::bigint as model_id,
+        o.text as op_name,
+        y.text as op_type,
+        k.text as ge_task_type,
+        c.block_dim,
+        c.ts_ns,
+        c.seq,
+        'task_track' as source
+    from compact_codes as c
+    left join texts as o on c.op_code = o.code
+    left join texts as y on c.op_type_code = y.code
+    left join texts as k on c.task_type_code = k.code
 ),
 
 run_streams as (
