@@ -14,6 +14,7 @@ reference decoders written here, independently of the numpy layouts:
 
 from __future__ import annotations
 
+import itertools
 import random
 import struct
 import tempfile
@@ -27,7 +28,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pipeline.layouts import hiprof as L
-from pipeline.readers.decode import decode_fixed, decode_tlv
+from pipeline.readers.decode import Batch, decode_fixed, decode_tlv
 from pipeline.readers.issues import BYTE_KINDS, IssueLog
 from pipeline.readers.slices import SliceFile, SliceStream
 
@@ -519,3 +520,28 @@ def test_decode_tlv_corrupt_stream_issue_names_each_file():
                        ("data/stream.0.slice_3", 0, 32)]
         assert "unknown tag 200" in log.issues[0].message
         assert all(i.kind == "corrupt_stream" for i in log.issues)
+
+
+@pytest.mark.parametrize("chunk_bytes", [7, 64, 100])
+@pytest.mark.parametrize("skip", [0, 12])
+def test_chunks_aligned_to_records_end_on_a_record_boundary_except_at_a_slice_end(chunk_bytes, skip):
+    """Read with ``align``, a chunk ends where a record does (records start at ``skip``) unless
+    its slice ends first; the chunks still hold every byte after ``skip`` once, in order."""
+    data = bytes(range(256)) * 2
+    with sliced(data, [150, 333], chunk_bytes) as sl:
+        stream = SliceStream(sl.stream.files, chunk_bytes=chunk_bytes, skip=skip)
+        chunks = list(stream.chunks(align=40))
+        assert b"".join(c for _, c in chunks) == data[skip:]
+        assert [pos for pos, _ in chunks] == list(itertools.accumulate([skip] + [len(c) for _, c in chunks][:-1]))
+        slice_ends = {150, 333, len(data)}
+        for pos, c in chunks:
+            end = pos + len(c)
+            assert end in slice_ends or (end - skip) % 40 == 0
+            assert len(c) < chunk_bytes + 40  # bounded as before, less one record
+
+
+def test_batch_where_keeps_the_masked_records_and_is_the_batch_itself_when_all_are_kept():
+    b = Batch(np.arange(5) * 10, np.arange(5) * 40, np.arange(5))
+    assert b.where(np.ones(5, bool)) is b
+    some = b.where(np.array([True, False, True, False, False]))
+    assert (some.records.tolist(), some.offsets.tolist(), some.seq.tolist()) == ([0, 20], [0, 80], [0, 2])

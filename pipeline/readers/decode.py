@@ -32,6 +32,13 @@ class Batch:
     offsets: np.ndarray  # stream offset of each record's first byte
     seq: np.ndarray  # record index within the stream (all tags counted)
 
+    def where(self, keep: np.ndarray) -> Batch:
+        """The records where ``keep`` is true: the batch itself when that is every record
+        (masking copies each record, and most batches keep them all)."""
+        if keep.all():
+            return self
+        return Batch(self.records[keep], self.offsets[keep], self.seq[keep])
+
 
 def report_bytes(stream: SliceStream, log: IssueLog, device_id, offset: int, length: int,
                  kind: str, message: str, count: int = 1) -> None:
@@ -47,7 +54,7 @@ def decode_fixed(stream: SliceStream, layout: Layout, log: IssueLog, device_id: 
     size = layout.size
     carry = Carry()
     seq0 = 0
-    for offset, data in stream.chunks():
+    for offset, data in stream.chunks(align=size):
         start, buf = carry.join(offset, data)
         n = len(buf) // size
         carry.keep(start, buf, n * size)

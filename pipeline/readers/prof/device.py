@@ -39,7 +39,8 @@ TS_GENERIC = Layout("ts_track", np.dtype({"names": ["raw", "tag"], "formats": ["
 
 
 def _as(records: np.ndarray, layout: Layout) -> np.ndarray:
-    return np.frombuffer(records["raw"].tobytes(), dtype=layout.dtype)
+    """The 40-byte records read with one tag's layout (a view: no copy)."""
+    return records.view(layout.dtype)
 
 
 def read_ts_track(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) -> dict:
@@ -53,7 +54,8 @@ def read_ts_track(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) 
             m = tag == t
             if not m.any():
                 continue
-            sub = Batch(_as(b.records[m], layout), b.offsets[m], b.seq[m])
+            tagged = b.where(m)
+            sub = Batch(_as(tagged.records, layout), tagged.offsets, tagged.seq)
             r = sub.records
             if t == P.TS_STEP_TRACE.tag:
                 sink.write("step_trace", {**G1.step_keypoints(sub, stream, dev, clock), "raw_tag_id": r["tag_id"].astype(I64)})
@@ -114,9 +116,10 @@ def _read_start_end(s: Stream, dev: int, log: IssueLog, layout, kind_of, start: 
             keep = (kind == start) | (kind == end)
             for k in np.unique(kind[~keep]).tolist():
                 tally.add(stream, b.offsets[kind == k], layout.size, label(k))
-            r = r[keep]
+            kept = b.where(keep)
+            r = kept.records
             st, tk = ids(r)
-            parts.append(Logs(st, tk, kind[keep] == end, r["syscnt"].astype(I64), b.seq[keep], b.offsets[keep],
+            parts.append(Logs(st, tk, kind[keep] == end, r["syscnt"].astype(I64), kept.seq, kept.offsets,
                               task_type(r)))
             held += len(r)
             if held >= CHUNK_LOGS:
@@ -233,7 +236,7 @@ def read_ffts(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) -> N
         ov = ctx & (((r["subtask"] >> 10) & 1) == 1)
         overflow += int(ov.sum())
         keep = ctx & ~ov
-        sub = Batch(r[keep], b.offsets[keep], b.seq[keep])
+        sub = b.where(keep)
         r = sub.records
         st, tk = stars_ids(r["stream_id"], r["task_id"])
         ffts_type = (r["ffts"] >> 13).astype(np.int32)
