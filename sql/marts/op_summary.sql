@@ -72,7 +72,9 @@ op_keys as (
         min(op) is not distinct from max(op)
             and min(valid_from_ns) = -9223372036854775808 as is_single
     from (
-        select device_id, stream_id, task_id, valid_from_ns, {
+        -- one row per distinct operator of a task: min and max then compare a few structs per
+        -- task, not one per description (2 GB STARS run, op_summary's: 0.28 -> 0.16 s)
+        select device_id, stream_id, task_id, min(valid_from_ns) as valid_from_ns, {
             'model_id': model_id,
             'op_name': op_name,
             'op_type': op_type,
@@ -80,6 +82,7 @@ op_keys as (
             'block_dim': block_dim
         } as op
         from stg_task_ops
+        group by device_id, stream_id, task_id, model_id, op_name, op_type, ge_task_type, block_dim
     )
     group by device_id, stream_id, task_id
 ),
