@@ -21,7 +21,7 @@ from pipeline.faults import checkpoint
 from pipeline.paths import display
 from pipeline.readers import export, prof
 from pipeline.readers.hiprof.files import rel_name, scan
-from pipeline.readers.instance_numbers import InstanceNumbers
+from pipeline.readers.instance_numbers import InstanceNumbers, RunNumbers
 from pipeline.readers.issues import IssueLog
 from pipeline.sink import ParquetSink
 from pipeline.warehouse import Warehouse, new_id
@@ -120,7 +120,7 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
     ingest_id = new_id()
     tmp = wh.temp_dir()
     paths = {t: tmp / f"{t}.parquet" for t in RAW_TABLES}
-    sink = ParquetSink(paths, derive={"task_states": InstanceNumbers().add})
+    sink = ParquetSink(paths, derive={"task_states": InstanceNumbers().add, "task_runs": RunNumbers().add})
     log = IssueLog()
     try:
         meta = _read(layout, dump, sink, log)

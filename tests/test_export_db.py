@@ -133,7 +133,7 @@ def test_hand_built_database_to_canonical_rows(tmp_path):
 
     src = "msprof_20250101000000.db"
     base = {"device_id": 3, "source_file": src, "batch_id": None, "task_type": None, "source": "db_task",
-            "start_syscnt": None, "end_syscnt": None}
+            "start_syscnt": None, "end_syscnt": None, "instance_no": None}  # numbered by the ingest's sink
     assert sink.rows("task_runs") == [
         {**base, "seq": 1, "stream_id": 2, "task_id": 10, "start_ns": T0 + 100, "end_ns": T0 + 200,
          "task_type_name": "KERNEL_AICORE", "context_id": None, "model_id": NONE, "connection_id": 7},

@@ -1,5 +1,6 @@
 """Task instance numbers counted while reading equal the numbers of msprof's sort, or are left
-to the build (NULL) for a whole device whose states did not arrive in order."""
+to the build (NULL) for a whole device whose states did not arrive in order; the same for the
+executions of generations 2 and 3 (task_runs), numbered in (end, seq) order."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.readers.instance_numbers import InstanceNumbers
+from pipeline.jobs import ingest_dump
+from pipeline.readers.instance_numbers import InstanceNumbers, RunNumbers
+from pipeline.synth.prof import ProfConfig, generate
+from pipeline.transforms import run_layer
+from pipeline.warehouse import Warehouse
+from tests.empty_raw import empty_raw_tables
 
 KINDS = ("time_line", "ts_memcpy", "task_flip")
 
@@ -140,3 +146,127 @@ def test_other_record_kinds_are_not_numbered():
             "task_state": np.array([3, 3], np.int32), "ts_ns": np.array([1, 2], np.int64),
             "seq": np.arange(2, dtype=np.int64)}
     assert InstanceNumbers().add(cols)["instance_no"].to_pylist() == [None, None]
+
+
+def runs_by_sort(runs: list[dict]) -> dict[int, int]:
+    """The build's numbering of executions, worked out independently: per (device, stream,
+    task), the executions sorted by (end, seq); a run's number is its place in that order."""
+    keyed = defaultdict(list)
+    for i, r in enumerate(runs):
+        keyed[(r["device"], r["stream"], r["task"])].append(i)
+    return {i: n for idx in keyed.values()
+            for n, i in enumerate(sorted(idx, key=lambda i: (runs[i]["end"], runs[i]["seq"])))}
+
+
+def runs_in_order(runs: list[dict], device: int) -> bool:
+    last = {}
+    for r in runs:
+        k = (r["stream"], r["task"])
+        if r["device"] == device:
+            if k in last and (r["end"], r["seq"]) < last[k]:
+                return False
+            last[k] = (r["end"], r["seq"])
+    return True
+
+
+def run_columns(runs: list[dict]) -> dict:
+    return {
+        "device_id": np.array([r["device"] for r in runs], np.int32),
+        "stream_id": np.array([r["stream"] for r in runs], np.int32),
+        "task_id": np.array([r["task"] for r in runs], np.int32),
+        "end_ns": np.array([r["end"] for r in runs], np.int64),
+        "seq": np.array([r["seq"] for r in runs], np.int64),
+    }
+
+
+run = st.fixed_dictionaries({
+    "device": st.sampled_from([0, 1]),
+    "stream": st.sampled_from([0, 2047]),
+    "task": st.sampled_from([0, 1, 65535]),
+    "end": st.integers(0, 6),  # few values: ties in time are common
+})
+
+
+@settings(max_examples=300)
+@given(st.lists(run, min_size=1, max_size=60), st.booleans(), st.data())
+def test_run_numbers_equal_the_sort_or_leave_the_device_to_the_build(runs, by_end, data):
+    for r, seq in zip(runs, data.draw(st.permutations(range(len(runs))))):
+        r["seq"] = seq  # the end log's record index: not always the order the runs arrive in
+    if by_end:  # as the readers write them: paired and written by end time
+        runs.sort(key=lambda r: (r["end"], r["seq"]))
+    cuts = sorted(data.draw(st.sets(st.integers(1, max(len(runs) - 1, 1)), max_size=6)))
+    numbering = RunNumbers()
+    got = {}
+    for b in (b for b in np.split(np.arange(len(runs)), cuts) if len(b)):
+        out = numbering.add(run_columns([runs[i] for i in b]))["instance_no"].to_pylist()
+        got.update({int(i): v for i, v in zip(b, out)})
+    want = runs_by_sort(runs)
+    for device in (0, 1):
+        mine = [i for i, r in enumerate(runs) if r["device"] == device]
+        if runs_in_order(runs, device):
+            assert {i: got[i] for i in mine} == {i: want[i] for i in mine}
+            assert device not in numbering.given_up
+        else:
+            assert any(got[i] is None for i in mine), "an out-of-order device must be left to the build"
+            assert device in numbering.given_up
+
+
+def test_run_numbers_without_end_times_leave_the_device_to_the_build():
+    cols = {"device_id": np.zeros(2, np.int32), "stream_id": np.zeros(2, np.int32),
+            "task_id": np.zeros(2, np.int32), "end_ns": pa.nulls(2, pa.int64()), "seq": np.arange(2, dtype=np.int64)}
+    n = RunNumbers()
+    assert n.add(cols)["instance_no"].to_pylist() == [None, None]
+    assert n.given_up == {0}
+
+
+def test_stg_task_instances_keeps_the_readers_numbers_and_sorts_the_devices_left_to_it():
+    """Device 0 numbered by the reader; device 1 left to the build (NULL): numbered by
+    (end, seq) per (stream, task), here worked out by hand."""
+    con = empty_raw_tables()
+    rows = [  # device, stream, task, end, seq, instance_no as the reader wrote it
+        (0, 3, 7, 100, 0, 0), (0, 3, 7, 200, 1, 1), (0, 3, 8, 150, 2, 0),
+        (1, 3, 7, 300, 10, None), (1, 3, 7, 100, 11, None), (1, 3, 7, 100, 9, None), (1, 4, 7, 50, 12, None),
+    ]
+    for dev, stream, task, end, seq, no in rows:
+        con.execute("insert into task_runs (device_id, source, stream_id, task_id, task_type, start_ns, end_ns, seq, "
+                    "instance_no) values (?, 'stars_soc', ?, ?, 0, ?, ?, ?, ?)", [dev, stream, task, end - 10, end, seq, no])
+    run_layer(con, "staging", only={"stg_task_instances"})
+    got = con.execute("select device_id, stream_id, task_id, complete_ns, instance_no from stg_task_instances "
+                      "order by all").fetchall()
+    assert got == [
+        (0, 3, 7, 100, 0), (0, 3, 7, 200, 1), (0, 3, 8, 150, 0),
+        # device 1, (3, 7): ends 100 (seq 9), 100 (seq 11), 300
+        (1, 3, 7, 100, 0), (1, 3, 7, 100, 1), (1, 3, 7, 300, 2), (1, 4, 7, 50, 0),
+    ]
+
+
+def test_a_stars_run_is_numbered_while_reading(tmp_path):
+    """A generated STARS dump's executions all get their number from the reader, and it is the
+    (end, seq) order that DuckDB's row_number gives over the raw table."""
+    truth = generate(tmp_path / "d", ProfConfig(chip="ascend910b", tasks=30, inferences=3))
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        outcome = ingest_dump(wh, tmp_path / "d" / truth.root if truth.root else tmp_path / "d")
+    assert outcome.status == "built", outcome.error
+    part = wh.part("raw", "task_runs", outcome.run_id, wh.run(outcome.run_id)["ingest_id"])
+    con = empty_raw_tables()
+    n, numbered, differ = con.execute(f"""
+        select count(*), count(instance_no), count(*) filter (where instance_no <> expected)
+        from (
+            select instance_no, row_number() over (
+                partition by device_id, stream_id, task_id order by end_ns, seq) - 1 as expected
+            from read_parquet('{part}')
+        )""").fetchone()
+    assert n > 90 and numbered == n and differ == 0
+
+
+def test_a_device_the_reader_numbered_is_not_sorted_again():
+    """The build takes task_runs.instance_no as the reader wrote it (that is what saves the
+    sort): numbers that are not the sort's come out unchanged."""
+    con = empty_raw_tables()
+    for seq, (end, no) in enumerate([(200, 5), (100, 6)]):
+        con.execute("insert into task_runs (device_id, source, stream_id, task_id, task_type, start_ns, end_ns, seq, "
+                    "instance_no) values (0, 'stars_soc', 3, 7, 0, 0, ?, ?, ?)", [end, seq, no])
+    run_layer(con, "staging", only={"stg_task_instances"})
+    assert con.execute("select complete_ns, instance_no from stg_task_instances order by all").fetchall() == [
+        (100, 6), (200, 5)]

@@ -13,6 +13,10 @@ order for any task (or without a time, or with ids too wide for the packed key) 
 its rows get no number from then on, and ``sql/staging/stg_task_instances.sql`` numbers
 every state of that device itself, with the sort. A number, when given, is exactly the one
 the sort would give.
+
+``RunNumbers.add`` does the same for ``task_runs``: an execution's number is the executions
+of its (device, stream, task) before it in (end, seq) order, which is how the HWTS / STARS
+logs are paired and written (by end time).
 """
 
 from __future__ import annotations
@@ -69,6 +73,24 @@ class _States:
         return cls(rows, col("device_id"), memcpy, col("stream_id"), col("task_id"), ts, has_ts,
                    col("task_state"), col("seq"))
 
+    @classmethod
+    def of_runs(cls, columns: dict, rows: np.ndarray) -> _States:
+        """Executions as states that each close an instance: ordered by (end, seq), every
+        one counted."""
+        def col(name: str) -> np.ndarray:
+            return np.asarray(columns[name])[rows].astype(np.int64)
+
+        end = columns["end_ns"]
+        if isinstance(end, (pa.Array, pa.ChunkedArray)):  # NULL where the device has no clock
+            has_ts = ~np.asarray(end.is_null())[rows]
+            end = np.asarray(end.fill_null(0))[rows].astype(np.int64)
+        else:
+            has_ts = np.ones(len(rows), bool)
+            end = np.asarray(end)[rows].astype(np.int64)
+        zero = np.zeros(len(rows), np.int64)
+        return cls(rows, col("device_id"), zero, col("stream_id"), col("task_id"), end, has_ts,
+                   zero + COMPLETE, col("seq"))
+
     def countable(self) -> np.ndarray:
         """Rows with a time whose ids fit the packed key."""
         return (self.has_ts & (self.device >= 0) & (self.device < 1 << _DEVICE_BITS)
@@ -102,6 +124,9 @@ class InstanceNumbers:
             self._number(columns, rows, out)
         return {**columns, "instance_no": pa.array(out, mask=out < 0)}
 
+    def _states(self, columns: dict, rows: np.ndarray) -> _States:
+        return _States.of(columns, rows)
+
     def _machine_rows(self, columns: dict, n: int) -> np.ndarray:
         kind = columns["record_kind"]
         if isinstance(kind, str):
@@ -114,7 +139,7 @@ class InstanceNumbers:
         return np.flatnonzero(in_machine)
 
     def _number(self, columns: dict, rows: np.ndarray, out: np.ndarray) -> None:
-        st = _States.of(columns, rows)
+        st = self._states(columns, rows)
         self.given_up.update(np.unique(st.device[~st.countable()]).tolist())
         if self.given_up:
             st = st.take(~np.isin(st.device, list(self.given_up)))
@@ -172,3 +197,13 @@ class InstanceNumbers:
             self._last_ts = np.concatenate([self._last_ts, last_ts[fresh]])[o]
             self._last_state = np.concatenate([self._last_state, last_state[fresh]])[o]
             self._last_seq = np.concatenate([self._last_seq, last_seq[fresh]])[o]
+
+
+class RunNumbers(InstanceNumbers):
+    """Per-task execution counts of one ingest's ``task_runs``, carried from batch to batch."""
+
+    def _machine_rows(self, columns: dict, n: int) -> np.ndarray:
+        return np.arange(n)
+
+    def _states(self, columns: dict, rows: np.ndarray) -> _States:
+        return _States.of_runs(columns, rows)

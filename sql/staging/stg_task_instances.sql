@@ -20,8 +20,11 @@
 --          STARS start/end logs, paired by the reader) is one instance with running = start
 --          and complete = end, and waiting / pending NULL (those states do not exist there;
 --          has_states is false). An execution whose start log is missing, or whose times are
---          unknown (no HWTS frequency), is not complete. TS task-type and flip records of
---          task_states take no part in the state machine.
+--          unknown (no HWTS frequency), is not complete. Its instance_no counts the executions
+--          of its (stream, task) before it in (end, seq) order: counted by the reader
+--          (task_runs.instance_no; the logs are paired and written by end time), else here
+--          with the sort for a device whose executions did not arrive in that order.
+--          TS task-type and flip records of task_states take no part in the state machine.
 -- Columns:
 --   device_id          -    device
 --   record_kind        -    time_line or ts_memcpy; task_run for an execution from task_runs
@@ -75,6 +78,10 @@ states as not materialized (
         instance_no
     from task_states
     where task_state in (1, 2, 3, 4) and record_kind in ('time_line', 'ts_memcpy')
+),
+
+unnumbered_run_devices as (
+    select distinct device_id from task_runs where instance_no is null
 ),
 
 unnumbered_devices as (
@@ -163,9 +170,7 @@ select
     'task_run' as record_kind,
     stream_id,
     task_id,
-    (row_number() over (
-        partition by device_id, stream_id, task_id order by end_ns, seq
-    ) - 1)::bigint as instance_no,
+    instance_no,
     task_type,
     task_type_name,
     null::bigint as waiting_ns,
@@ -176,4 +181,14 @@ select
     0 as dropped_instances,
     false as has_states,
     batch_id
-from task_runs
+from (
+    select * from task_runs anti join unnumbered_run_devices using (device_id)
+    union all
+    -- devices whose executions the reader could not number (not in end order, no clock, run
+    -- ingested by an older profetl): numbered with the sort
+    select * replace ((row_number() over (
+        partition by device_id, stream_id, task_id order by end_ns, seq
+    ) - 1)::bigint as instance_no)
+    from task_runs
+    semi join unnumbered_run_devices using (device_id)
+)
