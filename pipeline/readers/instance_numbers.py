@@ -39,6 +39,17 @@ def _at_or_after(t1, s1, q1, t0, s0, q0) -> np.ndarray:
     return (t1 > t0) | ((t1 == t0) & ((s1 > s0) | ((s1 == s0) & (q1 >= q0))))
 
 
+def _ints(columns: dict, name: str, rows: np.ndarray) -> np.ndarray:
+    return np.asarray(columns[name])[rows].astype(np.int64)
+
+
+def _times(values, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(times, has a time) of the rows: an Arrow column is NULL where the device has no clock."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        return np.asarray(values.fill_null(0))[rows].astype(np.int64), ~np.asarray(values.is_null())[rows]
+    return np.asarray(values)[rows].astype(np.int64), np.ones(len(rows), bool)
+
+
 @dataclass
 class _States:
     """The state-machine rows of one batch, as int64 arrays."""
@@ -55,41 +66,24 @@ class _States:
 
     @classmethod
     def of(cls, columns: dict, rows: np.ndarray) -> _States:
-        def col(name: str) -> np.ndarray:
-            return np.asarray(columns[name])[rows].astype(np.int64)
-
         kind = columns["record_kind"]
         if isinstance(kind, str):
             memcpy = np.full(len(rows), int(kind == "ts_memcpy"), np.int64)
         else:
             memcpy = (np.asarray(kind, dtype=object)[rows] == "ts_memcpy").astype(np.int64)
-        ts = columns["ts_ns"]
-        if isinstance(ts, (pa.Array, pa.ChunkedArray)):  # NULL where the device has no clock
-            has_ts = ~np.asarray(ts.is_null())[rows]
-            ts = np.asarray(ts.fill_null(0))[rows].astype(np.int64)
-        else:
-            has_ts = np.ones(len(rows), bool)
-            ts = np.asarray(ts)[rows].astype(np.int64)
-        return cls(rows, col("device_id"), memcpy, col("stream_id"), col("task_id"), ts, has_ts,
-                   col("task_state"), col("seq"))
+        ts, has_ts = _times(columns["ts_ns"], rows)
+        return cls(rows, _ints(columns, "device_id", rows), memcpy, _ints(columns, "stream_id", rows),
+                   _ints(columns, "task_id", rows), ts, has_ts, _ints(columns, "task_state", rows),
+                   _ints(columns, "seq", rows))
 
     @classmethod
     def of_runs(cls, columns: dict, rows: np.ndarray) -> _States:
         """Executions as states that each close an instance: ordered by (end, seq), every
         one counted."""
-        def col(name: str) -> np.ndarray:
-            return np.asarray(columns[name])[rows].astype(np.int64)
-
-        end = columns["end_ns"]
-        if isinstance(end, (pa.Array, pa.ChunkedArray)):  # NULL where the device has no clock
-            has_ts = ~np.asarray(end.is_null())[rows]
-            end = np.asarray(end.fill_null(0))[rows].astype(np.int64)
-        else:
-            has_ts = np.ones(len(rows), bool)
-            end = np.asarray(end)[rows].astype(np.int64)
+        end, has_end = _times(columns["end_ns"], rows)
         zero = np.zeros(len(rows), np.int64)
-        return cls(rows, col("device_id"), zero, col("stream_id"), col("task_id"), end, has_ts,
-                   zero + COMPLETE, col("seq"))
+        return cls(rows, _ints(columns, "device_id", rows), zero, _ints(columns, "stream_id", rows),
+                   _ints(columns, "task_id", rows), end, has_end, zero + COMPLETE, _ints(columns, "seq", rows))
 
     def countable(self) -> np.ndarray:
         """Rows with a time whose ids fit the packed key."""
