@@ -1,13 +1,19 @@
 -- pmu: macros shared by the AI Core SQL, so each PMU rule is written once.
 --
--- pmu_counter(events, counters, event_id)
---   the counter of the slot that sample.json programmed with event_id; NULL when no slot
---   has it (raw-formats §6.1, §8: slot i counts the i-th event of ai_core_profiling_events).
--- pmu_events(events, counters)
---   the counters profetl's AI Core formulas use, by name, as a struct (unnest() makes them
---   columns): vec/mac/scalar/mte1/mte2/mte3 cycles (events 0x08, 0x0a, 0x09, 0x0b, 0x0c, 0x0d),
+-- pmu_slots(events)
+--   for a device's programmed events (sample.json's ai_core_profiling_events, in slot
+--   order), the slot (1-8) of each counter profetl's AI Core formulas use, by name, as a
+--   struct; NULL when no slot has the event (raw-formats §6.1, §8: slot i counts the i-th
+--   event): vec/mac/scalar/mte1/mte2/mte3 cycles (events 0x08, 0x0a, 0x09, 0x0b, 0x0c, 0x0d),
 --   I-Cache requests and misses (0x54, 0x55) and the bandwidth requests: ub (0x15, 0x16), l1
---   (0x31, 0x32), l2 (0x0f, 0x10), main memory (0x12, 0x13) reads and writes.
+--   (0x31, 0x32), l2 (0x0f, 0x10), main memory (0x12, 0x13) reads and writes. Found once per
+--   device, not per record (2 GB STARS run: stg_pmu_records 0.72 -> 0.56 s).
+-- pmu_slot_counter(r, slot)
+--   the counter in a slot of a record r (a table alias: its columns counter_0 .. counter_7);
+--   NULL for a NULL slot.
+-- pmu_events(r, slots)
+--   the counters of pmu_slots, by name, as a struct of record r's values (unnest() makes
+--   them columns).
 -- pmu_ratios(r)
 --   the pipe ratios of a row r (a table alias: its columns *_cycles and cycles):
 --   <pipe>_ratio = <pipe>_cycles / cycles, NULL without cycles (analysis-and-exports §A3.3).
@@ -19,27 +25,56 @@
 --   main memory 8*8 (per-task Python and C++; the Ascend310 SQL path has 256*8), l1_write
 --   128*8 (C++ and SQL; Python has 256*8); the others agree.
 
-create or replace macro pmu_counter(events, counters, event_id) as
-    counters[list_position(events, event_id)];
-
-create or replace macro pmu_events(events, counters) as
+create or replace macro pmu_slots(events) as
     struct_pack(
-        vec_cycles := pmu_counter(events, counters, 8),
-        mac_cycles := pmu_counter(events, counters, 10),
-        scalar_cycles := pmu_counter(events, counters, 9),
-        mte1_cycles := pmu_counter(events, counters, 11),
-        mte2_cycles := pmu_counter(events, counters, 12),
-        mte3_cycles := pmu_counter(events, counters, 13),
-        icache_req := pmu_counter(events, counters, 84),
-        icache_miss := pmu_counter(events, counters, 85),
-        ub_read_req := pmu_counter(events, counters, 21),
-        ub_write_req := pmu_counter(events, counters, 22),
-        l1_read_req := pmu_counter(events, counters, 49),
-        l1_write_req := pmu_counter(events, counters, 50),
-        l2_read_req := pmu_counter(events, counters, 15),
-        l2_write_req := pmu_counter(events, counters, 16),
-        main_read_req := pmu_counter(events, counters, 18),
-        main_write_req := pmu_counter(events, counters, 19)
+        vec_cycles := list_position(events, 8),
+        mac_cycles := list_position(events, 10),
+        scalar_cycles := list_position(events, 9),
+        mte1_cycles := list_position(events, 11),
+        mte2_cycles := list_position(events, 12),
+        mte3_cycles := list_position(events, 13),
+        icache_req := list_position(events, 84),
+        icache_miss := list_position(events, 85),
+        ub_read_req := list_position(events, 21),
+        ub_write_req := list_position(events, 22),
+        l1_read_req := list_position(events, 49),
+        l1_write_req := list_position(events, 50),
+        l2_read_req := list_position(events, 15),
+        l2_write_req := list_position(events, 16),
+        main_read_req := list_position(events, 18),
+        main_write_req := list_position(events, 19)
+    );
+
+create or replace macro pmu_slot_counter(r, slot) as
+    case slot
+        when 1 then r.counter_0
+        when 2 then r.counter_1
+        when 3 then r.counter_2
+        when 4 then r.counter_3
+        when 5 then r.counter_4
+        when 6 then r.counter_5
+        when 7 then r.counter_6
+        when 8 then r.counter_7
+    end;
+
+create or replace macro pmu_events(r, slots) as
+    struct_pack(
+        vec_cycles := pmu_slot_counter(r, slots.vec_cycles),
+        mac_cycles := pmu_slot_counter(r, slots.mac_cycles),
+        scalar_cycles := pmu_slot_counter(r, slots.scalar_cycles),
+        mte1_cycles := pmu_slot_counter(r, slots.mte1_cycles),
+        mte2_cycles := pmu_slot_counter(r, slots.mte2_cycles),
+        mte3_cycles := pmu_slot_counter(r, slots.mte3_cycles),
+        icache_req := pmu_slot_counter(r, slots.icache_req),
+        icache_miss := pmu_slot_counter(r, slots.icache_miss),
+        ub_read_req := pmu_slot_counter(r, slots.ub_read_req),
+        ub_write_req := pmu_slot_counter(r, slots.ub_write_req),
+        l1_read_req := pmu_slot_counter(r, slots.l1_read_req),
+        l1_write_req := pmu_slot_counter(r, slots.l1_write_req),
+        l2_read_req := pmu_slot_counter(r, slots.l2_read_req),
+        l2_write_req := pmu_slot_counter(r, slots.l2_write_req),
+        main_read_req := pmu_slot_counter(r, slots.main_read_req),
+        main_write_req := pmu_slot_counter(r, slots.main_write_req)
     );
 
 create or replace macro pmu_bandwidth_gbps(requests, event_id, core_seconds) as

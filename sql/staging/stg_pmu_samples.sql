@@ -33,31 +33,21 @@
 --   main_read_req  count   event 0x12
 --   main_write_req count   event 0x13
 
-with records as (
-    select
-        samples.device_id,
-        samples.core_id,
-        samples.seq,
-        samples.ts_ns,
-        samples.total_cycles,
-        devices.aic_freq_mhz,
-        devices.pmu_event_ids as events,
-        [
-            samples.counter_0, samples.counter_1, samples.counter_2, samples.counter_3,
-            samples.counter_4, samples.counter_5, samples.counter_6, samples.counter_7
-        ] as counters
-    from pmu_counters as samples
-    left join devices on samples.device_id = devices.device_id
-    where samples.record_kind = 'aic_sample'
+with device_slots as (
+    select device_id, aic_freq_mhz, pmu_slots(pmu_event_ids) as slots from devices
 )
 
 select
-    device_id,
-    core_id,
-    seq,
-    lag(ts_ns) over (partition by device_id, core_id order by ts_ns, seq) as start_ns,
-    ts_ns as end_ns,
-    total_cycles,
-    aic_freq_mhz,
-    unnest(pmu_events(events, counters))
-from records
+    samples.device_id,
+    samples.core_id,
+    samples.seq,
+    lag(samples.ts_ns) over (
+        partition by samples.device_id, samples.core_id order by samples.ts_ns, samples.seq
+    ) as start_ns,
+    samples.ts_ns as end_ns,
+    samples.total_cycles,
+    d.aic_freq_mhz,
+    unnest(pmu_events(samples, d.slots))
+from pmu_counters as samples
+left join device_slots as d on samples.device_id = d.device_id
+where samples.record_kind = 'aic_sample'
