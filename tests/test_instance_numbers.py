@@ -4,6 +4,7 @@ executions of generations 2 and 3 (task_runs), numbered in (end, seq) order."""
 
 from __future__ import annotations
 
+import warnings
 from collections import defaultdict
 
 import numpy as np
@@ -216,6 +217,18 @@ def test_run_numbers_without_end_times_leave_the_device_to_the_build():
             "task_id": np.zeros(2, np.int32), "end_ns": pa.nulls(2, pa.int64()), "seq": np.arange(2, dtype=np.int64)}
     n = RunNumbers()
     assert n.add(cols)["instance_no"].to_pylist() == [None, None]
+    assert n.given_up == {0}
+
+
+def test_run_numbers_leave_a_device_with_a_null_id_to_the_build():
+    """Exported executions may lack a stream id (an Arrow NULL): that device is not counted."""
+    cols = {"device_id": pa.array([0, 0, 1], pa.int32()), "stream_id": pa.array([2, None, 2], pa.int32()),
+            "task_id": pa.array([7, 7, 7], pa.int32()), "end_ns": pa.array([10, 20, 30], pa.int64()),
+            "seq": np.arange(3, dtype=np.int64)}
+    n = RunNumbers()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no NaN cast on the way
+        assert n.add(cols)["instance_no"].to_pylist() == [None, None, 0]
     assert n.given_up == {0}
 
 

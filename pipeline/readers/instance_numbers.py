@@ -40,7 +40,12 @@ def _at_or_after(t1, s1, q1, t0, s0, q0) -> np.ndarray:
 
 
 def _ints(columns: dict, name: str, rows: np.ndarray) -> np.ndarray:
-    return np.asarray(columns[name])[rows].astype(np.int64)
+    """An id column of the rows; NULL (an exported row without the id) reads as -1, which no
+    packed key takes, so its device is left to the build."""
+    values = columns[name]
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = values.fill_null(-1)
+    return np.asarray(values)[rows].astype(np.int64)
 
 
 def _times(values, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
