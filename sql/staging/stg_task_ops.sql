@@ -86,7 +86,8 @@ texts as materialized (
     -- strings (2 GB STARS run: 5.3 -> 3.9 s at the 320 MB limit), and the codes are turned
     -- back into text after them. Made as one list and unnested so that DuckDB knows it is
     -- small and builds each join's hash table on it (as a plain distinct it was estimated as
-    -- large as the tracks, and the tracks' hash table ran out of memory)
+    -- large as the tracks, and the tracks' hash table ran out of memory). The texts are
+    -- operator, kernel and type names: thousands in a real dump, not one per record
     select unnest(texts) as text, unnest(range(1, len(texts) + 1)) as code
     from (
         select list(distinct text) filter (text is not null) as texts
