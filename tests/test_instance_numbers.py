@@ -239,6 +239,7 @@ def test_stg_task_instances_keeps_the_readers_numbers_and_sorts_the_devices_left
     rows = [  # device, stream, task, end, seq, instance_no as the reader wrote it
         (0, 3, 7, 100, 0, 0), (0, 3, 7, 200, 1, 1), (0, 3, 8, 150, 2, 0),
         (1, 3, 7, 300, 10, None), (1, 3, 7, 100, 11, None), (1, 3, 7, 100, 9, None), (1, 4, 7, 50, 12, None),
+        (None, 3, 7, 80, 14, None), (None, 3, 7, 60, 13, None),  # no device id (an export): sorted too
     ]
     for dev, stream, task, end, seq, no in rows:
         con.execute("insert into task_runs (device_id, source, stream_id, task_id, task_type, start_ns, end_ns, seq, "
@@ -250,6 +251,7 @@ def test_stg_task_instances_keeps_the_readers_numbers_and_sorts_the_devices_left
         (0, 3, 7, 100, 0), (0, 3, 7, 200, 1), (0, 3, 8, 150, 0),
         # device 1, (3, 7): ends 100 (seq 9), 100 (seq 11), 300
         (1, 3, 7, 100, 0), (1, 3, 7, 100, 1), (1, 3, 7, 300, 2), (1, 4, 7, 50, 0),
+        (None, 3, 7, 60, 0), (None, 3, 7, 80, 1),
     ]
 
 

@@ -182,13 +182,15 @@ select
     false as has_states,
     batch_id
 from (
-    select * from task_runs anti join unnumbered_run_devices using (device_id)
+    select runs.*
+    from task_runs as runs
+    anti join unnumbered_run_devices as u on runs.device_id is not distinct from u.device_id
     union all
     -- devices whose executions the reader could not number (not in end order, no clock, run
-    -- ingested by an older profetl): numbered with the sort
-    select * replace ((row_number() over (
-        partition by device_id, stream_id, task_id order by end_ns, seq
+    -- ingested by an older profetl, no device id): numbered with the sort
+    select runs.* replace ((row_number() over (
+        partition by runs.device_id, runs.stream_id, runs.task_id order by runs.end_ns, runs.seq
     ) - 1)::bigint as instance_no)
-    from task_runs
-    semi join unnumbered_run_devices using (device_id)
+    from task_runs as runs
+    semi join unnumbered_run_devices as u on runs.device_id is not distinct from u.device_id
 )
