@@ -72,7 +72,7 @@ def read_fixed(files: list[SliceFile], layout: Layout, log: IssueLog, device_id:
                         report_bytes(stream, log, device_id, int(b.offsets[i]), k * layout.size, "bad_magic",
                                f"{k} {layout.name} record(s) without magic 0x{device_magic:04X} skipped", k)
                     log.decoded(-int(bad.sum()) * layout.size)  # decode_fixed counted them as decoded
-                    b = Batch(b.records[~bad], b.offsets[~bad], b.seq[~bad])
+                    b = b.where(~bad)
             yield b
 
     return stream, batches()
