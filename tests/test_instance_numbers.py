@@ -38,36 +38,42 @@ def by_sort(rows: list[dict]) -> dict[int, int]:
     return numbers
 
 
-def arrived_in_order(rows: list[dict], device: int) -> bool:
+def in_order(rows: list[dict], key, order) -> bool:
+    """Whether the rows of every key arrive in ``order`` (later rows never sort before earlier)."""
     last = {}
     for r in rows:
-        if r["device"] != device or r["kind"] == "task_flip" or r["state"] not in (1, 2, 3, 4):
-            continue
-        k = (r["kind"], r["stream"], r["task"])
-        if k in last and (r["ts"], r["state"], r["seq"]) < last[k]:
+        k, o = key(r), order(r)
+        if k in last and o < last[k]:
             return False
-        last[k] = (r["ts"], r["state"], r["seq"])
+        last[k] = o
     return True
+
+
+def arrived_in_order(rows: list[dict], device: int) -> bool:
+    machine = [r for r in rows if r["device"] == device and r["kind"] != "task_flip" and r["state"] in (1, 2, 3, 4)]
+    return in_order(machine, lambda r: (r["kind"], r["stream"], r["task"]), lambda r: (r["ts"], r["state"], r["seq"]))
+
+
+# the ids of a state or an execution: few values, at the ends of their ranges
+IDS = {"device": st.sampled_from([0, 1]), "stream": st.sampled_from([0, 2047]), "task": st.sampled_from([0, 1, 65535])}
+
+
+def arrays(rows: list[dict], spec: dict[str, tuple[str, type]]) -> dict:
+    """Reader-style columns: column name -> array of each row's ``spec[name]`` field."""
+    cols = {"device_id": ("device", np.int32), "stream_id": ("stream", np.int32), "task_id": ("task", np.int32),
+            "seq": ("seq", np.int64), **spec}
+    return {name: np.array([r[field] for r in rows], dtype) for name, (field, dtype) in cols.items()}
 
 
 def columns(rows: list[dict], kind_as_one_string: bool) -> dict:
     kinds = [r["kind"] for r in rows]
-    return {
-        "device_id": np.array([r["device"] for r in rows], np.int32),
-        "record_kind": kinds[0] if kind_as_one_string else np.array(kinds, dtype=object),
-        "stream_id": np.array([r["stream"] for r in rows], np.int32),
-        "task_id": np.array([r["task"] for r in rows], np.int32),
-        "task_state": np.array([r["state"] for r in rows], np.int32),
-        "ts_ns": np.array([r["ts"] for r in rows], np.int64),
-        "seq": np.array([r["seq"] for r in rows], np.int64),
-    }
+    return {**arrays(rows, {"task_state": ("state", np.int32), "ts_ns": ("ts", np.int64)}),
+            "record_kind": kinds[0] if kind_as_one_string else np.array(kinds, dtype=object)}
 
 
 row = st.fixed_dictionaries({
-    "device": st.sampled_from([0, 1]),
+    **IDS,
     "kind": st.sampled_from(KINDS),
-    "stream": st.sampled_from([0, 2047]),
-    "task": st.sampled_from([0, 1, 65535]),
     "state": st.sampled_from([1, 2, 3, 4, 7]),
     "ts": st.integers(0, 6),  # few values: ties in time are common
 })
@@ -160,30 +166,16 @@ def runs_by_sort(runs: list[dict]) -> dict[int, int]:
 
 
 def runs_in_order(runs: list[dict], device: int) -> bool:
-    last = {}
-    for r in runs:
-        k = (r["stream"], r["task"])
-        if r["device"] == device:
-            if k in last and (r["end"], r["seq"]) < last[k]:
-                return False
-            last[k] = (r["end"], r["seq"])
-    return True
+    return in_order([r for r in runs if r["device"] == device], lambda r: (r["stream"], r["task"]),
+                    lambda r: (r["end"], r["seq"]))
 
 
 def run_columns(runs: list[dict]) -> dict:
-    return {
-        "device_id": np.array([r["device"] for r in runs], np.int32),
-        "stream_id": np.array([r["stream"] for r in runs], np.int32),
-        "task_id": np.array([r["task"] for r in runs], np.int32),
-        "end_ns": np.array([r["end"] for r in runs], np.int64),
-        "seq": np.array([r["seq"] for r in runs], np.int64),
-    }
+    return arrays(runs, {"end_ns": ("end", np.int64)})
 
 
 run = st.fixed_dictionaries({
-    "device": st.sampled_from([0, 1]),
-    "stream": st.sampled_from([0, 2047]),
-    "task": st.sampled_from([0, 1, 65535]),
+    **IDS,
     "end": st.integers(0, 6),  # few values: ties in time are common
 })
 
