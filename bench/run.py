@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 from pipeline.synth import hiprof as synth_hiprof  # noqa: E402
 from pipeline.synth import prof as synth_prof  # noqa: E402
 from pipeline.synth.scale import scale  # noqa: E402
-from pipeline.build import DEFAULT_MEMORY_LIMIT  # noqa: E402
+from pipeline.limits import DEFAULT_MEMORY_LIMIT  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

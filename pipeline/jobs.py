@@ -4,14 +4,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pipeline.build import DEFAULT_MEMORY_LIMIT, BuildResult, build, check_settings, with_build
 from pipeline.contracts import RAW_TABLES
 from pipeline.dumps import discover
 from pipeline.errors import PipelineError
-from pipeline.paths import display
 from pipeline.ingest import IngestResult, ingest
+from pipeline.limits import DEFAULT_MEMORY_LIMIT
+from pipeline.paths import display
 from pipeline.warehouse import Warehouse
+
+if TYPE_CHECKING:
+    from pipeline.build import BuildResult
+
+
+def _build(wh: Warehouse, run: dict, tables_filled: list[str], memory_limit: str,
+           threads: int | None) -> tuple[BuildResult, dict]:
+    """Build one run: the result and the run row after it. pipeline.build, and with it DuckDB,
+    loads at the first job that builds; `profetl ingest` starts without them (0.05 s)."""
+    from pipeline.build import build, with_build
+
+    b = build(wh, run, memory_limit, threads)
+    return b, with_build(run, b, tables_filled)
 
 
 @dataclass
@@ -34,24 +48,23 @@ def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool
     if res.skipped:
         status = "unchanged"
         if then_build and res.row.get("build_id") is None:
-            b = build(wh, res.row, memory_limit, threads)
-            wh.commit(with_build(res.row, b, res.row["tables_filled"]))
+            b, row = _build(wh, res.row, res.row["tables_filled"], memory_limit, threads)
+            wh.commit(row)
             return Outcome(display(dump), "built", res.run_id, ingest=res, build=b, issues=b.issues)
         return Outcome(display(dump), status, res.run_id, ingest=res)
     row = res.row
     b = None
     if then_build:
-        b = build(wh, row, memory_limit, threads)
-        row = with_build(row, b, row["tables_filled"])
+        b, row = _build(wh, row, row["tables_filled"], memory_limit, threads)
     wh.commit(row)
     issues = res.issues + (b.issues if b else [])
     return Outcome(display(dump), "built" if b else "ingested", res.run_id, ingest=res, build=b, issues=issues)
 
 
 def rebuild(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> Outcome:
-    b = build(wh, run, memory_limit, threads)
     raw_filled = [t for t in run["tables_filled"] if t in RAW_TABLES]
-    wh.commit(with_build(run, b, raw_filled))
+    b, row = _build(wh, run, raw_filled, memory_limit, threads)
+    wh.commit(row)
     return Outcome(run["source_path"], "built", run["run_id"], build=b, issues=b.issues)
 
 
@@ -60,6 +73,8 @@ def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build:
               on_dump=None) -> list[Outcome]:
     """Every dump under every root, each its own run; a failing dump does not stop the others."""
     if then_build:
+        from pipeline.build import check_settings
+
         check_settings(memory_limit, threads)  # a bad setting fails every dump: say so once, up front
     outcomes: list[Outcome] = []
     dumps: list[Path] = []

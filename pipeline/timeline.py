@@ -39,10 +39,11 @@ from typing import TextIO
 import duckdb
 
 from pipeline import __version__
-from pipeline.build import DEFAULT_MEMORY_LIMIT, connect
+from pipeline.build import connect
 from pipeline.contracts import RAW_TABLES
 from pipeline.errors import UsageError
 from pipeline.formats import atomic_write
+from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.query import raw_select
 from pipeline.selection import run_row
 from pipeline.transforms import run_layer

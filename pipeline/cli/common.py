@@ -10,15 +10,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from pipeline.errors import ExitCode, PipelineError
-from pipeline.selection import RunSelection, parse_when
 from pipeline.warehouse import Warehouse
+
+if TYPE_CHECKING:
+    from pipeline.selection import RunSelection
 
 out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 4000)
 err = Console(stderr=True, soft_wrap=True)
@@ -73,6 +75,8 @@ def warehouse(path: Path | None) -> Warehouse:
 def selection(runs: list[str] | None = None, since: str | None = None, until: str | None = None,
               workload: str | None = None, last: int | None = None) -> RunSelection:
     """The run filter options as the library's RunSelection (raises UsageError on a bad time)."""
+    from pipeline.selection import RunSelection, parse_when  # with DuckDB: only for commands that select runs
+
     return RunSelection(runs=runs or None, since=parse_when(since) if since else None,
                         until=parse_when(until) if until else None, workload=workload, last=last)
 

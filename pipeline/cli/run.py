@@ -7,8 +7,8 @@ from typing import Annotated
 
 import typer
 
-from pipeline.build import DEFAULT_MEMORY_LIMIT
 from pipeline.cli import common as C
+from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.cli.show import print_run
 from pipeline.errors import ExitCode
 from pipeline.jobs import Outcome, run_roots

@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from pipeline.build import DEFAULT_MEMORY_LIMIT
 from pipeline.cli import common as C
+from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.timeline import write_trace
 
 
