@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common as C
-from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.jobs import rebuild
+from pipeline.limits import DEFAULT_MEMORY_LIMIT
 
 
 def command(

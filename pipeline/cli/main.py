@@ -17,20 +17,8 @@ import typer
 
 from pipeline import __version__
 
-# command -> its module in pipeline.cli (whose ``command`` function it runs), in help order
-COMMANDS = {
-    "run": "run",
-    "ingest": "ingest",
-    "build": "build",
-    "runs": "runs",
-    "show": "show",
-    "export": "export",
-    "query": "query",
-    "compare": "compare",
-    "trend": "trend",
-    "timeline": "timeline",
-    "synth": "synth",
-}
+# the commands, in help order; each is pipeline.cli.<name>.command
+COMMANDS = ("run", "ingest", "build", "runs", "show", "export", "query", "compare", "trend", "timeline", "synth")
 
 
 def _version(value: bool) -> None:
@@ -39,7 +27,7 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-def make_app(names: tuple[str, ...] = tuple(COMMANDS)) -> typer.Typer:
+def make_app(names: tuple[str, ...] = COMMANDS) -> typer.Typer:
     """The app with the commands ``names`` (default: all)."""
     app = typer.Typer(
         name="profetl",
@@ -49,7 +37,7 @@ def make_app(names: tuple[str, ...] = tuple(COMMANDS)) -> typer.Typer:
         rich_markup_mode=None,
     )
     for name in names:
-        app.command(name)(importlib.import_module(f"pipeline.cli.{COMMANDS[name]}").command)
+        app.command(name)(importlib.import_module(f"pipeline.cli.{name}").command)
 
     @app.callback()
     def root(
@@ -75,7 +63,7 @@ def invoked(args: list[str]) -> tuple[str, ...]:
     """The commands to load for a command line: the one it names, else all of them."""
     if args and args[0] in COMMANDS and "_PROFETL_COMPLETE" not in os.environ:  # completing: all names
         return (args[0],)
-    return tuple(COMMANDS)
+    return COMMANDS
 
 
 def main() -> None:

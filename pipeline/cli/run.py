@@ -8,10 +8,10 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common as C
-from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.cli.show import print_run
 from pipeline.errors import ExitCode
 from pipeline.jobs import Outcome, run_roots
+from pipeline.limits import DEFAULT_MEMORY_LIMIT
 
 
 def command(
