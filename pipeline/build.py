@@ -47,9 +47,14 @@ class BuildResult:
 def connect(workdir: Path, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> duckdb.DuckDBPyConnection:
     """A DuckDB for one build in ``workdir``: its staging tables (temporary tables) live in
     the buffer pool and spill to ``workdir`` beyond the memory limit."""
-    check_settings(memory_limit, threads)
-    con = duckdb.connect(str(workdir / "build.duckdb"),
-                         config={"memory_limit": memory_limit, "temp_directory": str(workdir / "spill")})
+    if threads is not None and threads < 0:
+        check_settings(memory_limit, threads)
+    try:
+        con = duckdb.connect(str(workdir / "build.duckdb"),
+                             config={"memory_limit": memory_limit, "temp_directory": str(workdir / "spill")})
+    except duckdb.Error:
+        check_settings(memory_limit, threads)  # a setting DuckDB refuses: UsageError naming it
+        raise  # (checked only on failure: a DuckDB of its own costs every build ~0.02 s)
     # The block allocator keeps the memory of DuckDB's buffers once touched instead of giving it
     # back to the system and faulting it in again at the next spill: a 2 GB build's page faults
     # halve and it runs 9-12 % faster, for ~25 MB more peak (bench/, 320 MB limit). It reserves

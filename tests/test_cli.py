@@ -164,6 +164,19 @@ def test_bad_build_settings_are_a_usage_error_before_any_work(built, tmp_path, o
     assert invoke("runs", "--warehouse", wh, "--json").stdout.strip() == "[]"  # nothing was ingested
 
 
+@pytest.mark.parametrize("option", [("--memory-limit", "12"), ("--memory-limit", "lots"), ("--threads", "-1")])
+def test_bad_settings_given_to_build_are_a_usage_error(built, tmp_path, option):
+    """`build` checks the settings only when DuckDB refuses them: still one line, exit 2, run left ingested."""
+    dump, _ = built
+    wh = tmp_path / "wh"
+    assert invoke("ingest", dump, "--warehouse", wh).exit_code == 0
+    r = invoke("build", "--all", "--warehouse", wh, *option)
+    assert r.exit_code == 2, r.output
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and option[1] in lines[0], r.stderr
+    assert [run["status"] for run in json.loads(invoke("runs", "--warehouse", wh, "--json").stdout)] == ["ingested"]
+
+
 def test_a_build_out_of_memory_names_the_limit_and_the_options(built, tmp_path):
     """DuckDB's own hints name its SQL settings; the one line says which profetl options to change,
     and the run is left ingested, not half built."""
