@@ -122,6 +122,29 @@ def test_build_json_says_where_the_time_went(tmp_path):
     assert values[-1] <= resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
+def test_run_json_says_where_the_time_went(tmp_path):
+    """`run --json` gives each dump's ingest (rows by table, seconds) and its build as `build
+    --json` does (the benchmark times `profetl run` and splits it by these); a dump not read
+    again has neither."""
+    from pipeline.synth.hiprof import HiprofConfig, generate
+    from pipeline.transforms import sql_files
+
+    generate(tmp_path / "d", HiprofConfig())
+    r = invoke("run", tmp_path / "d", "--warehouse", tmp_path / "wh", "--json")
+    assert r.exit_code == 0, r.output
+    (done,) = json.loads(r.stdout)
+    (row,) = json.loads(invoke("runs", "--warehouse", tmp_path / "wh", "--json").stdout)
+    assert done["ingest"]["seconds"] == row["ingest_seconds"] > 0
+    assert done["build"]["seconds"] == row["build_seconds"] > 0
+    assert sum(done["ingest"]["rows"][t] for t in ("api_calls", "task_runs")) > 0
+    assert sum(n for t, n in done["ingest"]["rows"].items() if t not in ("devices", "ingest_issues")) == row["records_decoded"]
+    expected = [f"{layer}/{f.name}" for layer in ("staging", "marts") for f in sql_files(layer)]
+    assert list(done["build"]["seconds_by_step"]) == expected == list(done["build"]["max_rss_bytes_by_step"])
+    assert done["build"]["rows"]["op_summary"] > 0
+    again = json.loads(invoke("run", tmp_path / "d", "--warehouse", tmp_path / "wh", "--json").stdout)
+    assert [(d["status"], d["ingest"], d["build"]) for d in again] == [("unchanged", None, None)]
+
+
 def test_starting_the_command_line_loads_no_decoder():
     """The whole CLI (help, completion) imports no decoder of the layout generations and no
     metadata models (pydantic): they load only when a dump is read (``profetl build`` or

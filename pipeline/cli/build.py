@@ -37,9 +37,7 @@ def command(
                 done.append(o)
                 advance(run["run_id"])
     if json_:
-        C.print_json([{"run_id": o.run_id, "rows": o.build.rows_by_mart, "issues": o.issues,
-                       "seconds": o.build.seconds, "seconds_by_step": o.build.seconds_by_step,
-                       "max_rss_bytes_by_step": o.build.max_rss_by_step} for o in done])
+        C.print_json([{"run_id": o.run_id, **C.build_json(o.build), "issues": o.issues} for o in done])
         return
     if not done:
         C.out.print("nothing to build (every run is built; --all rebuilds)")

@@ -20,6 +20,7 @@ from pipeline.errors import ExitCode, PipelineError
 from pipeline.warehouse import Warehouse
 
 if TYPE_CHECKING:
+    from pipeline.build import BuildResult
     from pipeline.selection import RunSelection
 
 out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 4000)
@@ -157,6 +158,13 @@ def _jsonable(v):
 
 def print_json(obj) -> None:
     out.print_json(json.dumps(obj, default=_jsonable))
+
+
+def build_json(b: BuildResult) -> dict:
+    """A build as `build --json` and `run --json` print it: rows by mart, seconds in all and by
+    step (staging/<table>, marts/<table>), and the process's memory high-water mark after each step."""
+    return {"rows": b.rows_by_mart, "seconds": b.seconds, "seconds_by_step": b.seconds_by_step,
+            "max_rss_bytes_by_step": b.max_rss_by_step}
 
 
 def print_table(title: str | None, headers: list[str], rows: list[list[str]], caption: str | None = None) -> None:

@@ -53,11 +53,16 @@ def command(
 
 
 def _summary(o: Outcome) -> dict:
+    """One dump in `run --json`; ``ingest`` and ``build`` are null for the steps not taken
+    (an unchanged dump is not read again; a failed one may lack both)."""
     row = (o.ingest.row if o.ingest else {}) or {}
+    read = o.ingest is not None and not o.ingest.skipped
     return {
         "source_path": o.source_path, "status": o.status, "run_id": o.run_id, "error": o.error,
         "records_decoded": row.get("records_decoded"), "bytes_skipped": row.get("bytes_skipped"),
         "issues": o.issues,
+        "ingest": {"rows": o.ingest.rows_by_table, "seconds": row.get("ingest_seconds")} if read else None,
+        "build": C.build_json(o.build) if o.build else None,
     }
 
 
