@@ -160,7 +160,7 @@ def test_starting_the_command_line_loads_no_decoder():
 
 
 HEAVY = ("duckdb", "pipeline.build", "pipeline.synth.prof", "pipeline.compare", "pipeline.timeline",
-         "pipeline.readers.prof.reader")
+         "pipeline.readers.prof.reader", "pipeline.report")
 
 
 def _loaded_by(*args: str) -> list[str]:
@@ -179,7 +179,8 @@ def _loaded_by(*args: str) -> list[str]:
 
 def test_a_command_loads_only_what_it_runs(tmp_path):
     """Ingesting loads no DuckDB and no build; building loads no decoder; neither loads another
-    command's library (each start is 0.05-0.1 s shorter, bench/)."""
+    command's library, and `run` loads the report code only for --show (each start is 0.05-0.1 s
+    shorter, bench/)."""
     from pipeline.synth.prof import ProfConfig, generate
 
     dump, wh = tmp_path / "dump", str(tmp_path / "wh")
@@ -188,6 +189,8 @@ def test_a_command_loads_only_what_it_runs(tmp_path):
     assert _loaded_by("ingest", root, "-w", wh) == ["pipeline.readers.prof.reader"]
     assert _loaded_by("build", "-w", wh) == ["duckdb", "pipeline.build"]
     assert _loaded_by("ingest", "--help") == []
+    assert _loaded_by("run", root, "-w", str(tmp_path / "wh2")) == ["duckdb", "pipeline.build", "pipeline.readers.prof.reader"]
+    assert "pipeline.report" in _loaded_by("run", root, "-w", str(tmp_path / "wh2"), "--show")
 
 
 def test_a_reader_that_goes_away_stops_the_output_quietly(tmp_path):

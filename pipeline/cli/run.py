@@ -8,7 +8,6 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common as C
-from pipeline.cli.show import print_run
 from pipeline.errors import ExitCode
 from pipeline.jobs import Outcome, run_roots
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
@@ -44,6 +43,8 @@ def command(
         ok = sum(o.status != "failed" for o in outcomes)
         C.out.print(f"{len(outcomes)} dump(s): {ok} done, {len(outcomes) - ok} failed", highlight=False)
         if show:
+            from pipeline.cli.show import print_run  # the report code loads only for --show (0.05 s)
+
             for o in outcomes:
                 if o.run_id and o.status != "failed":
                     with C.errors():
