@@ -48,3 +48,20 @@ def test_a_size_the_disk_cannot_hold_is_refused_before_its_dump_is_made(tmp_path
     why = bench.check_disk(tmp_path, 16000, dump_exists=False)  # 24 GB needed
     assert why and "24.0 GB" in why and "20.0 GB" in why
     assert bench.check_disk(tmp_path, 16000, dump_exists=True) is None  # only 8 GB more once the dump is there
+
+
+def test_one_measurement_of_run_and_of_separate_commands(tmp_path):
+    """bench_one times `profetl run` (one process) or `ingest` + `build` (two); both count the
+    same records, split the time into the phases profetl timed and the rest, and sample memory."""
+    from pipeline.synth.hiprof import HiprofConfig, generate
+
+    truth = generate(tmp_path / "d", HiprofConfig(inferences=2))
+    one = bench.bench_one(tmp_path / "d", tmp_path / "wh1", "320MB", 0)
+    two = bench.bench_one(tmp_path / "d", tmp_path / "wh2", "320MB", 0, separate=True)
+    assert (one["processes"], two["processes"]) == (1, 2)
+    assert one["records"] == two["records"] >= len(truth.api_calls) + len(truth.states) + len(truth.pmu) > 0
+    for r in (one, two):
+        assert r["ingest_s"] > 0 and r["build_s"] > 0 and r["other_s"] > 0
+        assert abs(r["ingest_s"] + r["build_s"] + r["other_s"] - r["total_s"]) < 1e-9
+        assert len(r["peak_rss_by_process"]) == r["processes"] and r["peak_rss"] > 50e6
+        assert "staging/stg_task_ops" in r["build_seconds_by_step"]
