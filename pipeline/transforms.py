@@ -114,10 +114,13 @@ def transform_failed(con: duckdb.DuckDBPyConnection, what: str, e: duckdb.Error)
 
 
 def run_layer(con: duckdb.DuckDBPyConnection, layer: str, materialize: bool = True,
-              only: set[str] | None = None, on_step: Callable[[str], None] | None = None) -> dict[str, float]:
+              only: set[str] | None = None, on_step: Callable[[str], None] | None = None,
+              stored_as: str = "temp table") -> dict[str, float]:
     """Create every table of a layer (or those named in ``only``) after the shared macros;
     returns the seconds each took, by name, in the order they were made. A stored table is
-    a temporary table: nothing of a build outlives its connection.
+    a temporary table, or with ``stored_as="table"`` a table of the connection's database
+    file (compressed; pipeline.build.staging_storage chooses); either way nothing of a build
+    outlives its working folder.
 
     ``materialize=False`` creates views instead: for a layer nothing else reads (the marts),
     whose rows are streamed once into their files, storing them first is wasted work (the
@@ -128,7 +131,7 @@ def run_layer(con: duckdb.DuckDBPyConnection, layer: str, materialize: bool = Tr
     for f in sql_files(layer):
         if only is not None and f.name not in only:
             continue
-        kind = "temp table" if materialize and f.stored else "view"
+        kind = stored_as if materialize and f.stored else "view"
         t0 = time.monotonic()
         try:
             con.execute(f"create or replace {kind} {f.name} as\n{f.text}")

@@ -162,9 +162,10 @@ def print_json(obj) -> None:
 
 def build_json(b: BuildResult) -> dict:
     """A build as `build --json` and `run --json` print it: rows by mart, seconds in all and by
-    step (staging/<table>, marts/<table>), and the process's memory high-water mark after each step."""
+    step (staging/<table>, marts/<table>), the process's memory high-water mark after each step,
+    and where the staging tables were kept (memory or file)."""
     return {"rows": b.rows_by_mart, "seconds": b.seconds, "seconds_by_step": b.seconds_by_step,
-            "max_rss_bytes_by_step": b.max_rss_by_step}
+            "max_rss_bytes_by_step": b.max_rss_by_step, "staging": b.staging}
 
 
 def print_table(title: str | None, headers: list[str], rows: list[list[str]], caption: str | None = None) -> None:
