@@ -13,7 +13,9 @@ memory of the child's whole process tree from /proc. The time is the process's; 
 ingest and build columns are the two phases as profetl timed them, "other" the rest
 (interpreter start, imports, finding the dump, exit: twice with ``--separate``). The read floor is the
 time to read the same files (8 MiB reads) and nothing else, with the page cache as
-warm as it is for profetl (the dump was just written or read).
+warm as it is for profetl (the dump was just written or read). On a virtual machine the
+"steal" column is the share of the CPUs' time the hypervisor gave to other machines during
+the measurement (/proc/stat): a run with steal ran slower by about that much.
 
 Dumps and warehouses go under ``bench/out/`` (git-ignored); results are printed and
 written to ``bench/out/results.json``.
@@ -77,8 +79,28 @@ def tree_rss(pid: int) -> int:
     return total
 
 
+def cpu_ticks() -> tuple[int, int]:
+    """(steal, total) clock ticks of all CPUs since boot, from /proc/stat ((0, 0) where absent)."""
+    try:
+        with open("/proc/stat") as fh:
+            fields = [int(v) for v in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    # user nice system idle iowait irq softirq steal guest guest_nice; guest time is in user
+    return (fields[7] if len(fields) > 7 else 0), sum(fields[:8])
+
+
+def steal_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of the CPUs' time the hypervisor gave to other machines between two
+    cpu_ticks(): a virtual machine runs slower by about that much, whatever runs on it."""
+    total = after[1] - before[1]
+    return (after[0] - before[0]) / total if total > 0 else 0.0
+
+
 def measure(cmd: list[str], interval: float = 0.02) -> dict:
-    """Wall time, peak tree RSS (sampled, and the kernel's max RSS of the child) and stdout of ``cmd``."""
+    """Wall time, peak tree RSS (sampled, and the kernel's max RSS of the child), the host's
+    CPU steal meanwhile, and stdout of ``cmd``."""
+    ticks = cpu_ticks()
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     peak = [0]
@@ -100,7 +122,8 @@ def measure(cmd: list[str], interval: float = 0.02) -> dict:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.decode()[-2000:]}")
-    return {"seconds": wall, "peak_rss": max(peak[0], usage.ru_maxrss * 1024), "stdout": out.decode()}
+    return {"seconds": wall, "peak_rss": max(peak[0], usage.ru_maxrss * 1024), "stdout": out.decode(),
+            "steal": steal_share(ticks, cpu_ticks())}
 
 
 # --- dumps ----------------------------------------------------------------------------------
@@ -208,6 +231,7 @@ def bench_one(dump: Path, wh: Path, memory_limit: str, threads: int, separate: b
         "ingest_s": run["ingest_seconds"], "build_s": run["build_seconds"],
         "other_s": total - run["ingest_seconds"] - run["build_seconds"], "total_s": total,
         "raw_mb_s": raw / 1e6 / total, "records_s": records / total,
+        "steal": sum(p["steal"] * p["seconds"] for p in procs) / total,
         "peak_rss_by_process": [p["peak_rss"] for p in procs],
         "peak_rss": max(p["peak_rss"] for p in procs),
         "warehouse_bytes": dump_bytes(wh), "read_floor_s": floor, "ratio_to_read": total / floor,
@@ -253,14 +277,14 @@ def machine() -> str:
 
 def table(results: list[dict]) -> str:
     head = ("layout", "raw MB", "records", "ingest s", "build s", "other s", "total s", "MB/s", "rec/s", "peak RSS MB",
-            "warehouse MB", "read s", "x read")
+            "warehouse MB", "read s", "x read", "steal %")
     lines = [" | ".join(head), " | ".join("---" for _ in head)]
     for r in results:
         lines.append(" | ".join([
             r["layout"], f"{r['raw_bytes'] / 1e6:.0f}", f"{r['records']:,}", f"{r['ingest_s']:.2f}",
             f"{r['build_s']:.2f}", f"{r['other_s']:.2f}", f"{r['total_s']:.2f}", f"{r['raw_mb_s']:.0f}", f"{r['records_s'] / 1e6:.2f} M",
             f"{r['peak_rss'] / 1e6:.0f}", f"{r['warehouse_bytes'] / 1e6:.0f}", f"{r['read_floor_s']:.2f}",
-            f"{r['ratio_to_read']:.0f}"]))
+            f"{r['ratio_to_read']:.0f}", f"{100 * r['steal']:.0f}"]))
     return "\n".join("| " + line + " |" for line in lines)
 
 
@@ -343,7 +367,7 @@ def main(argv: list[str] | None = None) -> int:
                   + (f" (ingest {r['peak_rss_by_process'][0] / 1e6:.0f}, build {r['peak_rss_by_process'][1] / 1e6:.0f})"
                      if r["processes"] == 2 else "")
                   + f"  warehouse {r['warehouse_bytes'] / 1e6:5.0f} MB  read {r['read_floor_s']:.2f} s"
-                  f"  = {r['ratio_to_read']:.0f}x read"
+                  f"  = {r['ratio_to_read']:.0f}x read  steal {100 * r['steal']:.0f} %"
                   + (f"  (totals of {len(tries)} runs: {', '.join(f'{t:.1f}' for t in r['total_s_all'])} s)"
                      if len(tries) > 1 else ""), flush=True)
             print(f"{'':>10} slowest build steps (s): {slowest_steps(r)}; build's peak memory reached in {peak_step(r)}",

@@ -64,4 +64,12 @@ def test_one_measurement_of_run_and_of_separate_commands(tmp_path):
         assert r["ingest_s"] > 0 and r["build_s"] > 0 and r["other_s"] > 0
         assert abs(r["ingest_s"] + r["build_s"] + r["other_s"] - r["total_s"]) < 1e-9
         assert len(r["peak_rss_by_process"]) == r["processes"] and r["peak_rss"] > 50e6
-        assert "staging/stg_task_ops" in r["build_seconds_by_step"]
+        assert "staging/stg_task_ops" in r["build_seconds_by_step"] and 0 <= r["steal"] < 1
+
+
+def test_steal_is_the_share_of_ticks_given_to_other_machines():
+    # (steal, total) ticks: 30 of 200 ticks stolen between the two readings
+    assert bench.steal_share((100, 10_000), (130, 10_200)) == 0.15
+    assert bench.steal_share((5, 50), (5, 50)) == 0.0  # no ticks passed (or no /proc/stat)
+    steal, total = bench.cpu_ticks()
+    assert 0 <= steal <= total
