@@ -115,7 +115,7 @@ def _duckdb_texts(columns: list[pa.Array], expression: str) -> list[pa.Array]:
 def _float_cells(columns: list[pa.Array]) -> list[pa.Array]:
     """csv_cell's float rule over columns: ``printf('%.15g')``, the digits of Python's
     ``format(v, '.15g')``, empty for NULL, NaN and infinities (a float-heavy CSV export 3.6x
-    faster than a Python call per value: README, Benchmarks)."""
+    faster than a Python call per value: bench/HISTORY.md)."""
     return _duckdb_texts(columns, "case when isfinite({c}::double) then printf('%.15g', {c}::double) else '' end")
 
 

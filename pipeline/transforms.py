@@ -6,10 +6,11 @@ only defines what its table holds. Staging files read raw tables only; mart file
 read staging tables only (tests/test_sql_files.py checks both).
 
 A staging table is stored (a temporary table of the build's DuckDB, in its buffer pool and
-spilled under the memory limit) unless its header says ``Stored: no``: then it is a view, and
-each mart that reads it runs its query. That suits a table that is cheap to compute and
-read by few marts, where storing costs more than computing it again (bench/, 500 MB STARS
-run: ``stg_api_calls`` takes 0.03 s to compute and 0.3 s to store).
+spilled under the memory limit; for a run too big for that, a table of the build's database
+file, compressed: pipeline.build.staging_storage) unless its header says ``Stored: no``: then
+it is a view, and each mart that reads it runs its query. That suits a table that is cheap to
+compute and read by few marts, where storing costs more than computing it again (bench/,
+500 MB STARS run: ``stg_api_calls`` takes 0.03 s to compute and 0.3 s to store).
 
 A CTE that two branches of a query read is declared ``as not materialized`` when it is
 cheap to compute (a filter of one table): DuckDB otherwise stores all its rows before either
