@@ -48,8 +48,9 @@ class BuildResult:
 
 
 def connect(workdir: Path, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> duckdb.DuckDBPyConnection:
-    """A DuckDB for one build in ``workdir``: its staging tables (temporary tables) live in
-    the buffer pool and spill to ``workdir`` beyond the memory limit."""
+    """A DuckDB for one build in ``workdir``: its staging tables live in the buffer pool as
+    temporary tables and spill to ``workdir`` beyond the memory limit, or for a big run are
+    tables of ``workdir/build.duckdb`` (staging_storage)."""
     if threads is not None and threads < 0:
         check_settings(memory_limit, threads)
     try:
@@ -87,10 +88,11 @@ def check_settings(memory_limit: str, threads: int | None = None) -> None:
 # they are, uncompressed) unless they would take more than twice the limit: then they are
 # tables of the build's database file, which DuckDB compresses as it writes them, so the
 # marts read a fraction of the bytes back. Compressing costs more than spilling a little and
-# saves more than spilling a lot (bench/, 320 MB limit, STARS: 500 MB run, 1.2x the limit,
-# build +0.3 s in the file; 1 GB run, 2.5x, 12.1-13.0 -> 10.4-11.2 s; 2 GB STARS and hiprof
-# -15..-25 % and -4..-8 %). The size is estimated from the records the ingest decoded: the
-# staging tables of the bench's runs hold ~55 bytes per raw record (hiprof and STARS alike).
+# saves more than spilling a lot (bench/, 320 MB limit, STARS, builds alone: 500 MB run, 1.2x
+# the limit, +0.3 s in the file; 1 GB run, 2.5x, 12.1-13.0 -> 10.4-11.2 s; 2 GB STARS and
+# hiprof -12..-25 % and -4..-8 %; within `profetl run` the 2 GB STARS build was a wash, README).
+# The size is estimated from the records the ingest decoded: the staging tables of the bench's
+# runs hold ~55 bytes per raw record (hiprof and STARS alike).
 STAGING_BYTES_PER_RECORD = 55
 STAGING_IN_FILE_ABOVE = 2.0  # times the memory limit
 
@@ -123,10 +125,8 @@ def stored_as(storage: str) -> str:
     return "table" if storage == "file" else "temp table"
 
 
-def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None,
-          staging: str | None = None) -> BuildResult:
-    """Build every mart of one run into new part files; the caller commits the run row.
-    ``staging`` ("memory" or "file") overrides staging_storage's choice (tests)."""
+def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> BuildResult:
+    """Build every mart of one run into new part files; the caller commits the run row."""
     t0 = time.monotonic()
     run_id = run["run_id"]
     build_id = new_id()
@@ -136,7 +136,7 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
         for table in RAW_TABLES:
             con.execute(f"create view {table} as {raw_select(wh, table, run)}")
         result = BuildResult(run_id, build_id)
-        result.staging = staging or staging_storage(con, run)
+        result.staging = staging_storage(con, run)
 
         def staged(name: str) -> None:
             _note_max_rss(result, f"staging/{name}")
