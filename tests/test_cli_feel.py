@@ -193,6 +193,25 @@ def test_a_command_loads_only_what_it_runs(tmp_path):
     assert "pipeline.report" in _loaded_by("run", root, "-w", str(tmp_path / "wh2"), "--show")
 
 
+def test_a_reader_that_goes_away_from_show_stops_it_quietly(tmp_path):
+    """`profetl show --limit 0 | head`: the tables go out through rich, which on its own exits
+    1 when the pipe closes; profetl's rule is still no message and 141."""
+    import subprocess
+    import sys
+
+    from pipeline.errors import ExitCode
+    from pipeline.synth.hiprof import HiprofConfig, generate
+
+    generate(tmp_path / "d", HiprofConfig(inferences=40, tasks=20))
+    assert invoke("run", tmp_path / "d", "--warehouse", tmp_path / "wh").exit_code == 0
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "show", "--limit", "0", "-w", str(tmp_path / "wh")],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.read(4) == b"Run "
+    proc.stdout.close()  # hundreds of kilobytes of tables are still to come
+    assert proc.wait(timeout=120) == ExitCode.PIPE_CLOSED == 141
+    assert proc.stderr.read() == b""
+
+
 def test_a_reader_that_goes_away_stops_the_output_quietly(tmp_path):
     """`profetl query ... | head`: once the pipe closes, no error line and no traceback, and the
     exit code of a tool stopped by SIGPIPE (141)."""

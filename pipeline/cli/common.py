@@ -23,7 +23,19 @@ if TYPE_CHECKING:
     from pipeline.build import BuildResult
     from pipeline.selection import RunSelection
 
-out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 4000)
+
+class _StdoutConsole(Console):
+    """rich's Console for standard output, except when its reader goes away (`| head`): rich
+    then exits with 1, wherever the write happens; profetl stops quietly with PIPE_CLOSED (141),
+    as tools stopped by SIGPIPE do and as errors() does for other writers."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        _detach_stdout()
+        raise typer.Exit(ExitCode.PIPE_CLOSED)
+
+
+out = _StdoutConsole(soft_wrap=True, width=None if sys.stdout.isatty() else 4000)
 err = Console(stderr=True, soft_wrap=True)
 
 WarehouseOpt = Annotated[
