@@ -120,7 +120,7 @@ def _setting_bytes(text: str) -> float:
         return float("inf")
 
 
-def stored_as(storage: str) -> str:
+def staging_table_kind(storage: str) -> str:
     """The kind of DuckDB table a stored staging table is created as."""
     return "table" if storage == "file" else "temp table"
 
@@ -141,7 +141,7 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
         def staged(name: str) -> None:
             _note_max_rss(result, f"staging/{name}")
 
-        for name, seconds in run_layer(con, "staging", on_step=staged, stored_as=stored_as(result.staging)).items():
+        for name, seconds in run_layer(con, "staging", on_step=staged, stored_as=staging_table_kind(result.staging)).items():
             result.seconds_by_step[f"staging/{name}"] = seconds
         marts = run_layer(con, "marts", materialize=False)  # streamed once into their files
         tmp = wh.temp_dir()

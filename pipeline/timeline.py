@@ -39,7 +39,7 @@ from typing import TextIO
 import duckdb
 
 from pipeline import __version__
-from pipeline.build import connect, staging_storage, stored_as
+from pipeline.build import connect, staging_storage, staging_table_kind
 from pipeline.contracts import RAW_TABLES
 from pipeline.errors import UsageError
 from pipeline.formats import atomic_write
@@ -164,7 +164,7 @@ def _connect_run(wh: Warehouse, run: dict, workdir: Path, memory_limit: str, thr
     con = connect(workdir, memory_limit, threads)
     for table in RAW_TABLES:
         con.execute(f"create view {table} as {raw_select(wh, table, run)}")
-    run_layer(con, "staging", only=_STAGING, stored_as=stored_as(staging_storage(con, run)))
+    run_layer(con, "staging", only=_STAGING, stored_as=staging_table_kind(staging_storage(con, run)))
     return con
 
 

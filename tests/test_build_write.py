@@ -113,7 +113,7 @@ def test_stored_staging_tables_are_kept_where_chosen(tmp_path, storage, temporar
     try:
         for table in RAW_TABLES:
             con.execute(f"create view {table} as {raw_select(wh, table, run)}")
-        run_layer(con, "staging", stored_as=B.stored_as(storage))
+        run_layer(con, "staging", stored_as=B.staging_table_kind(storage))
         kept = dict(con.execute("select table_name, temporary from duckdb_tables()").fetchall())
     finally:
         con.close()

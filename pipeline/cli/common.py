@@ -31,8 +31,7 @@ class _StdoutConsole(Console):
 
     def on_broken_pipe(self) -> None:
         self.quiet = True
-        _detach_stdout()
-        raise typer.Exit(ExitCode.PIPE_CLOSED)
+        raise _pipe_closed()
 
 
 out = _StdoutConsole(soft_wrap=True, width=None if sys.stdout.isatty() else 4000)
@@ -130,10 +129,7 @@ def errors() -> Iterator[None]:
         err.print(f"profetl: error: {e}", markup=False, highlight=False)
         raise typer.Exit(e.exit_code) from None
     except BrokenPipeError:
-        # the reader went away (`profetl export ... | head`): stop quietly, as tools stopped by
-        # SIGPIPE do, with nothing left to flush into the closed pipe at exit
-        _detach_stdout()
-        raise typer.Exit(ExitCode.PIPE_CLOSED) from None
+        raise _pipe_closed() from None
     except OSError as e:
         where = f"{e.filename}: " if e.filename else ""
         err.print(f"profetl: error: {where}{e.strerror or e}", markup=False, highlight=False)
@@ -146,6 +142,13 @@ def errors() -> Iterator[None]:
         err.print(f"profetl: internal error: {type(e).__name__}: {e} (PROFETL_DEBUG=1 shows the traceback)",
                   markup=False, highlight=False)
         raise typer.Exit(ExitCode.FAILED) from None
+
+
+def _pipe_closed() -> typer.Exit:
+    """The reader of standard output went away (`profetl export ... | head`): stop quietly, as
+    tools stopped by SIGPIPE do, with nothing left to flush into the closed pipe at exit."""
+    _detach_stdout()
+    return typer.Exit(ExitCode.PIPE_CLOSED)
 
 
 def _detach_stdout() -> None:
