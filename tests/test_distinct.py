@@ -24,6 +24,17 @@ def test_map_distinct_is_elementwise(values):
     assert sorted(calls) == sorted({int(v) for v in values})  # once per distinct value
 
 
+@given(ints)
+def test_map_distinct_text_with_nulls_and_repeated_results(values):
+    """Text comes back as a dictionary array; None is NULL (not a NULL inside the dictionary,
+    which Parquet writers handle apart), and two values mapped to one text stay equal."""
+    fn = lambda v: None if v % 3 == 0 else f"n{v % 2}"  # noqa: E731 - many values, two texts
+    got = map_distinct(values, fn)
+    assert pa.types.is_dictionary(got.type) and got.type.index_type == pa.int32()
+    assert got.dictionary.null_count == 0
+    assert got.to_pylist() == [fn(int(v)) for v in values]
+
+
 @given(names)
 def test_distinct_of_fixed_width_bytes_keeps_every_byte(values):
     uniq, index = distinct(values)
@@ -35,6 +46,17 @@ def test_distinct_of_fixed_width_bytes_keeps_every_byte(values):
 def test_merge_by_mask_puts_each_side_in_its_places(mask):
     true_values = pa.array([f"t{i}" for i in range(int(mask.sum()))], pa.string())
     false_values = pa.array([f"f{i}" for i in range(int((~mask).sum()))], pa.string())
+    got = merge_by_mask(mask, true_values, false_values).to_pylist()
+    t, f = iter(true_values.to_pylist()), iter(false_values.to_pylist())
+    assert got == [next(t) if m else next(f) for m in mask]
+
+
+@given(hnp.arrays(bool, st.integers(0, 200)))
+def test_merge_by_mask_of_dictionary_and_plain_text(mask):
+    """Names decoded as text on one side, mapped from hash ids (a dictionary) on the other."""
+    n_true = int(mask.sum())
+    true_values = pa.array([f"t{i % 3}" for i in range(n_true)], pa.string())
+    false_values = map_distinct(np.arange(int((~mask).sum())) % 4, lambda v: f"f{v}")
     got = merge_by_mask(mask, true_values, false_values).to_pylist()
     t, f = iter(true_values.to_pylist()), iter(false_values.to_pylist())
     assert got == [next(t) if m else next(f) for m in mask]

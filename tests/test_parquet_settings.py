@@ -74,3 +74,35 @@ def test_float_and_integer_columns_come_back_bit_for_bit(tmp_path_factory, value
     got = [None if v is None else struct.pack("<d", v) for v in back["x"].to_pylist()]
     assert got == want
     assert back["t"].to_pylist() == ints
+
+
+def test_sink_writes_text_from_its_dictionary_and_reads_back_as_the_contract(tmp_path):
+    """Readers hand text over as dictionary arrays; the raw file stores that dictionary as it
+    is (its order, not the first-seen order Arrow's writer gives when it hashes strings), and
+    reads back with the contract's plain types and the values of every kind of input."""
+    from pipeline.contracts import contract
+    from pipeline.sink import ParquetSink
+
+    files = pa.DictionaryArray.from_arrays(pa.array([1, 1, 0, 1], pa.int32()), pa.array(["z.slice_1", "a.slice_0"]))
+    columns = {
+        "device_id": pa.array([0, 0, 1, 1], pa.int32()),
+        "source_file": files,  # a stream's file names, as SliceStream.source_files gives them
+        "seq": pa.array([0, 1, 2, 3], pa.int64()),
+        "level": "acl",  # one value for every row
+        "api_name": pa.array(["aclInit", None, "aclInit", "aclFinalize"], pa.string()),  # plain text
+        "item": pa.DictionaryArray.from_arrays(pa.array([0, None, 2, 1], pa.int32()), pa.array(["m", "n", "m"])),
+    }
+    path = tmp_path / "api_calls.parquet"
+    sink = ParquetSink({"api_calls": path})
+    sink.write("api_calls", columns)
+    sink.close()
+    back = pq.read_table(path)
+    want = contract("raw", "api_calls").schema
+    assert back.schema.equals(pa.schema([f for f in want if f.name != "run_id"]))
+    assert back["source_file"].to_pylist() == ["a.slice_0", "a.slice_0", "z.slice_1", "a.slice_0"]
+    assert back["level"].to_pylist() == ["acl"] * 4
+    assert back["api_name"].to_pylist() == ["aclInit", None, "aclInit", "aclFinalize"]
+    assert back["item"].to_pylist() == ["m", None, "m", "n"]
+    assert back["pid"].to_pylist() == [None] * 4  # not supplied: NULL
+    stored = pq.read_table(path, columns=["source_file"], read_dictionary=["source_file"])["source_file"].chunk(0)
+    assert stored.dictionary.to_pylist() == ["z.slice_1", "a.slice_0"]

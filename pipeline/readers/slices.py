@@ -78,11 +78,13 @@ class SliceStream:
             offset += piece
         return out
 
-    def source_files(self, offsets: np.ndarray) -> pa.Array:
-        """``source_file`` of records starting at the given stream offsets (vectorised)."""
+    def source_files(self, offsets: np.ndarray) -> pa.DictionaryArray:
+        """``source_file`` of records starting at the given stream offsets (vectorised), as
+        indices into the stream's file names: written to Parquet as they are (pipeline.sink),
+        with no string per record."""
         names = pa.array([f.rel for f in self.files], pa.string())
         idx = pa.array(self.file_index(offsets).astype(np.int32))
-        return pa.DictionaryArray.from_arrays(idx, names).cast(pa.string())
+        return pa.DictionaryArray.from_arrays(idx, names)
 
 
 class Carry:

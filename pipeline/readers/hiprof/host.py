@@ -32,7 +32,7 @@ def acl_calls(b: Batch, stream: SliceStream, device_id: int, acl_hash: dict[int,
         # Each distinct name is looked up once.
         enc = names.dictionary_encode()
         resolved = [acl_hash.get(int(n), n) if n.isdigit() else n for n in enc.dictionary.to_pylist()]
-        names = pa.DictionaryArray.from_arrays(enc.indices, pa.array(resolved, pa.string())).cast(pa.string())
+        names = pa.DictionaryArray.from_arrays(enc.indices, pa.array(resolved, pa.string()))
     return {
         **base_columns(b, stream, device_id),
         "level": "acl",
@@ -138,7 +138,7 @@ def model_phases(b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[in
     end = np.stack([r["input_end"], r["infer_end"], r["output_end"]], axis=1).reshape(-1).astype(I64)
     return {
         "device_id": np.full(3 * n, device_id, np.int32),
-        "source_file": np.repeat(np.asarray(stream.source_files(b.offsets).to_numpy(zero_copy_only=False), dtype=object), 3),
+        "source_file": stream.source_files(b.offsets).take(pa.array(np.repeat(np.arange(n), 3))),
         "seq": rep(b.seq),
         "model_id": rep(r["model_id"].astype(I64)),
         "model_name": pa.array(rep(np.asarray(name.to_numpy(zero_copy_only=False), dtype=object)), pa.string()),
