@@ -114,7 +114,7 @@ def transform_failed(con: duckdb.DuckDBPyConnection, what: str, e: duckdb.Error)
     return TransformFailed(message)
 
 
-def run_layer(con: duckdb.DuckDBPyConnection, layer: str, materialize: bool = True,
+def run_layer(con: duckdb.DuckDBPyConnection, layer: str,
               only: set[str] | None = None, on_step: Callable[[str], None] | None = None,
               stored_as: str = "temp table") -> dict[str, float]:
     """Create every table of a layer (or those named in ``only``) after the shared macros;
@@ -123,16 +123,15 @@ def run_layer(con: duckdb.DuckDBPyConnection, layer: str, materialize: bool = Tr
     file (compressed; pipeline.build.staging_storage chooses); either way nothing of a build
     outlives its working folder.
 
-    ``materialize=False`` creates views instead: for a layer nothing else reads (the marts),
-    whose rows are streamed once into their files, storing them first is wasted work (the
-    time of a view is then spent where it is read). ``on_step(name)`` is called after each.
+    The build stores only the staging layer this way; each mart's query is streamed once into
+    its file (pipeline.build). ``on_step(name)`` is called after each.
     """
     load_macros(con)
     seconds = {}
     for f in sql_files(layer):
         if only is not None and f.name not in only:
             continue
-        kind = stored_as if materialize and f.stored else "view"
+        kind = stored_as if f.stored else "view"
         t0 = time.monotonic()
         try:
             con.execute(f"create or replace {kind} {f.name} as\n{f.text}")

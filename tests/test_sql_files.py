@@ -73,17 +73,15 @@ def test_staging_columns_match_headers():
 
 def test_staging_tables_are_stored_unless_their_header_says_no():
     """'Stored: no' in a header makes the table a view; every other staging table is stored as a
-    temporary table, and marts are views (their rows are streamed once into files)."""
+    temporary table."""
     not_stored = {f.name for f in sql_files("staging") if any(line.startswith("Stored:  no") for line in f.header())}
     assert "stg_api_calls" in not_stored
     con = empty_raw_tables()
     run_layer(con, "staging")
-    run_layer(con, "marts", materialize=False)
     views = {r[0] for r in con.execute("select view_name from duckdb_views() where not internal").fetchall()}
     temp_tables = {r[0] for r in con.execute("select table_name from duckdb_tables() where temporary").fetchall()}
     assert views & set(STAGING) == not_stored
     assert temp_tables == set(STAGING) - not_stored
-    assert set(MARTS) <= views
 
 
 def _names(text: str) -> set[str]:
