@@ -275,6 +275,38 @@ def machine() -> str:
             f"duckdb {duckdb.__version__}")
 
 
+def host_speed(repeat: int = 5) -> dict:
+    """Seconds of two fixed workloads, the fastest of ``repeat``: a numpy sort of 4M random
+    int64s (one core; decoding is numpy) and a DuckDB group-by and sort of 4M rows (every core;
+    the build is DuckDB). The bench prints them before and after its runs: the same code on a
+    host (or in a spell) where these take 1.3x as long runs about that much slower, so tables
+    of different rounds compare through them (bench/HISTORY.md: the same host ran the same code
+    1.4x slower from one round to the next)."""
+    import duckdb
+    import numpy as np
+
+    values = np.random.default_rng(7).integers(0, 2**40, 4_000_000)
+    con = duckdb.connect()
+    query = ("select k, count(*) as n, sum(v) as s from (select hash(i) % 100003 as k, i as v from range(4000000) t(i)) "
+             "group by k order by s desc")
+    sort_s, duck_s = [], []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        np.sort(values)
+        sort_s.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        rows = con.execute(query).fetchall()
+        duck_s.append(time.perf_counter() - t0)
+    con.close()
+    assert len(rows) == 100003
+    return {"numpy_sort_s": min(sort_s), "duckdb_query_s": min(duck_s)}
+
+
+def speed_line(when: str, h: dict) -> str:
+    return (f"host speed {when}: numpy sort of 4M int64 {h['numpy_sort_s']:.3f} s, "
+            f"DuckDB group-by and sort of 4M rows {h['duckdb_query_s']:.3f} s")
+
+
 def table(results: list[dict]) -> str:
     head = ("layout", "raw MB", "records", "ingest s", "build s", "other s", "total s", "MB/s", "rec/s", "peak RSS MB",
             "warehouse MB", "read s", "x read", "steal %")
@@ -344,6 +376,8 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     print(machine(), flush=True)
+    speed = {"before": host_speed()}
+    print(speed_line("before", speed["before"]), flush=True)
     results = []
     for layout in a.layouts.split(","):
         base_dir = a.out / f"base-{layout}-{a.base_inferences}x{a.tasks}"
@@ -375,6 +409,8 @@ def main(argv: list[str] | None = None) -> int:
             if not a.keep:
                 shutil.rmtree(sized, ignore_errors=True)
                 shutil.rmtree(a.out / f"wh-{layout}-{mb}MB", ignore_errors=True)
+    speed["after"] = host_speed()
+    print(speed_line("after", speed["after"]))
     print()
     print(table(results))
     by = {}
@@ -394,7 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     for layout, rs in by.items():
         print(f"targets, {layout}:")
         print("\n".join(targets(layout, rs)))
-    (a.out / "results.json").write_text(json.dumps({"machine": machine(), "results": results}, indent=1))
+    (a.out / "results.json").write_text(json.dumps({"machine": machine(), "host_speed": speed, "results": results}, indent=1))
     return 0
 
 

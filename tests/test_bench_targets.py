@@ -73,3 +73,10 @@ def test_steal_is_the_share_of_ticks_given_to_other_machines():
     assert bench.steal_share((5, 50), (5, 50)) == 0.0  # no ticks passed (or no /proc/stat)
     steal, total = bench.cpu_ticks()
     assert 0 <= steal <= total
+
+
+def test_host_speed_times_both_reference_workloads():
+    h = bench.host_speed(repeat=1)
+    assert set(h) == {"numpy_sort_s", "duckdb_query_s"} and all(0 < v < 60 for v in h.values())
+    line = bench.speed_line("before", {"numpy_sort_s": 0.0312, "duckdb_query_s": 0.2049})
+    assert "0.031 s" in line and "0.205 s" in line and line.startswith("host speed before")
