@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from types import SimpleNamespace
 
 import pytest
@@ -262,3 +263,20 @@ def test_a_process_ends_without_teardown_but_with_its_output_atexit_and_exit_cod
     assert bad.returncode == in_process.exit_code != 0, bad.stderr
     err = bad.stderr.splitlines()
     assert len(err) == 2 and err[0].startswith("profetl: error:") and err[1] == "atexit ran"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (a device that is always full)")
+@pytest.mark.parametrize("args", [["runs"], ["runs", "--json"], ["query", "select 1"], ["--help"]])
+def test_output_to_a_full_disk_is_one_line_and_failed(tmp_path, args):
+    """Standard output on a full disk: one line naming why, exit 1, no traceback, whether the
+    command printed inside its error handling (query) or outside it (runs, help)."""
+    import subprocess
+    import sys
+
+    from pipeline.errors import ExitCode
+
+    with open("/dev/full", "w") as full:
+        p = subprocess.run([sys.executable, "-m", "pipeline.cli", *args, *(["-w", str(tmp_path / "wh")] if args != ["--help"] else [])],
+                           stdout=full, stderr=subprocess.PIPE, text=True)
+    assert p.returncode == ExitCode.FAILED, p.stderr
+    assert p.stderr.splitlines() == ["profetl: error: No space left on device"]

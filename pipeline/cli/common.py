@@ -131,8 +131,7 @@ def errors() -> Iterator[None]:
     except BrokenPipeError:
         raise _pipe_closed() from None
     except OSError as e:
-        where = f"{e.filename}: " if e.filename else ""
-        err.print(f"profetl: error: {where}{e.strerror or e}", markup=False, highlight=False)
+        err.print(os_error_line(e), markup=False, highlight=False)
         raise typer.Exit(ExitCode.FAILED) from None
     except (typer.Exit, KeyboardInterrupt):
         raise
@@ -142,6 +141,26 @@ def errors() -> Iterator[None]:
         err.print(f"profetl: internal error: {type(e).__name__}: {e} (PROFETL_DEBUG=1 shows the traceback)",
                   markup=False, highlight=False)
         raise typer.Exit(ExitCode.FAILED) from None
+
+
+def os_error_line(e: OSError) -> str:
+    """The one line for a failed read or write: the file when there is one, and why."""
+    where = f"{e.filename}: " if e.filename else ""
+    return f"profetl: error: {where}{e.strerror or e}"
+
+
+def output_failed(e: OSError) -> int:
+    """The exit code for a write to standard output that failed outside ``errors()`` (rich
+    writes as it prints): a reader gone is PIPE_CLOSED, quietly; another error (a full disk)
+    one line on stderr and FAILED."""
+    if isinstance(e, BrokenPipeError):
+        _detach_stdout()
+        return ExitCode.PIPE_CLOSED
+    try:
+        sys.stderr.write(os_error_line(e) + "\n")
+    except (OSError, ValueError):
+        pass
+    return ExitCode.FAILED
 
 
 def _pipe_closed() -> typer.Exit:

@@ -74,6 +74,10 @@ def main() -> None:
         make_app(invoked(sys.argv[1:]))()
     except SystemExit as e:
         exit_now(e.code)
+    except OSError as e:  # standard output failed where a command printed (a full disk): no traceback
+        from pipeline.cli.common import output_failed
+
+        exit_now(output_failed(e))
     exit_now(0)
 
 
@@ -85,8 +89,8 @@ def exit_now(code) -> None:
     once anyway. Nothing is left for it to do: the warehouse's files are written, renamed and
     closed by the commands themselves, and DuckDB connections that write are closed. What an
     exit must still do is done here: the ``atexit`` functions run, standard output and error are
-    flushed (a reader gone from stdout is PIPE_CLOSED, as in ``common.errors``), and the exit
-    code is SystemExit's."""
+    flushed (a reader gone from stdout is PIPE_CLOSED, another failure to write it one line and
+    FAILED, as in ``common.errors``), and the exit code is SystemExit's."""
     import atexit
 
     atexit._run_exitfuncs()
@@ -97,9 +101,12 @@ def exit_now(code) -> None:
         code = 1
     try:
         sys.stdout.flush()
-    except BrokenPipeError:
-        code = ExitCode.PIPE_CLOSED
-    except (OSError, ValueError):
+    except OSError as e:
+        from pipeline.cli.common import output_failed
+
+        failed = output_failed(e)
+        code = failed if code == 0 or failed == ExitCode.PIPE_CLOSED else code
+    except ValueError:  # stdout closed: nothing of it to flush
         pass
     try:
         sys.stderr.flush()
