@@ -328,6 +328,12 @@ PEAK_GROWTH = 1.10  # largest dump's peak over the next size's
 TIME_GROWTH_PER_BYTE = 4.5 / 4  # 2 GB takes at most 4.5x the 500 MB dump
 
 
+def marginal_mb_s(small: dict, big: dict) -> float:
+    """MB/s of the bytes the bigger dump adds (its extra MB over its extra seconds): the rate
+    without the costs every run pays whatever its size (start, imports, planning, exit)."""
+    return (big["raw_bytes"] - small["raw_bytes"]) / 1e6 / (big["total_s"] - small["total_s"])
+
+
 def targets(layout: str, rs: list[dict]) -> list[str]:
     """One line per target: met or not, with the measured value (median runs; the time and
     peak ratios also for the worst pairing of the repeats)."""
@@ -426,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
                          f" peak memory x{max(b_['peak_rss_all']) / min(a_['peak_rss_all']):.2f}")
             print(f"{layout}: {b_['raw_bytes'] / 1e6:.0f} MB vs {a_['raw_bytes'] / 1e6:.0f} MB: time x{b_['total_s'] / a_['total_s']:.2f}"
                   f" (bytes x{b_['raw_bytes'] / a_['raw_bytes']:.2f}), peak memory x{b_['peak_rss'] / a_['peak_rss']:.2f}"
-                  + worst)
+                  + worst + f"; the added bytes at {marginal_mb_s(a_, b_):.0f} MB/s")
     for layout, rs in by.items():
         print(f"targets, {layout}:")
         print("\n".join(targets(layout, rs)))

@@ -80,3 +80,9 @@ def test_host_speed_times_both_reference_workloads():
     assert set(h) == {"numpy_sort_s", "duckdb_query_s"} and all(0 < v < 60 for v in h.values())
     line = bench.speed_line("before", {"numpy_sort_s": 0.0312, "duckdb_query_s": 0.2049})
     assert "0.031 s" in line and "0.205 s" in line and line.startswith("host speed before")
+
+
+def test_the_marginal_rate_leaves_out_what_every_run_pays():
+    # 500 MB in 6 s and 2000 MB in 21 s: the 1500 MB added took 15 s, 100 MB/s, though neither
+    # run reaches 100 MB/s as a whole (83 and 95 MB/s): 1 s of each is paid whatever the size
+    assert bench.marginal_mb_s(_r(500, 83, 600, [6.0]), _r(2000, 95, 640, [21.0])) == 100.0
