@@ -331,7 +331,8 @@ TIME_GROWTH_PER_BYTE = 4.5 / 4  # 2 GB takes at most 4.5x the 500 MB dump
 def marginal_mb_s(small: dict, big: dict) -> float:
     """MB/s of the bytes the bigger dump adds (its extra MB over its extra seconds): the rate
     without the costs every run pays whatever its size (start, imports, planning, exit)."""
-    return (big["raw_bytes"] - small["raw_bytes"]) / 1e6 / (big["total_s"] - small["total_s"])
+    extra_s = big["total_s"] - small["total_s"]
+    return (big["raw_bytes"] - small["raw_bytes"]) / 1e6 / extra_s if extra_s > 0 else float("inf")
 
 
 def targets(layout: str, rs: list[dict]) -> list[str]:

@@ -86,3 +86,5 @@ def test_the_marginal_rate_leaves_out_what_every_run_pays():
     # 500 MB in 6 s and 2000 MB in 21 s: the 1500 MB added took 15 s, 100 MB/s, though neither
     # run reaches 100 MB/s as a whole (83 and 95 MB/s): 1 s of each is paid whatever the size
     assert bench.marginal_mb_s(_r(500, 83, 600, [6.0]), _r(2000, 95, 640, [21.0])) == 100.0
+    # sizes too close to tell apart: no rate, and no division by zero at the end of a long bench
+    assert bench.marginal_mb_s(_r(500, 83, 600, [6.0]), _r(510, 85, 600, [6.0])) == float("inf")
