@@ -145,7 +145,8 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
             result.seconds_by_step[f"staging/{name}"] = seconds
         tmp = wh.temp_dir()
         written = []
-        for mart in sql_files("marts"):  # each query's rows streamed once into its file
+        # each mart's query (with the macros run_layer loaded for staging) streamed once into its file
+        for mart in sql_files("marts"):
             name = mart.name
             if name not in contracts("marts"):
                 raise TransformFailed(f"sql/marts/{name}.sql has no contract schemas/marts/{name}.toml")
