@@ -335,6 +335,11 @@ def marginal_mb_s(small: dict, big: dict) -> float:
     return (big["raw_bytes"] - small["raw_bytes"]) / 1e6 / extra_s if extra_s > 0 else float("inf")
 
 
+def added_rate(mb_s: float) -> str:
+    """marginal_mb_s as printed: no rate when the bigger dump took no longer."""
+    return "the added bytes took no time to tell" if mb_s == float("inf") else f"the added bytes at {mb_s:.0f} MB/s"
+
+
 def targets(layout: str, rs: list[dict]) -> list[str]:
     """One line per target: met or not, with the measured value (median runs; the time and
     peak ratios also for the worst pairing of the repeats)."""
@@ -433,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
                          f" peak memory x{max(b_['peak_rss_all']) / min(a_['peak_rss_all']):.2f}")
             print(f"{layout}: {b_['raw_bytes'] / 1e6:.0f} MB vs {a_['raw_bytes'] / 1e6:.0f} MB: time x{b_['total_s'] / a_['total_s']:.2f}"
                   f" (bytes x{b_['raw_bytes'] / a_['raw_bytes']:.2f}), peak memory x{b_['peak_rss'] / a_['peak_rss']:.2f}"
-                  + worst + f"; the added bytes at {marginal_mb_s(a_, b_):.0f} MB/s")
+                  + worst + f"; {added_rate(marginal_mb_s(a_, b_))}")
     for layout, rs in by.items():
         print(f"targets, {layout}:")
         print("\n".join(targets(layout, rs)))

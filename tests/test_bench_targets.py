@@ -88,3 +88,8 @@ def test_the_marginal_rate_leaves_out_what_every_run_pays():
     assert bench.marginal_mb_s(_r(500, 83, 600, [6.0]), _r(2000, 95, 640, [21.0])) == 100.0
     # sizes too close to tell apart: no rate, and no division by zero at the end of a long bench
     assert bench.marginal_mb_s(_r(500, 83, 600, [6.0]), _r(510, 85, 600, [6.0])) == float("inf")
+
+
+def test_the_marginal_rate_is_printed_only_when_there_is_one():
+    assert bench.added_rate(100.0) == "the added bytes at 100 MB/s"
+    assert "inf" not in bench.added_rate(float("inf"))

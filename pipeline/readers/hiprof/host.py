@@ -133,15 +133,16 @@ def model_phases(b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[in
                            device_id, _report(b, stream, log, device_id, "model name"))
     infer_id = np.arange(first_infer_id, first_infer_id + n, dtype=np.int32)
     rep = lambda a: np.repeat(a, 3)  # noqa: E731
+    rows = pa.array(rep(np.arange(n)))  # each record's row, three times
     phase = np.tile(np.array(["input", "infer", "output"], dtype=object), n)
     start = np.stack([r["input_start"], r["infer_start"], r["output_start"]], axis=1).reshape(-1).astype(I64)
     end = np.stack([r["input_end"], r["infer_end"], r["output_end"]], axis=1).reshape(-1).astype(I64)
     return {
         "device_id": np.full(3 * n, device_id, np.int32),
-        "source_file": stream.source_files(b.offsets).take(pa.array(np.repeat(np.arange(n), 3))),
+        "source_file": stream.source_files(b.offsets).take(rows),
         "seq": rep(b.seq),
         "model_id": rep(r["model_id"].astype(I64)),
-        "model_name": pa.array(rep(np.asarray(name.to_numpy(zero_copy_only=False), dtype=object)), pa.string()),
+        "model_name": name.take(rows),
         "request_id": rep(r["request_id"].astype(I64)),
         "tid": rep(r["tid"].astype(I64)),
         "infer_id": rep(infer_id),
