@@ -12,6 +12,7 @@ import pyarrow as pa
 from pipeline.layouts import hiprof as L
 from pipeline.readers.columns import base_columns
 from pipeline.readers.decode import Batch
+from pipeline.readers.distinct import map_distinct
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.names import decode_names, name_reporter, names_or_hashes
 from pipeline.readers.slices import SliceStream
@@ -96,12 +97,7 @@ GE_TASK_TYPES = np.array(["AI_CORE", "AI_CPU", "AI_VECTOR_CORE", "WRITE_BACK", "
 def ge_task_ops(b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[int, str], log: IssueLog) -> dict:
     r = b.records
     rel = stream.files[0].rel
-    tt = r["task_type"].astype(I64)
-    task_type = GE_TASK_TYPES[np.minimum(tt, len(GE_TASK_TYPES) - 1)]
-    unknown = tt >= len(GE_TASK_TYPES)
-    if unknown.any():  # a name per unknown record only
-        task_type = task_type.copy()
-        task_type[unknown] = [f"UNKNOWN_{t}" for t in tt[unknown].tolist()]
+    task_type = map_distinct(r["task_type"], lambda t: GE_TASK_TYPES[t] if t < len(GE_TASK_TYPES) else f"UNKNOWN_{t}")
     blocks = r["block_dims"].astype(I64)
     return {
         **base_columns(b, stream, device_id),
@@ -115,7 +111,7 @@ def ge_task_ops(b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[int
                                   _report(b, stream, log, device_id, "op name")),
         "op_type": names_or_hashes(r["op_type_kind"], r["op_type"], r["op_type_hash"], ge_hash, "op type", rel, log, device_id,
                                   _report(b, stream, log, device_id, "op type")),
-        "task_type": pa.array(task_type.astype(object), pa.string()),
+        "task_type": task_type,
         "block_dim": (blocks & 0xFFFF).astype(np.int32),
         "mix_block_dim": ((blocks & 0xFFFF) * (blocks >> 16)).astype(np.int32),
         "context_id": r["context_id"].astype(I64),

@@ -23,6 +23,7 @@ from pipeline.layouts import prof as P
 from pipeline.readers.clock import DeviceClock
 from pipeline.readers.columns import base_columns
 from pipeline.readers.decode import Batch
+from pipeline.readers.distinct import map_distinct
 from pipeline.readers.hiprof import device as G1
 from pipeline.readers.hiprof.device import ns
 from pipeline.readers.issues import Issue, IssueLog
@@ -166,13 +167,8 @@ def run_rows(runs: Runs, batch: np.ndarray, stream: SliceStream, dev: int, clock
     start_ns = ns(clock, np.maximum(runs.start_syscnt, 0))
     if not isinstance(start_ns, pa.Array):
         start_ns = pa.array(start_ns, mask=~known)
-    tt = runs.task_type.astype(I64)
-    lut = np.array(names, dtype=object)
-    type_names = lut[np.minimum(tt, len(lut) - 1)]
-    unknown = tt >= len(lut)
-    if unknown.any():  # named only where needed: one string per unknown record
-        type_names = type_names.copy()
-        type_names[unknown] = [f"type {t}" for t in tt[unknown].tolist()]
+    # each distinct task type named once; the records get indices into those names
+    type_names = map_distinct(runs.task_type, lambda t: names[t] if 0 <= t < len(names) else f"type {t}")
     return {
         "device_id": np.full(len(runs), dev, np.int32),
         "source_file": stream.source_files(runs.offset),
@@ -182,7 +178,7 @@ def run_rows(runs: Runs, batch: np.ndarray, stream: SliceStream, dev: int, clock
         "task_id": runs.task_id.astype(np.int32),
         "batch_id": batch.astype(np.int32),
         "task_type": runs.task_type.astype(np.int32),
-        "task_type_name": pa.array(type_names.astype(object), pa.string()),
+        "task_type_name": type_names,
         "start_syscnt": pa.array(runs.start_syscnt, mask=~known),
         "end_syscnt": runs.end_syscnt,
         "start_ns": start_ns,
