@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.contracts import RAW_TABLES, contract, contracts
-from pipeline.errors import TransformFailed, UsageError
+from pipeline.errors import GrainViolated, TransformFailed, UsageError
 from pipeline.faults import checkpoint
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.query import raw_select
@@ -36,7 +36,7 @@ class BuildResult:
     issues: list[str] = field(default_factory=list)  # build_issues rows, one line each
     seconds: float = 0.0
     # where the time went: "staging/<table>" (made and stored), "marts/<table>" (its SQL run
-    # while its rows stream into the part file)
+    # while its rows stream into the part file, then the audit of its grain)
     seconds_by_step: dict[str, float] = field(default_factory=dict)
     # the process's peak resident memory (bytes, a high-water mark) when each step ended, in
     # step order: the build's peak is in the first step that reaches the last value (empty
@@ -153,6 +153,7 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
             out = tmp / f"{name}.parquet"
             t_mart = time.monotonic()
             result.rows_by_mart[name] = _write_mart(con, mart, out)
+            check_grain(con, name, out)
             result.seconds_by_step[f"marts/{name}"] = time.monotonic() - t_mart
             _note_max_rss(result, f"marts/{name}")
             written.append((name, out))
@@ -217,6 +218,44 @@ def _write_mart(con: duckdb.DuckDBPyConnection, mart: SqlFile, out) -> int:
     except duckdb.Error as e:  # the mart's SQL runs here
         raise transform_failed(con, f"sql/marts/{name}.sql", e) from None
     return rows
+
+
+def check_grain(con: duckdb.DuckDBPyConnection, name: str, part: Path) -> None:
+    """Raise GrainViolated unless the rows of mart ``name`` in the Parquet file ``part`` hold
+    its contract's grain: every grain column is a column of the table, no two rows share a
+    key (NULL counting as a value), and no grain column is NULL unless the contract lets it
+    be (``grain_nullable``). dbt's unique and not_null tests, run after every build."""
+    c = contract("marts", name)
+    keys = c.grain_columns
+    where = f"schemas/marts/{name}.toml"
+    unknown = [k for k in keys + c.grain_nullable_columns if k not in c.column_names]
+    if unknown:
+        raise GrainViolated(f"mart {name}: grain column(s) {', '.join(unknown)} of {where} are not columns "
+                            f"of the table", table=name)
+    if not keys:
+        raise GrainViolated(f"mart {name}: {where} declares no grain", table=name)
+    strict = [k for k in keys if k not in c.grain_nullable_columns]
+    cols = ", ".join(f'"{k}"' for k in keys)
+    null_test = " or ".join(f'"{k}" is null' for k in strict) or "false"
+    path = str(part).replace("'", "''")
+    try:
+        bad = con.execute(
+            f"select {cols}, count(*) as rows_, bool_or({null_test}) as has_null_ "
+            f"from read_parquet('{path}') group by all having count(*) > 1 or bool_or({null_test}) limit 1"
+        ).fetchall()
+    except duckdb.Error as e:
+        raise transform_failed(con, f"the grain audit of mart {name}", e) from None
+    if not bad:
+        return
+    *values, rows, has_null = bad[0]
+    key = dict(zip(keys, values))
+    shown = ", ".join(f"{k}={v!r}" for k, v in key.items())
+    if has_null:
+        nulls = ", ".join(k for k in strict if key[k] is None)
+        raise GrainViolated(f"mart {name}: grain column(s) {nulls} NULL in the key ({shown}); {where} does "
+                            f"not let them be NULL", table=name, key=key)
+    raise GrainViolated(f"mart {name}: {rows} rows share the grain key ({shown}) declared in {where}",
+                        table=name, key=key)
 
 
 def with_build(row: dict, result: BuildResult, tables_filled_raw: list[str]) -> dict:

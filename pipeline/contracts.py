@@ -67,6 +67,19 @@ class Contract:
     grain: str
     sources: str
     columns: tuple[Column, ...]
+    # grain columns in which NULL is a value ("none"): their rows are still unique with the
+    # NULL as one more value, where every other grain column must not be NULL
+    grain_nullable: str = ""
+
+    @property
+    def grain_columns(self) -> list[str]:
+        """The grain's columns as the table's rows hold them: ``run_id``, the partition of
+        every table, is left out (one build writes one run)."""
+        return [c for c in _names(self.grain) if c != "run_id"]
+
+    @property
+    def grain_nullable_columns(self) -> list[str]:
+        return _names(self.grain_nullable)
 
     @property
     def schema(self) -> pa.Schema:
@@ -99,7 +112,12 @@ def _load(path: Path) -> Contract:
         grain=data["grain"],
         sources=data.get("sources", ""),
         columns=cols,
+        grain_nullable=data.get("grain_nullable", ""),
     )
+
+
+def _names(text: str) -> list[str]:
+    return [n.strip() for n in text.split(",") if n.strip()]
 
 
 @cache

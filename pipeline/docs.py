@@ -138,7 +138,10 @@ def tables_markdown() -> str:
         lines += [f"## {title}", ""]
         for name, c in contracts(layer).items():
             lines += [f"### {name}", "", _cell(c.description), ""]
-            lines.append(f"- Grain: {_cell(c.grain)}")
+            grain = c.grain
+            if c.grain_nullable:
+                grain += f" (NULL is a value of {c.grain_nullable}; the other columns are never NULL)"
+            lines.append(f"- Grain: {_cell(grain)}")
             if c.sources:
                 lines.append(f"- Sources: {_cell(c.sources)}")
             lines.append(f"- Filled by layout generations: {_filled_by(name, gens)}")

@@ -55,5 +55,17 @@ class TransformFailed(PipelineError):
     """A SQL transform failed or produced a table that breaks its contract."""
 
 
+class GrainViolated(TransformFailed):
+    """A mart's rows break the grain its contract declares: a grain column that the table
+    does not have, a key held by more than one row, or a NULL in a grain column that may not
+    be NULL. ``table`` names the mart, ``key`` the offending key (column -> value) when rows
+    broke it."""
+
+    def __init__(self, message: str, *, table: str, key: dict | None = None):
+        super().__init__(message)
+        self.table = table
+        self.key = key
+
+
 class QueryFailed(PipelineError):
     pass

@@ -159,8 +159,15 @@ def ai_core_metrics(truth) -> list[dict]:
             "l2_read_bw_gbps": bw(0xF, 256 * 8), "l2_write_bw_gbps": bw(0x10, 256 * 8),
             "main_mem_read_bw_gbps": bw(0x12, 8 * 8), "main_mem_write_bw_gbps": bw(0x13, 8 * 8),
         })
+        row["seq"] = record_index(truth.pmu, p)
         rows.append(row)
     return rows
+
+
+def record_index(pmu: list, record) -> int:
+    """The record's index among its device's PMU records, in the order the synth wrote them
+    (by time)."""
+    return sorted((q for q in pmu if q.device_id == record.device_id), key=lambda q: q.ts_ns).index(record)
 
 
 def topdown_inference(truth) -> list[dict]:

@@ -137,6 +137,7 @@ def ai_core_metrics(truth) -> list[dict]:
                "ts_ns": p.ts_ns, "block_dim": launch.block_dim}
         row.update(metrics_row(truth.event_ids, p.total_cycles, p.counters, launch.block_dim, p.time_freq_mhz,
                                d.aic_mhz, d.ai_core_num))
+        row["seq"] = [q for q in truth.pmu if q.device_id == p.device_id].index(p)  # written in this order
         rows.append(row)
     return rows
 

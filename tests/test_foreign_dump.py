@@ -316,10 +316,10 @@ _NO_BW = dict(ub_read_bw_gbps=None, ub_write_bw_gbps=None, l1_read_bw_gbps=None,
 
 # aicore_time = cycles / 800 MHz / block * ceil(block / 4); ratio = counter / cycles;
 # <pipe>_time = ratio * aicore_time; icache = miss / req; memory_bound = mte2 / max(mac, vec).
-AI_CORE_METRICS = [
+AI_CORE_METRICS = [  # seq: the record's index in aicore.data (file order)
     # 48_000/800 = 60 us / 2 * ceil(2/4)=1 -> 30; ratios 12k/48k .25, 24k/48k .5, 6k/48k .125,
     # 3k/48k .0625, 9.6k/48k .2, 4.8k/48k .1; icache 50/1000; bound .2/.5
-    dict(device_id=0, task_id=1, stream_id=5, op_name="conv1", ts_ns=5_000_000_190_000, block_dim=2,
+    dict(device_id=0, task_id=1, stream_id=5, op_name="conv1", ts_ns=5_000_000_190_000, block_dim=2, seq=0,
          aicore_time_us=30.0, total_cycles=48_000,
          vec_time_us=7.5, vec_ratio=0.25, mac_time_us=15.0, mac_ratio=0.5,
          scalar_time_us=3.75, scalar_ratio=0.125, mte1_time_us=1.875, mte1_ratio=0.0625,
@@ -327,7 +327,7 @@ AI_CORE_METRICS = [
          icache_miss_rate=0.05, memory_bound=0.4, **_NO_BW),
     # 16_000/800 = 20 / 1 * 1 -> 20; ratios .5, 0, .25, 0, .125, .0625; no icache requests -> NULL;
     # bound .125/.5
-    dict(device_id=0, task_id=2, stream_id=5, op_name="relu1", ts_ns=5_000_000_215_000, block_dim=1,
+    dict(device_id=0, task_id=2, stream_id=5, op_name="relu1", ts_ns=5_000_000_215_000, block_dim=1, seq=1,
          aicore_time_us=20.0, total_cycles=16_000,
          vec_time_us=10.0, vec_ratio=0.5, mac_time_us=0.0, mac_ratio=0.0,
          scalar_time_us=5.0, scalar_ratio=0.25, mte1_time_us=0.0, mte1_ratio=0.0,
@@ -335,7 +335,7 @@ AI_CORE_METRICS = [
          icache_miss_rate=None, memory_bound=0.25, **_NO_BW),
     # 64_000/800 = 80 / 8 * ceil(8/4)=2 -> 20; ratios 0, 0, .25, 0, .5, .125; icache 100/400;
     # mac and vec both 0 -> memory_bound NULL
-    dict(device_id=0, task_id=3, stream_id=5, op_name="add1", ts_ns=5_000_000_232_000, block_dim=8,
+    dict(device_id=0, task_id=3, stream_id=5, op_name="add1", ts_ns=5_000_000_232_000, block_dim=8, seq=2,
          aicore_time_us=20.0, total_cycles=64_000,
          vec_time_us=0.0, vec_ratio=0.0, mac_time_us=0.0, mac_ratio=0.0,
          scalar_time_us=5.0, scalar_ratio=0.25, mte1_time_us=0.0, mte1_ratio=0.0,
@@ -343,7 +343,7 @@ AI_CORE_METRICS = [
          icache_miss_rate=0.25, memory_bound=None, **_NO_BW),
     # 64_000/800 = 80 / 2 * 1 -> 40; ratios .25, .625, .125, .0625, .25, .1; icache 30/2000;
     # bound .25/.625
-    dict(device_id=0, task_id=1, stream_id=5, op_name="conv1", ts_ns=5_000_000_600_000, block_dim=2,
+    dict(device_id=0, task_id=1, stream_id=5, op_name="conv1", ts_ns=5_000_000_600_000, block_dim=2, seq=3,
          aicore_time_us=40.0, total_cycles=64_000,
          vec_time_us=10.0, vec_ratio=0.25, mac_time_us=25.0, mac_ratio=0.625,
          scalar_time_us=5.0, scalar_ratio=0.125, mte1_time_us=2.5, mte1_ratio=0.0625,
@@ -351,7 +351,7 @@ AI_CORE_METRICS = [
          icache_miss_rate=0.015, memory_bound=0.4, **_NO_BW),
     # block 5 from the EVENT_COUNT record (the GE description said 8): 30_000/800 = 37.5 / 5
     # * ceil(5/4)=2 -> 15; ratios .1, 0, .25, .05, .2, .1; icache 3/300; bound .2/.1
-    dict(device_id=0, task_id=3, stream_id=5, op_name="add1", ts_ns=5_000_000_628_000, block_dim=5,
+    dict(device_id=0, task_id=3, stream_id=5, op_name="add1", ts_ns=5_000_000_628_000, block_dim=5, seq=4,
          aicore_time_us=15.0, total_cycles=30_000,
          vec_time_us=1.5, vec_ratio=0.1, mac_time_us=0.0, mac_ratio=0.0,
          scalar_time_us=3.75, scalar_ratio=0.25, mte1_time_us=0.75, mte1_ratio=0.05,

@@ -1,6 +1,6 @@
 -- ai_core_metrics: one row per AI Core task PMU record: time, pipeline ratios, memory bandwidth.
 --
--- Grain:   (run_id, device_id, seq) - one PMU record of one task instance
+-- Grain:   (run_id, device_id, seq) - one PMU record of one task instance (seq is its record index)
 -- Sources: stg_pmu_records, stg_task_ops; exported runs: stg_export_ops
 -- Follows: the per-task formulas of msprof (analysis-and-exports §A3.3, §A3.4, §A3.6;
 --          raw-formats §8), with the event ids of the run's sample.json:
@@ -66,6 +66,8 @@
 --   l2_write_bw_gbps       GB/s    L2 write bandwidth ("l2_write_bw(GB/s)")
 --   main_mem_read_bw_gbps  GB/s    main memory read bandwidth ("main_mem_read_bw(GB/s)")
 --   main_mem_write_bw_gbps GB/s    main memory write bandwidth ("main_mem_write_bw(GB/s)")
+--   seq                    -       record index: the PMU record's place in its device's records (raw
+--                                  runs), the execution's row in its source (exported runs)
 
 with op_keys as (
     -- per (device, stream, task): the operator of every description of it when they all say
@@ -216,6 +218,6 @@ from_exports as (
     order by m.device_id, m.end_ns, m.seq
 )
 
-select * exclude (seq) from from_counters
+select * from from_counters
 union all by name
-select * exclude (seq) from from_exports
+select * from from_exports

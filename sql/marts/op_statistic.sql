@@ -1,6 +1,6 @@
 -- op_statistic: one row per (device, op type, core type) with executions and time.
 --
--- Grain:   (run_id, device_id, op_type, core_type)
+-- Grain:   (run_id, device_id, op_type, core_type); core_type NULL is a value
 -- Sources: stg_export_ops (exported runs); stg_task_instances, stg_task_ops (raw runs)
 -- Follows: msprof op_statistic (analysis-and-exports §A6.5, §B1; C++ op_statistic_assembler):
 --          executions of operators with a type, grouped by (op type, core type); Ratio =

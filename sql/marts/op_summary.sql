@@ -1,6 +1,6 @@
 -- op_summary: one row per device task execution with its operator, times and (exported runs) PMU values.
 --
--- Grain:   (run_id, device_id, start_ns, stream_id, task_id, context_id)
+-- Grain:   (run_id, device_id, start_ns, stream_id, task_id, context_id); context_id NULL is a value
 -- Sources: stg_export_ops (exported runs); stg_task_instances, stg_task_ops
 --          (raw runs)
 -- Follows: msprof op_summary (analysis-and-exports §A6.4, §B1) and torch_npu kernel_details:

@@ -1,6 +1,6 @@
 -- runtime_api_summary: one row per (device, runtime API, stream): calls and time spent.
 --
--- Grain:   (run_id, device_id, api_name, stream_id)
+-- Grain:   (run_id, device_id, api_name, stream_id); stream_id NULL is a value
 -- Sources: stg_api_calls (level runtime)
 -- Follows: msprof 2022 runtime_report.get_output_apicall (analysis-and-exports §A1.2):
 --          Time = sum of exit - entry, Time(%) = its share of all runtime API time of the

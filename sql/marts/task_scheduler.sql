@@ -1,7 +1,8 @@
 -- task_scheduler: one row per (device, task type, API, task, stream, op) with its instances'
 -- times split into waiting, running and pending.
 --
--- Grain:   (run_id, device_id, task_type, api_name, task_id, stream_id, op_name)
+-- Grain:   (run_id, device_id, task_type, api_name, task_id, stream_id, op_name); api_name and
+--          op_name NULL are values
 -- Sources: stg_task_instances (complete instances), stg_task_launches, stg_task_ops
 -- Follows: msprof _get_task_schedule_sql and calculate_task_schedule_data
 --          (analysis-and-exports §A2.3), per instance:

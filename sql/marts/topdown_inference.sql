@@ -1,6 +1,6 @@
 -- topdown_inference: per inference, the span of each module of the inference workflow.
 --
--- Grain:   (run_id, device_id, infer_id, module_name, api_name)
+-- Grain:   (run_id, device_id, infer_id, module_name, api_name); api_name NULL is a value
 -- Sources: stg_api_calls, stg_model_phases, stg_iterations, stg_task_instances
 -- Follows: msprof 2022 top_down_report (analysis-and-exports §A5.1), rows in the order
 --          ACL, GE Input / Infer / Output, Runtime, Task Scheduler:

@@ -12,7 +12,8 @@
 --          describes. Marts take exported ops and PMU values from here only. An execution no
 --          description names (event records, notify waits, SDMA copies of a timeline) keeps a
 --          NULL op; a PMU set no execution has is kept with has_run false (marts leave it out,
---          build_issues counts it).
+--          build_issues counts it). An execution listed more than once with the same (device,
+--          stream, task, start, context) is one execution (its first row), so op_summary keeps its grain.
 --          PMU metrics (§B1 "Metric column sets"): on STARS chips each comes twice, aic_<m> for
 --          the cube (AI Core) side and aiv_<m> for the vector side, and the side a task did not
 --          use holds zeros. Choice: a task whose core (accelerator_core, else its task type) is
@@ -77,9 +78,12 @@
 --   source                 -       where the execution came from (db_task, timeline, kernel_details, ...)
 
 with runs as (
+    -- an execution the export lists more than once (same device, stream, task, start and
+    -- context) is one execution: its first row
     select *, coalesce(context_id, -1) as ctx
     from task_runs
     where source in ('db_task', 'timeline', 'kernel_details', 'op_summary', 'task_time_csv')
+    qualify row_number() over (partition by device_id, stream_id, task_id, start_ns, ctx order by source, seq) = 1
 ),
 
 ops as (
