@@ -186,3 +186,47 @@ def ai_core_samples(truth) -> list[dict]:
         prev[(s.device_id, s.core_id)] = s.ts_ns
         rows.append(row)
     return rows
+
+
+GE_OP_MODEL_ID = 4294967295  # msprof's model id of an op outside any model
+
+
+def launch_op(truth, launch) -> dict:
+    """The op description msprof gives a launch (TaskInfo): a launch inside a node launch
+    (the synth writes a node_basic_info for it: its op type is set) takes the node's op, and
+    the model id of the model-level record of its thread that encloses the node; a kernel
+    outside any node is named after its kernel, op type included, with block dim 0 and model
+    id 4294967295."""
+    if not launch.op_type:
+        return {"model_id": GE_OP_MODEL_ID, "op_name": launch.op_name, "op_type": launch.op_name,
+                "task_type": launch.ge_task_type, "block_dim": 0}
+    models = [c for c in truth.api_calls if c.device_id == launch.device_id and c.level == "model"
+              and c.start_ns <= launch.track_ns <= c.end_ns]
+    model_id = int(max(models, key=lambda c: c.start_ns).item) if models else GE_OP_MODEL_ID
+    return {"model_id": model_id, "op_name": launch.op_name, "op_type": launch.op_type,
+            "task_type": launch.ge_task_type, "block_dim": launch.block_dim}
+
+
+def op_summary_ops(truth) -> list[dict]:
+    """Per complete execution: its device, stream, task, start and duration with its op."""
+    rows = []
+    for x in executions(truth):
+        if x["start"] is None:
+            continue
+        launch = launch_of(truth, x["device_id"], x["stream_id"], x["task_id"], x["start"])
+        rows.append({"device_id": x["device_id"], "stream_id": x["stream_id"], "task_id": x["task_id"],
+                     "start_ns": x["start"], "dur_ns": x["end"] - x["start"], **launch_op(truth, launch)})
+    return rows
+
+
+def op_statistic(truth) -> list[dict]:
+    """Executions grouped by (device, op type, GE task type); ratio = group total / device total."""
+    groups = defaultdict(list)
+    for r in op_summary_ops(truth):
+        groups[(r["device_id"], r["op_type"], r["task_type"])].append(r["dur_ns"])
+    totals = Counter()
+    for (dev, _, _), d in groups.items():
+        totals[dev] += sum(d)
+    return [{"device_id": dev, "op_type": op_type, "core_type": core, "count": len(d), "total_ns": sum(d),
+             "min_ns": min(d), "avg_ns": sum(d) / len(d), "max_ns": max(d), "ratio_pct": 100.0 * sum(d) / totals[dev]}
+            for (dev, op_type, core), d in groups.items()]

@@ -5,8 +5,11 @@
 -- Follows: msprof op_statistic (analysis-and-exports §A6.5, §B1; C++ op_statistic_assembler):
 --          executions of operators with a type, grouped by (op type, core type); Ratio =
 --          the group's total time / the device's total * 100. Choices: times in integer ns and
---          the average not rounded (msprof rounds to 0.001 us); executions no operator names
---          (event records, copies) are not operators and are left out, as msprof leaves them.
+--          the average not rounded (msprof rounds to 0.001 us); executions of tasks without an
+--          op type (event records, copies: no operator describes them) are left out, as msprof
+--          leaves them. A kernel launched outside any node launch (a task_track without
+--          node_basic_info, e.g. AI_CPU data-preparation kernels) has its kernel name as op
+--          type (stg_task_ops) and is counted, as msprof counts it; Ratio includes it.
 --          Core type: the exported accelerator core (AI_CORE, AI_VECTOR_CORE, MIX_AIC, ...),
 --          else the task type.
 --          How the op is found: by key where every description of the task says the same,

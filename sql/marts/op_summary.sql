@@ -23,7 +23,8 @@
 --          2 GB STARS: 3.1 -> 1.9 s.
 -- Columns:
 --   device_id             -      device
---   model_id              -      model id as the source gives it (4294967295 = none); NULL when unknown
+--   model_id              -      model id (4294967295 = none): as exported, GE's task description, or the
+--                                model-level record enclosing the op's node (stg_task_ops); NULL when unknown
 --   task_id               -      task id
 --   stream_id             -      stream id
 --   context_id            -      FFTS+ context id; NULL when none

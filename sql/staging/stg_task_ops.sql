@@ -14,8 +14,23 @@
 --          the node-level API record that started last at or before it and has not ended;
 --          that node's op is the (last) node_basic_info record of the same thread inside the
 --          node's interval (op name, op type, GE task type, block dim), else the node's itemId
---          (the op-name hash). A task_track outside any node keeps its own kernel name. Of
---          nodes of a thread that start at one time, the one recorded last counts.
+--          (the op-name hash). Of nodes of a thread that start at one time, the one recorded
+--          last counts.
+--          Model id (msprof cann_analysis_gear, TaskInfo): a track inside a node takes the item
+--          (the model id) of the model-level API record of its thread (ModelLoad, InputCopy,
+--          ModelExecute, ...) that started last at or before the node and ends at or after the
+--          node's end, else 4294967295 (no model). Model records are taken not to nest (msprof
+--          would take an outer record when the last one ended before the node).
+--          A track outside any node: a kernel task (runtime type KERNEL_*, STARS_COMMON or
+--          FFTS_PLUS) with a kernel name is its own op, as msprof names a kernel that has a
+--          task_track but no node_basic_info: op name and op type = the kernel name, GE task
+--          type from the runtime type (KERNEL_AICORE AI_CORE, KERNEL_AIVEC AI_VECTOR_CORE,
+--          KERNEL_MIX_AIC MIX_AIC, KERNEL_MIX_AIV MIX_AIV, KERNEL_AICPU AI_CPU, else the runtime
+--          type), block dim 0, model id 4294967295 (msprof's op description has no model here,
+--          even inside a model record; it is the id op_summary shows). Any other track outside
+--          a node keeps its kernel name as op name, with no type, block dim or model (msprof
+--          describes no op for it). msprof at profiling level 0 writes N/A types; the level is
+--          not read here.
 --          MindSpore 0.5 task_desc_info text names tasks by logical stream ids that differ
 --          from the device's (3 vs 519 in the real JOB3 dump); mindinsight joins on task id
 --          alone, and so does this: the stream is the device stream of the executions with
@@ -29,7 +44,8 @@
 --   stream_id      -       stream id
 --   task_id        -       task id
 --   batch_id       -       batch id (high half of the producer's 32-bit task id)
---   model_id       -       model id
+--   model_id       -       model id (4294967295 = none): GE / MindSpore / export as written,
+--                          compact tracks as in Follows; NULL when unknown
 --   op_name        -       operator name
 --   op_type        -       operator type
 --   ge_task_type   -       GE task type (AI_CORE, AI_CPU, ...)
@@ -62,7 +78,28 @@ with ge as not materialized (
 
 tracks as not materialized (
     -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
-    select device_id, stream_id, task_id, batch_id, op_name as kernel_name, tid, ts_ns, seq
+    select
+        device_id,
+        stream_id,
+        task_id,
+        batch_id,
+        op_name as kernel_name,
+        -- a kernel task's GE task type, named after its runtime task type; NULL for tasks that
+        -- are not kernels (event records, copies, ...)
+        case
+            when task_type like 'KERNEL%' or task_type in ('STARS_COMMON', 'FFTS_PLUS') then
+                case task_type
+                    when 'KERNEL_AICORE' then 'AI_CORE'
+                    when 'KERNEL_AIVEC' then 'AI_VECTOR_CORE'
+                    when 'KERNEL_MIX_AIC' then 'MIX_AIC'
+                    when 'KERNEL_MIX_AIV' then 'MIX_AIV'
+                    when 'KERNEL_AICPU' then 'AI_CPU'
+                    else task_type
+                end
+        end as kernel_type,
+        tid,
+        ts_ns,
+        seq
     from task_ops
     where source = 'task_track' and task_type_code not in (6, 98)
 ),
@@ -72,6 +109,14 @@ nodes as not materialized (
     select tid, item, start_ns, end_ns, seq
     from api_calls
     where level = 'node' and record_kind is not null
+),
+
+models as (
+    -- model-level API records (ModelLoad, InputCopy, ModelExecute, OutputCopy, ...): the item
+    -- of one is its model id
+    select tid, start_ns, end_ns, try_cast(item as bigint) as model_id
+    from api_calls
+    where level = 'model' and record_kind is not null
 ),
 
 basic_info as not materialized (
@@ -93,6 +138,8 @@ texts as materialized (
         select list(distinct text) filter (text is not null) as texts
         from (
             select kernel_name as text from tracks
+            union all
+            select kernel_type from tracks
             union all
             select item from nodes
             union all
@@ -147,6 +194,8 @@ node_info as (
     -- the last one before the span's end lies before the node's start). Joined to the tracks
     -- by a second ASOF join rather than a hash join on the node: a hash join fed by the
     -- tracks' ASOF join ran out of DuckDB's memory limit on a 16 GB STARS run (bench/)
+    -- With its model: the model-level record of the thread that started last at or before the
+    -- node and ends at or after the node's end (the node lies inside it), else none
     select
         span.tid,
         span.item_code,
@@ -155,21 +204,27 @@ node_info as (
         if(bi.ts_ns >= span.start_ns, bi.op_code, null) as op_code,
         if(bi.ts_ns >= span.start_ns, bi.op_type_code, null) as op_type_code,
         if(bi.ts_ns >= span.start_ns, bi.task_type_code, null) as task_type_code,
-        if(bi.ts_ns >= span.start_ns, bi.block_dim, null) as block_dim
+        if(bi.ts_ns >= span.start_ns, bi.block_dim, null) as block_dim,
+        case when span.end_ns <= m.end_ns then m.model_id else 4294967295 end as model_id
     from node_spans as span
     asof left join coded_info as bi
         on span.tid = bi.tid
         and span.last_ns >= bi.ts_ns
+    asof left join models as m
+        on span.tid = m.tid
+        and span.start_ns >= m.start_ns
 ),
 
 coded_tracks as (
-    select tracks.* exclude (kernel_name), k.code as kernel_code
+    select tracks.* exclude (kernel_name, kernel_type), k.code as kernel_code, t.code as kernel_type_code
     from tracks
     left join texts as k on tracks.kernel_name = k.text
+    left join texts as t on tracks.kernel_type = t.text
 ),
 
 compact_codes as (
-    -- each track with the node that started last at or before it, when that node has not ended
+    -- each track with the node that started last at or before it, when that node has not ended;
+    -- a kernel outside any node (with a name) is its own op: type = name, block dim 0, no model
     select
         tracks.device_id,
         tracks.stream_id,
@@ -179,9 +234,22 @@ compact_codes as (
             when tracks.ts_ns <= ni.end_ns then coalesce(ni.op_code, ni.item_code, tracks.kernel_code)
             else tracks.kernel_code
         end as op_code,
-        if(tracks.ts_ns <= ni.end_ns, ni.op_type_code, null) as op_type_code,
-        if(tracks.ts_ns <= ni.end_ns, ni.task_type_code, null) as task_type_code,
-        if(tracks.ts_ns <= ni.end_ns, ni.block_dim, null) as block_dim,
+        case
+            when tracks.ts_ns <= ni.end_ns then ni.op_type_code
+            when tracks.kernel_type_code is not null then tracks.kernel_code
+        end as op_type_code,
+        case
+            when tracks.ts_ns <= ni.end_ns then ni.task_type_code
+            when tracks.kernel_code is not null then tracks.kernel_type_code
+        end as task_type_code,
+        case
+            when tracks.ts_ns <= ni.end_ns then ni.block_dim
+            when tracks.kernel_code is not null and tracks.kernel_type_code is not null then 0
+        end as block_dim,
+        case
+            when tracks.ts_ns <= ni.end_ns then ni.model_id
+            when tracks.kernel_code is not null and tracks.kernel_type_code is not null then 4294967295
+        end as model_id,
         tracks.ts_ns,
         tracks.seq
     from coded_tracks as tracks
@@ -196,7 +264,7 @@ compact as (
         c.stream_id,
         c.task_id,
         c.batch_id,
-        null::bigint as model_id,
+        c.model_id,
         o.text as op_name,
         y.text as op_type,
         k.text as ge_task_type,
