@@ -185,7 +185,7 @@ def topdown_inference(truth) -> list[dict]:
             for api, (s, e) in (("Input", inf.input), ("Infer", inf.infer), ("Output", inf.output)):
                 rows.append(_td(dev, k, "GE", api, s, e - s))
             inside = [c for c in truth.api_calls if c.device_id == dev and c.level == "runtime"
-                      and call.start_ns <= c.start_ns <= call.end_ns]
+                      and c.name == "rtKernelLaunch" and call.start_ns <= c.start_ns <= call.end_ns]
             if inside:
                 s = min(c.start_ns for c in inside)
                 rows.append(_td(dev, k, "Runtime", None, s, max(c.end_ns for c in inside) - s))

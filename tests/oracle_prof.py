@@ -153,7 +153,8 @@ def topdown_inference(truth) -> list[dict]:
             rows.append(_td(dev, k, "ACL", "aclmdlExecute", a0, a1 - a0))
             for api, (s, e) in (("Input", it.input), ("Infer", it.infer), ("Output", it.output)):
                 rows.append(_td(dev, k, "GE", api, s, e - s))
-            inside = [c for c in truth.api_calls if c.device_id == dev and c.level == "runtime" and a0 <= c.start_ns <= a1]
+            inside = [c for c in truth.api_calls if c.device_id == dev and c.level == "runtime"
+                      and c.name in ("KernelLaunch", "CpuKernelLaunch") and a0 <= c.start_ns <= a1]
             if inside:
                 s = min(c.start_ns for c in inside)
                 rows.append(_td(dev, k, "Runtime", None, s, max(c.end_ns for c in inside) - s))

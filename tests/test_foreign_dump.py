@@ -384,9 +384,10 @@ TOPDOWN_INFERENCE = [
          start_ns=5_000_000_130_000, dur_ns=240_000),  # 370k - 130k
     dict(device_id=0, infer_id=1, module_name="GE", api_name="Output",
          start_ns=5_000_000_370_000, dur_ns=20_000),   # 390k - 370k
-    # R1, R2, R3 start inside the window (R0 at +50_000 does not): 368k - 140k
+    # the kernel launches R1, R2 start inside the window (R0 does not start inside it, R3 is
+    # rtStreamSynchronize, not a launch): 153k - 140k
     dict(device_id=0, infer_id=1, module_name="Runtime", api_name=None,
-         start_ns=5_000_000_140_000, dur_ns=228_000),
+         start_ns=5_000_000_140_000, dur_ns=13_000),
     # T1 (R160k), T2 (R195k), T3 (R220k, C232k): 232k - 160k
     dict(device_id=0, infer_id=1, module_name="Task Scheduler", api_name=None,
          start_ns=5_000_000_160_000, dur_ns=72_000),
@@ -398,9 +399,9 @@ TOPDOWN_INFERENCE = [
          start_ns=5_000_000_525_000, dur_ns=265_000),  # 790k - 525k
     dict(device_id=0, infer_id=2, module_name="GE", api_name="Output",
          start_ns=5_000_000_790_000, dur_ns=15_000),   # 805k - 790k
-    # R4 .. R7: 766k - 540k
+    # launches R4, R5 (rtCpuKernelLaunch), R6 (rtKernelLaunchWithFlag); R7 synchronizes: 563.5k - 540k
     dict(device_id=0, infer_id=2, module_name="Runtime", api_name=None,
-         start_ns=5_000_000_540_000, dur_ns=226_000),
+         start_ns=5_000_000_540_000, dur_ns=23_500),
     # T1' (R560k), T4 (P610k, C650k), T3' (R620k, C628k): last COMPLETE 650k - 560k
     # (msprof's "last-starting task's end" would give 628k - 560k)
     dict(device_id=0, infer_id=2, module_name="Task Scheduler", api_name=None,

@@ -7,9 +7,14 @@
 --            ACL            the k-th aclmdlExecute call of the device (aclopExecute when
 --                           there is none), by start time (msprof: storage order)
 --            GE             the k-th model_time record's input, infer and output phases
---            Runtime        first start to last end of the runtime API calls that start
---                           inside inference k's window (msprof used the whole run's
---                           KernelLaunch span for every k, §D8)
+--            Runtime        first start to last end of the kernel-launching runtime calls
+--                           (name containing KernelLaunch or LaunchKernel, any case:
+--                           rtKernelLaunch, CpuKernelLaunch, KernelLaunchWithHandle, ...)
+--                           that start inside inference k's window. msprof spans its
+--                           KernelLaunch calls too, but over the whole run, the same span
+--                           for every k (§D8); here per inference. Other runtime calls
+--                           (StreamSynchronize, memory copies, ...) take no part, so the row
+--                           is the launch time, not the whole AscendCL call
 --            Task Scheduler first start (RUNNING, else PENDING, else WAITING) to last
 --                           COMPLETE of the task instances of inference k (msprof ended at
 --                           the last-starting task's end, which can under-estimate, §C3)
@@ -85,7 +90,12 @@ runtime_rows as (
         windows.infer_id,
         min(calls.start_ns) as start_ns,
         max(calls.end_ns) - min(calls.start_ns) as dur_ns
-    from (select * from stg_api_calls where level = 'runtime') as calls
+    from (
+        select *
+        from stg_api_calls
+        where level = 'runtime'
+            and (lower(api_name) like '%kernellaunch%' or lower(api_name) like '%launchkernel%')
+    ) as calls
     asof inner join windows
         on calls.device_id = windows.device_id
         and calls.start_ns >= windows.win_start_ns
