@@ -132,7 +132,9 @@ def ai_core_metrics(truth) -> list[dict]:
         ev = dict(zip(truth.event_ids, p.counters))
         cyc = p.total_cycles
         t_us = cyc / d.aic_mhz / p.block_dim * math.ceil(p.block_dim / d.ai_core_num)
-        seconds = cyc / (d.aic_mhz * 1e6)
+        # Ascend310 (every hiprof dump): msprof's rule for that chip divides by aicore_time
+        # in seconds, and counts 256*8 bytes per main-memory request
+        seconds = t_us / 1e6
 
         def ratio(e):
             return ev[e] / cyc if e in ev else None
@@ -157,7 +159,7 @@ def ai_core_metrics(truth) -> list[dict]:
             "ub_read_bw_gbps": bw(0x15, 256 * 4), "ub_write_bw_gbps": bw(0x16, 256 * 4),
             "l1_read_bw_gbps": bw(0x31, 256 * 16), "l1_write_bw_gbps": bw(0x32, 128 * 8),
             "l2_read_bw_gbps": bw(0xF, 256 * 8), "l2_write_bw_gbps": bw(0x10, 256 * 8),
-            "main_mem_read_bw_gbps": bw(0x12, 8 * 8), "main_mem_write_bw_gbps": bw(0x13, 8 * 8),
+            "main_mem_read_bw_gbps": bw(0x12, 256 * 8), "main_mem_write_bw_gbps": bw(0x13, 256 * 8),
         })
         row["seq"] = record_index(truth.pmu, p)
         rows.append(row)

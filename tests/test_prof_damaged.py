@@ -20,7 +20,7 @@ def _last_slice(data, stem):
 
 
 def test_missing_and_cut_device_data(tmp_path):
-    truth = generate(tmp_path / "synth", ProfConfig(chip="ascend910a", devices=3, seed=11))
+    truth = generate(tmp_path / "synth", ProfConfig(chip="ascend910a", devices=3, seed=11, other_records=True))
     dump = tmp_path / "synth" / truth.root
     shutil.rmtree(dump / "device_1" / "data")  # device 1: nothing but its control files
     d2 = dump / "device_2" / "data"

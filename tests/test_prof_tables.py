@@ -23,7 +23,8 @@ CASES = {
     "910a": {"chip": "ascend910a"},
     "910a_lost_starts": {"chip": "ascend910a", "drop_start": 2, "extra_start": 2, "seed": 1, "slice_bytes": 97},
     "310p": {"chip": "ascend310p", "seed": 2},
-    "310p_three_devices": {"chip": "ascend310p", "devices": 3, "inferences": 4, "seed": 3, "drop_start": 1},
+    "310p_three_devices_old_driver": {"chip": "ascend310p", "devices": 3, "inferences": 4, "seed": 3, "drop_start": 1,
+                                      "old_driver": True},
     "910b": {"chip": "ascend910b", "seed": 4},
     "910b_aged": {"chip": "ascend910b", "aged_records": 5, "seed": 5, "extra_start": 1},
     "910b_job": {"chip": "ascend910b", "devices": 3, "processes": 2, "seed": 6},
@@ -132,7 +133,7 @@ def test_run_records_chip_generation_and_sources(run):
         row = devices[d.device_id]
         assert row["hwts_freq_source"] == "info.json" and row["hwts_freq_mhz"] == d.hwts_mhz
         assert row["aic_freq_source"].startswith("lpmFreqConv" if t.family == "stars" else "info.json")
-        assert row["batch_id_source"].startswith("task id wrap" if t.chip == "Ascend310P" else "flip records")
+        assert row["batch_id_source"].startswith("task id wrap" if t.drv_version is None else "flip records")
     assert 64 in devices and devices[64]["collection_dir"].endswith("host")
 
 

@@ -27,7 +27,8 @@ def command(
     tasks: Annotated[int, typer.Option(help="Kernel tasks per inference.")] = 8,
     slice_bytes: Annotated[int, typer.Option("--slice-bytes", help="Slice size in bytes.")] = 4096,
     aicore: Annotated[bool, typer.Option("--aicore/--no-aicore", help="Write aicore.data (AI Core PMU).")] = True,
-    metric_set: Annotated[str, typer.Option("--metric-set", help=f"One of: {', '.join(METRIC_SET_EVENTS)}.")] = "aicorePipeline",
+    metric_set: Annotated[str | None, typer.Option("--metric-set", help=f"AI Core metric set. hiprof: one of {', '.join(METRIC_SET_EVENTS)} (default aicorePipeline); prof: one of {', '.join(synth_prof.METRIC_SETS)} (default: the chip's, PipeUtilization or Memory on ascend310p).", show_default=False)] = None,
+    old_driver: Annotated[bool, typer.Option("--old-driver", help="With --layout prof: info.json without drvVersion, as drivers before 0x072211 wrote (batch ids from task-id wrap-around).")] = False,
     drop_complete: Annotated[int, typer.Option("--drop-complete", help="Task instances to write without COMPLETE.")] = 0,
     names: Annotated[str, typer.Option(help="slice (<name>.<dev>.slice_N) or legacy (older <name>.<dev>.<n>).")] = "slice",
     truth: Annotated[Path | None, typer.Option("--truth", help="Also write every event as JSON to this file.")] = None,
@@ -50,9 +51,12 @@ def command(
             raise UsageError(f"{out_dir} exists and is not empty")
         if layout == "prof":
             return _prof(out_dir, chip, processes, seed, devices, streams, inferences, tasks, slice_bytes, start,
-                         op_scale, truth, json_)
+                         op_scale, truth, json_, metric_set, old_driver)
+        if old_driver:
+            raise UsageError("--old-driver is for --layout prof")
         if names not in ("slice", "legacy"):
             raise UsageError("--names takes slice or legacy")
+        metric_set = metric_set or "aicorePipeline"
         if metric_set not in METRIC_SET_EVENTS:
             raise UsageError(f"metric set {metric_set!r}; use one of {', '.join(METRIC_SET_EVENTS)}")
         extra = {"op_scale": _scales(op_scale or [])}
@@ -74,28 +78,33 @@ def command(
 
 
 def _prof(out_dir, chip, processes, seed, devices, streams, inferences, tasks, slice_bytes, start, op_scale, truth,
-          json_) -> None:
+          json_, metric_set, old_driver) -> None:
     """--layout prof: a PROF_* tree (or a job of several) written by pipeline.synth.prof."""
     if chip not in synth_prof.CHIPS:
         raise UsageError(f"chip {chip!r}; use one of {', '.join(synth_prof.CHIPS)}")
     if op_scale:
         raise UsageError("--op-scale is for --layout hiprof")
+    if metric_set is not None and metric_set not in synth_prof.METRIC_SETS:
+        raise UsageError(f"metric set {metric_set!r} for --layout prof; use one of {', '.join(synth_prof.METRIC_SETS)} "
+                         "(msprof's names, as a PROF_* sample.json carries them)")
     extra = {}
     if start is not None:
         utc = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
         extra["start_us"] = int(utc.timestamp()) * 1_000_000 + utc.microsecond
     cfg = synth_prof.ProfConfig(chip=chip, processes=processes, seed=seed, devices=devices or 2, streams=streams,
-                                inferences=inferences, tasks=tasks, slice_bytes=slice_bytes, **extra)
+                                inferences=inferences, tasks=tasks, slice_bytes=slice_bytes, metric_set=metric_set,
+                                old_driver=old_driver, **extra)
     t = synth_prof.generate(out_dir, cfg)
     if truth:
         truth.write_text(json.dumps(t.as_dict(), indent=1))
     size = sum(p.stat().st_size for p in out_dir.rglob("*") if p.is_file())
     dump = out_dir / t.root if t.root else out_dir
     if json_:
-        C.print_json({"out": str(out_dir), "dump": str(dump), "chip": t.chip, "bytes": size, "devices": len(t.devices),
+        C.print_json({"out": str(out_dir), "dump": str(dump), "chip": t.chip, "metric_set": t.metric_set, "bytes": size,
+                      "devices": len(t.devices),
                       "api_calls": len(t.api_calls), "device_logs": len(t.logs), "pmu_records": len(t.pmu)})
         return
-    C.out.print(f"wrote {dump} ({t.chip}, {len(t.devices)} devices, {size} bytes, {len(t.logs)} device task logs, "
+    C.out.print(f"wrote {dump} ({t.chip}, {t.metric_set}, {len(t.devices)} devices, {size} bytes, {len(t.logs)} device task logs, "
                 f"{len(t.api_calls)} API calls)", highlight=False)
 
 

@@ -7,6 +7,10 @@ slice boundaries. It returns a ``Truth`` with every event it wrote.
 
 Clock choices (raw-formats §3): hwts 100 MHz, so one device tick is 10 ns and every
 device time is a multiple of 10 ns, exactly representable; host structs are ns.
+
+PMU records fit the task they measure (``pipeline.synth.prof.block_cycles``): aicore_time
+(total_cycles / f / block_dim * ceil(block_dim / ai_core_num)) is at most 95 % of the
+task's running time (RUNNING to COMPLETE), and every counter at most its cycles.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import numpy as np
 
 from pipeline.layouts import HOST_MAGIC
 from pipeline.layouts import hiprof as L
+from pipeline.synth.prof import block_cycles
 from pipeline.synth.truth import ApiCall, DeviceTruth, Inference, Op, Pmu, TaskInstance, TaskState, Truth
 
 METRIC_SET_EVENTS = {
@@ -158,6 +163,7 @@ def _device(out: Path, cfg: HiprofConfig, d: int, truth: Truth) -> None:
     for i in rng.sample(kernel, min(cfg.drop_complete, len(kernel))):
         instances[i].complete_ns = None
 
+    pmu_rng = random.Random(cfg.seed * 7919 + d + 104_729)  # PMU values only: the timeline does not depend on them
     for x in instances:
         if x.kind == "ts_memcpy":
             seq = [(L.WAITING, x.waiting_ns), (L.RUNNING, x.running_ns), (L.COMPLETE, x.complete_ns)]
@@ -173,11 +179,11 @@ def _device(out: Path, cfg: HiprofConfig, d: int, truth: Truth) -> None:
                 states.append(TaskState(d, x.stream_id, x.task_id, x.task_type, state, ts, x.kind))
         if cfg.aicore and x.kind == "time_line" and x.task_type == AI_CORE_TASK and x.complete_ns is not None:
             op = next(o for o in ops if (o.stream_id, o.task_id) == (x.stream_id, x.task_id))
-            cyc = rng.randint(1_000, 200_000)
-            counters = [rng.randint(0, cyc) for _ in truth.event_ids]
+            cyc = block_cycles(pmu_rng, op.block_dim, dev.ai_core_num, x.complete_ns - x.running_ns, dev.aic_mhz)
+            counters = [pmu_rng.randint(0, cyc) for _ in truth.event_ids]
             if 0x54 in truth.event_ids and 0x55 in truth.event_ids:
                 i54, i55 = truth.event_ids.index(0x54), truth.event_ids.index(0x55)
-                counters[i55] = rng.randint(0, counters[i54])
+                counters[i55] = pmu_rng.randint(0, counters[i54])
             counters += [0] * (8 - len(counters))
             pmu.append(Pmu(d, x.stream_id, x.task_id, op.block_dim, cyc, counters, x.complete_ns - 100))
     instances.sort(key=lambda x: (x.running_ns, x.stream_id, x.task_id))

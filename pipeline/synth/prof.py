@@ -17,9 +17,24 @@ after inference ``flip_after`` (a flip record on the device, a FLIP_TASK on the 
 Chip families (raw-formats §10): Ascend910A / Ascend310P write ``ts_track`` (40-byte),
 ``hwts.data`` and 128-byte ``aicore.data``; Ascend910B writes ``ts_track``,
 ``stars_soc.data``, ``ffts_profile.data`` and ``lpmFreqConv.data``, and its host clock
-counts cycles (info.json CPU Frequency 100 MHz, raw-formats §3.2). Ascend310P has no
-``drvVersion`` (batch ids from task-id wrap-around), the others have one that makes
-batch ids come from flip records.
+counts cycles (info.json CPU Frequency 100 MHz, raw-formats §3.2). Every chip's info.json
+carries a ``drvVersion`` from which batch ids come from flip records; ``old_driver`` writes
+none, as drivers before 0x072211 did (batch ids from task-id wrap-around).
+
+The control files carry what real ones do and msprof's parser relies on: the host
+folder's info.json and sample.json name device ``"64"`` (the host), sample.json has the
+AI Vector fields (``aiv_metrics``, ``aiv_profiling_events``, ``aiv_profiling_mode``)
+beside the AI Core ones.
+
+PMU records fit the task they measure: each block's cycles at the AI Core frequency in
+force take at most 95 % of the task's duration divided by the block waves
+(``ceil(block_dim / ai_core_num)``), so aicore_time never exceeds the task's duration;
+each counter is at most the task's cycles.
+
+Records of documented types that no table uses (an old-style flip record in ts_track,
+HWTS log types 2 and 3, a stars_soc record of another func type, an FFTS block PMU record)
+are written only with ``other_records``: they exercise the readers' counting, and a real
+dump of this scenario would not carry them.
 
 Every time is a multiple of 20 ns, exact on a 50 or 100 MHz counter and a 100 MHz host
 clock.
@@ -29,7 +44,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -58,12 +73,18 @@ class ChipSpec:
 CHIPS = {
     "ascend910a": ChipSpec("Ascend910A", "1", "hwts", 100, 1000, 32, 0x072211, None, "PipeUtilization",
                            (0x8, 0xA, 0x9, 0xB, 0xC, 0xD, 0x54, 0x55)),
-    "ascend310p": ChipSpec("Ascend310P", "4", "hwts", 100, 1080, 8, None, None, "Memory",
+    "ascend310p": ChipSpec("Ascend310P", "4", "hwts", 100, 1080, 8, 0x072211, None, "Memory",
                            (0x15, 0x16, 0x31, 0x32, 0xF, 0x10, 0x12, 0x13)),
     "ascend910b": ChipSpec("Ascend910B", "5", "stars", 50, 1800, 24, 0x072212, 100, "PipeUtilization",
                            (0x8, 0xA, 0x9, 0xB, 0xC, 0xD, 0x54, 0x55)),
 }
 
+# metric sets a PROF_* sample.json names (msprof's vocabulary) and their events in slot order
+METRIC_SETS = {
+    "PipeUtilization": (0x8, 0xA, 0x9, 0xB, 0xC, 0xD, 0x54, 0x55),
+    "Memory": (0x15, 0x16, 0x31, 0x32, 0xF, 0x10, 0x12, 0x13),
+    "ArithmeticUtilization": (0x49, 0x4A, 0x4B, 0x4C, 0x4D, 0x4E, 0x4F),
+}
 OP_TYPES = ["Conv2D", "MatMul", "Add", "Relu", "Cast", "TransData"]
 TYPE_INFO = {  # (level, type) -> name, as type_info_dic carries them (raw-formats §4.4)
     (20000, (2 << 16) | 1): "aclmdlLoadFromFile",
@@ -107,6 +128,9 @@ class ProfConfig:
     sample_interval_ns: int = 20_000
     sample_cores: int = 3
     start_us: int = 1_767_225_600_000_000  # collection start (2026-01-01T00:00:00Z)
+    metric_set: str | None = None  # a METRIC_SETS name; None: the chip's own (ChipSpec.metric_set)
+    old_driver: bool = False  # info.json without drvVersion (batch ids from task-id wrap-around)
+    other_records: bool = False  # also write documented records no table uses (see the module docstring)
 
 
 @dataclass
@@ -215,6 +239,7 @@ class ProfTruth:
     iterations: list[Iteration] = field(default_factory=list)
     freq: list[tuple[int, int, int]] = field(default_factory=list)  # (device, ts_ns, MHz)
     pid: int = 4321
+    drv_version: int | None = None  # info.json drvVersion written (None: none)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -272,6 +297,12 @@ def generate(out: Path, cfg: ProfConfig | None = None) -> ProfTruth:
     if cfg.chip not in CHIPS:
         raise ValueError(f"chip {cfg.chip!r}; known: {', '.join(CHIPS)}")
     spec = CHIPS[cfg.chip]
+    if cfg.metric_set is not None:
+        if cfg.metric_set not in METRIC_SETS:
+            raise ValueError(f"metric set {cfg.metric_set!r} for a PROF_* dump; known: {', '.join(METRIC_SETS)}")
+        spec = replace(spec, metric_set=cfg.metric_set, events=METRIC_SETS[cfg.metric_set])
+    if cfg.old_driver:
+        spec = replace(spec, drv_version=None)
     if cfg.sample_based and spec.family != "hwts":
         raise ValueError("sample-based AI Core data is written for HWTS chips (aicore.data) only")
     out = Path(out)
@@ -279,7 +310,7 @@ def generate(out: Path, cfg: ProfConfig | None = None) -> ProfTruth:
     nproc = max(1, min(cfg.processes, cfg.devices))
     prof_names = [_prof_name(i, cfg.start_us) for i in range(nproc)]
     truth = ProfTruth("prof", spec.name, spec.platform_version, spec.family, spec.metric_set, list(spec.events),
-                      root="" if nproc > 1 else prof_names[0], prof_dirs=prof_names)
+                      root="" if nproc > 1 else prof_names[0], prof_dirs=prof_names, drv_version=spec.drv_version)
     host_mon = 4_000_000_000_000
     hosts = [_Host(spec, host_mon, 777_000_000 + 1000 * i) for i in range(nproc)]
     for d in range(cfg.devices):
@@ -408,6 +439,7 @@ def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, tr
         if not is_end and i in drop and ts == x.start_ns:
             continue
         logs.append(DeviceLog(d, x.stream_id, x.task_id, bool(is_end), ts, x.task_type_name))
+    durations = {id(x): x.end_ns - x.start_ns for x in launches}  # before lost starts are blanked
     for i in drop:
         launches[i].start_ns = None
     truth.launches.extend(launches)
@@ -429,19 +461,29 @@ def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, tr
     for x in sorted(launches, key=lambda x: x.end_ns):
         if x.task_type_name != "AI_CORE" or cfg.sample_based:
             continue
-        cyc = rng.randint(1_000, 400_000)
-        cnt = [rng.randint(0, cyc) for _ in spec.events]
-        if 0x54 in spec.events and 0x55 in spec.events:
-            i54, i55 = spec.events.index(0x54), spec.events.index(0x55)
-            cnt[i55] = rng.randint(0, cnt[i54])
         f = spec.aic_mhz
         for _, ts, mhz in freq:
             if ts <= x.end_ns:
                 f = mhz
+        cyc = block_cycles(rng, x.block_dim, spec.ai_core_num, durations[id(x)], f)
+        cnt = [rng.randint(0, cyc) for _ in spec.events]
+        if 0x54 in spec.events and 0x55 in spec.events:
+            i54, i55 = spec.events.index(0x54), spec.events.index(0x55)
+            cnt[i55] = rng.randint(0, cnt[i54])
         pmu.append(PmuRecord(d, x.stream_id, x.task_id, cyc, cnt + [0] * (8 - len(cnt)), x.end_ns, float(f)))
     truth.pmu.extend(pmu)
     truth.logs.extend(logs if not (cfg.aged_records and spec.family == "stars") else logs[cfg.aged_records + 1:])
     _write_device(prof / f"device_{d}", cfg, spec, dev, logs, pmu, freq, mine, flips, launches, samples)
+
+
+def block_cycles(rng: random.Random, block_dim: int, ai_core_num: int, duration_ns: int, mhz: float) -> int:
+    """Total cycles of a task's ``block_dim`` blocks that fit its duration: ``ceil(block_dim /
+    ai_core_num)`` waves of blocks, each block busy 30-95 % of a wave's share of the duration at
+    ``mhz``; so total_cycles / f / block_dim * waves (aicore_time) <= 0.95 * duration."""
+    blocks = max(1, block_dim)
+    waves = -(-blocks // max(1, ai_core_num))
+    most = max(1, int(duration_ns * mhz * 95 // (100_000 * waves)))
+    return sum(rng.randint(max(1, most * 30 // 95), most) for _ in range(blocks))
 
 
 # --- encoding -------------------------------------------------------------------------
@@ -489,10 +531,13 @@ def _control(dirpath: Path, suffix: str, info: dict, sample: dict, start_us: int
 
 
 def _sample(spec: ChipSpec, devices: str, cfg: ProfConfig) -> dict:
-    return {"devices": devices, "ai_core_profiling": "on",
-            "ai_core_profiling_mode": "sample-based" if cfg.sample_based else "task-based",
+    mode = "sample-based" if cfg.sample_based else "task-based"
+    events = ",".join(hex(e) for e in spec.events)
+    return {"devices": devices, "ai_core_profiling": "on", "ai_core_profiling_mode": mode,
             "aicore_sampling_interval": cfg.sample_interval_ns // 1000,
-            "ai_core_metrics": spec.metric_set, "ai_core_profiling_events": ",".join(hex(e) for e in spec.events),
+            "ai_core_metrics": spec.metric_set, "ai_core_profiling_events": events,
+            "aiv_profiling": "on", "aiv_profiling_mode": mode, "aiv_sampling_interval": cfg.sample_interval_ns // 1000,
+            "aiv_metrics": spec.metric_set, "aiv_profiling_events": events,
             "llc_profiling": "read", "hwts_log": "on", "ts_timeline": "on", "runtimeApi": "on", "acl": "on"}
 
 
@@ -544,21 +589,22 @@ def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, 
     tt["task_type"] = [1 if x.task_type_name == "AI_CPU" else 0 for x in launches]
     tt["task_state"] = 2
     recs += [(int(ts), r.tobytes()) for ts, r in zip(tt["timestamp"], tt)]
-    old = np.zeros(1, P.TS_HEADER)
-    old["mode"], old["tag"], old["buf_size"] = 1, 13, 40
-    recs.append((0, old.tobytes()))
+    if cfg.other_records:
+        old = np.zeros(1, P.TS_HEADER)
+        old["mode"], old["tag"], old["buf_size"] = 1, 13, 40
+        recs.append((0, old.tobytes()))
     recs.sort(key=lambda x: x[0])
     _write_slices(data, f"ts_track.data.{d}", b"".join(r for _, r in recs), cfg.slice_bytes)
 
     if spec.family == "hwts":
-        h = P.HWTS_LOG.zeros(len(logs) + 2)
+        h = P.HWTS_LOG.zeros(len(logs) + (2 if cfg.other_records else 0))
         for i, x in enumerate(logs):
             h[i]["head"] = (1 if x.is_end else 0) | ((i % 16) << 4)
             h[i]["task_type"] = 1 if x.task_type_name == "AI_CPU" else 0
             h[i]["task_id"], h[i]["stream_id"] = x.task_id, x.stream_id
             h[i]["syscnt"] = _syscnt(dev, x.ts_ns)
         h["magic"] = P.DEVICE_MAGIC
-        for i in (len(logs), len(logs) + 1):  # log types 2 and 3 (block start / end): counted, not read
+        for i in range(len(logs), len(h)):  # log types 2 and 3 (block start / end): counted, not read
             h[i]["head"] = 2 + (i - len(logs))
             h[i]["syscnt"] = _syscnt(dev, logs[-1].ts_ns)
         _write_slices(data, f"hwts.data.{d}", h.tobytes(), cfg.slice_bytes)
@@ -577,7 +623,7 @@ def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, 
                 a[i]["total_cycle"], a[i]["counters"] = p.total_cycles, p.counters
         _write_slices(data, f"aicore.data.{d}", a.tobytes(), cfg.slice_bytes)
     else:
-        s = P.STARS_ACSQ.zeros(len(logs) + 1)
+        s = P.STARS_ACSQ.zeros(len(logs) + (1 if cfg.other_records else 0))
         for i, x in enumerate(logs):
             sqe = 1 if x.task_type_name == "AI_CPU" else 0
             s[i]["head"] = (1 if x.is_end else 0) | ((i % 16) << 6) | (sqe << 10)
@@ -587,11 +633,12 @@ def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, 
             s[i]["task_id"] = x.task_id
             s[i]["syscnt"] = _syscnt(dev, x.ts_ns)
         s["magic"] = P.DEVICE_MAGIC
-        s[len(logs)]["head"] = 0b000011  # another func type: counted, not read
+        if cfg.other_records:
+            s[len(logs)]["head"] = 0b000011  # another func type: counted, not read
         raw = s.tobytes()
         drop = cfg.aged_records * P.STARS_ACSQ.size + 7 if cfg.aged_records else 0
         _write_slices(data, f"stars_soc.data.{d}", raw, cfg.slice_bytes, drop_head=drop)
-        f = P.FFTS_PMU.zeros(len(pmu) + 1)
+        f = P.FFTS_PMU.zeros(len(pmu) + (1 if cfg.other_records else 0))
         by_key = {(x.stream_id, x.task_id, x.end_ns): x for x in launches}
         for i, p in enumerate(pmu):
             x = by_key[(p.stream_id, p.task_id, p.ts_ns)]
@@ -601,7 +648,8 @@ def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, 
             f[i]["total_cycle"], f[i]["counters"] = p.total_cycles, p.counters
             f[i]["start_syscnt"] = _syscnt(dev, x.start_ns if x.start_ns is not None else x.end_ns)
             f[i]["end_syscnt"] = _syscnt(dev, p.ts_ns)
-        f[len(pmu)]["head"] = P.FFTS_BLOCK_PMU  # a block PMU record: counted, not read
+        if cfg.other_records:
+            f[len(pmu)]["head"] = P.FFTS_BLOCK_PMU  # a block PMU record: counted, not read
         f["magic"] = P.DEVICE_MAGIC
         _write_slices(data, f"ffts_profile.data.{d}", f.tobytes(), cfg.slice_bytes)
         lp = P.LPM_FREQ.zeros(2)
@@ -614,7 +662,7 @@ def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, 
 
 def _write_host(prof: Path, cfg: ProfConfig, spec: ChipSpec, host: _Host, truth: ProfTruth) -> None:
     hdir = prof / "host"
-    devs = ",".join(str(x.device_id) for x in truth.devices if x.prof_dir == prof.name)
+    devs = str(HOST_DEVICE)  # a host folder's control files name the host, as real ones do
     _control(hdir, "", _info(spec, devs, truth.pid, None), _sample(spec, devs, cfg), cfg.start_us, host.mon_ns,
              f"[Host]\nclock_monotonic_raw: {host.mon_ns}\ncntvct: {host.cntvct}\ncntvct_diff: 0\n", None)
     data = hdir / "data"

@@ -17,13 +17,30 @@
 -- pmu_ratios(r)
 --   the pipe ratios of a row r (a table alias: its columns *_cycles and cycles):
 --   <pipe>_ratio = <pipe>_cycles / cycles, NULL without cycles (analysis-and-exports §A3.3).
--- pmu_bandwidths(r)
---   the eight bandwidths in GB/s of a row r (its *_req columns and core_seconds).
--- pmu_bandwidth_gbps(requests, event_id, core_seconds)
---   GB/s moved by a bandwidth event: requests * bytes per request / core-seconds / 2^33
---   (analysis-and-exports §A3.3). Bytes per request, where msprof's paths disagree (§D1):
---   main memory 8*8 (per-task Python and C++; the Ascend310 SQL path has 256*8), l1_write
---   128*8 (C++ and SQL; Python has 256*8); the others agree.
+-- pmu_bandwidths(r, seconds, ascend310)
+--   the eight bandwidths in GB/s of a row r (its *_req columns), over `seconds` (see
+--   pmu_bandwidth_seconds), with Ascend310's bytes per request when `ascend310` is true.
+-- pmu_ascend310_rule(chip)
+--   true when a task's bandwidths follow the Ascend310 (generation 1) rule: the chip of
+--   the device is Ascend310 (platform_version 0). msprof computed that chip's bandwidths in
+--   its own SQL path, with other constants and another denominator than the later chips.
+-- pmu_bandwidth_seconds(ascend310, core_seconds, aicore_time_us)
+--   the denominator of the bandwidths of one task, in seconds:
+--   * Ascend310: aicore_time in seconds (total_cycles / f_aic / block_dim *
+--     ceil(block_dim / ai_core_num)); NULL when aicore_time is NULL (block_dim 0).
+--   * later chips (HWTS and STARS): core-seconds, total_cycles / f_aic, f_aic from
+--     info.json (msprof's per-task Python and C++ paths; no block scaling).
+-- pmu_bandwidth_gbps(requests, event_id, seconds, ascend310)
+--   GB/s moved by a bandwidth event: requests * bytes per request / seconds / 2^33.
+--   Bytes per request:
+--     event                     Ascend310   later chips
+--     ub read / write (0x15/16)   256*4       256*4
+--     l1 read (0x31)              256*16      256*16
+--     l1 write (0x32)             128*8       128*8 (msprof's C++ path; its Python path has 256*8)
+--     l2 read / write (0x0f/10)   256*8       256*8
+--     main memory r / w (0x12/13) 256*8       8*8
+--   so an Ascend310 main-memory bandwidth is 32x what the later chips' constant would give
+--   for the same counters, besides the block factor of the denominator.
 
 create or replace macro pmu_slots(events) as
     struct_pack(
@@ -77,7 +94,12 @@ create or replace macro pmu_events(r, slots) as
         main_write_req := pmu_slot_counter(r, slots.main_write_req)
     );
 
-create or replace macro pmu_bandwidth_gbps(requests, event_id, core_seconds) as
+create or replace macro pmu_ascend310_rule(chip) as coalesce(chip = 'Ascend310', false);
+
+create or replace macro pmu_bandwidth_seconds(ascend310, core_seconds, aicore_time_us) as
+    case when ascend310 then aicore_time_us / 1e6 else core_seconds end;
+
+create or replace macro pmu_bandwidth_gbps(requests, event_id, seconds, ascend310) as
     requests * (
         case event_id
             when 21 then 256.0 * 4    -- 0x15 ub_read
@@ -86,10 +108,10 @@ create or replace macro pmu_bandwidth_gbps(requests, event_id, core_seconds) as
             when 50 then 128.0 * 8    -- 0x32 l1_write
             when 15 then 256.0 * 8    -- 0x0f l2_read
             when 16 then 256.0 * 8    -- 0x10 l2_write
-            when 18 then 8.0 * 8      -- 0x12 main memory read
-            when 19 then 8.0 * 8      -- 0x13 main memory write
+            when 18 then (case when ascend310 then 256.0 * 8 else 8.0 * 8 end)  -- 0x12 main memory read
+            when 19 then (case when ascend310 then 256.0 * 8 else 8.0 * 8 end)  -- 0x13 main memory write
         end
-    ) / nullif(core_seconds, 0) / 8589934592.0;
+    ) / nullif(seconds, 0) / 8589934592.0;
 
 create or replace macro pmu_ratios(r) as
     struct_pack(
@@ -101,14 +123,14 @@ create or replace macro pmu_ratios(r) as
         mte3_ratio := r.mte3_cycles / nullif(r.cycles, 0)
     );
 
-create or replace macro pmu_bandwidths(r) as
+create or replace macro pmu_bandwidths(r, seconds, ascend310) as
     struct_pack(
-        ub_read_bw_gbps := pmu_bandwidth_gbps(r.ub_read_req, 21, r.core_seconds),
-        ub_write_bw_gbps := pmu_bandwidth_gbps(r.ub_write_req, 22, r.core_seconds),
-        l1_read_bw_gbps := pmu_bandwidth_gbps(r.l1_read_req, 49, r.core_seconds),
-        l1_write_bw_gbps := pmu_bandwidth_gbps(r.l1_write_req, 50, r.core_seconds),
-        l2_read_bw_gbps := pmu_bandwidth_gbps(r.l2_read_req, 15, r.core_seconds),
-        l2_write_bw_gbps := pmu_bandwidth_gbps(r.l2_write_req, 16, r.core_seconds),
-        main_mem_read_bw_gbps := pmu_bandwidth_gbps(r.main_read_req, 18, r.core_seconds),
-        main_mem_write_bw_gbps := pmu_bandwidth_gbps(r.main_write_req, 19, r.core_seconds)
+        ub_read_bw_gbps := pmu_bandwidth_gbps(r.ub_read_req, 21, seconds, ascend310),
+        ub_write_bw_gbps := pmu_bandwidth_gbps(r.ub_write_req, 22, seconds, ascend310),
+        l1_read_bw_gbps := pmu_bandwidth_gbps(r.l1_read_req, 49, seconds, ascend310),
+        l1_write_bw_gbps := pmu_bandwidth_gbps(r.l1_write_req, 50, seconds, ascend310),
+        l2_read_bw_gbps := pmu_bandwidth_gbps(r.l2_read_req, 15, seconds, ascend310),
+        l2_write_bw_gbps := pmu_bandwidth_gbps(r.l2_write_req, 16, seconds, ascend310),
+        main_mem_read_bw_gbps := pmu_bandwidth_gbps(r.main_read_req, 18, seconds, ascend310),
+        main_mem_write_bw_gbps := pmu_bandwidth_gbps(r.main_write_req, 19, seconds, ascend310)
     );

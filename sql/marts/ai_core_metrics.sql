@@ -8,12 +8,17 @@
 --            <pipe>_ratio = counter / total_cycles;  <pipe>_time = ratio * aicore_time
 --            icache_miss_rate = icache_miss / icache_req
 --            memory_bound = mte2_ratio / max(mac_ratio, vec_ratio)
---            bandwidth = counter * bytes_per_request / (total_cycles / f_aic) / 2^33  (GB/s), sql/macros/pmu.sql
---          Choices where msprof's paths disagree (§D):
---          * main memory bytes per request: 8*8, as the per-task Python and the C++ paths
---            (the Ascend310 SQL path uses 256*8, 32x more: §D1); denominator task_cyc / f
---            (core-seconds) as those paths, not the SQL path's aicore_time.
---          * l1_write: 128*8 (C++ and SQL) rather than the Python path's 256*8.
+--            bandwidth = counter * bytes_per_request / seconds / 2^33  (GB/s), sql/macros/pmu.sql
+--          Bandwidth, per chip (the chip of the device, devices.chip):
+--          * Ascend310 (generation 1): msprof's rule for that chip (its SQL path):
+--            seconds = aicore_time_us / 1e6, bytes per request ub 256*4, l1_read 256*16,
+--            l1_write 128*8, l2 256*8, main memory 256*8.
+--          * later chips (Ascend910A, Ascend310P, Ascend910B, ...): seconds = total_cycles /
+--            f_aic (core-seconds, no block scaling), main memory 8*8 bytes per request, the
+--            others as Ascend310; msprof's per-task Python and C++ paths.
+--          Choices where msprof's paths disagree:
+--          * l1_write on later chips: 128*8 (C++ path, and Ascend310's) rather than the per-task
+--            Python path's 256*8.
 --          * icache_miss_rate with no icache requests, memory_bound with mac and vec ratios
 --            both 0, aicore_time with block_dim or ai_core_num 0: NULL (undefined) rather
 --            than msprof's 0 / N/A mixture (§D3, §D4, §C9).
@@ -27,8 +32,7 @@
 --          association of stg_task_ops, or a MindSpore task description), msprof's source for
 --          these chips (raw-formats §6.4, §9); f_aic of aicore_time is the lpmFreqConv sample
 --          in force at the task's end on STARS chips, info.json's aic_frequency elsewhere,
---          while bandwidths always use info.json's (msprof's C++ path, analysis-and-exports
---          §A3.3).
+--          while the later chips' bandwidths always use info.json's (msprof's C++ path).
 --          Exported runs (generation 4) carry no counters: their rows are the exporter's own
 --          values (stg_export_ops: the aic_ or aiv_ side by the core the task ran on),
 --          one row per execution with PMU values, ts_ns its end, block_dim its operator's.
@@ -175,7 +179,11 @@ select
     mte3_ratio,
     icache_miss::double / nullif(icache_req, 0) as icache_miss_rate,
     mte2_ratio / nullif(greatest(mac_ratio, vec_ratio), 0) as memory_bound,
-    unnest(pmu_bandwidths(ratios)),
+    unnest(pmu_bandwidths(
+        ratios,
+        pmu_bandwidth_seconds(pmu_ascend310_rule(chip), core_seconds, aicore_time_us),
+        pmu_ascend310_rule(chip)
+    )),
     seq
 from ratios
 ),

@@ -7,8 +7,10 @@
 --          and interval, with the ratio and bandwidth formulas of ai_core_metrics applied to
 --          the interval's counters (analysis-and-exports §A3.3): ratio = counter /
 --          total_cycles, bandwidth = counter * bytes_per_request / (total_cycles / f_aic) /
---          2^33 with main memory at 8*8 bytes (sql/macros/pmu.sql); undefined ratios are NULL. Empty for
---          task-based runs. Rows ordered by device, core and time.
+--          2^33 with main memory at 8*8 bytes (sql/macros/pmu.sql): the later chips' rule of
+--          ai_core_metrics, which is also msprof's sample-mode formula on every chip (no block
+--          scaling); sample-based records are read from HWTS chips only. Undefined ratios are
+--          NULL. Empty for task-based runs. Rows ordered by device, core and time.
 -- Columns:
 --   device_id              -       device ("Device")
 --   core_id                -       AI Core ("Core ID")
@@ -63,6 +65,7 @@ select
     mte3_ratio,
     icache_miss::double / nullif(icache_req, 0) as icache_miss_rate,
     mte2_ratio / nullif(greatest(mac_ratio, vec_ratio), 0) as memory_bound,
-    unnest(pmu_bandwidths(ratios))
+    -- sample-based records come from HWTS chips only: the later chips' rule
+    unnest(pmu_bandwidths(ratios, core_seconds, false))
 from ratios
 order by device_id, core_id, end_ns, seq

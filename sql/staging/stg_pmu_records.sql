@@ -44,6 +44,8 @@
 --   record_kind        -       event_count, aic_pmu or ffts_pmu
 --   time_freq_mhz      MHz     AI Core frequency for aicore_time: the sampled one in force (STARS),
 --                              else aic_freq_mhz
+--   chip               -       chip of the device (devices.chip); Ascend310 selects that chip's
+--                              bandwidth rule (sql/macros/pmu.sql)
 
 with task_pmu as not materialized (
     -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
@@ -128,7 +130,7 @@ with_freq as (
 ),
 
 device_slots as (
-    select device_id, aic_freq_mhz, ai_core_num, pmu_slots(pmu_event_ids) as slots from devices
+    select device_id, aic_freq_mhz, ai_core_num, chip, pmu_slots(pmu_event_ids) as slots from devices
 )
 
 select
@@ -160,6 +162,7 @@ select
     pmu_slot_counter(pmu, d.slots.main_read_req) as main_read_req,
     pmu_slot_counter(pmu, d.slots.main_write_req) as main_write_req,
     pmu.record_kind,
-    coalesce(pmu.sampled_freq_mhz, d.aic_freq_mhz) as time_freq_mhz
+    coalesce(pmu.sampled_freq_mhz, d.aic_freq_mhz) as time_freq_mhz,
+    d.chip
 from with_freq as pmu
 left join device_slots as d on pmu.device_id = d.device_id
