@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -131,8 +130,9 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
     run_id = run["run_id"]
     build_id = new_id()
     workdir = wh.temp_dir()
-    con = connect(workdir, memory_limit, threads)
+    tmp = con = None
     try:
+        con = connect(workdir, memory_limit, threads)
         for table in RAW_TABLES:
             con.execute(f"create view {table} as {raw_select(wh, table, run)}")
         result = BuildResult(run_id, build_id)
@@ -167,8 +167,11 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
             out.replace(final)
         checkpoint("marts_written")
     finally:
-        con.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+        if con is not None:
+            con.close()
+        for d in (workdir, tmp):
+            if d is not None:
+                wh.drop_temp(d)
     result.seconds = time.monotonic() - t0
     return result
 

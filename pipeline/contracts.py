@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from pipeline.errors import UnknownTable
-from pipeline.resources import SCHEMAS_DIR
+from pipeline.resources import SCHEMAS_DIR, folder
 
 _TYPES: dict[str, pa.DataType] = {
     "int32": pa.int32(),
@@ -124,7 +124,7 @@ def _names(text: str) -> list[str]:
 def contracts(layer: str) -> dict[str, Contract]:
     """Every contract of a layer (``raw`` or ``marts``), by table name."""
     out = {}
-    for path in sorted((SCHEMAS_DIR / layer).glob("*.toml")):
+    for path in sorted(folder(SCHEMAS_DIR, layer).glob("*.toml")):
         c = _load(path)
         out[c.name] = c
     return out

@@ -202,9 +202,12 @@ def csv_text(table: pa.Table, headers: list[str] | None = None) -> str:
 
 
 def atomic_write(out: Path, write: Callable[[Path], None]) -> None:
-    """Write through a temporary file beside ``out`` and rename it: whole or not at all."""
+    """Write through a temporary file beside ``out`` and rename it: whole or not at all. The
+    folder must exist: a mistyped one is refused, not created."""
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
+    if not out.parent.is_dir():
+        why = "is not a folder" if out.parent.exists() else "does not exist"
+        raise UsageError(f"cannot write {out}: {out.parent} {why} (profetl does not create folders for --out)")
     tmp = out.with_name(f".{out.name}.{secrets.token_hex(4)}.tmp")
     try:
         write(tmp)

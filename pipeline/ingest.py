@@ -98,6 +98,8 @@ def export_identity(dump: Path) -> tuple[str, int | None, dict[str, str]]:
 def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
     """Read ``dump`` into new raw part files; the caller commits (or builds, then commits)."""
     dump = Path(dump)
+    if not dump.exists():
+        raise InputError("does not exist", path=display(dump))
     if not dump.is_dir():
         raise InputError("is not a directory", path=display(dump))
     layout = detect(dump)
@@ -119,22 +121,25 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
 
     ingest_id = new_id()
     tmp = wh.temp_dir()
-    paths = {t: tmp / f"{t}.parquet" for t in RAW_TABLES}
-    sink = ParquetSink(paths, derive={"task_states": InstanceNumbers().add, "task_runs": RunNumbers().add})
-    log = IssueLog()
     try:
-        meta = _read(layout, dump, sink, log)
-        sink.write("ingest_issues", _issue_columns(log))
-        sink.close()
-    except BaseException:
-        sink.abort()
-        raise
-    checkpoint("raw_written")
-    for table, p in paths.items():
-        final = wh.part("raw", table, run_id, ingest_id)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        p.replace(final)
-    checkpoint("raw_moved")
+        paths = {t: tmp / f"{t}.parquet" for t in RAW_TABLES}
+        sink = ParquetSink(paths, derive={"task_states": InstanceNumbers().add, "task_runs": RunNumbers().add})
+        log = IssueLog()
+        try:
+            meta = _read(layout, dump, sink, log)
+            sink.write("ingest_issues", _issue_columns(log))
+            sink.close()
+        except BaseException:
+            sink.abort()
+            raise
+        checkpoint("raw_written")
+        for table, p in paths.items():
+            final = wh.part("raw", table, run_id, ingest_id)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            p.replace(final)
+        checkpoint("raw_moved")
+    finally:
+        wh.drop_temp(tmp)
 
     rows = dict(sink.rows)
     decoded = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))

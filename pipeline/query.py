@@ -67,7 +67,7 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None) -> duc
     reads the footer of every part file it lists, so fewer views open faster over many runs.
     """
     only = None if tables is None else set(tables) | _RUNS_VIEW_READS
-    runs = wh.runs()
+    runs = wh.check().runs()
     if run_ids is not None:
         wanted = set(run_ids)
         runs = [r for r in runs if r["run_id"] in wanted]

@@ -51,8 +51,31 @@ class RunSelection:
     workload: str | None = None
     last: int | None = None  # the newest N after the other filters
 
+    def __post_init__(self) -> None:
+        if self.last is not None and self.last < 1:
+            raise UsageError(f"--last {self.last}: takes a number of runs >= 1")
+
     def is_empty(self) -> bool:
-        return not (self.runs or self.since or self.until or self.workload or self.last)
+        return not (self.runs or self.since or self.until or self.workload or self.last is not None)
+
+    def describe(self) -> str:
+        """The filter in words, with --since/--until as the UTC instants they resolved to."""
+        parts = []
+        if self.runs:
+            parts.append("run " + ", ".join(self.runs))
+        if self.since:
+            parts.append(f"collected at or after {_utc(self.since)}")
+        if self.until:
+            parts.append(f"collected before {_utc(self.until)}")
+        if self.workload:
+            parts.append(f"workload {self.workload}")
+        if self.last is not None:
+            parts.append(f"the last {self.last}")
+        return "; ".join(parts) or "every run"
+
+
+def _utc(t: datetime) -> str:
+    return t.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def catalog(wh: Warehouse) -> list[dict]:
@@ -64,8 +87,9 @@ def catalog(wh: Warehouse) -> list[dict]:
 def select_runs(wh: Warehouse, sel: RunSelection, default_latest: bool = True) -> list[dict]:
     """The runs ``sel`` names, oldest collection first. With an empty selection: the latest
     ingested run when ``default_latest``, else every run."""
-    rows = catalog(wh)
+    rows = everything = catalog(wh)
     if not rows:
+        wh.check(must_exist=True)
         raise UnknownRun(f"the warehouse {wh.path} has no runs yet")
     if sel.is_empty():
         return [_by_id(rows, wh.resolve("latest")["run_id"])] if default_latest else rows
@@ -78,12 +102,13 @@ def select_runs(wh: Warehouse, sel: RunSelection, default_latest: bool = True) -
         rows = [r for r in rows if r["collected_at"] is not None and r["collected_at"] < sel.until]
     if sel.workload:
         rows = [r for r in rows if r["workload"] == sel.workload]
-    if sel.last:
-        if sel.last < 1:
-            raise UsageError("--last takes a number of runs >= 1")
+    if sel.last is not None:
         rows = rows[-sel.last:]
     if not rows:
-        raise UnknownRun("no run matches the selection (see `profetl runs`)")
+        collected = [r["collected_at"] for r in everything if r["collected_at"] is not None]
+        span = (f"; its {len(everything)} run(s) were collected from {_utc(min(collected))} to {_utc(max(collected))}"
+                if collected else "")
+        raise UnknownRun(f"no run in {wh.path} matches the selection ({sel.describe()}){span} (see `profetl runs`)")
     return rows
 
 

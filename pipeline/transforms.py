@@ -37,7 +37,7 @@ from pathlib import Path
 import duckdb
 
 from pipeline.errors import TransformFailed
-from pipeline.resources import SQL_DIR
+from pipeline.resources import SQL_DIR, folder
 
 LAYERS = ("staging", "marts")
 
@@ -88,12 +88,12 @@ class SqlFile:
 
 
 def sql_files(layer: str) -> list[SqlFile]:
-    return [SqlFile(layer, p.stem, p) for p in sorted((SQL_DIR / layer).glob("*.sql"))]
+    return [SqlFile(layer, p.stem, p) for p in sorted(folder(SQL_DIR, layer).glob("*.sql"))]
 
 
 def load_macros(con: duckdb.DuckDBPyConnection) -> None:
     """``sql/macros/*.sql``: rules several transforms share (each macro created or replaced)."""
-    for path in sorted((SQL_DIR / "macros").glob("*.sql")):
+    for path in sorted(folder(SQL_DIR, "macros").glob("*.sql")):
         try:
             con.execute(path.read_text(encoding="utf-8"))
         except duckdb.Error as e:

@@ -63,6 +63,17 @@ class Warehouse:
         check_run_id(run_id)
         return self.path / layer / table / f"run_id={run_id}" / f"part-{part_id}.parquet"
 
+    def check(self, must_exist: bool = False) -> Warehouse:
+        """Refuse a path that cannot be a warehouse: a file, or (``must_exist``, for commands
+        that only work on runs already there) nothing at all."""
+        if self.path.exists() and not self.path.is_dir():
+            raise UsageError(f"the warehouse {self.path} is a file, not a folder; "
+                             "--warehouse (-w) or $PROFETL_WAREHOUSE names the warehouse folder")
+        if must_exist and not self.path.exists():
+            raise UsageError(f"no warehouse at {self.path}: `profetl run DUMP... --warehouse {self.path}` makes one; "
+                             "--warehouse (-w) or $PROFETL_WAREHOUSE names another")
+        return self
+
     def run_file(self, run_id: str) -> Path:
         return self.path / "runs" / f"run_id={check_run_id(run_id)}" / "run.parquet"
 
@@ -91,6 +102,7 @@ class Warehouse:
         """A committed run by id, unique id prefix, or ``latest``."""
         runs = self.runs()
         if not runs:
+            self.check(must_exist=True)
             raise UnknownRun(f"the warehouse {self.path} has no runs yet")
         if run_ref in (None, "latest"):
             return max(runs, key=lambda r: r["ingested_at"])
@@ -158,9 +170,19 @@ class Warehouse:
         return removed
 
     def temp_dir(self) -> Path:
+        """A new scratch folder under ``.tmp``; ``drop_temp`` removes it when the work is done."""
         d = self.path / ".tmp" / secrets.token_hex(4)
         d.mkdir(parents=True, exist_ok=True)
         return d
+
+    def drop_temp(self, d: Path) -> None:
+        """Remove a ``temp_dir()`` and, when it was the last, ``.tmp`` itself: a command leaves
+        no empty folders behind (a writer that died leaves its own, swept by the next one)."""
+        shutil.rmtree(d, ignore_errors=True)
+        try:
+            d.parent.rmdir()
+        except OSError:  # another scratch folder is still in it, or it is gone
+            pass
 
     # --- the writer lock -----------------------------------------------------------------
     @contextmanager
@@ -173,6 +195,7 @@ class Warehouse:
         non-empty, unlocked file means the previous writer died: that is reported in
         ``stale_lock`` and its leftovers are swept before this writer starts.
         """
+        self.check()
         self.path.mkdir(parents=True, exist_ok=True)
         lock = self.path / ".lock"
         fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from types import SimpleNamespace
 
 import pytest
@@ -42,9 +43,10 @@ def test_runs_lists_collection_time_workload_and_filters(two):
 
 
 def test_runs_on_an_empty_warehouse(tmp_path):
-    r = invoke("runs", "--warehouse", tmp_path / "none")
+    (tmp_path / "empty").mkdir()
+    r = invoke("runs", "--warehouse", tmp_path / "empty")
     assert r.exit_code == 0 and "no runs" in r.stdout
-    r = invoke("runs", "--warehouse", tmp_path / "none", "--json")
+    r = invoke("runs", "--warehouse", tmp_path / "empty", "--json")
     assert json.loads(r.stdout) == []
 
 
@@ -275,8 +277,132 @@ def test_output_to_a_full_disk_is_one_line_and_failed(tmp_path, args):
 
     from pipeline.errors import ExitCode
 
+    (tmp_path / "wh").mkdir()
     with open("/dev/full", "w") as full:
         p = subprocess.run([sys.executable, "-m", "pipeline.cli", *args, *(["-w", str(tmp_path / "wh")] if args != ["--help"] else [])],
                            stdout=full, stderr=subprocess.PIPE, text=True)
     assert p.returncode == ExitCode.FAILED, p.stderr
     assert p.stderr.splitlines() == ["profetl: error: No space left on device"]
+
+
+# --- messages a newcomer can act on -----------------------------------------------------------
+
+def _one_error_line(r) -> str:
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("profetl: error: "), r.output
+    return lines[0]
+
+
+def test_a_missing_dump_is_named_once(tmp_path):
+    missing = tmp_path / "nope"
+    r = invoke("run", missing, "--warehouse", tmp_path / "wh")
+    assert r.exit_code == 1
+    assert r.stdout.splitlines()[0] == f"failed     {missing}: does not exist", r.stdout
+    r = invoke("ingest", missing, "--warehouse", tmp_path / "wh")
+    assert r.exit_code == 1 and _one_error_line(r) == f"profetl: error: {missing}: does not exist"
+
+
+def test_a_warehouse_that_is_a_file_is_refused_by_name(tmp_path, two):
+    wh, _ = two
+    afile = tmp_path / "warehouse.txt"
+    afile.write_text("not a warehouse")
+    for args in (["run", tmp_path], ["build", "--all"], ["runs"], ["show"], ["export", "task_scheduler"],
+                 ["query", "select 1"]):
+        r = invoke(*args, "--warehouse", afile)
+        assert r.exit_code == 2, (args, r.output)
+        assert _one_error_line(r) == (f"profetl: error: the warehouse {afile} is a file, not a folder; "
+                                      "--warehouse (-w) or $PROFETL_WAREHOUSE names the warehouse folder"), args
+    assert afile.read_text() == "not a warehouse"
+
+
+@pytest.mark.parametrize("args", [["runs"], ["runs", "--json"], ["show"], ["export", "task_scheduler"], ["build"],
+                                  ["build", "--all"]])
+def test_a_missing_warehouse_is_an_error_not_an_empty_one(tmp_path, args):
+    missing = tmp_path / "typo"
+    r = invoke(*args, "--warehouse", missing)
+    assert r.exit_code == 2, r.output
+    assert f"no warehouse at {missing}: `profetl run DUMP... --warehouse {missing}` makes one" in _one_error_line(r)
+    assert not missing.exists()
+
+
+def test_export_does_not_create_the_folder_of_out(tmp_path, two):
+    wh, _ = two
+    out = tmp_path / "missing_dir" / "x.csv"
+    r = invoke("export", "task_scheduler", "--warehouse", wh.path, "--out", out)
+    assert r.exit_code == 2, r.output
+    assert f"{tmp_path / 'missing_dir'} does not exist" in _one_error_line(r)
+    assert not (tmp_path / "missing_dir").exists()
+    r = invoke("query", "select 1", "--format", "csv", "--warehouse", wh.path, "--out", out)
+    assert r.exit_code == 2 and not (tmp_path / "missing_dir").exists(), r.output
+    (tmp_path / "afile").write_text("")
+    r = invoke("export", "task_scheduler", "--warehouse", wh.path, "--out", tmp_path / "afile" / "x.csv")
+    assert r.exit_code == 2 and f"{tmp_path / 'afile'} is not a folder" in _one_error_line(r)
+
+
+def test_show_of_a_table_name_says_the_run_comes_first(two):
+    wh, _ = two
+    r = invoke("show", "task_scheduler", "--warehouse", wh.path)
+    assert r.exit_code == 2
+    assert _one_error_line(r) == ("profetl: error: 'task_scheduler' is a table, not a run: the run comes first, "
+                                  "e.g. profetl show latest task_scheduler")
+
+
+@pytest.mark.parametrize("n", ["0", "-1"])
+def test_runs_last_takes_one_or_more(two, n):
+    wh, nights = two
+    r = invoke("runs", "--last", n, "--warehouse", wh.path)
+    assert r.exit_code == 2 and _one_error_line(r) == f"profetl: error: --last {n}: takes a number of runs >= 1"
+    r = invoke("trend", "task_scheduler:avg_ns", "--last", n, "--warehouse", wh.path)
+    assert r.exit_code == 2, r.output
+    r = invoke("runs", "--last", "1", "--warehouse", wh.path, "--json")
+    assert [x["run_id"] for x in json.loads(r.stdout)] == [nights[-1].run_id]
+
+
+def test_an_empty_time_window_says_what_it_resolved_to(two):
+    from datetime import datetime, timedelta, timezone
+
+    wh, _ = two
+    r = invoke("export", "task_scheduler", "--since", "2030-01-01", "--until", "2031-01-01T08:00+08:00",
+               "--warehouse", wh.path)
+    assert r.exit_code == 2
+    line = _one_error_line(r)
+    assert ("(collected at or after 2030-01-01 00:00:00 UTC; collected before 2031-01-01 00:00:00 UTC)" in line
+            and "its 2 run(s) were collected from 2026-01-01 00:00:00 UTC to 2026-01-02 00:00:00 UTC" in line), line
+    r = invoke("runs", "--since", "30d", "--warehouse", wh.path)
+    line = _one_error_line(r)
+    m = re.search(r"collected at or after (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC", line)
+    assert m, line
+    since = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
+    assert abs(since - (datetime.now(timezone.utc) - timedelta(days=30))) < timedelta(minutes=1)
+
+
+def test_query_params_are_integers_decimals_or_text_and_text_can_be_forced(two):
+    from pipeline.cli.query import _params
+
+    assert _params(["a=42", "b=-7", "c=1.5", "d=2e-3", "e=nan", "f=1_000", "g=inf", "h=0x10", "i= 1", "j=", "k:=007",
+                    "l:=1.5", "m=a=b"]) == {
+        "a": 42, "b": -7, "c": 1.5, "d": 0.002, "e": "nan", "f": "1_000", "g": "inf", "h": "0x10", "i": " 1", "j": "",
+        "k": "007", "l": "1.5", "m": "a=b"}
+    wh, _ = two
+    r = invoke("query", "select typeof($n) n, typeof($x) x, typeof($y) y, typeof($z) z, $z as zv", "-p", "n=1000",
+               "-p", "x=nan", "-p", "y=1_000", "-p", "z:=007", "-f", "json", "--warehouse", wh.path)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout) == {"n": "INTEGER", "x": "VARCHAR", "y": "VARCHAR", "z": "VARCHAR", "zv": "007"}
+    for bad in ("=1", ":=1", "noequals"):
+        r = invoke("query", "select 1", "-p", bad, "--warehouse", wh.path)
+        assert r.exit_code == 2 and "NAME=VALUE or NAME:=VALUE" in _one_error_line(r), bad
+
+
+def test_commands_leave_no_empty_folders_in_the_warehouse(tmp_path):
+    from pipeline.synth.hiprof import HiprofConfig, generate
+
+    generate(tmp_path / "d", HiprofConfig())
+    wh = tmp_path / "wh"
+    for args in (["run", tmp_path / "d"], ["ingest", "--force", tmp_path / "d"], ["build", "--all"], ["build", "latest"],
+                 ["export", "task_scheduler", "--out", tmp_path / "x.csv"], ["timeline", "--out", tmp_path / "t.json"]):
+        r = invoke(*args, "--warehouse", wh)
+        assert r.exit_code == 0, (args, r.output)
+        assert not (wh / ".tmp").exists(), args
+    r = invoke("build", "--all", "--memory-limit", "2MB", "--warehouse", wh)  # a build that fails
+    assert r.exit_code == 1, r.output
+    assert not (wh / ".tmp").exists()

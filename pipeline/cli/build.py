@@ -26,7 +26,7 @@ def command(
     """
     wh = C.warehouse(warehouse)
     done = []
-    with C.errors(), C.writing(wh, wait):
+    with C.errors(), C.writing(wh.check(must_exist=True), wait):
         if run_ids:
             targets = [wh.resolve(r) for r in run_ids]
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -17,22 +18,33 @@ from pipeline.report import cell
 FORMATS = ("table",) + ROW_FORMATS
 
 
+# What a --param value is bound as: the plain decimal forms SQL writes numbers in, nothing else
+# (Python's int() and float() would also take 1_000, nan, inf, " 12" and the like).
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?")
+
+
 def _value(text: str):
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
+    """An integer if ``text`` is one (DuckDB binds INTEGER, BIGINT or HUGEINT, as its size needs),
+    a DOUBLE if it is a decimal number, else the text (VARCHAR)."""
+    if _INTEGER.fullmatch(text):
+        return int(text)
+    if _DECIMAL.fullmatch(text):
+        return float(text)
     return text
 
 
 def _params(items: list[str]) -> dict:
+    """``NAME=VALUE`` typed by ``_value``; ``NAME:=VALUE`` always text (a name cannot hold a colon,
+    so the form is never a value's own)."""
     out = {}
     for item in items:
         name, sep, value = item.partition("=")
+        text = name.endswith(":")
+        name = name.removesuffix(":")
         if not sep or not name:
-            raise UsageError(f"--param takes name=value, not {item!r}")
-        out[name] = _value(value)
+            raise UsageError(f"--param takes NAME=VALUE or NAME:=VALUE, not {item!r}")
+        out[name] = value if text else _value(value)
     return out
 
 
@@ -46,7 +58,7 @@ def _sql(arg: str) -> str:
 
 def command(
     sql: Annotated[str, typer.Argument(help="SQL text, @FILE to read a file, or - to read standard input.", show_default=False)],
-    param: Annotated[list[str] | None, typer.Option("--param", "-p", metavar="NAME=VALUE", help="Named parameter, used as $NAME in the SQL; numbers are bound as numbers. Repeatable.")] = None,
+    param: Annotated[list[str] | None, typer.Option("--param", "-p", metavar="NAME=VALUE", help="Named parameter, used as $NAME in the SQL; repeatable. VALUE is bound as an integer if it is one (42, -7), as a DOUBLE if it is a decimal number (1.5, 2e-3), else as text (nan, 1_000, 0x10 are text). NAME:=VALUE binds text always (-p id:=007).")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table (terminal), csv, json (JSON lines) or parquet (needs --out FILE).")] = "table",
     out_path: C.OutOpt = "-",
     limit: Annotated[int, typer.Option("--limit", help="Rows shown by --format table (0: all); the other formats get every row.")] = 100,

@@ -69,7 +69,10 @@ def _summary(o: Outcome) -> dict:
 
 def _print_outcome(o: Outcome) -> None:
     if o.status == "failed":
-        C.out.print(f"failed     {o.source_path}: {o.error}", highlight=False, markup=False)
+        reason = o.error or ""
+        if reason.startswith(f"{o.source_path}: "):  # errors name their file; the dump's is said once
+            reason = reason[len(o.source_path) + 2:]
+        C.out.print(f"failed     {o.source_path}: {reason}", highlight=False, markup=False)
         return
     row = o.ingest.row if o.ingest else {}
     detail = ""

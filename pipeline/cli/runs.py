@@ -21,10 +21,13 @@ def command(
     """List the warehouse's runs, oldest collection first: when collected, status, workload,
     chip, devices, records decoded, bytes skipped, issues, tables filled, source.
 
+    A warehouse folder without runs lists none; a path with no warehouse is an error (exit 2).
+
     Example: profetl runs --since 7d --json
     """
     wh = C.warehouse(warehouse)
     with C.errors():
+        wh.check(must_exist=True)
         sel = C.selection(None, since, until, workload, last)
         runs = select_runs(wh, sel, default_latest=False) if not sel.is_empty() or catalog(wh) else []
     if json_:

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common as C
+from pipeline.errors import UnknownRun, UsageError
 from pipeline.report import TABLES, VIEWS, sections
 from pipeline.warehouse import Warehouse
 
@@ -53,4 +54,10 @@ def command(
         raise typer.Exit(2)
     wh = C.warehouse(warehouse)
     with C.errors():
+        if table is None and run in TABLES:  # `show task_scheduler`: a table where the run goes
+            try:
+                wh.resolve(run)
+            except UnknownRun:
+                raise UsageError(f"{run!r} is a table, not a run: the run comes first, "
+                                 f"e.g. profetl show latest {run}") from None
         print_run(wh, run, table, limit or None, json_, device)
