@@ -12,7 +12,12 @@ in time order:
 
 from __future__ import annotations
 
+import pytest
+
+from pipeline.synth.prof import ProfConfig
+from pipeline.synth.prof import generate as prof_generate
 from pipeline.transforms import run_layer, sql_files
+from tests.built import build_dump
 from tests.empty_raw import empty_raw_tables
 
 # (device, model, tag, stream, ns); seq is the position in this list
@@ -121,3 +126,58 @@ def test_records_at_the_same_time_keep_their_file_order():
     con = _built([(0, 1, 0, 0, 100), (0, 1, 2, 0, 100), (0, 1, 4, 0, 200), (0, 1, 0, 0, 200), (0, 1, 1, 0, 300)])
     assert con.execute("select iteration_id, iteration_start_ns, iteration_end_ns, fp_start_ns "
                        "from step_trace_summary").fetchall() == [(1, 100, 200, 100), (2, 200, 300, None)]
+
+
+# --- synthetic dumps with training records, every generation synth writes: expected rows from
+# the step-trace records synth wrote (its truth), iteration by iteration
+
+def _expected(iterations):
+    """(summary rows, reduce rows) from (device, step, marks) of each iteration, by the rule."""
+    summary, reduces = [], []
+    by_device: dict = {}
+    for dev, step, marks in iterations:
+        by_device.setdefault(dev, []).append((step, marks))
+    for dev in sorted(by_device):
+        previous_end = None
+        for n, (step, marks) in enumerate(sorted(by_device[dev], key=lambda x: x[0][1]), start=1):
+            fp = max((ns for tag, _, ns in marks if tag == 2), default=None)
+            bp = max((ns for tag, _, ns in marks if tag == 3), default=None)
+            starts = {stream: ns for tag, stream, ns in marks if 10000 <= tag < 20000 and tag % 2 == 0}
+            ends = {stream: ns for tag, stream, ns in marks if 10000 <= tag < 20000 and tag % 2 == 1}
+            summary.append({
+                "device_id": dev, "iteration_id": n, "fp_start_ns": fp, "bp_end_ns": bp,
+                "iteration_end_ns": step[1], "iteration_ns": step[1] - step[0],
+                "fp_to_bp_ns": bp - fp if fp and bp else None, "iteration_refresh_ns": step[1] - bp if bp else None,
+                "data_aug_bound_ns": fp - previous_end if fp and previous_end else None,
+                "model_id": 1, "iter_id": n, "iteration_start_ns": step[0], "reduce_count": len(starts)})
+            for i, (start, stream) in enumerate(sorted((v, k) for k, v in starts.items()), start=1):
+                reduces.append({"device_id": dev, "model_id": 1, "iteration_id": n, "iter_id": n, "reduce_index": i,
+                                "stream_id": stream, "reduce_start_ns": start, "reduce_end_ns": ends[stream],
+                                "reduce_ns": ends[stream] - start})
+            previous_end = step[1]
+    return summary, reduces
+
+
+def _check(rows, iterations):
+    summary, reduces = _expected(iterations)
+    assert len(summary) == 2 * 3  # two devices, three iterations each
+    assert rows("step_trace_summary") == summary
+    assert rows("step_trace_reduces") == reduces
+    assert sum(r["fp_to_bp_ns"] is not None for r in summary) == len(summary) and len(reduces) == 2 * len(summary)
+
+
+def test_hiprof_training_dump(synth_run):
+    run = synth_run(devices=2, inferences=3, training=True)
+    assert run.outcome.status == "built", run.outcome.error
+
+    def rows(table):
+        return [{k: v for k, v in r.items() if k != "run_id"} for r in run.rows(table)]
+
+    _check(rows, [(x.device_id, x.step, x.marks) for x in run.truth.inferences])
+
+
+@pytest.mark.parametrize("chip", ["ascend910a", "ascend910b"])
+def test_prof_training_dump(tmp_path, chip):
+    truth = prof_generate(tmp_path / "dump", ProfConfig(chip=chip, devices=2, inferences=3, training=True))
+    _, rows = build_dump(tmp_path / "wh", tmp_path / "dump" / truth.root if truth.root else tmp_path / "dump")
+    _check(rows, [(x.device_id, x.step, x.marks) for x in truth.iterations])
