@@ -181,3 +181,32 @@ def test_prof_training_dump(tmp_path, chip):
     truth = prof_generate(tmp_path / "dump", ProfConfig(chip=chip, devices=2, inferences=3, training=True))
     _, rows = build_dump(tmp_path / "wh", tmp_path / "dump" / truth.root if truth.root else tmp_path / "dump")
     _check(rows, [(x.device_id, x.step, x.marks) for x in truth.iterations])
+
+
+def test_show_and_export_with_the_tools_headers(synth_run, tmp_path):
+    from typer.testing import CliRunner
+
+    from pipeline.cli.main import app
+
+    run = synth_run(devices=1, inferences=2, training=True)
+    wh = str(run.wh.path)
+    r = CliRunner().invoke(app, ["show", run.run_id, "step_trace_summary", "--warehouse", wh])
+    assert r.exit_code == 0, r.output
+    assert "Step trace (training iterations) - device 0" in r.stdout and "Data Aug Bound(ns)" in r.stdout
+    out = tmp_path / "steps.csv"
+    r = CliRunner().invoke(app, ["export", "step_trace_summary", "--run", run.run_id, "--format", "csv",
+                                 "--out", str(out), "--warehouse", wh])
+    assert r.exit_code == 0, r.output
+    lines = out.read_text().splitlines()
+    assert lines[0] == ("Device_id,Iteration ID,FP Start(ns),BP End(ns),Iteration End(ns),Iteration Time(ns),"
+                        "FP to BP Time(ns),Iteration Refresh(ns),Data Aug Bound(ns),Model ID,Iter ID,"
+                        "Iteration Start(ns),Reduce Count")
+    first, second = (x for x in run.truth.inferences)
+    fp2 = second.marks[0][2]
+    assert lines[2].split(",")[8] == str(fp2 - first.step[1])  # Data Aug Bound: FP - the previous end
+    r = CliRunner().invoke(app, ["export", "step_trace_reduces", "--run", run.run_id, "--format", "csv",
+                                 "--out", "-", "--warehouse", wh])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.splitlines()[0] == ("Device_id,Model ID,Iteration ID,Iter ID,Reduce Index,Stream ID,"
+                                        "Reduce Start(ns),Reduce End(ns),Reduce Duration(ns)")
+    assert len(r.stdout.splitlines()) == 1 + 2 * 2
