@@ -2,7 +2,6 @@
 --
 -- Grain:   (device_id, model_id, iteration_id, stream_id, start_ns)
 -- Sources: step_trace (through the step_marks() macro of sql/macros/step_trace.sql)
--- Stored:  no, a view: a few records per iteration, read by two marts and the build's checks
 -- Follows: msprof's all-reduce pairs (its all_reduce table): the all-reduce records (tags
 --          10000 to 19999) of an iteration are paired per stream in time order: an even tag
 --          opens a range, an odd tag closes the range opened last on that stream (when odd

@@ -2,8 +2,8 @@
 --
 -- Grain:   (device_id, model_id, ord)
 -- Sources: step_trace (through the step_marks() macro of sql/macros/step_trace.sql)
--- Stored:  no, a view: a few records per iteration, read by the all-reduce ranges and the
---          build's checks only
+-- Stored:  no, a view: read by the build's checks only (whether a model's step trace ends
+--          inside an iteration)
 -- Follows: msprof's step-trace iteration rule, as stg_iterations (the same macro): a record
 --          belongs to the iteration open when it comes. Records with no time are left out.
 -- Columns:
