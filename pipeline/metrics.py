@@ -1,10 +1,11 @@
 """Per-run numbers that `compare` and `trend` put side by side, read from the marts.
 
-An *entry* is one op, one API or one task type of a run, summed over the run's devices
-(or the devices asked for). Its statistics:
+An *entry* is one op, one API, one task type or one part of a step-trace iteration of a
+model (Iteration Time, FP to BP Time, Iteration Refresh, Data Aug Bound, Reduce Duration)
+of a run, summed over the run's devices (or the devices asked for). Its statistics:
 
-* total  - time of all its instances or calls, ns
-* count  - instances (tasks) or calls (APIs)
+* total  - time of all its instances, calls, iterations or all-reduce ranges, ns
+* count  - instances (tasks), calls (APIs), iterations that have the part, or ranges
 * mean   - total / count, ns: robust to runs with different numbers of inferences
 
 Tasks are timed by their running time (COMPLETE - RUNNING), as Time(ns) of the Task
@@ -33,8 +34,19 @@ DIMENSIONS = {
     "task_type": """
         SELECT run_id, '' AS level, task_type AS name, sum(running_ns)::DOUBLE AS total, sum(task_count) AS count
         FROM task_scheduler WHERE task_type IS NOT NULL {and_devices} GROUP BY ALL""",
+    # the parts of a step-trace iteration per model (level = model id), each over the
+    # iterations that have it; all-reduce ranges per range
+    "iteration": " UNION ALL ".join(f"""
+        SELECT run_id, model_id::VARCHAR AS level, '{name}' AS name, sum({col})::DOUBLE AS total, count({col}) AS count
+        FROM {table} WHERE true {{and_devices}} GROUP BY ALL HAVING count({col}) > 0""" for table, col, name in (
+        ("step_trace_summary", "iteration_ns", "Iteration Time"),
+        ("step_trace_summary", "fp_to_bp_ns", "FP to BP Time"),
+        ("step_trace_summary", "iteration_refresh_ns", "Iteration Refresh"),
+        ("step_trace_summary", "data_aug_bound_ns", "Data Aug Bound"),
+        ("step_trace_reduces", "reduce_ns", "Reduce Duration"))),
 }
-DIMENSION_TABLES = {"op": {"task_scheduler"}, "api": {"runtime_api_summary", "acl_api"}, "task_type": {"task_scheduler"}}
+DIMENSION_TABLES = {"op": {"task_scheduler"}, "api": {"runtime_api_summary", "acl_api"}, "task_type": {"task_scheduler"},
+                    "iteration": {"step_trace_summary", "step_trace_reduces"}}
 STATS = ("mean", "total", "count")
 
 # run-level metric -> (SQL giving run_id, value; unit; meaning)

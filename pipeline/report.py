@@ -23,6 +23,8 @@ MORE = [
     ("api_statistic", "API statistics"),
     ("op_statistic", "Operator types"),
     ("op_summary", "Operators"),
+    ("step_trace_summary", "Step trace (training iterations)"),
+    ("step_trace_reduces", "Step trace all-reduce ranges"),
 ]
 TABLES = [t for t, _ in VIEWS] + [t for t, _ in MORE] + ["build_issues"]
 

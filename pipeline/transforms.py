@@ -92,7 +92,8 @@ def sql_files(layer: str) -> list[SqlFile]:
 
 
 def load_macros(con: duckdb.DuckDBPyConnection) -> None:
-    """``sql/macros/*.sql``: rules several transforms share (each macro created or replaced)."""
+    """``sql/macros/*.sql``: rules several transforms share (each macro created or replaced).
+    A table macro binds the tables it reads when it is created: load them after the raw tables."""
     for path in sorted(folder(SQL_DIR, "macros").glob("*.sql")):
         try:
             con.execute(path.read_text(encoding="utf-8"))

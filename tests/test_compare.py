@@ -104,6 +104,29 @@ def test_by_api_and_task_type_and_total(nights):
         compare(wh, n[4].run_id, by="kernel")
 
 
+def _iteration_mean(truth) -> float:
+    d = [x.step[1] - x.step[0] for x in truth.inferences if x.step is not None]
+    return sum(d) / len(d)
+
+
+def test_by_iteration_times_the_step_trace_iterations(nights):
+    """Iteration Time per model: the step-trace iterations (MODEL_START to MODEL_END) synth
+    wrote, over both devices; inference runs have no FP, BP or all-reduce records, so no
+    other part."""
+    wh, n = nights
+    cmp = compare(wh, n[5].run_id, against=n[0].run_id, by="iteration")
+    assert [(c.level, c.name) for c in cmp.rows] == [("1", "Iteration Time")]
+    (row,) = cmp.rows
+    assert row.before == pytest.approx(_iteration_mean(n[0].truth))
+    assert row.after == pytest.approx(_iteration_mean(n[5].truth))
+    assert row.after < row.before and row.status == "faster"  # six tasks per inference instead of eight
+    assert row.after_count == len(n[5].truth.inferences) == 2 * 3
+    r = runner.invoke(app, ["compare", n[5].run_id, "--against", n[0].run_id, "--by", "iteration",
+                            "--warehouse", str(wh.path)])
+    assert r.exit_code == 0, r.output
+    assert "Model ID" in r.stdout and "Iteration Time" in r.stdout
+
+
 def test_one_device(nights):
     wh, n = nights
     cmp = compare(wh, n[4].run_id, against=n[0].run_id, devices=[1])

@@ -68,13 +68,13 @@ def _prof_generate():
 
 def test_generations_list_exactly_the_tables_synthetic_runs_fill(tmp_path):
     gens = docs.generations()
-    cases = {1: [("hiprof", hiprof.HiprofConfig(devices=2, drop_complete=1)),
+    cases = {1: [("hiprof", hiprof.HiprofConfig(devices=2, drop_complete=1, training=True)),
                  ("hiprof", hiprof.HiprofConfig(aicore=False, memcpy=False, step_trace=False))]}
     prof = _prof_generate()
     if prof is not None:
-        cases[2] = [("prof", prof.ProfConfig(chip="ascend910a")), ("prof", prof.ProfConfig(chip="ascend310p")),
+        cases[2] = [("prof", prof.ProfConfig(chip="ascend910a", training=True)), ("prof", prof.ProfConfig(chip="ascend310p")),
                     ("prof", prof.ProfConfig(chip="ascend310p", sample_based=True))]
-        cases[3] = [("prof", prof.ProfConfig(chip="ascend910b"))]
+        cases[3] = [("prof", prof.ProfConfig(chip="ascend910b", training=True))]
     wh = Warehouse(tmp_path / "wh")
     for number, configs in cases.items():
         filled: set[str] = set()

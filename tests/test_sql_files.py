@@ -7,6 +7,7 @@ import re
 import pytest
 
 from pipeline.contracts import RAW_TABLES, contracts
+from pipeline.resources import SQL_DIR
 from pipeline.transforms import run_layer, sql_files
 from tests.empty_raw import empty_raw_tables
 
@@ -20,7 +21,28 @@ def _references(text: str) -> set[str]:
     body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
     body = DISTINCT_FROM.sub("=", body)
     ctes = set(re.findall(r"\b([a-z_][a-z0-9_]*)(?:\([^)]*\))?\s+as\s*(?:not\s+)?(?:materialized\s*)?\(", body, re.IGNORECASE))
-    return {t for t in TABLE_REF.findall(body)} - ctes
+    refs = {t for t in TABLE_REF.findall(body)} - ctes
+    # a table macro of sql/macros (``from step_marks()``) reads what its body reads
+    for name in refs & set(TABLE_MACROS):
+        refs = (refs - {name}) | TABLE_MACROS[name]
+    return refs
+
+
+def _table_macros() -> dict[str, set[str]]:
+    """Table macros of sql/macros/*.sql by name, with the tables each one's body reads."""
+    out = {}
+    for path in sorted((SQL_DIR / "macros").glob("*.sql")):
+        text = path.read_text(encoding="utf-8")
+        parts = re.split(r"create\s+(?:or\s+replace\s+)?macro\s+", text, flags=re.IGNORECASE)
+        for part in parts[1:]:
+            m = re.match(r"([a-z_][a-z0-9_]*)\s*\([^)]*\)\s+as\s+table\b", part, re.IGNORECASE)
+            if m:
+                out[m.group(1)] = _references(part[m.end():])
+    return out
+
+
+TABLE_MACROS: dict[str, set[str]] = {}
+TABLE_MACROS.update(_table_macros())
 
 
 @pytest.mark.parametrize("f", sql_files("staging") + sql_files("marts"), ids=lambda f: f"{f.layer}/{f.name}")

@@ -36,10 +36,11 @@ def _print(cmp: Comparison, limit: int | None) -> None:
     C.out.print(f"workload {cmp.workload}; per {cmp.by}, {cmp.stat}{unit}", highlight=False, markup=False)
     for w in cmp.warnings:
         C.err.print(f"profetl: warning: {w}", highlight=False, markup=False)
-    name_header = {"op": "Op Name", "api": "API", "task_type": "Type"}[cmp.by]
-    headers = (["Level"] if cmp.by == "api" else []) + [name_header, f"Before{unit}", f"After{unit}", "Change", "Ratio", "Status"]
+    name_header = {"op": "Op Name", "api": "API", "task_type": "Type", "iteration": "Part"}[cmp.by]
+    level_header = {"api": ["Level"], "iteration": ["Model ID"]}.get(cmp.by, [])
+    headers = level_header + [name_header, f"Before{unit}", f"After{unit}", "Change", "Ratio", "Status"]
     rows = cmp.rows if limit is None else cmp.rows[:limit]
-    table = [([c.level] if cmp.by == "api" else []) +
+    table = [([c.level] if level_header else []) +
              [c.name, cell(c.before), cell(c.after), cell(c.change), _ratio(c.ratio),
               c.status.upper() + " (regression)" if c.regression else c.status] for c in rows]
     more = f"{len(cmp.rows) - len(rows)} more row(s): --limit 0 shows all" if len(rows) < len(cmp.rows) else None
@@ -55,7 +56,7 @@ def command(
     against: Annotated[str | None, typer.Option("--against", "-a", metavar="RUN", show_default=False, autocompletion=C.complete_run, help="Compare with this run.")] = None,
     last: Annotated[int | None, typer.Option("--last", "-n", metavar="N", show_default=False, help="Compare with the median of the last N runs of the same workload collected before RUN (default: the one run before it).")] = None,
     by: Annotated[str, typer.Option("--by", help=f"Entries to compare: {', '.join(DIMENSIONS)}.")] = "op",
-    stat: Annotated[str, typer.Option("--stat", help=f"Statistic per entry: {', '.join(STATS)} (mean: time per task instance or call, ns).")] = "mean",
+    stat: Annotated[str, typer.Option("--stat", help=f"Statistic per entry: {', '.join(STATS)} (mean: time per task instance, call, iteration or all-reduce range, ns).")] = "mean",
     threshold: Annotated[float | None, typer.Option("--threshold", "-t", metavar="PCT", show_default=False, help="Exit 4 when an entry is at least PCT percent slower (ratio >= 1 + PCT/100).")] = None,
     min_value: Annotated[float, typer.Option("--min", metavar="VALUE", help="Noise floor: entries whose before and after are both below VALUE (ns for times) are never regressions.")] = 0.0,
     workload: C.WorkloadOpt = None,
@@ -68,9 +69,12 @@ def command(
 ) -> None:
     """Compare RUN with another run, or with the median of the last N runs of its workload.
 
-    Per op, API or task type: the value before and after, change, ratio after/before,
-    and whether the entry is new (only in RUN) or vanished (only in the baseline). Ops and
-    task types are timed by their tasks' running time; APIs by their calls. Values are
+    Per op, API, task type or part of a training iteration: the value before and after,
+    change, ratio after/before, and whether the entry is new (only in RUN) or vanished (only
+    in the baseline). Ops and task types are timed by their tasks' running time; APIs by
+    their calls; --by iteration compares per model the Iteration Time, FP to BP Time,
+    Iteration Refresh and Data Aug Bound of the step-trace iterations and the all-reduce
+    Reduce Duration (step_trace_summary, step_trace_reduces). Values are
     summed over devices (or --device). The "same workload" is the workload column of
     `profetl runs`: layout, chip and the model names the run executed (a hash of its op
     names when there are none); --workload picks another.

@@ -26,7 +26,7 @@ import numpy as np
 from pipeline.layouts import HOST_MAGIC
 from pipeline.layouts import hiprof as L
 from pipeline.synth.prof import block_cycles
-from pipeline.synth.truth import ApiCall, DeviceTruth, Inference, Op, Pmu, TaskInstance, TaskState, Truth
+from pipeline.synth.truth import ApiCall, DeviceTruth, Inference, Op, Pmu, TaskInstance, TaskState, Truth, training_marks
 
 METRIC_SET_EVENTS = {
     # hiprof names (seed document) and msprof names; raw-formats §8, analysis-and-exports §A3.1
@@ -55,6 +55,7 @@ class HiprofConfig:
     metric_set: str = "aicorePipeline"
     memcpy: bool = True  # one TS memcpy task per inference
     step_trace: bool = True
+    training: bool = False  # step trace also has FP, BP and all-reduce records (truth.training_marks)
     p_waiting: float = 0.7
     p_pending: float = 0.7
     drop_complete: int = 0  # task instances whose COMPLETE record is not written
@@ -154,7 +155,8 @@ def _device(out: Path, cfg: HiprofConfig, d: int, truth: Truth) -> None:
             rt.append(ApiCall(d, "runtime", "rtStreamSynchronize", None, None, tid, s, cursor, infer_end - 1_000))
         out_phase = (infer_end + 1_000, infer_end + 16_000)
         step = (_r10(infer_start + 500), _r10(infer_end - 500)) if cfg.step_trace else None
-        infers.append(Inference(d, k, 1, "resnet50", inp, (infer_start, infer_end), out_phase, step))
+        marks = training_marks(step) if step and cfg.training else []
+        infers.append(Inference(d, k, 1, "resnet50", inp, (infer_start, infer_end), out_phase, step, marks))
         acl.append(ApiCall(d, "acl", "aclmdlExecute", 2, dev.pid, tid, None, t + 20_500, out_phase[1] + 500))
         t = out_phase[1] + 50_000
 
@@ -383,12 +385,16 @@ def _write_device(out: Path, cfg: HiprofConfig, dev: DeviceTruth, states, pmu, i
         parts.append((m, ts))
     steps = [x for x in infers if x.step is not None]
     if steps:
-        st = _tlv(L.STEP_TRACE, 2 * len(steps))
-        ts = np.array([t for x in steps for t in x.step], np.int64)
+        # (infer, tag, stream, ns): MODEL_START, the training records, MODEL_END
+        recs = [(x, tag, stream, ns) for x in steps
+                for tag, stream, ns in [(0, 0, x.step[0]), *x.marks, (1, 0, x.step[1])]]
+        st = _tlv(L.STEP_TRACE, len(recs))
+        ts = np.array([r[3] for r in recs], np.int64)
         st["timestamp"] = _syscnt(dev, ts)
-        st["index_id"] = [x.infer_id for x in steps for _ in (0, 1)]
-        st["model_id"] = [x.model_id for x in steps for _ in (0, 1)]
-        st["tag_id"] = [tag for _ in steps for tag in (0, 1)]
+        st["index_id"] = [r[0].infer_id for r in recs]
+        st["model_id"] = [r[0].model_id for r in recs]
+        st["tag_id"] = [r[1] for r in recs]
+        st["stream_id"] = [r[2] for r in recs]
         parts.append((st, ts))
     _write_slices(out, _name(cfg, "ts_track.data", d, "ts_track.data.50"), _interleave(parts), cfg.slice_bytes)
     if cfg.aicore and pmu:

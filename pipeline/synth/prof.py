@@ -52,6 +52,7 @@ import numpy as np
 
 from pipeline.layouts import HOST_MAGIC
 from pipeline.layouts import prof as P
+from pipeline.synth.truth import training_marks
 
 HOST_DEVICE = 64
 
@@ -131,6 +132,7 @@ class ProfConfig:
     metric_set: str | None = None  # a METRIC_SETS name; None: the chip's own (ChipSpec.metric_set)
     old_driver: bool = False  # info.json without drvVersion (batch ids from task-id wrap-around)
     other_records: bool = False  # also write documented records no table uses (see the module docstring)
+    training: bool = False  # step trace also has FP, BP and all-reduce records (truth.training_marks)
 
 
 @dataclass
@@ -207,6 +209,7 @@ class Iteration:
     infer: tuple[int, int]
     output: tuple[int, int]
     step: tuple[int, int]
+    marks: list[tuple[int, int, int]] = field(default_factory=list)  # training records: (tag, stream, ns)
 
 
 @dataclass
@@ -421,7 +424,8 @@ def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, tr
         host.api.append((lv, ty, tid, k, host.units(ev[0]), P.EVENT_FLAG, 0))
         host.api.append((lv, ty, tid, k, host.units(ev[1]), P.EVENT_FLAG, 0))
         step = (_r20(m0 + 200), _r20(m1 - 100))
-        truth.iterations.append(Iteration(d, k, 1, (acl0, acl1), inp, (m0, m1), outp, step))
+        truth.iterations.append(Iteration(d, k, 1, (acl0, acl1), inp, (m0, m1), outp, step,
+                                          training_marks(step) if cfg.training else []))
         t = ev[1] + 40_000
 
     # device logs in time order; some executions lose their start, some get a spurious one
@@ -567,12 +571,16 @@ def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, 
 
     # ts_track: step trace, flips, a task-type record per launch, one old-style flip (tag 13, skipped)
     recs = []
-    st = P.TS_STEP_TRACE.zeros(2 * len(iterations))
+    # (iteration, tag, stream, ns): MODEL_START, the training records, MODEL_END
+    marks = [(it, tag, stream, ns) for it in iterations
+             for tag, stream, ns in [(0, 0, it.step[0]), *it.marks, (1, 0, it.step[1])]]
+    st = P.TS_STEP_TRACE.zeros(len(marks))
     st["mode"], st["tag"], st["buf_size"] = 1, P.TS_STEP_TRACE.tag, 40
-    st["timestamp"] = _syscnt(dev, [t for it in iterations for t in it.step])
-    st["index_id"] = [it.infer_id for it in iterations for _ in (0, 1)]
+    st["timestamp"] = _syscnt(dev, [m[3] for m in marks])
+    st["index_id"] = [m[0].infer_id for m in marks]
     st["model_id"] = 1
-    st["tag_id"] = [tag for _ in iterations for tag in (0, 1)]
+    st["tag_id"] = [m[1] for m in marks]
+    st["stream_id"] = [m[2] for m in marks]
     recs += [(int(ts), r.tobytes()) for ts, r in zip(st["timestamp"], st)]
     if flips and spec.drv_version is not None:
         f = P.TS_FLIP.zeros(len(flips))

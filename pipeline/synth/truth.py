@@ -81,6 +81,16 @@ class Pmu:
     ts_ns: int
 
 
+def training_marks(step: tuple[int, int]) -> list[tuple[int, int, int]]:
+    """The step-trace records of a training iteration inside ``step`` (MODEL_START, MODEL_END),
+    as (tag, stream, ns): FP 1 us after the start, BP 1 us before the end, and two all-reduce
+    ranges that overlap, [+2, +4] us on stream 0 and [+3, +5] us on stream 1 (even tag starts,
+    the next odd tag ends). Times stay multiples of 20 ns when the step's are."""
+    start, end = step
+    return [(2, 0, start + 1_000), (10000, 0, start + 2_000), (10002, 1, start + 3_000),
+            (10001, 0, start + 4_000), (10003, 1, start + 5_000), (3, 0, end - 1_000)]
+
+
 @dataclass
 class Inference:
     device_id: int
@@ -91,6 +101,7 @@ class Inference:
     infer: tuple[int, int]
     output: tuple[int, int]
     step: tuple[int, int] | None  # step-trace MODEL_START / MODEL_END, None when not written
+    marks: list[tuple[int, int, int]] = field(default_factory=list)  # training records: (tag, stream, ns)
 
 
 @dataclass

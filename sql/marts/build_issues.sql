@@ -1,15 +1,19 @@
 -- build_issues: one row per (device, check) that found something while building the reports.
 --
 -- Grain:   (run_id, device_id, kind)
--- Sources: stg_task_instances, stg_pmu_records, stg_task_ops, stg_export_ops
+-- Sources: stg_task_instances, stg_pmu_records, stg_task_ops, stg_export_ops, stg_step_marks,
+--          stg_all_reduces
 -- Follows: nothing in msprof, which drops these silently (analysis-and-exports §C1);
 --          they are counted so that no loss goes unreported.
 --          pmu_without_block_dim finds the record's op as ai_core_metrics does (by key, else
 --          the ASOF join).
+--          open_last_iteration counts models (one open iteration each) whose step trace ends
+--          inside an iteration, as msprof drops it from its step trace.
 -- Columns:
 --   device_id      -     device
 --   kind           -     dropped_task_instances, pmu_without_op, pmu_without_block_dim,
---                        task_runs_without_time, pmu_without_task, export_metrics_without_task
+--                        task_runs_without_time, pmu_without_task, export_metrics_without_task,
+--                        open_last_iteration, all_reduce_without_end
 --   count          -     how many instances or records
 --   message        -     one-line explanation
 
@@ -105,6 +109,20 @@ metrics_unmatched as (
     from stg_export_ops
     where not has_run
     group by device_id
+),
+
+open_iterations as (
+    select device_id, count(distinct model_id) as n
+    from stg_step_marks
+    where model_ends_open
+    group by device_id
+),
+
+reduces_unended as (
+    select device_id, count(*) as n
+    from stg_all_reduces
+    where end_ns is null
+    group by device_id
 )
 
 select device_id, kind, count, message
@@ -151,5 +169,19 @@ from (
         n,
         'exported PMU row(s) naming a (stream, task, start) that no exported execution has; left out of ai_core_metrics and op_summary'
     from metrics_unmatched
+    union all
+    select
+        device_id,
+        'open_last_iteration',
+        n,
+        'step-trace iteration(s) still open when the step trace ends (one per model at most); left out of step_trace_summary, step_trace_reduces and topdown_inference'
+    from open_iterations
+    union all
+    select
+        device_id,
+        'all_reduce_without_end',
+        n,
+        'all-reduce range(s) whose start has no end record in its iteration; kept in step_trace_reduces with a NULL end'
+    from reduces_unended
 )
 order by device_id, kind

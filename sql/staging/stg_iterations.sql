@@ -1,66 +1,36 @@
--- stg_iterations: one row per model iteration (inference) delimited by step-trace keypoints.
+-- stg_iterations: one row per closed model iteration (inference or training step) of the step trace.
 --
--- Grain:   (device_id, iter_id)
--- Sources: step_trace
--- Follows: msprof's step-trace state machine (analysis-and-exports §A5.2), per
---          (device, model) in time order: MODEL_START (tag 0) opens an iteration unless one
---          is open, MODEL_END (tag 1) closes it, ITER_END (tag 4) closes it and opens the
---          next; an iteration still open at the end is dropped. Simplification: an end
---          keypoint with no open iteration closes nothing (msprof ignores it too).
---          iter_id ranks iterations of all models of a device by their end (msprof iter_id).
+-- Grain:   (device_id, model_id, iteration_id); iter_id is unique per device too
+-- Sources: step_trace (through the step_marks() macro of sql/macros/step_trace.sql)
+-- Follows: msprof's step-trace iterations (its step_trace_data and training_trace tables):
+--          the iteration rule of the step_marks() macro (MODEL_START opens, MODEL_END closes,
+--          ITER_END closes and opens the next, per (device, model) in time order); the
+--          iteration still open at the end is left out (build_issues counts it). iter_id
+--          ranks the iterations of all models of a device by their end (msprof's iter_id).
+--          FP and BP are the last FP (tag 2) and BP (tag 3) records of the iteration, as msprof
+--          keeps the last one seen.
 -- Columns:
 --   device_id      -     device
 --   model_id       -     model id
---   iter_id        -     1-based rank of the iteration's end within the device
---   start_ns       ns    iteration start
---   end_ns         ns    iteration end
+--   iter_id        -     1-based rank of the iteration's end within the device (ties: model id)
+--   start_ns       ns    iteration start (its MODEL_START, or the ITER_END that opened it)
+--   end_ns         ns    iteration end (its MODEL_END or ITER_END)
+--   iteration_id   -     1-based number of the iteration within (device, model) (msprof's index_id)
+--   fp_ns          ns    the iteration's last FP (forward propagation start) record; NULL without one
+--   bp_ns          ns    the iteration's last BP (backward propagation end) record; NULL without one
 
-with keypoints as (
+with closed as (
     select
         device_id,
         model_id,
-        tag_id,
-        ts_ns,
-        seq,
-        -- which iteration a keypoint belongs to: end keypoints seen before it
-        coalesce(
-            sum(case when tag_id in (1, 4) then 1 else 0 end) over (
-                partition by device_id, model_id
-                order by ts_ns, seq
-                rows between unbounded preceding and 1 preceding
-            ),
-            0
-        ) as grp
-    from step_trace
-    where tag_id in (0, 1, 4)
-),
-
-groups as (
-    select
-        device_id,
-        model_id,
-        grp,
-        min(ts_ns) filter (where tag_id = 0) as first_start_ns,
-        max(ts_ns) filter (where tag_id in (1, 4)) as end_ns,
-        max(tag_id) filter (where tag_id in (1, 4)) as end_tag
-    from keypoints
-    group by device_id, model_id, grp
-),
-
-iterations as (
-    select
-        device_id,
-        model_id,
-        coalesce(
-            first_start_ns,
-            -- after ITER_END the next iteration is already open at that keypoint
-            case
-                when lag(end_tag) over (partition by device_id, model_id order by grp) = 4
-                    then lag(end_ns) over (partition by device_id, model_id order by grp)
-            end
-        ) as start_ns,
-        end_ns
-    from groups
+        any_value(iteration_id) as iteration_id,
+        any_value(iteration_start_ns) filter (where is_end) as start_ns,
+        max(ts_ns) filter (where is_end) as end_ns,
+        arg_max(ts_ns, ord) filter (where tag_id = 2) as fp_ns,
+        arg_max(ts_ns, ord) filter (where tag_id = 3) as bp_ns
+    from step_marks()
+    where iteration_closed
+    group by device_id, model_id, seg, iter_local
 )
 
 select
@@ -68,6 +38,8 @@ select
     model_id,
     row_number() over (partition by device_id order by end_ns, model_id)::integer as iter_id,
     start_ns,
-    end_ns
-from iterations
-where start_ns is not null and end_ns is not null
+    end_ns,
+    iteration_id::integer as iteration_id,
+    fp_ns,
+    bp_ns
+from closed

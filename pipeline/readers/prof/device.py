@@ -288,9 +288,11 @@ def read_training_trace(s: Stream, dev: int, clock: DeviceClock, sink, log: Issu
     """MindSpore 0.5 step keypoints, tags translated to msprof's (raw tag kept in raw_tag_id).
 
     mindinsight's step-trace parser: a tag above 255 (the job id) or 0 starts a step, 255 ends
-    it, 1 is FP, 2 is BP, the others are all-reduce points. They become MODEL_START (0),
-    MODEL_END (1), FP (2), BP (3) and 10000 + tag; model id is the job id of the step, index
-    id the step number.
+    it, 1 is FP, 2 is BP, the others (3 to 254) are all-reduce points, in pairs per stream
+    whose first (start) point has an odd tag (3, 5, ...) and second (end) point the next even
+    tag. They become MODEL_START (0), MODEL_END (1), FP (2), BP (3) and 10000 + tag - 3, so that
+    a start is even and an end odd, as msprof's all-reduce tags are (10000 opens, 10001 closes);
+    model id is the job id of the step, index id the step number.
     """
     stream, batches = read_fixed(s.files, P.TRAINING_TRACE, log, dev, aged=False)
     steps = 0
@@ -300,7 +302,7 @@ def read_training_trace(s: Stream, dev: int, clock: DeviceClock, sink, log: Issu
         tag = r["tag"].astype(np.uint64)
         start = (tag > P.TRAINING_TRACE_END) | (tag == 0)
         mapped = np.select([start, tag == P.TRAINING_TRACE_END, tag == 1, tag == 2],
-                           [0, 1, 2, 3], default=10000 + np.minimum(tag, 1 << 20).astype(I64))
+                           [0, 1, 2, 3], default=10000 - 3 + np.minimum(tag, 1 << 20).astype(I64))
         idx = steps + np.cumsum(start)
         steps = int(idx[-1]) if len(idx) else steps
         pos = np.where(start, np.arange(len(r)), -1)

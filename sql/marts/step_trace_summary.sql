@@ -1,0 +1,71 @@
+-- step_trace_summary: one row per closed step-trace iteration of a model, with where its time went.
+--
+-- Grain:   (run_id, device_id, model_id, iteration_id)
+-- Sources: stg_iterations, stg_all_reduces
+-- Follows: msprof's step_trace export (its training_trace table; MindInsight shows the same
+--          breakdown): iterations by the step-trace rule of stg_iterations (MODEL_START opens,
+--          MODEL_END closes, ITER_END closes and opens the next, per (device, model) in time
+--          order; the iteration still open at the end is left out and counted in
+--          build_issues as open_last_iteration); FP / BP the last FP (tag 2) / BP (tag 3)
+--          record of the iteration; Data Aug Bound = FP - the end of the latest iteration of
+--          any model of the device that ended before the FP. Rows in the order of their end.
+--          Choices: times in integer ns on the run timeline (msprof prints us); a value
+--          msprof prints as N/A (no FP, no BP, no earlier iteration; stored by msprof as 0) is
+--          NULL. The all-reduce ranges (msprof: a Reduce Start / Reduce Duration column pair
+--          per range) are the rows of the mart step_trace_reduces, one per range, so that a
+--          query can aggregate them; reduce_count here says how many. Iterations msprof
+--          makes from STEP_START / STEP_END records (tags 60000 / 60001) are not made.
+-- Columns:
+--   device_id             -     device ("Device_id")
+--   iteration_id          -     1-based number of the iteration within (device, model) ("Iteration ID")
+--   fp_start_ns           ns    the iteration's last FP record; NULL without one ("FP Start")
+--   bp_end_ns             ns    the iteration's last BP record; NULL without one ("BP End")
+--   iteration_end_ns      ns    iteration end, its MODEL_END or ITER_END ("Iteration End")
+--   iteration_ns          ns    iteration_end_ns - iteration_start_ns ("Iteration Time")
+--   fp_to_bp_ns           ns    bp_end_ns - fp_start_ns; NULL without FP or BP ("FP to BP Time")
+--   iteration_refresh_ns  ns    iteration_end_ns - bp_end_ns, the gradient refresh after BP; NULL
+--                               without BP ("Iteration Refresh", earlier "Grad Refresh Bound")
+--   data_aug_bound_ns     ns    fp_start_ns - the end of the device's latest iteration ending before
+--                               fp_start_ns, the wait for data; NULL without FP or such an iteration
+--                               ("Data Aug Bound")
+--   model_id              -     model id ("Model ID")
+--   iter_id               -     1-based rank of the iteration's end within the device (msprof's iter_id)
+--   iteration_start_ns    ns    iteration start, its MODEL_START or the ITER_END that opened it
+--   reduce_count          -     all-reduce ranges of the iteration (rows of step_trace_reduces)
+
+with reduces as (
+    select device_id, model_id, iteration_id, count(*) as n
+    from stg_all_reduces
+    group by device_id, model_id, iteration_id
+),
+
+with_previous as (
+    select
+        it.*,
+        prev.end_ns as previous_end_ns
+    from stg_iterations as it
+    asof left join (select device_id, end_ns from stg_iterations) as prev
+        on it.device_id = prev.device_id
+        and it.fp_ns > prev.end_ns
+)
+
+select
+    it.device_id,
+    it.iteration_id,
+    it.fp_ns as fp_start_ns,
+    it.bp_ns as bp_end_ns,
+    it.end_ns as iteration_end_ns,
+    it.end_ns - it.start_ns as iteration_ns,
+    it.bp_ns - it.fp_ns as fp_to_bp_ns,
+    it.end_ns - it.bp_ns as iteration_refresh_ns,
+    it.fp_ns - it.previous_end_ns as data_aug_bound_ns,
+    it.model_id,
+    it.iter_id,
+    it.start_ns as iteration_start_ns,
+    coalesce(r.n, 0) as reduce_count
+from with_previous as it
+left join reduces as r
+    on it.device_id = r.device_id
+    and it.model_id = r.model_id
+    and it.iteration_id = r.iteration_id
+order by it.device_id, it.iter_id
