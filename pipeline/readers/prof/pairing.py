@@ -103,7 +103,7 @@ def _pair(logs: Logs, by_time: bool) -> tuple[Runs, np.ndarray]:
 
 def _key_order(logs: Logs, by_time: bool) -> np.ndarray:
     """Indices of the logs by (stream, task), then time (``by_time``), then record index. Ids that
-    fit are sorted as one key: a million STARS logs 0.11 -> 0.08 s against four sort keys."""
+    fit are sorted as one combined key, cheaper than a sort over four keys."""
     s, t = logs.stream_id, logs.task_id
     fits = len(s) and min(s.min(), t.min()) >= 0 and s.max() < 2**31 and t.max() < 2**32
     keys = [(s.astype(np.int64) << 32) | t] if fits else [t, s]
