@@ -1,4 +1,4 @@
-"""Device task executions from start/end logs, and batch ids (raw-formats §6.3, §6.5, §10.5).
+"""Device task executions from start/end logs, and batch ids (docs/formats.md#rule-pairing, #batch-ids).
 
 Pairing (msprof ``HwtsCalculator._prep_data``; STARS ``log_base_parser`` in the usual
 case): per (stream, task), in log order, a start waits for the next end of the same key;
