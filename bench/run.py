@@ -280,7 +280,7 @@ def host_speed(repeat: int = 5) -> dict:
     int64s (one core; decoding is numpy) and a DuckDB group-by and sort of 4M rows (every core;
     the build is DuckDB). The bench prints them before and after its runs: the same code on a
     host (or in a spell) where these take 1.3x as long runs about that much slower, so tables
-    of different rounds compare through them (README, Benchmarks: this host's speed has varied
+    of different rounds compare through them (bench/HISTORY.md: this host's speed has varied
     by up to 1.5x from one round to the next)."""
     import duckdb
     import numpy as np

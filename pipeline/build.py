@@ -57,11 +57,10 @@ def connect(workdir: Path, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: in
                              config={"memory_limit": memory_limit, "temp_directory": str(workdir / "spill")})
     except duckdb.Error:
         check_settings(memory_limit, threads)  # a setting DuckDB refuses: UsageError naming it
-        raise  # (checked only on failure: a DuckDB of its own costs every build ~0.02 s)
+        raise  # (checked only on failure: a DuckDB of its own would cost every build time)
     # The block allocator keeps the memory of DuckDB's buffers once touched instead of giving it
-    # back to the system and faulting it in again at the next spill: a 2 GB build's page faults
-    # halve and it runs 9-12 % faster, for ~25 MB more peak (bench/, 320 MB limit). It reserves
-    # address space, not memory, so small builds do not grow to the limit. A limit larger than
+    # back to the system and faulting it in again at the next spill (fewer page faults on a big
+    # build, for a little more peak memory). It reserves address space, not memory, so small builds do not grow to the limit. A limit larger than
     # the address space cannot be reserved; the build then allocates as before.
     limit = con.execute("select current_setting('memory_limit')").fetchall()[0][0]
     try:
@@ -87,11 +86,8 @@ def check_settings(memory_limit: str, threads: int | None = None) -> None:
 # they are, uncompressed) unless they would take more than twice the limit: then they are
 # tables of the build's database file, which DuckDB compresses as it writes them, so the
 # marts read a fraction of the bytes back. Compressing costs more than spilling a little and
-# saves more than spilling a lot (bench/, 320 MB limit, STARS, builds alone: 500 MB run, 1.2x
-# the limit, +0.3 s in the file; 1 GB run, 2.5x, 12.1-13.0 -> 10.4-11.2 s; 2 GB STARS and
-# hiprof -12..-25 % and -4..-8 %; within `profetl run` the 2 GB STARS build was a wash, README).
-# The size is estimated from the records the ingest decoded: the staging tables of the bench's
-# runs hold ~55 bytes per raw record (hiprof and STARS alike).
+# saves more than spilling a lot. The size is estimated from the records the ingest decoded:
+# staging tables hold about 55 bytes per raw record (hiprof and STARS alike).
 STAGING_BYTES_PER_RECORD = 55
 STAGING_IN_FILE_ABOVE = 2.0  # times the memory limit
 
@@ -183,8 +179,7 @@ def _note_max_rss(result: BuildResult, step: str) -> None:
 
 
 # A mart's rows come from DuckDB in small Arrow batches (the larger a batch, the more of the
-# result is held twice, in DuckDB and in Arrow: 20k instead of 100k rows lowers a 2 GB build's
-# peak by about 45 MB) and go to Parquet in row groups of 100k rows (small row groups are slower
+# result is held twice, in DuckDB and in Arrow) and go to Parquet in row groups of 100k rows (small row groups are slower
 # to write and to read).
 FETCH_ROWS = 20_000
 ROW_GROUP_ROWS = 100_000
@@ -192,7 +187,7 @@ ROW_GROUP_ROWS = 100_000
 
 def _write_mart(con: duckdb.DuckDBPyConnection, mart: SqlFile, out) -> int:
     """The mart's query, run once as its rows are written (not made a view first: DuckDB would
-    bind the query twice, ~0.01 s a mart)."""
+    bind the query twice)."""
     name = mart.name
     c = contract("marts", name)
     schema = pa.schema([f for f in c.schema if f.name != "run_id"])

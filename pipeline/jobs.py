@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def _build(wh: Warehouse, run: dict, tables_filled: list[str], memory_limit: str,
            threads: int | None) -> tuple[BuildResult, dict]:
     """Build one run: the result and the run row after it. pipeline.build, and with it DuckDB,
-    loads at the first job that builds; `profetl ingest` starts without them (0.05 s)."""
+    loads at the first job that builds, so `profetl ingest` starts without them."""
     from pipeline.build import build, with_build
 
     b = build(wh, run, memory_limit, threads)

@@ -18,10 +18,8 @@ from pipeline.contracts import Contract, contract
 # names are few distinct values (pipeline.readers.distinct) and the file a record came from is
 # one of a stream's few files, so a batch carries an index per record and each text once, and
 # Arrow's writer stores the dictionary and the indices as they are instead of hashing a
-# string per record (bench/, 500 MB STARS run, `profetl ingest`, six alternating pairs: medians
-# 3.38 -> 3.00 s, peak 474 -> 438 MB; 500 MB hiprof in `profetl run`, four pairs: the ingest's
-# medians 1.90 -> 1.65 s). The files hold plain Parquet text as before (``store_schema=False``:
-# no Arrow-only schema), so every reader, pyarrow included, reads the contract's types.
+# string per record. The files hold plain Parquet text (``store_schema=False``: no Arrow-only
+# schema), so every reader, pyarrow included, reads the contract's types.
 TEXT = pa.dictionary(pa.int32(), pa.string())
 
 
@@ -72,15 +70,11 @@ def parquet_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
 
     Floating-point columns (ratios, times in us, bandwidths) are byte-stream-split, not
     dictionary-encoded: measurements of tasks are nearly all distinct, and a row group's
-    dictionary then holds every value once more. 500 MB STARS run's ai_core_metrics with
-    distinct values (bench/): write 0.60 -> 0.23 s, 120 -> 91 MB, read 0.16 -> 0.09 s; with
-    the synthetic run's repeated values the dictionary was smaller (47 against 91 MB) but
-    slower to write and to read (0.34 / 0.39 against 0.22 / 0.07 s).
+    dictionary then holds every value once more (slower to write and to read, and larger).
 
     Min/max statistics are written for every column but text ones: comparing every string
-    of a 2M-row batch cost a quarter of the encoding time (bench/: 4.0 -> 3.2 s for the five
-    big tables of the 500 MB STARS run), and a row group holds many names, so their min/max
-    would hardly ever let a query skip it.
+    of a batch costs a large share of the encoding time, and a row group holds many names,
+    so their min/max would hardly ever let a query skip it.
 
     Columns given as dictionary arrays (the raw tables' text, ``TEXT``) are written as
     Parquet text from their dictionary and indices, and the file keeps no Arrow schema

@@ -9,17 +9,14 @@ A staging table is stored (a temporary table of the build's DuckDB, in its buffe
 spilled under the memory limit; for a run too big for that, a table of the build's database
 file, compressed: pipeline.build.staging_storage) unless its header says ``Stored: no``: then
 it is a view, and each mart that reads it runs its query. That suits a table that is cheap to
-compute and read by few marts, where storing costs more than computing it again (bench/,
-500 MB STARS run: ``stg_api_calls`` takes 0.03 s to compute and 0.3 s to store).
+compute and read by few marts, where storing costs more than computing it again.
 
 A CTE that two branches of a query read is declared ``as not materialized`` when it is
 cheap to compute (a filter of one table): DuckDB otherwise stores all its rows before either
-branch reads them, and spills them on a big run (bench/: ``stg_pmu_records`` of a 2 GB run
-3.9 -> 2.8 s; rows identical either way).
+branch reads them, and spills them on a big run.
 
 DuckDB's ASOF join sorts every row given to it, on both sides: also rows a later filter drops,
-also when the other side is empty (1.0 s for no rows on the left against the 4.2M task
-descriptions of a 2 GB STARS run). Transforms therefore filter before an ASOF join, not after,
+also when the other side is empty. Transforms therefore filter before an ASOF join, not after,
 and take by a hash join on the key what needs no ASOF join: the marts that name an
 execution's operator take it by key when every description of its task says the same and
 the first is valid from the start, and give the ASOF join only the other tasks and their

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,7 +16,9 @@ from pipeline.synth.truth import Truth
 from pipeline.warehouse import Warehouse
 
 REPO = Path(__file__).resolve().parent.parent
-REAL_DATA = REPO.parent / "shared" / "real-data"
+# A folder of public repositories' profiling test data, laid out as OWNER+REPO/<path in that
+# repository> (README.md, Development, lists what the real-data tests read).
+REAL_DATA_ENV = "PROFETL_REAL_DATA"
 
 
 # Property tests check what decoders and readers return, not how fast: no per-example deadline
@@ -35,10 +38,16 @@ def update_goldens(request) -> bool:
 
 @pytest.fixture
 def real_data() -> Path:
-    """The shared real profiling output; tests using it skip when it is not beside the repo."""
-    if not REAL_DATA.is_dir():
-        pytest.skip(f"real data folder not present ({REAL_DATA})")
-    return REAL_DATA
+    """Real profiling output from public repositories: the folder ``PROFETL_REAL_DATA`` names.
+    Tests using it skip when the variable is unset or names no folder."""
+    value = os.environ.get(REAL_DATA_ENV, "")
+    if not value:
+        pytest.skip(f"set {REAL_DATA_ENV} to a folder of real profiling data laid out as "
+                    "OWNER+REPO/<path> (see README, Development)")
+    folder = Path(value).expanduser()
+    if not folder.is_dir():
+        pytest.skip(f"{REAL_DATA_ENV}={value} is not a folder (see README, Development)")
+    return folder
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 Nothing here touches SQL or the readers: every value comes from the events ``synth``
 decided to write (``pipeline.synth.truth.Truth``) and the rules in the headers of
-``sql/marts/*.sql`` (msprof's algorithms, analysis-and-exports §A), re-implemented
+``sql/marts/*.sql`` (msprof's algorithms, docs/formats.md part 2), re-implemented
 independently so that a test compares two computations, never one with itself.
 """
 
@@ -44,7 +44,7 @@ def acl_api(truth) -> list[dict]:
 
 
 def task_instances_from_states(truth) -> tuple[list[dict], Counter]:
-    """msprof's state machine over the written state records (analysis-and-exports §A2.2)."""
+    """msprof's state machine over the written state records (docs/formats.md#rule-task-states)."""
     by_key = defaultdict(list)
     for s in truth.states:
         if s.state in (1, 2, 3, 4):

@@ -1,13 +1,13 @@
 """Expected report tables of a generation-2/3 synthetic dump, computed in plain Python.
 
 Everything comes from ``pipeline.synth.prof.ProfTruth`` (what synth wrote) and the rules
-stated in the SQL headers and raw-formats.md, re-implemented here without SQL or readers:
+stated in the SQL headers and docs/formats.md, re-implemented here without SQL or readers:
 
 * executions: the device start/end logs paired per (device, stream, task) in file order,
-  a start waiting for the next end (raw-formats §6.3; a later start replaces it);
+  a start waiting for the next end (docs/formats.md#rule-pairing; a later start replaces it);
 * the op and API of an execution: the launch (host task_track) of the same (device,
-  stream, task) that was reported last at or before the execution started (§4.5);
-* AI Core metrics: the formulas of analysis-and-exports §A3 with the op's block dim, the
+  stream, task) that was reported last at or before the execution started (docs/formats.md#rule-association);
+* AI Core metrics: the formulas of docs/formats.md#rule-ratios and after, with the op's block dim, the
   frequency in force at the task's end for aicore_time, info.json's for bandwidth;
 * top-down: ACL, GE (model-level InputCopy / ModelExecute / OutputCopy), Runtime (calls
   starting inside the ACL call) and Task Scheduler (executions of the first iteration
@@ -171,7 +171,7 @@ def _td(dev, k, module, api, start, dur) -> dict:
 
 
 def ai_core_samples(truth) -> list[dict]:
-    """Per core and interval (raw-formats §6.7): the interval starts at the core's previous sample."""
+    """Per core and interval (docs/formats.md#rule-pmu-samples): the interval starts at the core's previous sample."""
     devs = {d.device_id: d for d in truth.devices}
     rows = []
     prev: dict[tuple, int] = {}

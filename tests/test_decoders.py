@@ -110,7 +110,7 @@ def assert_tiles(total: int, ranges: list[tuple[int, int]]) -> None:
 
 # --- fixed-size records ---------------------------------------------------------------
 
-# Reference formats written from raw-formats §5, independent of the numpy dtypes.
+# Reference formats written from docs/formats.md#acl-record and after, independent of the numpy dtypes.
 FIXED_REF = {
     "runtime_task_track": (
         L.RUNTIME_TASK_TRACK, "<HHIQ32sHHH",
@@ -254,7 +254,7 @@ def test_decode_fixed_bad_magic_and_truncation_are_located_per_file():
 
 # --- TLV streams ----------------------------------------------------------------------
 
-# Reference formats (raw-formats §6.1): header "mode u8, tag u8, bufSize u16, reserved u32".
+# Reference formats (docs/formats.md#tlv): header "mode u8, tag u8, bufSize u16, reserved u32".
 TLV_REF = {
     L.TIME_LINE.tag: ("<BBH4xHHHHQII", ["mode", "tag", "buf_size", "task_type", "task_state", "stream_id",
                                         "task_id", "timestamp", "thread", "device_id"]),

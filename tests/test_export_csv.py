@@ -1,7 +1,7 @@
 """Summary CSVs of exported dumps (kernel_details, op_summary, task_time) into task_runs, task_ops, task_metrics.
 
 Expected rows are worked out by hand from the CSV text written here; the real exports
-(../shared/real-data) are counted with csv.DictReader, independently of the reader.
+(the ``real_data`` fixture) are counted with csv.DictReader, independently of the reader.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The unified database reader (msprof_*.db, ascend_pytorch_profiler*.db, report_*.db).
 
 A database built here by hand, with every expected canonical row written out from the rows
-put in (not from the reader); the real databases of ../shared/real-data checked against
+put in (not from the reader); the real databases of the ``real_data`` fixture checked against
 counts taken from the files with plain SQL; damaged and renamed-schema files reported, not
 crashed on.
 """

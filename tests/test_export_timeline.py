@@ -242,7 +242,7 @@ def test_json_that_is_no_trace(tmp_path):
     assert res is None and log.issues[0].byte_offset == 22
 
 
-# --- real exports (../shared/real-data) ---------------------------------------------------------
+# --- real exports (the real_data fixture) ----------------------------------------------------
 
 LEVEL1 = "Ascend+msinsight/test/data/pytorch/text/level1/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT"
 IMAGINATION = "hicann+oam-tools/experiment/task-book/msprof_tool_experience_imaginationhh/perf-data"

@@ -2,19 +2,20 @@
 
 Nothing here comes from profetl's own synth or from ``pipeline.layouts``: every record is
 packed below with ``struct`` ('<' format strings) straight from the byte layouts of
-../shared/reference/raw-formats.md (§1.2, §1.3, §1.7, §3, §5.1, §5.2, §5.4, §5.5, §6.1,
-§7), and every expected value is a literal worked out by hand from the rules stated in the
-headers of sql/staging/*.sql and sql/marts/*.sql.
+docs/formats.md (#dir-result-dir, #control-files, #file-names, #clock-device, #acl-record,
+#runtime-api-record, #ge-task-desc, #ge-model-time, #tlv, #info-json), and every expected
+value is a literal worked out by hand from the rules stated in the headers of
+sql/staging/*.sql and sql/marts/*.sql.
 
 Scenario (device 0, Ascend310 "chip 0", one model run twice):
 
-* Clocks, 2022 sync-file form (msprof-2022-run §3): ``host_start.log.0`` has ``[Device0]``,
+* Clocks, 2022 sync-file form (docs/formats.md#sync-logs): ``host_start.log.0`` has ``[Device0]``,
   ``clock_realtime`` then ``clock_monotonic_raw`` = H0 = 5_000_000_000_000 ns;
   ``dev_start.log.0`` has clock_realtime, clock_monotonic_raw (the device's own, unused) and
   ``cntvct`` = 3_000_000_000. hwts_frequency 50 MHz, so a device tick is 20 ns and
   ``t_ns = H0 + (syscnt - 3_000_000_000) * 1000 / 50``. Host records are already ns.
   All times below are written as offsets from H0 ("+140_000" means H0 + 140_000 ns).
-* Host (legacy structs, §5): two ``aclmdlExecute`` calls (+100_000..+400_000 and
+* Host (legacy structs, docs/formats.md#acl-record and after): two ``aclmdlExecute`` calls (+100_000..+400_000 and
   +500_000..+812_345) plus one ``aclrtSynchronizeStream`` in a legacy-infer named
   ``AclModule.acl_rts.0.0``; eight ``Runtime.api`` calls (one on stream 65535 before the
   first inference); four GE task descriptions (op names as strings); two GE model_time
@@ -55,7 +56,7 @@ MAGIC = 0x5A5A
 
 
 def syscnt(rel_ns: int) -> int:
-    """The device tick count that converts to H0 + rel_ns (raw-formats §3.1)."""
+    """The device tick count that converts to H0 + rel_ns (docs/formats.md#clock-device)."""
     assert rel_ns % 20 == 0
     return CNTVCT + rel_ns * HWTS_MHZ // 1000
 
@@ -73,12 +74,12 @@ def _packed(fmt: str, size: int, *values) -> bytes:
 
 
 def acl_record(api_type: int, name: str, begin: int, end: int) -> bytes:
-    """§5.1 MsprofAclProfData, 128 bytes: magic, dataTag 0, apiType, begin, end, pid, tid, name[64], reserve[32]."""
+    """formats.md#acl-record: MsprofAclProfData, 128 bytes: magic, dataTag 0, apiType, begin, end, pid, tid, name[64], reserve[32]."""
     return _packed("<HHIQQII64s32x", 128, MAGIC, 0, api_type, begin, end, PID, TID, name.encode())
 
 
 def runtime_api_record(name: str, entry: int, exit_: int, stream: int, tasks=()) -> bytes:
-    """§5.2 MsprofRuntimeProfApiData, 256 bytes; taskId[10] as (task_id, batch_id) u16 pairs."""
+    """formats.md#runtime-api-record: MsprofRuntimeProfApiData, 256 bytes; taskId[10] as (task_id, batch_id) u16 pairs."""
     pairs = [v for task, batch in tasks for v in (task, batch)]
     pairs += [0] * (20 - len(pairs))
     return _packed(
@@ -89,7 +90,7 @@ def runtime_api_record(name: str, entry: int, exit_: int, stream: int, tasks=())
 
 def task_desc_record(op_name: str, op_type: str, ge_task_type: int, block_dim: int,
                      stream: int, task: int, ts: int) -> bytes:
-    """§5.4 MsprofGeProfTaskData, 256 bytes; name and type as strings (flag byte 1)."""
+    """formats.md#ge-task-desc: MsprofGeProfTaskData, 256 bytes; name and type as strings (flag byte 1)."""
     return _packed(
         "<HHIB7x120sB7x56sQQIIIIHHII12x", 256,
         MAGIC, 23, ge_task_type,
@@ -103,7 +104,7 @@ def task_desc_record(op_name: str, op_type: str, ge_task_type: int, block_dim: i
 
 def model_time_record(request_id: int, in_s: int, in_e: int, inf_s: int, inf_e: int,
                       out_s: int, out_e: int) -> bytes:
-    """§5.5 MsprofGeProfInferData, 256 bytes; model name as a string (type byte 1)."""
+    """formats.md#ge-model-time: MsprofGeProfInferData, 256 bytes; model name as a string (type byte 1)."""
     return _packed(
         "<HHIB7x120sII6Q64x", 256,
         MAGIC, 22, 1, 1, b"resnet50", request_id, TID, in_s, in_e, inf_s, inf_e, out_s, out_e,
@@ -115,18 +116,18 @@ AI_CORE_TASK, AI_CPU_TASK = 0, 1
 
 
 def time_line(rel_ns: int, task_type: int, state: int, stream: int, task: int) -> tuple[int, bytes]:
-    """§6.1 TIME_LINE (tag 3), 32 bytes: header (mode 1, tag, bufSize, reserved), then
+    """formats.md#time-line: TIME_LINE (tag 3), 32 bytes: header (mode 1, tag, bufSize, reserved), then
     taskType, taskState, streamId, taskId, timestamp, thread, deviceId."""
     return rel_ns, _packed("<BBHIHHHHQII", 32, 1, 3, 32, 0, task_type, state, stream, task, syscnt(rel_ns), 0, 0)
 
 
 def step_trace(rel_ns: int, index_id: int, tag_id: int) -> tuple[int, bytes]:
-    """§6.1 STEP_TRACE (tag 10), 40 bytes: timestamp, indexId, modelId 1, stream 5, task 0, tagId."""
+    """formats.md#step-trace-record: STEP_TRACE (tag 10), 40 bytes: timestamp, indexId, modelId 1, stream 5, task 0, tagId."""
     return rel_ns, _packed("<BBHIQQQHHHH", 40, 1, 10, 40, 0, syscnt(rel_ns), index_id, 1, 5, 0, tag_id, 0)
 
 
 def event_count(rel_ns: int, task_type: int, task: int, counters: list[int], task_cyc: int, block: int) -> bytes:
-    """§6.1 EVENT_COUNT (tag 4), 112 bytes: taskType, streamId 5, taskId, overflow 0 with an
+    """formats.md#event-count: EVENT_COUNT (tag 4), 112 bytes: taskType, streamId 5, taskId, overflow 0 with an
     all-F overflowCycle, 8 counters (slots of sample.json's event list), task_cyc, timestamp, block."""
     assert len(counters) == 8
     return _packed(
@@ -144,10 +145,10 @@ def write_dump(root: Path) -> None:
 
     def put(name: str, content: bytes, done: bool = True) -> None:
         (data / name).write_bytes(content)
-        if done:  # producer marker (raw-formats §1.5); never data
+        if done:  # producer marker (docs/formats.md#markers); never data
             (data / f"{name}.done").write_text(f"filesize:{len(content)}\n")
 
-    # ---- control files (§1.3, §7), each JSON on one line
+    # ---- control files (formats.md#control-files, formats.md#info-json), each JSON on one line
     info = {
         "platform_version": "0", "devices": "0", "pid": str(PID), "pid_name": "infer_app",
         "hostname": "foreign-host", "memoryTotal": 16384, "netCard": [],
@@ -170,14 +171,14 @@ def write_dump(root: Path) -> None:
     (root / "dev_start.log.0").write_text(
         "clock_realtime: 1700000000999000500\nclock_monotonic_raw: 777000000000\ncntvct: 3000000000\n")
 
-    # ---- AscendCL (§5.1): ACL_MODEL = 2, ACL_RTS = 3
+    # ---- AscendCL (formats.md#acl-record): ACL_MODEL = 2, ACL_RTS = 3
     put("AclModule.acl_model.0.slice_0",
         acl_record(2, "aclmdlExecute", host(100_000), host(400_000))
         + acl_record(2, "aclmdlExecute", host(500_000), host(812_345)))
     put("AclModule.acl_rts.0.0",  # legacy infer name ^AclModule\.(acl_rts)\.(\d+)\.\d+
         acl_record(3, "aclrtSynchronizeStream", host(358_000), host(369_000)), done=False)
 
-    # ---- Runtime API (§5.2)
+    # ---- Runtime API (formats.md#runtime-api-record)
     put("Runtime.api.0.slice_0", b"".join([
         runtime_api_record("rtCtxSetCurrent", host(50_000), host(60_000), 65535),          # R0 10_000
         runtime_api_record("rtKernelLaunch", host(140_000), host(142_000), 5, [(1, 0)]),    # R1  2_000
@@ -189,7 +190,7 @@ def write_dump(root: Path) -> None:
         runtime_api_record("rtStreamSynchronize", host(760_000), host(766_000), 6),        # R7  6_000
     ]))
 
-    # ---- GE task descriptions (§5.4), reported at model load; GE task types 0 AI_CORE, 1 AI_CPU
+    # ---- GE task descriptions (formats.md#ge-task-desc), reported at model load; GE task types 0 AI_CORE, 1 AI_CPU
     put("Framework.task_desc_info.0.slice_0", b"".join([
         task_desc_record("conv1", "Conv2D", 0, 2, 5, 1, host(20_000)),
         task_desc_record("relu1", "Relu", 0, 1, 5, 2, host(21_000)),
@@ -197,14 +198,14 @@ def write_dump(root: Path) -> None:
         task_desc_record("nms", "NonMaxSuppression", 1, 1, 5, 4, host(23_000)),
     ]))
 
-    # ---- GE model time (§5.5), one record per inference, in file order
+    # ---- GE model time (formats.md#ge-model-time), one record per inference, in file order
     # (request id, input start/end, infer start/end, output start/end)
     put("Framework.model_time_info_1_0.0.slice_0", b"".join([
         model_time_record(0, *map(host, (110_000, 130_000, 130_000, 370_000, 370_000, 390_000))),
         model_time_record(1, *map(host, (510_000, 525_000, 525_000, 790_000, 790_000, 805_000))),
     ]))
 
-    # ---- ts_track TLV (§6.1): all records in time order
+    # ---- ts_track TLV (formats.md#tlv): all records in time order
     A, C = AI_CORE_TASK, AI_CPU_TASK
     ts_records = sorted([
         step_trace(135_000, 1, 0), step_trace(350_000, 1, 1),  # inference 1: MODEL_START, MODEL_END
@@ -228,11 +229,11 @@ def write_dump(root: Path) -> None:
     ], key=lambda r: r[0])
     ts = b"".join(rec for _, rec in ts_records)
     cut = sum(len(rec) for _, rec in ts_records[:6]) + 13  # 13 bytes into the 7th record
-    # legacy infer names ts_track\.data\.\d+\.(\d+)\.\d+ (§1.7); no .done markers in that era
+    # legacy infer names ts_track\.data\.\d+\.(\d+)\.\d+ (formats.md#file-names); no .done markers in that era
     put("ts_track.data.1.0.0", ts[:cut], done=False)
     put("ts_track.data.1.0.1", ts[cut:], done=False)
 
-    # ---- aicore.data EVENT_COUNT (§6.1); slots: vec mac scalar mte1 mte2 mte3 icache_req icache_miss
+    # ---- aicore.data EVENT_COUNT (formats.md#event-count); slots: vec mac scalar mte1 mte2 mte3 icache_req icache_miss
     aic = b"".join([
         event_count(190_000, A, 1, [12_000, 24_000, 6_000, 3_000, 9_600, 4_800, 1_000, 50], 48_000, 2),
         event_count(215_000, A, 2, [8_000, 0, 4_000, 0, 2_000, 1_000, 0, 0], 16_000, 1),

@@ -1,4 +1,4 @@
-"""AscendCL API names that are hash ids resolve through AclModule.hash_dic (raw-formats §5.1)."""
+"""AscendCL API names that are hash ids resolve through AclModule.hash_dic (docs/formats.md#acl-record)."""
 
 from __future__ import annotations
 

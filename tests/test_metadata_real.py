@@ -1,4 +1,4 @@
-"""Real msprof control files (../shared/real-data) parse into the metadata models without loss."""
+"""Real msprof control files (the ``real_data`` fixture: PROFETL_REAL_DATA) parse into the metadata models without loss."""
 
 from __future__ import annotations
 

@@ -295,7 +295,7 @@ def test_host_clock(freq, expect):
 
 
 def test_aged_host_stream_starts_mid_record(tmp_path):
-    """aging.* host streams lose their oldest slices; unaging.* ones never age (raw-formats §1.6)."""
+    """aging.* host streams lose their oldest slices; unaging.* ones never age (docs/formats.md#aging)."""
     from pipeline.readers.prof.files import Stream
     from pipeline.readers.prof.host import HostContext, api_event_rows
 

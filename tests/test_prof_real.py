@@ -1,9 +1,9 @@
-"""Real generation-2 data (../shared/real-data, through the ``real_data`` fixture).
+"""Real generation-2 data (through the ``real_data`` fixture).
 
 JOB3 is a MindSpore 0.5 training dump of an Ascend910 in the ``profiler_default_tag``
 naming, without info.json: one HWTS file of 4,022,208 bytes (62,847 records of 64 bytes),
 a binary ``training_trace`` file and a text ``task_desc_info``. The expected values below
-were worked out by hand from the bytes quoted next to them (raw-formats §6.3: byte 0 bits
+were worked out by hand from the bytes quoted next to them (docs/formats.md#hwts-log: byte 0 bits
 0-2 log type, 4-7 counter; task id u16 @6; syscnt u64 @8; stream u32 @16; 100 MHz, so one
 tick is 10 ns; no dev_start.log, so ticks count from 0).
 
@@ -171,7 +171,7 @@ def test_real_prof_metadata_parses_without_loss(real_data, tmp_path):
         assert (d["chip"], d["platform_version"], d["hwts_freq_mhz"], d["aic_freq_mhz"], d["ai_core_num"]) == \
             ("Ascend910A", "1", 100.0, 1000.0, 32)
         assert (d["pid"], d["host_freq_mhz"]) == (pid, 1000.0)
-        assert d["wall_offset_ns"] == start_us * 1000 - mon  # start_info.N (raw-formats §3.3)
+        assert d["wall_offset_ns"] == start_us * 1000 - mon  # start_info.N (docs/formats.md#clock-wall)
     assert run["collection_start_us"] == 1692340024324979
     assert (run["layout"], run["layout_generation"], run["chip"]) == ("msprof_export", 4, "Ascend910A")
     assert {r["device_id"] for r in rows("task_runs")} == {0, 1}

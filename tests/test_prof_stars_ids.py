@@ -1,4 +1,4 @@
-"""STARS task ids of 13 bits and more: bits 13-15 travel in the stream field (raw-formats §6.5)."""
+"""STARS task ids of 13 bits and more: bits 13-15 travel in the stream field (docs/formats.md#stars-ids)."""
 
 from __future__ import annotations
 

@@ -156,7 +156,7 @@ def test_case_features_present(run):
     assert any(len(v) > 1 for v in keys.values()), "task ids repeat after the flip"
     assert len({x.device_id for x in t.launches}) == len(t.devices) >= 2
     assert {"AI_CORE", "AI_CPU"} <= {x["type"] for x in execs}
-    # a task launched outside any node launch is named by its kernel name (raw-formats §4.5)
+    # a task launched outside any node launch is named by its kernel name (docs/formats.md#rule-association)
     assert "DataPrep_kernel" in {r["op_name"] for r in run.rows("task_scheduler")}
 
 

@@ -1,4 +1,4 @@
-"""CANN 7+ host data: which operator a compact task_track record runs (raw-formats §4.5).
+"""CANN 7+ host data: which operator a compact task_track record runs (docs/formats.md#rule-association).
 
 Hand-made raw rows, run through the staging layer; every expected name below is worked out
 from the rule, not from the SQL: a task_track belongs to the node-level API record of its

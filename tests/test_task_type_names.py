@@ -41,6 +41,6 @@ def test_ge_task_descriptions_name_known_codes_and_number_the_others():
     records["op_type"] = b"Add"
     b = Batch(records, np.arange(len(codes), dtype=np.int64) * 256, np.arange(len(codes), dtype=np.int64))
     row = ge_task_ops(b, _stream(), 0, {}, IssueLog())
-    # by hand: the GE task types in code order (raw-formats §5.4), INVALID last (code 10)
+    # by hand: the GE task types in code order (docs/formats.md#task-types), INVALID last (code 10)
     assert list(GE_TASK_TYPES[[0, 1, 10]]) == ["AI_CORE", "AI_CPU", "INVALID"]
     assert row["task_type"].to_pylist() == ["AI_CORE", "UNKNOWN_13", "INVALID", "AI_CPU", "UNKNOWN_13", "UNKNOWN_11"]

@@ -1,8 +1,8 @@
 """The root ``profetl`` app: every command lives in its own module.
 
 A command's module, and the libraries it imports, load only when that command runs:
-``profetl ingest`` does not load DuckDB, ``profetl build`` no decoder (bench/: each start
-0.05-0.1 s sooner). Help, shell completion and an unknown command get the whole app.
+``profetl ingest`` does not load DuckDB, ``profetl build`` no decoder, so each starts
+sooner. Help, shell completion and an unknown command get the whole app.
 """
 
 from __future__ import annotations
@@ -85,7 +85,7 @@ def exit_now(code) -> None:
     """End the process once the command is done, without the interpreter's teardown.
 
     Python's exit tears down every loaded module (DuckDB, Arrow, numpy, pydantic) object by
-    object: 0.1-0.2 s of every profetl process (bench/), for memory the system takes back at
+    object, a noticeable part of every short profetl process, for memory the system takes back at
     once anyway. Nothing is left for it to do: the warehouse's files are written, renamed and
     closed by the commands themselves, and DuckDB connections that write are closed. What an
     exit must still do is done here: the ``atexit`` functions run, standard output and error are
@@ -117,8 +117,8 @@ def exit_now(code) -> None:
 
 def _memory_pool() -> None:
     """Arrow's default allocator (mimalloc) keeps freed batches mapped: a long ingest's resident
-    memory then grows with the dump (791 MB at 2 GB against 603 MB at 500 MB, bench/). The
-    system allocator gives them back (561 / 549 MB) at the same speed. ARROW_DEFAULT_MEMORY_POOL
+    memory then grows with the dump. The system allocator gives them back at the same speed
+    (bench/HISTORY.md). ARROW_DEFAULT_MEMORY_POOL
     still wins when set."""
     if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
         import pyarrow as pa

@@ -43,7 +43,7 @@ def command(
         ok = sum(o.status != "failed" for o in outcomes)
         C.out.print(f"{len(outcomes)} dump(s): {ok} done, {len(outcomes) - ok} failed", highlight=False)
         if show:
-            from pipeline.cli.show import print_run  # the report code loads only for --show (0.05 s)
+            from pipeline.cli.show import print_run  # the report code loads only for --show
 
             for o in outcomes:
                 if o.run_id and o.status != "failed":

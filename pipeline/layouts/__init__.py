@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-HOST_MAGIC = 0x5A5A  # first u16 of every legacy host record (raw-formats §2)
+HOST_MAGIC = 0x5A5A  # first u16 of every legacy host record (docs/formats.md#conventions)
 
 
 @dataclass(frozen=True)

@@ -1,16 +1,16 @@
 """Layout generation 1 (hiprof era, Ascend310 "chip 0"): host and device records.
 
-Offsets and sizes follow ../shared/reference/raw-formats.md: §5 (legacy host
-structs) and §6.1 (device TLV streams). All little-endian, no padding.
+Offsets and sizes are described in docs/formats.md: the legacy host structs
+(#acl-record to #ge-model-load) and the device TLV streams (#tlv). All little-endian, no padding.
 """
 
 from __future__ import annotations
 
 from pipeline.layouts import Layout, struct
 
-# --- host records (raw-formats §5) -------------------------------------------------
+# --- host records (docs/formats.md#acl-record and the sections after it) -----------
 
-ACL_API = Layout(  # AclModule.<acl_model|acl_op|acl_rts|acl_others>.<dev>.slice_N, §5.1
+ACL_API = Layout(  # AclModule.<acl_model|acl_op|acl_rts|acl_others>.<dev>.slice_N, formats.md#acl-record
     "acl_api",
     struct(
         [
@@ -28,7 +28,7 @@ ACL_API = Layout(  # AclModule.<acl_model|acl_op|acl_rts|acl_others>.<dev>.slice
     tag=0,
 )
 
-RUNTIME_API = Layout(  # Runtime.api.<dev>.slice_N, §5.2
+RUNTIME_API = Layout(  # Runtime.api.<dev>.slice_N, formats.md#runtime-api-record
     "runtime_api",
     struct(
         [
@@ -51,7 +51,7 @@ RUNTIME_API = Layout(  # Runtime.api.<dev>.slice_N, §5.2
     tag=40,
 )
 
-RUNTIME_TASK_TRACK = Layout(  # Runtime.task_track.<dev>.slice_N, §5.3
+RUNTIME_TASK_TRACK = Layout(  # Runtime.task_track.<dev>.slice_N, formats.md#runtime-task-track
     "runtime_task_track",
     struct(
         [
@@ -69,7 +69,7 @@ RUNTIME_TASK_TRACK = Layout(  # Runtime.task_track.<dev>.slice_N, §5.3
     tag=41,
 )
 
-GE_TASK_DESC = Layout(  # Framework.task_desc_info.<dev>.slice_N, §5.4
+GE_TASK_DESC = Layout(  # Framework.task_desc_info.<dev>.slice_N, formats.md#ge-task-desc
     "ge_task_desc",
     struct(
         [
@@ -98,7 +98,7 @@ GE_TASK_DESC = Layout(  # Framework.task_desc_info.<dev>.slice_N, §5.4
     tag=23,
 )
 
-GE_MODEL_TIME = Layout(  # Framework.model_time_info_<a>_<b>.<dev>.slice_N, §5.5 (C struct)
+GE_MODEL_TIME = Layout(  # Framework.model_time_info_<a>_<b>.<dev>.slice_N, formats.md#ge-model-time (C struct)
     "ge_model_time",
     struct(
         [
@@ -122,7 +122,7 @@ GE_MODEL_TIME = Layout(  # Framework.model_time_info_<a>_<b>.<dev>.slice_N, §5.
     tag=22,
 )
 
-GE_MODEL_LOAD = Layout(  # Framework.model_load_info_<a>.<dev>.slice_N, §5.6
+GE_MODEL_LOAD = Layout(  # Framework.model_load_info_<a>.<dev>.slice_N, formats.md#ge-model-load
     "ge_model_load",
     struct(
         [
@@ -140,7 +140,7 @@ GE_MODEL_LOAD = Layout(  # Framework.model_load_info_<a>.<dev>.slice_N, §5.6
     tag=20,
 )
 
-# --- device TLV streams (raw-formats §6.1) --------------------------------------------
+# --- device TLV streams (docs/formats.md#tlv) ------------------------------------------
 
 TLV_HEADER = struct(
     [("mode", "u1", 0), ("tag", "u1", 1), ("buf_size", "<u2", 2), ("reserved", "<u4", 4)], 8
@@ -224,7 +224,7 @@ TS_MEMCPY = Layout(
 DECODED_TAGS = {l.tag: l for l in (TIME_LINE, EVENT_COUNT, STEP_TRACE, TS_MEMCPY)}
 COUNTED_TAGS = {6: "RUNTIME_TS", 7: "TS_CPU_USAGE", 8: "AI_CORE_STATUS", 9: "AIV_STATUS"}
 
-# TIME_LINE task states (raw-formats §6.1)
+# TIME_LINE task states (docs/formats.md#time-line)
 WAITING, RUNNING, COMPLETE, PENDING = 1, 2, 3, 4
 AI_CORE_START, AI_CORE_DONE, AI_CPU_PHASES_TWO_START = 7, 8, 9
 KNOWN_TASK_STATES = {WAITING, RUNNING, COMPLETE, PENDING, AI_CORE_START, AI_CORE_DONE, AI_CPU_PHASES_TWO_START}

@@ -1,10 +1,11 @@
 """Layout generations 2 and 3 (msprof ``PROF_*``): host CANN 7+ records and device HW logs.
 
-Offsets and sizes follow ../shared/reference/raw-formats.md: §4 (host ``api_event``,
-``compact``, ``additional``), §6.2 (fixed 40-byte ``ts_track``), §6.3 (HWTS), §6.4
-(128-byte AI Core PMU), §6.5 (STARS SoC and FFTS+ PMU), §6.6 (``lpmFreqConv``) and
-§6.7 (sample-based AI Core). The MindSpore 0.5 ``training_trace`` record (20 bytes) is
-the one read by mindinsight's step-trace parser. All little-endian, no padding.
+Offsets and sizes are described in docs/formats.md: host ``api_event``, ``compact`` and
+``additional`` records (#api-event, #compact-header), fixed 40-byte ``ts_track`` (#ts-track),
+HWTS (#hwts-log), 128-byte AI Core PMU (#aic-pmu), STARS SoC and FFTS+ PMU (#stars-acsq,
+#ffts-pmu), ``lpmFreqConv`` (#lpm-freq) and sample-based AI Core (#aic-sample). The
+MindSpore 0.5 ``training_trace`` record (20 bytes, #training-trace) is the one read by
+mindinsight's step-trace parser. All little-endian, no padding.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ import numpy as np
 from pipeline.layouts import Layout, struct
 from pipeline.layouts import hiprof as G1
 
-DEVICE_MAGIC = 0x6BD3  # u16 at bytes 2-3 of HWTS, AI Core PMU, STARS SoC and FFTS records (§2)
-EVENT_FLAG = 0xFFFFFFFFFFFFFFFF  # api_event u64 @24 of an EVENT record (§4.1)
+DEVICE_MAGIC = 0x6BD3  # u16 at bytes 2-3 of HWTS, AI Core PMU, STARS SoC and FFTS records (docs/formats.md#conventions)
+EVENT_FLAG = 0xFFFFFFFFFFFFFFFF  # api_event u64 @24 of an EVENT record (docs/formats.md#api-event)
 
-# --- host: api_event, compact, additional (raw-formats §4) ---------------------------
+# --- host: api_event, compact, additional (docs/formats.md#api-event) ---------------
 
-API_EVENT = Layout(  # (aging|unaging).api_event.data.slice_N, §4.1: an API or an EVENT record
+API_EVENT = Layout(  # (aging|unaging).api_event.data.slice_N, formats.md#api-event: an API or an EVENT record
     "api_event",
     struct(
         [
@@ -45,7 +46,7 @@ _COMPACT_HEADER = [
     ("timestamp", "<u8", 16),
 ]
 
-TASK_TRACK = Layout(  # (aging|unaging).compact.task_track.slice_N, §4.2.1 (runtime level)
+TASK_TRACK = Layout(  # (aging|unaging).compact.task_track.slice_N, formats.md#task-track (runtime level)
     "task_track",
     struct(
         _COMPACT_HEADER
@@ -62,7 +63,7 @@ TASK_TRACK = Layout(  # (aging|unaging).compact.task_track.slice_N, §4.2.1 (run
     ),
 )
 
-NODE_BASIC_INFO = Layout(  # (aging|unaging).compact.node_basic_info.slice_N, §4.2.2 (node level)
+NODE_BASIC_INFO = Layout(  # (aging|unaging).compact.node_basic_info.slice_N, formats.md#node-basic-info (node level)
     "node_basic_info",
     struct(
         _COMPACT_HEADER
@@ -78,12 +79,12 @@ NODE_BASIC_INFO = Layout(  # (aging|unaging).compact.node_basic_info.slice_N, §
     ),
 )
 
-GRAPH_ID_MAP = Layout(  # (aging|unaging).additional.graph_id_map.slice_N, §4.3 (model level 15000, type 0)
+GRAPH_ID_MAP = Layout(  # (aging|unaging).additional.graph_id_map.slice_N, formats.md#graph-id-map
     "graph_id_map",
     struct(_COMPACT_HEADER + [("model_name", "<u8", 24), ("graph_id", "<u4", 32), ("model_id", "<u4", 36)], 256),
 )
 
-LEVELS = {  # §4.5 LevelDataType -> api_calls.level
+LEVELS = {  # formats.md#levels: LevelDataType -> api_calls.level
     30000: "pytorch_tx", 25000: "pta", 20500: "msproftx", 20000: "acl", 15000: "model",
     10000: "node", 6000: "aicpu", 5500: "hccl", 5000: "runtime",
 }
@@ -91,16 +92,16 @@ ACL_LEVEL, MODEL_LEVEL, NODE_LEVEL, RUNTIME_LEVEL = 20000, 15000, 10000, 5000
 FLIP_TASK_TYPE, MAINTENANCE_TASK_TYPE = 98, 6  # compact task_track types that are no device task
 
 GE_TASK_TYPES = ["AI_CORE", "AI_CPU", "AI_VECTOR_CORE", "WRITE_BACK", "MIX_AIC", "MIX_AIV",
-                 "FFTS_PLUS", "DSA_SQE", "DVPP", "HCCL", "FUSION", "INVALID"]  # §4.2.2
+                 "FFTS_PLUS", "DSA_SQE", "DVPP", "HCCL", "FUSION", "INVALID"]  # formats.md#task-types
 
-# --- device: fixed 40-byte ts_track (raw-formats §6.2) ---------------------------------
+# --- device: fixed 40-byte ts_track (docs/formats.md#ts-track) -------------------------
 
 TS_TRACK_SIZE = 40
 TS_HEADER = struct([("mode", "u1", 0), ("tag", "u1", 1), ("buf_size", "<u2", 2)], TS_TRACK_SIZE)
 _TS = [("mode", "u1", 0), ("tag", "u1", 1), ("buf_size", "<u2", 2), ("timestamp", "<u8", 8)]
 
 # Tags 10 (step trace) and 11 (TS memcpy) have the same 40-byte layout as generation 1's
-# TLV records of those tags (raw-formats §6.1 and §6.2 agree field for field).
+# TLV records of those tags (docs/formats.md#step-trace-record, #ts-memcpy).
 TS_STEP_TRACE = G1.STEP_TRACE
 TS_MEMCPY = G1.TS_MEMCPY
 TS_TASK_TYPE = Layout(
@@ -122,7 +123,7 @@ TS_BLOCK_NUM = Layout(
 TS_LAYOUTS = {l.tag: l for l in (TS_STEP_TRACE, TS_MEMCPY, TS_TASK_TYPE, TS_FLIP, TS_BLOCK_NUM)}
 TS_IGNORED_TAGS = {13: "TASK_FLIP (old)"}  # documented tags msprof skips
 
-# --- device: HWTS chips (raw-formats §6.3, §6.4, §6.7) ---------------------------------
+# --- device: HWTS chips (docs/formats.md#hwts-log, #aic-pmu, #aic-sample) --------------
 
 HWTS_LOG = Layout(  # hwts.data.<dev>.slice_N; legacy hwts.log.data.45.dev.profiler_default_tag.<dev>.slice_N
     "hwts_log",
@@ -156,7 +157,7 @@ AIC_PMU = Layout(  # aicore.data.<dev>.slice_N, task-based, chips 1-4: one recor
     ),
 )
 
-AIC_SAMPLE = Layout(  # aicore.data.<dev>.slice_N when sample.json says sample-based, §6.7
+AIC_SAMPLE = Layout(  # aicore.data.<dev>.slice_N when sample.json says sample-based, formats.md#aic-sample
     "aic_sample",
     struct(
         [
@@ -171,7 +172,7 @@ AIC_SAMPLE = Layout(  # aicore.data.<dev>.slice_N when sample.json says sample-b
     ),
 )
 
-# --- device: STARS chips (raw-formats §6.5, §6.6) --------------------------------------
+# --- device: STARS chips (docs/formats.md#stars-acsq, #ffts-pmu, #lpm-freq) ------------
 
 STARS_ACSQ = Layout(  # stars_soc.data.<dev>.slice_N, ACSQ task start/end (func type 0 / 1)
     "stars_acsq",

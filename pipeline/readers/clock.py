@@ -1,4 +1,4 @@
-"""Device counter ticks to nanoseconds on the run's host-monotonic timeline (raw-formats §3.1)."""
+"""Device counter ticks to nanoseconds on the run's host-monotonic timeline (docs/formats.md#clock-device)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,6 @@ class DeviceClock:
 
 
 def host_monotonic_ns(clock_monotonic_raw: int, cntvct_diff: int, host_freq_mhz: float | None) -> int:
-    """The sync point's host time, with the ``cntvct_diff`` correction of raw-formats §3.1."""
+    """The sync point's host time, with the ``cntvct_diff`` correction of docs/formats.md#clock-device."""
     freq_hz = host_freq_mhz * 1e6 if host_freq_mhz and host_freq_mhz > 0 else 1e9
     return clock_monotonic_raw + (round(cntvct_diff * 1e9 / freq_hz) if cntvct_diff else 0)

@@ -2,7 +2,7 @@
 
 Both walk a ``SliceStream`` chunk by chunk with bounded memory. Fixed-size records
 decode with one ``np.frombuffer`` per chunk. A TLV stream (``mode, tag, bufSize``
-headers, raw-formats §6.1) is cut into *runs* of consecutive records with the same
+headers, docs/formats.md#tlv) is cut into *runs* of consecutive records with the same
 tag and size; each run is found with one vectorised comparison and decoded with one
 ``np.frombuffer``, so the Python loop is per run, not per record.
 

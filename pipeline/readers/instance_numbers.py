@@ -1,6 +1,6 @@
 """Task Scheduler instance numbers counted while reading, so the build need not sort every state.
 
-msprof's TIME_LINE state machine (analysis-and-exports §A2.2) sorts the states of one
+msprof's TIME_LINE state machine (docs/formats.md#rule-task-states) sorts the states of one
 (device, kind, stream, task) by (timestamp, state) and closes an instance at every COMPLETE.
 A state's instance number is therefore the count of COMPLETEs before it in that order.
 The Task Scheduler writes its records as things happen, so the states of one task arrive

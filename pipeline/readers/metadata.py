@@ -1,4 +1,4 @@
-"""Control files of a collection directory as pydantic models (raw-formats §1.3, §3.4, §7).
+"""Control files of a collection directory as pydantic models (docs/formats.md#control-files).
 
 Unknown keys are kept (``extra="allow"``) so nothing a producer wrote is lost; the
 run keeps each file's full text as well. Values that producers write either as

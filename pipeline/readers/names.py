@@ -51,7 +51,7 @@ def name_reporter(stream, offsets: np.ndarray, log: IssueLog, device_id: int | N
 
 
 def read_hash_dic(path: Path, rel: str, log: IssueLog, device_id: int | None) -> dict[int, str]:
-    """``<id>:<string>`` lines (raw-formats §4.4, §5.8); other lines are reported, with their bytes."""
+    """``<id>:<string>`` lines (docs/formats.md#dictionaries); other lines are reported, with their bytes."""
 
     def entry(line: bytes):
         key, sep, value = line.partition(b":")

@@ -1,7 +1,7 @@
 """A stream of slice files read as one byte sequence, in bounded chunks.
 
 Producers cut a record stream into ``*.slice_N`` files at arbitrary byte positions,
-so a record may start in one slice and end in the next (raw-formats §1.6). A
+so a record may start in one slice and end in the next (docs/formats.md#slices). A
 ``SliceStream`` yields the bytes of every slice in order, chunk by chunk, and maps
 any stream offset back to (file, offset in file) for records and issues.
 """
@@ -26,7 +26,7 @@ class SliceFile:
 
 
 class SliceStream:
-    """The slices of one stream; ``skip`` leading bytes are not read (an aged head, §1.6),
+    """The slices of one stream; ``skip`` leading bytes are not read (an aged head, formats.md#aging),
     while every offset stays an offset into the whole stream."""
 
     def __init__(self, files: list[SliceFile], chunk_bytes: int = CHUNK_BYTES, skip: int = 0):

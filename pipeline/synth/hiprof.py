@@ -5,7 +5,7 @@ with the layouts in ``pipeline.layouts.hiprof`` (the readers' own definitions),
 cutting each stream into slices at arbitrary byte positions so that records straddle
 slice boundaries. It returns a ``Truth`` with every event it wrote.
 
-Clock choices (raw-formats §3): hwts 100 MHz, so one device tick is 10 ns and every
+Clock choices (docs/formats.md#clock-device): hwts 100 MHz, so one device tick is 10 ns and every
 device time is a multiple of 10 ns, exactly representable; host structs are ns.
 
 PMU records fit the task they measure (``pipeline.synth.prof.block_cycles``): aicore_time
@@ -29,7 +29,7 @@ from pipeline.synth.prof import block_cycles
 from pipeline.synth.truth import ApiCall, DeviceTruth, Inference, Op, Pmu, TaskInstance, TaskState, Truth, training_marks
 
 METRIC_SET_EVENTS = {
-    # hiprof names (seed document) and msprof names; raw-formats §8, analysis-and-exports §A3.1
+    # hiprof's metric-set names and msprof's; docs/formats.md#rule-pmu-slots
     "aicorePipeline": [0x8, 0xA, 0x9, 0xB, 0xC, 0xD, 0x55, 0x54],
     "PipeUtilization": [0x8, 0xA, 0x9, 0xB, 0xC, 0xD, 0x54, 0x55],
     "aicoreMemoryBandwidth": [0x15, 0x16, 0x31, 0x32, 0xF, 0x10, 0x12, 0x13],
@@ -321,7 +321,7 @@ def _write_host(out, cfg, d, acl, rt, ops, desc_ts, infers, load, rng) -> None:
 
 
 def _syscnt(dev: DeviceTruth, ns: np.ndarray) -> np.ndarray:
-    # inverse of raw-formats §3.1; exact because every device time is a multiple of 10 ns
+    # inverse of docs/formats.md#clock-device; exact because every device time is a multiple of 10 ns
     return (ns - dev.host_mon_ns) * dev.hwts_mhz // 1000 + dev.dev_cntvct
 
 

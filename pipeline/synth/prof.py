@@ -14,10 +14,10 @@ then a kernel launched outside any node (named by its task_track kernel name), a
 ACL EVENT pair after each inference. Task ids count per stream and start again at 0
 after inference ``flip_after`` (a flip record on the device, a FLIP_TASK on the host).
 
-Chip families (raw-formats §10): Ascend910A / Ascend310P write ``ts_track`` (40-byte),
+Chip families (docs/formats.md#generations): Ascend910A / Ascend310P write ``ts_track`` (40-byte),
 ``hwts.data`` and 128-byte ``aicore.data``; Ascend910B writes ``ts_track``,
 ``stars_soc.data``, ``ffts_profile.data`` and ``lpmFreqConv.data``, and its host clock
-counts cycles (info.json CPU Frequency 100 MHz, raw-formats §3.2). Every chip's info.json
+counts cycles (info.json CPU Frequency 100 MHz, docs/formats.md#clock-host). Every chip's info.json
 carries a ``drvVersion`` from which batch ids come from flip records; ``old_driver`` writes
 none, as drivers before 0x072211 did (batch ids from task-id wrap-around).
 
@@ -87,7 +87,7 @@ METRIC_SETS = {
     "ArithmeticUtilization": (0x49, 0x4A, 0x4B, 0x4C, 0x4D, 0x4E, 0x4F),
 }
 OP_TYPES = ["Conv2D", "MatMul", "Add", "Relu", "Cast", "TransData"]
-TYPE_INFO = {  # (level, type) -> name, as type_info_dic carries them (raw-formats §4.4)
+TYPE_INFO = {  # (level, type) -> name, as type_info_dic carries them (docs/formats.md#dictionaries)
     (20000, (2 << 16) | 1): "aclmdlLoadFromFile",
     (20000, (2 << 16) | 3): "aclmdlExecute",
     (20000, (3 << 16) | 2): "aclrtMalloc",
@@ -125,7 +125,7 @@ class ProfConfig:
     drop_start: int = 0  # executions whose start log is not written
     extra_start: int = 0  # executions preceded by a spurious start log (replaced by the real one)
     aged_records: int = 0  # STARS: the oldest stars_soc slices deleted, ending this many records + 7 bytes in
-    sample_based: bool = False  # HWTS chips: aicore.data holds per-interval, per-core samples (raw-formats §6.7)
+    sample_based: bool = False  # HWTS chips: aicore.data holds per-interval, per-core samples (docs/formats.md#aic-sample)
     sample_interval_ns: int = 20_000
     sample_cores: int = 3
     start_us: int = 1_767_225_600_000_000  # collection start (2026-01-01T00:00:00Z)
@@ -287,7 +287,7 @@ class _Host:
         return self._ids[name]
 
     def units(self, ns: int) -> int:
-        """Host timestamp as the host clock writes it (raw-formats §3.2)."""
+        """Host timestamp as the host clock writes it (docs/formats.md#clock-host)."""
         f = self.spec.host_freq_mhz
         if not f:
             return ns
@@ -395,7 +395,7 @@ def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, tr
                                    start, end, track))
             ends.append(end)
             cursor += 5_000
-        # a kernel launched outside any node launch: its op name is its task_track kernel name (§4.5)
+        # a kernel launched outside any node launch: its op name is its task_track kernel name (formats.md#rule-association)
         s = streams[0]
         rt = (cursor, cursor + 2_000)
         api("runtime", "CpuKernelLaunch", *rt)
@@ -636,7 +636,7 @@ def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, 
             sqe = 1 if x.task_type_name == "AI_CPU" else 0
             s[i]["head"] = (1 if x.is_end else 0) | ((i % 16) << 6) | (sqe << 10)
             # every other record with the stream's bit 12 set: the task id's bits 13-15 then
-            # travel in the stream field (raw-formats §6.5 id rules)
+            # travel in the stream field (docs/formats.md#stars-ids)
             s[i]["stream_id"] = x.stream_id | (0x1000 | (x.task_id & 0xE000) if i % 2 else 0)
             s[i]["task_id"] = x.task_id
             s[i]["syscnt"] = _syscnt(dev, x.ts_ns)

@@ -1,6 +1,6 @@
 """Layout generation 4: what msprof and the torch_npu profiler exported, read when the raw data is gone.
 
-Sources, most detailed first (ARCHITECTURE.md, "Raw layout generations" 4): the unified SQLite
+Sources, most detailed first (docs/formats.md#export-files): the unified SQLite
 database (``msprof_*.db``, ``ascend_pytorch_profiler*.db``), the event timeline
 (``trace_view.json``, ``msprof_*.json``, per-device ``timeline/*.json``), the summary CSVs
 (``kernel_details``, ``op_summary``, ``task_time``, ...). ``reader.read_export`` (imported where a dump is read: detecting one needs only

@@ -9,7 +9,7 @@ from pipeline.readers.hiprof.reader import Sink
 from pipeline.readers.hiprof.files import rel_name
 from pipeline.readers.issues import IssueLog
 
-# Canonical tables an exported source can fill (ARCHITECTURE.md, "Canonical tables").
+# Canonical tables an exported source can fill (docs/architecture.md#canonical-tables).
 EXPORT_TABLES = ("api_calls", "task_runs", "task_ops", "task_metrics", "step_trace", "devices")
 
 

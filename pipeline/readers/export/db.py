@@ -1,7 +1,7 @@
 """The unified SQLite database of msprof (``msprof_*.db``) and torch_npu (``ascend_pytorch_profiler*.db``).
 
 Older msprof versions named it ``report_*.db`` and called the API table ``API``. Facts about
-the schema: docs/reference analysis-and-exports §B2. The file is opened read-only and
+the schema: docs/formats.md#export-db. The file is opened read-only and
 ``immutable`` (nothing is ever written beside it, not even a lock or a WAL index), and every
 table is read column-wise in chunks of ``CHUNK_ROWS`` rows, strings resolved through
 ``STRING_IDS`` by joins inside SQLite.
@@ -24,7 +24,7 @@ stripped and multiplied by 1024**3, ``_extra`` stripped. The MetricSummary colum
 with ``(ms)`` and ``(GB/s)`` already removed from their names, so in practice only the ``_time``
 rule applies: time metrics are nanoseconds (checked on real data: ``aiv_total_time`` of a task
 is within 1 % of its TASK duration in ns) and bandwidths stay GB/s, whatever the docs say
-(reference §D11). profetl stores every metric in the unit its name states, with the names
+(docs/formats.md#export-db). profetl stores every metric in the unit its name states, with the names
 kernel_details.csv / op_summary.csv give the same values, so a database and a CSV export
 of one run produce the same ``metric`` rows:
 

@@ -1,4 +1,4 @@
-"""Device TLV streams of generation 1 (raw-formats §6.1) into canonical columns."""
+"""Device TLV streams of generation 1 (docs/formats.md#tlv) into canonical columns."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ def event_counts(b: Batch, stream: SliceStream, device_id: int, clock: DeviceClo
         "block_dim": r["block"].astype(np.int32),
         "total_cycles": r["task_cyc"].astype(np.uint64),
         "overflow": overflow,
-        # overflow 0 means overflowCycle is all-F filler (raw-formats §6.1)
+        # overflow 0 means overflowCycle is all-F filler (docs/formats.md#event-count)
         "overflow_cycle": np.where(overflow == 0, np.uint64(0), r["overflow_cycle"]).astype(np.uint64),
         "timestamp_syscnt": r["timestamp"].astype(I64),
         "ts_ns": ns(clock, r["timestamp"]),

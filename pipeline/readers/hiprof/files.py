@@ -1,4 +1,4 @@
-"""Which file is what in a generation-1 ``result_dir`` (raw-formats §1.2, §1.4, §1.7).
+"""Which file is what in a generation-1 ``result_dir`` (docs/formats.md#dir-result-dir, #file-names).
 
 Data files carry their device id and slice number in the name, under three naming
 schemes: ``.slice_N`` ("modern"), ``.<dev>.<n>`` ("legacy infer") and
@@ -131,7 +131,7 @@ def is_result_dir(path: Path) -> bool:
 
 
 # Top-level names a result_dir may hold besides control files: markers, and what msprof
-# writes into a directory it parsed (raw-formats §1.5, analysis-and-exports §0).
+# writes into a directory it parsed (docs/formats.md#markers, #dir-prof).
 _KNOWN_TOP = re.compile(r"^(data|sqlite|log|summary|timeline|mindstudio_profiler_output)$|.*\.(done|complete|zip)$")
 
 

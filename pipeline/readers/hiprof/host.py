@@ -1,6 +1,6 @@
-"""Legacy host records of generation 1 (raw-formats §5) into canonical columns.
+"""Legacy host records of generation 1 (docs/formats.md#acl-record and after) into canonical columns.
 
-Host timestamps of these structs are already ns on the host monotonic clock (§3.2),
+Host timestamps of these structs are already ns on the host monotonic clock (docs/formats.md#clock-host),
 so they are used unchanged.
 """
 
@@ -29,7 +29,7 @@ def acl_calls(b: Batch, stream: SliceStream, device_id: int, acl_hash: dict[int,
     r = b.records
     names = decode_names(r["api_name"], _report(b, stream, log, device_id, "AscendCL API name"))
     if acl_hash:
-        # A name may be a hash id into AclModule.hash_dic (raw-formats §5.1).
+        # A name may be a hash id into AclModule.hash_dic (docs/formats.md#acl-record).
         # Each distinct name is looked up once.
         enc = names.dictionary_encode()
         resolved = [acl_hash.get(int(n), n) if n.isdigit() else n for n in enc.dictionary.to_pylist()]

@@ -1,13 +1,13 @@
 """Device data of generations 2 and 3 (``device_N/data``) into canonical columns.
 
-* ``ts_track`` (40-byte records, tag in byte 1, §6.2): step trace -> ``step_trace``; TS
+* ``ts_track`` (40-byte records, tag in byte 1, formats.md#ts-track): step trace -> ``step_trace``; TS
   memcpy receive/start/end and task-type records -> ``task_states``; task flips ->
   ``task_states`` (record_kind ``task_flip``) and the batch ids; block nums -> ``task_ops``.
-* ``hwts.data`` (§6.3) and STARS ``stars_soc.data`` (§6.5): start/end logs paired into
+* ``hwts.data`` (formats.md#hwts-log) and STARS ``stars_soc.data`` (formats.md#stars-acsq): start/end logs paired into
   ``task_runs``.
-* ``aicore.data`` (§6.4, task-based: one record per AI Core task end; §6.7 sample-based:
-  one record per interval and core) and ``ffts_profile.data`` (§6.5) -> ``pmu_counters``.
-* ``lpmFreqConv.data`` (§6.6) -> ``freq_samples``.
+* ``aicore.data`` (formats.md#aic-pmu, task-based: one record per AI Core task end; formats.md#aic-sample sample-based:
+  one record per interval and core) and ``ffts_profile.data`` (formats.md#stars-acsq) -> ``pmu_counters``.
+* ``lpmFreqConv.data`` (formats.md#lpm-freq) -> ``freq_samples``.
 * MindSpore 0.5 ``training_trace`` (20-byte keypoints) -> ``step_trace``, tags translated.
 """
 
@@ -68,7 +68,7 @@ def read_ts_track(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) 
                 sink.write("task_states", {
                     **base_columns(sub, stream, dev),
                     "record_kind": "task_flip",
-                    "stream_id": r["stream_id"].astype(np.int32),  # not masked (raw-formats §6.2)
+                    "stream_id": r["stream_id"].astype(np.int32),  # not masked (docs/formats.md#ts-track)
                     "task_id": r["task_id"].astype(np.int32),
                     "flip_num": r["flip_num"].astype(np.int32),
                     "timestamp_syscnt": r["timestamp"].astype(I64),
@@ -143,7 +143,7 @@ def read_hwts(s: Stream, dev: int, log: IssueLog) -> tuple[SliceStream, Iterator
 
 
 def stars_ids(stream_raw: np.ndarray, task_raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """STARS (non-V6, no stream expansion) stream and task ids from their raw fields (§6.5)."""
+    """STARS (non-V6, no stream expansion) stream and task ids from their raw fields (formats.md#stars-ids)."""
     s = stream_raw.astype(I64)
     t = task_raw.astype(I64)
     b12 = (s & 0x1000) != 0
@@ -213,7 +213,7 @@ def read_aicore(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog, sa
             **_pmu_columns(b, stream, dev, "aic_pmu", r["counters"]),
             "stream_id": (r["stream_id"] % 2048).astype(np.int32),
             "task_id": r["task_id"].astype(np.int32),
-            "task_type": np.zeros(len(r), np.int32),  # one record per AI Core task end (§6.4)
+            "task_type": np.zeros(len(r), np.int32),  # one record per AI Core task end (formats.md#aic-pmu)
             "total_cycles": r["total_cycle"].astype(np.uint64),
         })
 

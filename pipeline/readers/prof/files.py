@@ -1,6 +1,6 @@
 """Which directory is a generation-2/3 dump, and which file in it is what.
 
-Three shapes are recognised (raw-formats §1.1, §1.7; ARCHITECTURE.md):
+Three shapes are recognised (docs/formats.md#dir-prof, #dir-job, #file-names):
 
 * ``msprof_prof``: one ``PROF_*`` directory holding ``host/`` and one ``device_N/`` per
   NPU, each a *collection directory* with its control files and a ``data/`` folder.
@@ -13,7 +13,7 @@ Three shapes are recognised (raw-formats §1.1, §1.7; ARCHITECTURE.md):
   or in its ``data/``, usually without ``info.json``.
 
 A single directory with ``data/`` holding HWTS or STARS device files (msprof's pre-2023
-one-directory layout, §1.2, for a chip other than Ascend310) is read as one collection
+one-directory layout, docs/formats.md#dir-result-dir, for a chip other than Ascend310) is read as one collection
 directory (``msprof_result_dir``).
 """
 
@@ -38,7 +38,7 @@ _FAM = r"(?P<family>aging|unaging)"
 _TRAIN = r"\d+\.(?:dev|host)\.profiler_default_tag\." + _DEV + r"\.slice_" + _N
 
 # kind -> patterns (anchored at both ends). Groups: dev (device id), n (slice number),
-# family (aging / unaging: separate streams, §1.6).
+# family (aging / unaging: separate streams, docs/formats.md#slices).
 _P = {
     # device
     "ts_track": [r"ts_track\.data\." + _DEV + r"\.slice_" + _N, r"ts_track\.data\." + _TRAIN],
@@ -279,7 +279,7 @@ def _scan_collection(root: Path, d: Path, device_id: int, data_dirs: list[Path])
     return cd
 
 
-# What msprof writes into a directory it parsed (analysis-and-exports §0): output, not raw input.
+# What msprof writes into a directory it parsed (docs/formats.md#dir-prof): output, not raw input.
 MSPROF_OUTPUT = re.compile(r"^(sqlite|summary|timeline|log|mindstudio_profiler_output)$|^msprof_.*\.db$")
 
 

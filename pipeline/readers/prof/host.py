@@ -3,8 +3,8 @@
 Records are stored as they are, one canonical row each: API records (and EVENT pairs) in
 ``api_calls``, compact ``task_track`` and ``node_basic_info`` in ``task_ops``, graph id
 maps in ``inferences``. Hash ids go through ``hash_dic`` and type codes through
-``type_info_dic`` (raw-formats §4.4). Which device task gets which op name (the
-association rule of §4.5) is worked out by the SQL staging layer from these rows.
+``type_info_dic`` (docs/formats.md#dictionaries). Which device task gets which op name (the
+association rule, docs/formats.md#rule-association) is worked out by the SQL staging layer from these rows.
 
 Host records carry no device id except ``task_track``. A host row is given the device
 its thread launched tasks on (``task_track`` deviceId of the same threadId, the most
@@ -82,7 +82,7 @@ class HostContext:
 
 
 def read_type_info(stream: Stream, log: IssueLog) -> dict[tuple[int, int], str]:
-    """``<level>_<type>:<name>`` lines (raw-formats §4.4); other lines are reported."""
+    """``<level>_<type>:<name>`` lines (docs/formats.md#dictionaries); other lines are reported."""
 
     def entry(line: bytes):
         key, sep, value = line.partition(b":")
@@ -176,7 +176,7 @@ def _api_columns(stream: SliceStream, ctx: HostContext, rel: str, r: np.ndarray,
     typ = r["type"].astype(I64)
     is_acl = level == P.ACL_LEVEL
     is_model = level == P.MODEL_LEVEL
-    # MODEL level: itemId is the model id (raw-formats §4.1); elsewhere a hash id
+    # MODEL level: itemId is the model id (docs/formats.md#api-event); elsewhere a hash id
     item = merge_by_mask(is_model, map_distinct(r["item_id"][is_model], str),
                          ctx.names(r["item_id"][~is_model], rel, "item"))
     level_names = map_distinct(level, lambda lv: P.LEVELS.get(lv, str(lv)))
@@ -198,7 +198,7 @@ def _api_columns(stream: SliceStream, ctx: HostContext, rel: str, r: np.ndarray,
 
 
 def api_event_rows(s: Stream, ctx: HostContext, log: IssueLog):
-    """API records as calls; EVENT records paired into calls (§4.1) as they come: per key, the
+    """API records as calls; EVENT records paired into calls (formats.md#api-event) as they come: per key, the
     1st and 2nd records are one call, the 3rd and 4th the next, ...; a key's odd record waits
     for the next batch, and one still waiting at the end of the stream is reported."""
     stream, batches = read_fixed(s.files, P.API_EVENT, log, HOST_ID, aged=s.family == "aging", host_magic=True)

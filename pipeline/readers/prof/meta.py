@@ -1,8 +1,8 @@
 """Control files of one collection directory: its ``devices`` row and its clocks.
 
 A device directory's clock converts device counter ticks to host-monotonic ns
-(raw-formats §3.1). The host directory's clock converts host timestamps: cycle counts
-when ``info.json`` ``CPU[0].Frequency`` is a positive number, else ns as they are (§3.2).
+(docs/formats.md#clock-device). The host directory's clock converts host timestamps: cycle counts
+when ``info.json`` ``CPU[0].Frequency`` is a positive number, else ns as they are (docs/formats.md#clock-host).
 Where ``info.json`` is missing, the HWTS frequency comes from ``ReadOptions`` (the
 ``PROFETL_HWTS_MHZ`` environment variable) or from ``CHIP_DEFAULT_HWTS_MHZ``, and the
 ``devices`` row says which (``hwts_freq_source``).
@@ -21,18 +21,18 @@ from pipeline.readers.clock import DeviceClock, host_monotonic_ns
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.prof.files import HOST_ID, CollectionDir, rel_name
 
-# platform_version -> chip name (raw-formats §0.3); M.CHIPS names the common ones
+# platform_version -> chip name (docs/formats.md#chips); M.CHIPS names the common ones
 STARS_PLATFORMS = {"5", "7", "8", "9", "11", "15", "16"}
 CHIP_PLATFORM = {name.lower(): pv for pv, name in M.CHIPS.items()}
 
 # HWTS counter frequency to use when a dump has no info.json. Ascend910A: 100 MHz, the
-# hwts_frequency of the real Ascend910 info.json.N files in ../shared/real-data and the
-# 10 ns per cycle that mindinsight's HWTS parser assumes for MindSpore 0.5 dumps.
+# hwts_frequency of real Ascend910 info.json.N files (the mindinsight captures of README,
+# Development) and the 10 ns per cycle that mindinsight's HWTS parser assumes for MindSpore 0.5 dumps.
 CHIP_DEFAULT_HWTS_MHZ = {"Ascend910A": 100.0}
 # A profiler_default_tag dump (MindSpore training era) without info.json is taken to be
 # from an Ascend910A, the only chip that naming was written for; recorded as assumed.
 DEFAULT_TAG_CHIP = "Ascend910A"
-FLIP_DRIVER = 0x072211  # info.json drvVersion from which batch ids come from flip records (§10.5)
+FLIP_DRIVER = 0x072211  # info.json drvVersion from which batch ids come from flip records (docs/formats.md#batch-ids)
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def chip_name(platform_version: str | None) -> str | None:
 
 @dataclass(frozen=True)
 class HostClock:
-    """Host timestamps to ns (raw-formats §3.2)."""
+    """Host timestamps to ns (docs/formats.md#clock-host)."""
 
     freq_mhz: float | None
     cntvct: int

@@ -1,4 +1,4 @@
-"""Device task executions from start/end logs, and batch ids (raw-formats §6.3, §6.5, §10.5).
+"""Device task executions from start/end logs, and batch ids (docs/formats.md#rule-pairing, #batch-ids).
 
 Pairing (msprof ``HwtsCalculator._prep_data``; STARS ``log_base_parser`` in the usual
 case): per (stream, task), in log order, a start waits for the next end of the same key;
@@ -103,7 +103,7 @@ def _pair(logs: Logs, by_time: bool) -> tuple[Runs, np.ndarray]:
 
 def _key_order(logs: Logs, by_time: bool) -> np.ndarray:
     """Indices of the logs by (stream, task), then time (``by_time``), then record index. Ids that
-    fit are sorted as one key: a million STARS logs 0.11 -> 0.08 s against four sort keys."""
+    fit are sorted as one combined key, cheaper than a sort over four keys."""
     s, t = logs.stream_id, logs.task_id
     fits = len(s) and min(s.min(), t.min()) >= 0 and s.max() < 2**31 and t.max() < 2**32
     keys = [(s.astype(np.int64) << 32) | t] if fits else [t, s]

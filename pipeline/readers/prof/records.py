@@ -2,7 +2,7 @@
 
 Built on ``pipeline.readers.decode.decode_fixed``. Two additions:
 
-* **Aged heads** (raw-formats §1.6): once storage fills up the collector deletes the oldest
+* **Aged heads** (docs/formats.md#aging): once storage fills up the collector deletes the oldest
   slices, so the first surviving slice of an aged stream may start mid-record. msprof
   skips ``total % record_size`` bytes at the start. A stream whose tail was cut instead
   (a copy that stopped early) has the same remainder at the end; where the records carry
@@ -35,7 +35,7 @@ def _head(files: list[SliceFile], n: int) -> bytes:
 
 
 def head_skip(files: list[SliceFile], size: int, magic: tuple[int, int] | None) -> tuple[int, str]:
-    """Bytes to skip at the start of an aged stream, and why (raw-formats §1.6)."""
+    """Bytes to skip at the start of an aged stream, and why (docs/formats.md#aging)."""
     total = sum(f.size for f in files)
     r = total % size
     if r == 0:
