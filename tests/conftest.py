@@ -43,10 +43,10 @@ def real_data() -> Path:
     value = os.environ.get(REAL_DATA_ENV, "")
     if not value:
         pytest.skip(f"set {REAL_DATA_ENV} to a folder of real profiling data laid out as "
-                    "OWNER+REPO/<path> (see README, Development)")
+                    "OWNER+REPO/<path> (see docs/testing.md#real-data)")
     folder = Path(value).expanduser()
     if not folder.is_dir():
-        pytest.skip(f"{REAL_DATA_ENV}={value} is not a folder (see README, Development)")
+        pytest.skip(f"{REAL_DATA_ENV}={value} is not a folder (see docs/testing.md#real-data)")
     return folder
 
 

@@ -3,11 +3,11 @@
 -- pmu_slots(events)
 --   for a device's programmed events (sample.json's ai_core_profiling_events, in slot
 --   order), the slot (1-8) of each counter profetl's AI Core formulas use, by name, as a
---   struct; NULL when no slot has the event (raw-formats §6.1, §8: slot i counts the i-th
---   event): vec/mac/scalar/mte1/mte2/mte3 cycles (events 0x08, 0x0a, 0x09, 0x0b, 0x0c, 0x0d),
+--   struct; NULL when no slot has the event (docs/formats.md#rule-pmu-slots: slot i counts
+--   the i-th event): vec/mac/scalar/mte1/mte2/mte3 cycles (events 0x08, 0x0a, 0x09, 0x0b, 0x0c, 0x0d),
 --   I-Cache requests and misses (0x54, 0x55) and the bandwidth requests: ub (0x15, 0x16), l1
 --   (0x31, 0x32), l2 (0x0f, 0x10), main memory (0x12, 0x13) reads and writes. Found once per
---   device, not per record (2 GB STARS run: stg_pmu_records 0.72 -> 0.56 s).
+--   device, not per record.
 -- pmu_slot_counter(r, slot)
 --   the counter in a slot of a record r (a table alias: its columns counter_0 .. counter_7);
 --   NULL for a NULL slot.
@@ -16,7 +16,7 @@
 --   them columns).
 -- pmu_ratios(r)
 --   the pipe ratios of a row r (a table alias: its columns *_cycles and cycles):
---   <pipe>_ratio = <pipe>_cycles / cycles, NULL without cycles (analysis-and-exports §A3.3).
+--   <pipe>_ratio = <pipe>_cycles / cycles, NULL without cycles (docs/formats.md#rule-ratios).
 -- pmu_bandwidths(r, seconds, ascend310)
 --   the eight bandwidths in GB/s of a row r (its *_req columns), over `seconds` (see
 --   pmu_bandwidth_seconds), with Ascend310's bytes per request when `ascend310` is true.

@@ -2,7 +2,7 @@
 --
 -- Grain:   (run_id, device_id, start_ns, api_name, tid) - in practice one row per call record
 -- Sources: stg_api_calls (level acl)
--- Follows: msprof 2022 acl_report (analysis-and-exports §A4): one row per call, ordered by
+-- Follows: msprof 2022 acl_report (docs/formats.md#rule-acl-api): one row per call, ordered by
 --          start time; Duration = (end - start) / 1000 in microseconds; Type is the
 --          AscendCL tag name (msprof 2022 printed the raw integer; 2023 printed the name).
 -- Columns:

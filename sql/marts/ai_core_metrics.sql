@@ -2,8 +2,8 @@
 --
 -- Grain:   (run_id, device_id, seq) - one PMU record of one task instance (seq is its record index)
 -- Sources: stg_pmu_records, stg_task_ops; exported runs: stg_export_ops
--- Follows: the per-task formulas of msprof (analysis-and-exports §A3.3, §A3.4, §A3.6;
---          raw-formats §8), with the event ids of the run's sample.json:
+-- Follows: the per-task formulas of msprof (docs/formats.md#rule-ratios,
+--          #rule-bandwidth, #rule-aicore-time, #rule-memory-bound), with the event ids of the run's sample.json:
 --            aicore_time = total_cycles / f_aic / block_dim * ceil(block_dim / ai_core_num)
 --            <pipe>_ratio = counter / total_cycles;  <pipe>_time = ratio * aicore_time
 --            icache_miss_rate = icache_miss / icache_req
@@ -21,7 +21,7 @@
 --            Python path's 256*8.
 --          * icache_miss_rate with no icache requests, memory_bound with mac and vec ratios
 --            both 0, aicore_time with block_dim or ai_core_num 0: NULL (undefined) rather
---            than msprof's 0 / N/A mixture (§D3, §D4, §C9).
+--            than msprof's 0 / N/A mixture.
 --          * the mte2/mte3 correction of main-memory bandwidth applies only when one metric
 --            set holds both; no standard set does, and it is not applied.
 --          A metric whose event was not programmed is NULL. Rows ordered by record time:
@@ -30,7 +30,7 @@
 --          order preservation); at most one branch has rows (a run is raw or exported).
 --          Generations 2 and 3: the block dim is the task's op's (node_basic_info through the
 --          association of stg_task_ops, or a MindSpore task description), msprof's source for
---          these chips (raw-formats §6.4, §9); f_aic of aicore_time is the lpmFreqConv sample
+--          these chips (docs/formats.md#rule-pmu-record-time); f_aic of aicore_time is the lpmFreqConv sample
 --          in force at the task's end on STARS chips, info.json's aic_frequency elsewhere,
 --          while the later chips' bandwidths always use info.json's (msprof's C++ path).
 --          Exported runs (generation 4) carry no counters: their rows are the exporter's own
@@ -38,7 +38,7 @@
 --          one row per execution with PMU values, ts_ns its end, block_dim its operator's.
 --          How the op is found: by key where every description of the task says the same,
 --          else by the ASOF join on valid_from_ns; same rows (pipeline/transforms.py). A record
---          without a time has no description in force. 2 GB STARS: 3.8 -> 2.1 s.
+--          without a time has no description in force.
 -- Columns:
 --   device_id              -       device
 --   task_id                -       task id ("Task ID")
@@ -85,8 +85,7 @@ with op_keys as (
         count(*) = 1 and min(valid_from_ns) = -9223372036854775808 as is_single
     from (
         -- one row per distinct operator of a task: one row, one operator; min(op) then
-        -- compares a few structs per task, not one per description (2 GB STARS run,
-        -- op_summary's: 0.28 -> 0.16 s)
+        -- compares a few structs per task, not one per description
         select device_id, stream_id, task_id, min(valid_from_ns) as valid_from_ns, {
             'op_name': op_name,
             'block_dim': block_dim

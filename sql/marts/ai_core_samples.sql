@@ -2,10 +2,10 @@
 --
 -- Grain:   (run_id, device_id, core_id, end_ns)
 -- Sources: stg_pmu_samples
--- Follows: the sample-based mode of raw-formats §6.7 (sample.json ai_core_profiling_mode
+-- Follows: the sample-based mode (docs/formats.md#rule-pmu-samples) (sample.json ai_core_profiling_mode
 --          sample-based): msprof has no per-task table for it, so this table is per core
 --          and interval, with the ratio and bandwidth formulas of ai_core_metrics applied to
---          the interval's counters (analysis-and-exports §A3.3): ratio = counter /
+--          the interval's counters (docs/formats.md#rule-ratios): ratio = counter /
 --          total_cycles, bandwidth = counter * bytes_per_request / (total_cycles / f_aic) /
 --          2^33 with main memory at 8*8 bytes (sql/macros/pmu.sql): the later chips' rule of
 --          ai_core_metrics, which is also msprof's sample-mode formula on every chip (no block

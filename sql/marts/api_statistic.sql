@@ -2,7 +2,7 @@
 --
 -- Grain:   (run_id, device_id, level, api_name)
 -- Sources: stg_api_calls
--- Follows: msprof api_statistic (analysis-and-exports §A1.4): group by (level, API name);
+-- Follows: msprof api_statistic (docs/formats.md#rule-api-statistic): group by (level, API name);
 --          Time = sum of durations, Count, Avg = Time / Count, Min, Max, Variance = population
 --          variance in us^2. Choices: durations in integer ns and not rounded (msprof rounds
 --          each duration to 0.001 us before summing; the exports' durations are already whole

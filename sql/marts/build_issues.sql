@@ -3,7 +3,7 @@
 -- Grain:   (run_id, device_id, kind)
 -- Sources: stg_task_instances, stg_pmu_records, stg_task_ops, stg_export_ops, stg_step_marks,
 --          stg_all_reduces
--- Follows: nothing in msprof, which drops these silently (analysis-and-exports §C1);
+-- Follows: nothing in msprof, which drops these silently (docs/formats.md#rule-silent-drops);
 --          they are counted so that no loss goes unreported.
 --          pmu_without_block_dim finds the record's op as ai_core_metrics does (by key, else
 --          the ASOF join).
@@ -45,8 +45,7 @@ op_keys as (
         count(*) = 1 and min(valid_from_ns) = -9223372036854775808 as is_single
     from (
         -- one row per distinct operator of a task: one row, one operator; min(op) then
-        -- compares a few structs per task, not one per description (2 GB STARS run,
-        -- op_summary's: 0.28 -> 0.16 s)
+        -- compares a few structs per task, not one per description
         select device_id, stream_id, task_id, min(valid_from_ns) as valid_from_ns, {
             'block_dim': block_dim
         } as op

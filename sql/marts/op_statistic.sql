@@ -2,7 +2,7 @@
 --
 -- Grain:   (run_id, device_id, op_type, core_type); core_type NULL is a value
 -- Sources: stg_export_ops (exported runs); stg_task_instances, stg_task_ops (raw runs)
--- Follows: msprof op_statistic (analysis-and-exports §A6.5, §B1; C++ op_statistic_assembler):
+-- Follows: msprof op_statistic (docs/formats.md#rule-op-statistic):
 --          executions of operators with a type, grouped by (op type, core type); Ratio =
 --          the group's total time / the device's total * 100. Choices: times in integer ns and
 --          the average not rounded (msprof rounds to 0.001 us); executions of tasks without an
@@ -14,7 +14,6 @@
 --          else the task type.
 --          How the op is found: by key where every description of the task says the same,
 --          else by the ASOF join on valid_from_ns; same rows (pipeline/transforms.py).
---          2 GB STARS: 1.2 -> 0.4 s.
 -- Columns:
 --   device_id  -      device
 --   op_type    -      operator type
@@ -51,8 +50,7 @@ op_keys as (
         count(*) = 1 and min(valid_from_ns) = -9223372036854775808 as is_single
     from (
         -- one row per distinct operator of a task: one row, one operator; min(op) then
-        -- compares a few structs per task, not one per description (2 GB STARS run,
-        -- op_summary's: 0.28 -> 0.16 s)
+        -- compares a few structs per task, not one per description
         select device_id, stream_id, task_id, min(valid_from_ns) as valid_from_ns, {
             'op_type': op_type,
             'ge_task_type': ge_task_type

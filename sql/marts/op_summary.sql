@@ -3,7 +3,7 @@
 -- Grain:   (run_id, device_id, start_ns, stream_id, task_id, context_id); context_id NULL is a value
 -- Sources: stg_export_ops (exported runs); stg_task_instances, stg_task_ops
 --          (raw runs)
--- Follows: msprof op_summary (analysis-and-exports §A6.4, §B1) and torch_npu kernel_details:
+-- Follows: msprof op_summary (docs/formats.md#rule-op-summary) and torch_npu kernel_details:
 --          rows in start order; Task Wait Time = max(start - previous start - previous
 --          duration, 0) over the device's whole sorted list, all streams together, 0 for the
 --          first row. Choices: every execution is a row, also those no operator names (msprof
@@ -20,7 +20,6 @@
 --          rows are sorted narrow; their NULL export columns are added after the sort.
 --          How the op is found: by key where every description of the task says the same,
 --          else by the ASOF join on valid_from_ns; same rows (pipeline/transforms.py).
---          2 GB STARS: 3.1 -> 1.9 s.
 -- Columns:
 --   device_id             -      device
 --   model_id              -      model id (4294967295 = none): as exported, GE's task description, or the
@@ -73,8 +72,7 @@ op_keys as (
         count(*) = 1 and min(valid_from_ns) = -9223372036854775808 as is_single
     from (
         -- one row per distinct operator of a task: one row, one operator; min(op) then
-        -- compares a few structs per task, not one per description (2 GB STARS run,
-        -- op_summary's: 0.28 -> 0.16 s)
+        -- compares a few structs per task, not one per description
         select device_id, stream_id, task_id, min(valid_from_ns) as valid_from_ns, {
             'model_id': model_id,
             'op_name': op_name,

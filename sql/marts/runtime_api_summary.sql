@@ -2,12 +2,12 @@
 --
 -- Grain:   (run_id, device_id, api_name, stream_id); stream_id NULL is a value
 -- Sources: stg_api_calls (level runtime)
--- Follows: msprof 2022 runtime_report.get_output_apicall (analysis-and-exports §A1.2):
+-- Follows: msprof 2022 runtime_report.get_output_apicall (docs/formats.md#rule-runtime-api):
 --          Time = sum of exit - entry, Time(%) = its share of all runtime API time of the
---          device. Choices where msprof is loose (§D7): rows are per (API, stream) rather
+--          device. Choices where msprof is loose: rows are per (API, stream) rather
 --          than per API with an arbitrary row's stream; the average is exact (msprof
 --          truncates with integer division); a call outside any stream has stream_id NULL
---          (shown N/A, as in the seed).
+--          (shown N/A).
 -- Columns:
 --   device_id      -     device
 --   api_name       -     runtime API name ("Name")

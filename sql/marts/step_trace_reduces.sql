@@ -1,6 +1,6 @@
 -- step_trace_reduces: one row per all-reduce range of a closed step-trace iteration.
 --
--- Grain:   (run_id, device_id, model_id, iteration_id, reduce_index)
+-- Grain:   (run_id, device_id, model_id, iteration_id, reduce_index); model_id NULL is a value
 -- Sources: stg_all_reduces, stg_iterations
 -- Follows: msprof's step_trace export, its Reduce Start / Reduce Duration column pairs (its
 --          all_reduce table), one row per pair here: the all-reduce records (tags 10000 to
@@ -14,7 +14,7 @@
 --          numbered by start within the iteration (msprof: in the order of their streams).
 -- Columns:
 --   device_id       -     device ("Device_id")
---   model_id        -     model id ("Model ID")
+--   model_id        -     model id; NULL when the source names none (exports) ("Model ID")
 --   iteration_id    -     1-based number of the iteration within (device, model), as in step_trace_summary ("Iteration ID")
 --   iter_id         -     1-based rank of the iteration's end within the device, as in step_trace_summary
 --   reduce_index    -     1-based number of the range within the iteration, by start (then stream)

@@ -1,6 +1,6 @@
 -- step_trace_summary: one row per closed step-trace iteration of a model, with where its time went.
 --
--- Grain:   (run_id, device_id, model_id, iteration_id)
+-- Grain:   (run_id, device_id, model_id, iteration_id); model_id NULL is a value
 -- Sources: stg_iterations, stg_all_reduces
 -- Follows: msprof's step_trace export (its training_trace table; MindInsight shows the same
 --          breakdown): iterations by the step-trace rule of stg_iterations (MODEL_START opens,
@@ -28,7 +28,7 @@
 --   data_aug_bound_ns     ns    fp_start_ns - the end of the device's latest iteration ending before
 --                               fp_start_ns, the wait for data; NULL without FP or such an iteration
 --                               ("Data Aug Bound")
---   model_id              -     model id ("Model ID")
+--   model_id              -     model id; NULL when the source names none (exports) ("Model ID")
 --   iter_id               -     1-based rank of the iteration's end within the device (msprof's iter_id)
 --   iteration_start_ns    ns    iteration start, its MODEL_START or the ITER_END that opened it
 --   reduce_count          -     all-reduce ranges of the iteration (rows of step_trace_reduces)

@@ -5,19 +5,19 @@
 --          op_name NULL are values
 -- Sources: stg_task_instances (complete instances), stg_task_launches, stg_task_ops
 -- Follows: msprof _get_task_schedule_sql and calculate_task_schedule_data
---          (analysis-and-exports §A2.3), per instance:
+--          (docs/formats.md#rule-task-scheduler), per instance:
 --            running = complete - running (0 without RUNNING)
 --            waiting = running - waiting, or complete - waiting when RUNNING is missing or
 --                      earlier than WAITING (0 without WAITING)
 --            pending = complete - pending, so it spans pending and running (0 without
---                      PENDING); kept as msprof defines it so the numbers compare (§D5)
+--                      PENDING); kept as msprof defines it so the numbers compare
 --            duration = complete - running, or complete - pending without RUNNING
 --          Time = sum of running, Time(%) = its share of the device's total running time,
 --          rows sorted by Time(%) descending. Values stay in integer ns (msprof prints us).
 --          Choices: msprof forces batch id 0 on Ascend310, so a task id reused across
 --          inferences is one row with Count > 1 (kept). The API is the runtime call whose
 --          task list holds (stream, task) and that started last before the instance (msprof
---          lets the last call of the whole run win, §5 of msprof-2022-run). The op is the
+--          lets the last call of the whole run win, docs/formats.md#rule-api-launch). The op is the
 --          GE task description of (stream, task) reported last before the instance, else
 --          the first one. Op name is part of the key, so distinct ops never merge. An
 --          instance with neither RUNNING nor PENDING has no duration (msprof would count
@@ -25,16 +25,15 @@
 --          Generations 2 and 3 (HWTS and STARS chips): an instance is one execution from the
 --          start/end logs; Running and the durations are end - start. Waiting and Pending
 --          are NULL, not 0: those states exist only in Ascend310's TIME_LINE records
---          (analysis-and-exports §A2: msprof exports this table on Ascend310 only). Type is
+--          (msprof exports this table on Ascend310 only). Type is
 --          the device's task type (HWTS / STARS SQE type: AI_CORE, AI_CPU, ...), API the
---          runtime API whose compact task_track record named the task (raw-formats §4.5),
+--          runtime API whose compact task_track record named the task (docs/formats.md#rule-association),
 --          Op Name the op the association rule of stg_task_ops gives.
 --          How: a (device, stream, task) whose launches all name one API (descriptions one
 --          op; the common case) takes it by a hash join on the key, from its first launch
 --          (first valid description) on; only the other keys take the ASOF joins. Same rows as
---          ASOF joins for every instance (bench/: 2 GB STARS 2.6 -> 1.9 s, hiprof 2.7 -> 1.5 s).
---          Those ASOF joins read only the other keys' launches and descriptions
---          (pipeline/transforms.py; 2 GB STARS 2.2 -> 1.0 s).
+--          ASOF joins for every instance, and faster (bench/HISTORY.md). Those ASOF joins read
+--          only the other keys' launches and descriptions (pipeline/transforms.py).
 -- Columns:
 --   device_id      -     device
 --   time_pct       %     share of the device's total running time ("Time(%)")
@@ -73,7 +72,7 @@ launch_keys as (
         count(*) = 1 as is_single  -- one name, or none at all
     from (
         -- one row per distinct API of a task: the test above then counts a few rows per task
-        -- instead of comparing every launch's name (2 GB STARS run: 0.12 -> 0.05 s)
+        -- instead of comparing every launch's name
         select device_id, stream_id, task_id, api_name, min(start_ns) as first_ns
         from stg_task_launches
         group by device_id, stream_id, task_id, api_name

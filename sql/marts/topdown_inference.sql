@@ -2,7 +2,7 @@
 --
 -- Grain:   (run_id, device_id, infer_id, module_name, api_name); api_name NULL is a value
 -- Sources: stg_api_calls, stg_model_phases, stg_iterations, stg_task_instances
--- Follows: msprof 2022 top_down_report (analysis-and-exports §A5.1), rows in the order
+-- Follows: msprof 2022 top_down_report (docs/formats.md#rule-topdown), rows in the order
 --          ACL, GE Input / Infer / Output, Runtime, Task Scheduler:
 --            ACL            the k-th aclmdlExecute call of the device (aclopExecute when
 --                           there is none), by start time (msprof: storage order)
@@ -12,14 +12,14 @@
 --                           rtKernelLaunch, CpuKernelLaunch, KernelLaunchWithHandle, ...)
 --                           that start inside inference k's window. msprof spans its
 --                           KernelLaunch calls too, but over the whole run, the same span
---                           for every k (§D8); here per inference. Other runtime calls
+--                           for every k; here per inference. Other runtime calls
 --                           (StreamSynchronize, memory copies, ...) take no part, so the row
 --                           is the launch time, not the whole AscendCL call
 --            Task Scheduler first start (RUNNING, else PENDING, else WAITING) to last
 --                           COMPLETE of the task instances of inference k (msprof ended at
---                           the last-starting task's end, which can under-estimate, §C3)
+--                           the last-starting task's end, which can under-estimate)
 --          A task instance belongs to the first step-trace iteration that ends at or after
---          its COMPLETE (msprof §A5.3) when the device has step trace; otherwise to the
+--          its COMPLETE (as msprof does) when the device has step trace; otherwise to the
 --          inference window its start falls in. The window of inference k is its ACL call,
 --          else its GE phases (input start to output end), else its iteration. A call or
 --          task is in the window that opened last before it started, if it started before

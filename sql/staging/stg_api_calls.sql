@@ -2,10 +2,10 @@
 --
 -- Grain:   (device_id, level, source_file, seq)
 -- Sources: api_calls
--- Stored:  no, a view: a projection of api_calls, 0.03 s to compute and 0.3 s to store
---          for a 500 MB STARS run (pipeline/transforms.py)
--- Follows: AscendCL type names of msprof's AclApiTag (raw-formats §4.5); a duration is
---          exit - entry of the same record (analysis-and-exports §A1.2, §A4).
+-- Stored:  no, a view: a projection of api_calls, cheaper to compute than to store
+--          (pipeline/transforms.py)
+-- Follows: AscendCL type names of msprof's AclApiTag (docs/formats.md#api-event); a duration is
+--          exit - entry of the same record (docs/formats.md#rule-api-duration).
 -- Columns:
 --   device_id      -     device the call's file belongs to
 --   level          -     acl or runtime

@@ -5,7 +5,7 @@
 -- Sources: task_runs (executions of exported runs: database TASK, timeline Ascend Hardware
 --          events or summary CSV rows), task_ops (exported operator descriptions),
 --          task_metrics (exporter-computed PMU values, long format)
--- Follows: msprof's op_summary / kernel_details rows (analysis-and-exports §A6.4): the
+-- Follows: msprof's op_summary / kernel_details rows (docs/formats.md#rule-op-summary): the
 --          exporter already associated each execution with its operator and PMU values, so
 --          both are joined exactly on (device, stream, task, start, context): the readers write
 --          each exported operator row and PMU value with the start of the execution it
@@ -14,7 +14,7 @@
 --          NULL op; a PMU set no execution has is kept with has_run false (marts leave it out,
 --          build_issues counts it). An execution listed more than once with the same (device,
 --          stream, task, start, context) is one execution (its first row), so op_summary keeps its grain.
---          PMU metrics (§B1 "Metric column sets"): on STARS chips each comes twice, aic_<m> for
+--          PMU metrics (docs/formats.md#rule-export-metrics): on STARS chips each comes twice, aic_<m> for
 --          the cube (AI Core) side and aiv_<m> for the vector side, and the side a task did not
 --          use holds zeros. Choice: a task whose core (accelerator_core, else its task type) is
 --          AI_VECTOR_CORE or MIX_AIV takes the aiv_ values, every other task the aic_ ones; an

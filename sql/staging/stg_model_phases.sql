@@ -4,9 +4,9 @@
 -- Sources: inferences (phases input, infer, output; model loads are left out), api_calls
 --          (model-level records of generations 2 and 3)
 -- Follows: msprof 2022 top_down_report: the i-th GeModelTime row is inference i
---          (analysis-and-exports §A5.1); the reader numbered rows in file order.
+--          (docs/formats.md#rule-topdown); the reader numbered rows in file order.
 --          Generations 2 and 3 have no GeModelTime record; their model-level API records
---          InputCopy (type 3), ModelExecute (1) and OutputCopy (4) (raw-formats §4.5, §9) are
+--          InputCopy (type 3), ModelExecute (1) and OutputCopy (4) (docs/formats.md#levels) are
 --          the input, infer and output phases, and the k-th of each kind on a device (by
 --          start time) belongs to inference k, as msprof numbered GE rows (a derivation:
 --          msprof has no top-down table for these chips). The model name comes from the

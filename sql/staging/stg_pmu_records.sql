@@ -3,17 +3,17 @@
 -- Grain:   (device_id, record_kind, seq)
 -- Sources: pmu_counters, devices, task_runs, freq_samples
 -- Follows: counter slot i holds the i-th event of sample.json ai_core_profiling_events
---          (raw-formats §6.1, §8); the event ids come from the run, never from a default
+--          (docs/formats.md#rule-pmu-slots); the event ids come from the run, never from a default
 --          list, so hiprof and msprof metric-set names behave the same. Only AI Core task
---          records (task_type 0) are kept, as msprof's metric rows are (§A3.7).
+--          records (task_type 0) are kept, as msprof's metric rows are (docs/formats.md#rule-pmu-record-time).
 --          Generation 2 (HWTS chips): a 128-byte aicore.data record has no time; there is one
 --          per AI Core task end, so the k-th record of a (stream, task) is the k-th AI Core
 --          execution of that (stream, task) in task_runs, and its time is that end
---          (raw-formats §6.4). Generation 3 (STARS): an ffts_profile context record carries
+--          (docs/formats.md#rule-pmu-record-time). Generation 3 (STARS): an ffts_profile context record carries
 --          its end time; the AI Core frequency of its time formula is the lpmFreqConv sample
 --          in force at that time (the last one at or before it, of samples at one time the last
 --          by record index; info.json before the first),
---          as msprof's FFTS PMU path does (analysis-and-exports §A3.4). Block dims of
+--          as msprof's FFTS PMU path does (docs/formats.md#rule-aicore-time). Block dims of
 --          generations 2 and 3 come from the task's op (stg_task_ops), not from here.
 -- Columns:
 --   device_id          -       device
@@ -68,7 +68,7 @@ ai_core_ends as (
 timed as not materialized (
     -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
     -- (so generation 2's window below runs twice; one ASOF over all devices instead of the two
-    -- branches would cost a run without frequency samples a full sort: 1.1 -> 2.1 s at 2 GB)
+    -- branches would cost a run without frequency samples a full sort)
     -- only generation 2's aicore.data records take their time from the k-th execution
     select * from task_pmu where record_kind <> 'aic_pmu'
     union all
@@ -114,7 +114,7 @@ freq_intervals as (
 with_freq as (
     -- the sample in force at the record's time. Devices with few samples (or none): a range
     -- join compares each record with its device's intervals, where an ASOF join would sort
-    -- all the wide records (2 GB STARS: 2.2 -> 0.8 s); devices with many: the ASOF join
+    -- all the wide records; devices with many: the ASOF join
     select timed.*, fi.aic_freq_mhz as sampled_freq_mhz
     from (select * from timed anti join many_samples using (device_id)) as timed
     left join freq_intervals as fi
@@ -144,7 +144,7 @@ select
     d.aic_freq_mhz,
     d.ai_core_num,
     -- the counters by name (pmu_events' columns, written out: its struct and unnest() cost
-    -- 0.08 s of 0.6 at 2 GB)
+    -- planning time on every build)
     pmu_slot_counter(pmu, d.slots.vec_cycles) as vec_cycles,
     pmu_slot_counter(pmu, d.slots.mac_cycles) as mac_cycles,
     pmu_slot_counter(pmu, d.slots.scalar_cycles) as scalar_cycles,

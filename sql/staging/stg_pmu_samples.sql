@@ -2,7 +2,7 @@
 --
 -- Grain:   (device_id, core_id, seq)
 -- Sources: pmu_counters (record_kind aic_sample), devices
--- Follows: raw-formats §6.7: when sample.json says sample-based, aicore.data holds 96-byte
+-- Follows: docs/formats.md#aic-sample: when sample.json says sample-based, aicore.data holds 96-byte
 --          records of one core and one sampling interval (task_cyc, 8 counters, timestamp,
 --          core id) instead of per-task records; msprof computes no per-task table from
 --          them. Counter slot i holds the i-th event of ai_core_profiling_events, as for
@@ -38,7 +38,7 @@ with device_slots as (
 )
 
 -- the counters as pmu_events' fields (ev.*): unnest() of that struct takes DuckDB's planner
--- ~0.07 s, however few the rows (bench/: every build paid it, also without samples)
+-- time however few the rows (every build paid it, also without samples)
 select * exclude (ev), ev.*
 from (
     select

@@ -2,7 +2,7 @@
 --
 -- Grain:   (device_id, record_kind, stream_id, task_id, instance_no)
 -- Sources: task_states; task_runs (executions of generations 2 and 3)
--- Follows: msprof calculate_timeline_task_time (analysis-and-exports §A2.2): rows of one
+-- Follows: msprof calculate_timeline_task_time (docs/formats.md#rule-task-states): rows of one
 --          (stream, task) sorted by (timestamp, state); every COMPLETE closes an instance
 --          whose WAITING, PENDING and RUNNING times are the latest ones seen since the
 --          previous COMPLETE. States 7, 8, 9 (AI Core start/done, AI CPU phase two) play no

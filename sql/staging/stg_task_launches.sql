@@ -3,12 +3,12 @@
 -- Grain:   (device_id, seq, task_id, batch_id)
 -- Sources: api_calls (level runtime, task_ids / batch_ids lists of Runtime.api), task_ops
 --          (compact task_track)
--- Follows: msprof 2022 update_timeline_api (analysis-and-exports §A1.3), which joins a
+-- Follows: msprof 2022 update_timeline_api (docs/formats.md#rule-api-launch), which joins a
 --          Runtime.api call to the tasks of its taskId list on (stream, task, batch).
 --          Generations 2 and 3 (CANN 7+ host data): a compact task_track record names the
 --          task; it belongs to the runtime-level API record of the same thread that started
 --          last at or before its timestamp and has not ended before it (the association
---          rule of raw-formats §4.5, msprof cann_analysis_chain). Its start and end are the
+--          rule of docs/formats.md#rule-association, msprof cann_analysis_chain). Its start and end are the
 --          API's. FLIP_TASK (98) and MAINTENANCE (6) records launch no device task.
 -- Columns:
 --   device_id      -     device

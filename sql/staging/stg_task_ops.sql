@@ -4,12 +4,12 @@
 -- Sources: task_ops (ge_task_desc, compact task_track and node_basic_info, ms_task_desc, export),
 --          api_calls (node-level API records), task_runs (device streams of ms_task_desc tasks)
 -- Follows: msprof's op-name lookup by (task_id, stream_id) in GE TaskInfo
---          (analysis-and-exports §A2.4). Marts pick, with an ASOF join on valid_from_ns (or by
+--          (docs/formats.md#rule-op-name). Marts pick, with an ASOF join on valid_from_ns (or by
 --          key where all descriptions of a task say the same),
 --          the description reported last before a task ran (a task id may be reused by
 --          another op later), else the first one. Runtime.task_track rows carry no op name
 --          and are not used for names.
---          Generations 2 and 3 (CANN 7+ host data), the association rule of raw-formats §4.5
+--          Generations 2 and 3 (CANN 7+ host data), the association rule of docs/formats.md#rule-association
 --          (msprof cann_analysis_chain): per thread, a compact task_track record belongs to
 --          the node-level API record that started last at or before it and has not ended;
 --          that node's op is the (last) node_basic_info record of the same thread inside the
@@ -128,7 +128,7 @@ basic_info as not materialized (
 
 texts as materialized (
     -- every text the ASOF joins below carry, numbered: they sort and spill 8-byte codes, not
-    -- strings (2 GB STARS run: 5.3 -> 3.9 s at the 320 MB limit), and the codes are turned
+    -- strings, and the codes are turned
     -- back into text after them. Made as one list and unnested so that DuckDB knows it is
     -- small and builds each join's hash table on it (as a plain distinct it was estimated as
     -- large as the tracks, and the tracks' hash table ran out of memory). The texts are
@@ -193,7 +193,7 @@ node_info as (
     -- every node with its node_basic_info: the last one inside the node's span (none when
     -- the last one before the span's end lies before the node's start). Joined to the tracks
     -- by a second ASOF join rather than a hash join on the node: a hash join fed by the
-    -- tracks' ASOF join ran out of DuckDB's memory limit on a 16 GB STARS run (bench/)
+    -- tracks' ASOF join ran out of DuckDB's memory limit on a 16 GB STARS run (bench/HISTORY.md)
     -- With its model: the model-level record of the thread that started last at or before the
     -- node and ends at or after the node's end (the node lies inside it), else none
     select
