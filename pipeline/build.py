@@ -12,6 +12,7 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from pipeline import advice
 from pipeline.contracts import RAW_TABLES, contract, contracts
 from pipeline.errors import GrainViolated, TransformFailed, UsageError
 from pipeline.faults import checkpoint
@@ -125,10 +126,12 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
     t0 = time.monotonic()
     run_id = run["run_id"]
     build_id = new_id()
+    thresholds = advice.configured(wh)  # a bad advice.toml fails before any work
     workdir = wh.temp_dir()
     tmp = con = None
     try:
         con = connect(workdir, memory_limit, threads)
+        advice.set_thresholds(con, thresholds)
         for table in RAW_TABLES:
             con.execute(f"create view {table} as {raw_select(wh, table, run)}")
         result = BuildResult(run_id, build_id)
