@@ -39,3 +39,12 @@ def test_every_sql_file_and_contract_is_package_data():
                 shipped.add(f)
     wanted = {f for top in ("sql", "schemas") for f in (REPO / top).rglob("*") if f.suffix in (".sql", ".toml")}
     assert wanted and sorted(wanted - shipped) == []
+
+
+def test_report_templates_are_package_data():
+    patterns = SETUPTOOLS["package-data"].get("pipeline", [])
+    templates = sorted((REPO / "pipeline" / "templates").glob("*.j2"))
+    assert templates
+    for t in templates:
+        rel = t.relative_to(REPO / "pipeline").as_posix()
+        assert any(fnmatch.fnmatch(rel, p) for p in patterns), rel
