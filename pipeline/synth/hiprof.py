@@ -64,6 +64,7 @@ class HiprofConfig:
     hashed_names: bool = True  # some op/model names go through Framework.hash_dic
     start_us: int = 1_767_225_600_000_000  # collection start (2026-01-01T00:00:00Z); runs differ by it
     op_scale: dict[str, float] = field(default_factory=dict)  # op name -> factor on its running time
+    pmu_share: dict[int, float] = field(default_factory=dict)  # PMU event id -> its counter as a share of the task's cycles (else random)
 
 
 def _r10(x: int) -> int:
@@ -183,6 +184,9 @@ def _device(out: Path, cfg: HiprofConfig, d: int, truth: Truth) -> None:
             op = next(o for o in ops if (o.stream_id, o.task_id) == (x.stream_id, x.task_id))
             cyc = block_cycles(pmu_rng, op.block_dim, dev.ai_core_num, x.complete_ns - x.running_ns, dev.aic_mhz)
             counters = [pmu_rng.randint(0, cyc) for _ in truth.event_ids]
+            for event, share in cfg.pmu_share.items():  # after the draws: the other values stay as without it
+                if event in truth.event_ids:
+                    counters[truth.event_ids.index(event)] = int(cyc * share)
             if 0x54 in truth.event_ids and 0x55 in truth.event_ids:
                 i54, i55 = truth.event_ids.index(0x54), truth.event_ids.index(0x55)
                 counters[i55] = pmu_rng.randint(0, counters[i54])
