@@ -76,6 +76,9 @@ def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build:
         from pipeline.build import check_settings
 
         check_settings(memory_limit, threads)  # a bad setting fails every dump: say so once, up front
+        from pipeline.advice import configured
+
+        configured(wh)  # so does a bad advice.toml
     outcomes: list[Outcome] = []
     dumps: list[Path] = []
     for root in roots:

@@ -181,3 +181,15 @@ def test_a_bad_advice_toml_is_a_usage_error(tmp_path, text, message):
     (tmp_path / advice.ADVICE_FILE).write_text(text)
     with pytest.raises(UsageError, match=message):
         advice.configured(Warehouse(tmp_path))
+
+
+def test_run_refuses_a_bad_advice_toml_before_any_dump(tmp_path):
+    from pipeline.jobs import run_roots
+
+    wh = Warehouse(tmp_path / "wh")
+    wh.path.mkdir()
+    (wh.path / advice.ADVICE_FILE).write_text("[advice]\nmemory_bound = 1\n")
+    generate(tmp_path / "dump", NONE)
+    with wh.writer(), pytest.raises(UsageError, match="memory_bound"):
+        run_roots(wh, [tmp_path / "dump"])
+    assert wh.runs() == []
