@@ -125,8 +125,10 @@ def gather(wh: Warehouse, run_ref: str = "latest", trend_runs: int = TREND_RUNS)
             from ai_core_metrics where run_id = $run group by all
             order by t desc nulls last, op limit {TOP_OPS}""")
         out["topdown"] = q(f"""
-            select infer_id, module_name || coalesce(' ' || api_name, '') as module, sum(dur_ns)::bigint
-            from topdown_inference where run_id = $run and infer_id <= {MAX_INFERENCES}
+            select infer_id, module, avg(dur_ns) from (
+                select device_id, infer_id, module_name || coalesce(' ' || api_name, '') as module, sum(dur_ns) as dur_ns
+                from topdown_inference where run_id = $run and infer_id <= {MAX_INFERENCES}
+                group by all)
             group by all order by infer_id, module""")
         out["inferences"] = q("select count(distinct (device_id, infer_id)), count(distinct device_id) from topdown_inference where run_id = $run")[0]
         out["findings"] = con.sql(
@@ -194,7 +196,8 @@ def _top_ops_chart(rows) -> Chart | None:
                            hovertemplate="%{y}<br>%{x:,.1f} us in %{customdata} task(s)<extra>device " + str(dev) + "</extra>"))
     height = 120 + 22 * min(len(rows), TOP_OPS * 2)
     return Chart("top-ops", "Top ops by device time", f"Running time summed over an op's task instances (task_scheduler), top {TOP_OPS} per device.",
-                 {"data": traces, "layout": _layout("device time (us)", "", barmode="group", height=height)})
+                 {"data": traces, "layout": _layout("device time (us)", "", barmode="group", height=height,
+                                                    yaxis={"categoryorder": "total ascending", "automargin": True})})
 
 
 def _states_chart(rows) -> Chart | None:
@@ -239,7 +242,7 @@ def _memory_bound_chart(rows) -> Chart | None:
                  hovertemplate="%{x}<br>memory_bound %{y:.2f}<extra></extra>")
     line = {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "y0": 1, "y1": 1, "line": {"dash": "dash", "color": "#444"}}
     return Chart("memory-bound", "Memory-bound ops",
-                 "memory_bound = mte2_ratio / max(mac_ratio, vec_ratio) per op; at 1 or above (dashed line, red bars) "
+                 "memory_bound = mte2_ratio / max(mac_ratio, vec_ratio) per op, from its cycles on all devices; at 1 or above (dashed line, red bars) "
                  "moving data takes longer than computing.",
                  {"data": [trace], "layout": _layout("", "memory_bound", height=380, shapes=[line], showlegend=False)})
 
@@ -255,11 +258,12 @@ def _topdown_chart(rows, counts) -> Chart | None:
         traces.append({"type": "scatter", "mode": "lines+markers", "name": m, "x": infers, "y": [by.get(i, None) and by[i] / 1e3 for i in infers],
                        "hovertemplate": "inference %{x}<br>" + m + " %{y:,.1f} us<extra></extra>"})
     total, devices = counts
-    note = "Span of each module of the inference workflow per inference (topdown_inference, summed over devices)."
+    note = "Span of each module of the inference workflow per inference (topdown_inference; the mean over devices)."
     if infers and infers[-1] >= MAX_INFERENCES:
         note += f" The first {MAX_INFERENCES} inferences of {total} (device, inference) pairs."
     return Chart("topdown", "Top-down time per inference", note,
-                 {"data": traces, "layout": _layout("inference", "duration (us)", height=400)})
+                 {"data": traces, "layout": _layout("inference", "duration (us)", height=400,
+                                                    xaxis={"title": {"text": "inference"}, "tickformat": "d"})})
 
 
 def _trend_chart(wh: Warehouse, run: dict, rows: list[dict], top_ops, n: int) -> Chart | None:

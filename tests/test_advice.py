@@ -193,3 +193,37 @@ def test_run_refuses_a_bad_advice_toml_before_any_dump(tmp_path):
     with wh.writer(), pytest.raises(UsageError, match="memory_bound"):
         run_roots(wh, [tmp_path / "dump"])
     assert wh.runs() == []
+
+
+def test_ops_are_named_by_key_or_by_the_asof_join():
+    """Hand-made staging rows (tests/test_task_op_keys.py's): tasks whose op changes take the
+    description in force when they ran; expected shares worked out by hand."""
+    from pipeline.transforms import run_layer, sql_files
+    from tests.empty_raw import empty_raw_tables
+    from tests.test_task_op_keys import INSTANCES, OPS, PMU
+
+    con = empty_raw_tables()
+    run_layer(con, "staging")
+    for seq, (stream, task, name, blocks, valid_from) in enumerate(OPS):
+        con.execute("insert into stg_task_ops (device_id, stream_id, task_id, op_name, op_type, ge_task_type, "
+                    "block_dim, ts_ns, valid_from_ns, seq, source) values (0, ?, ?, ?, ?, 'AI_CPU', ?, 0, ?, ?, 'x')",
+                    [stream, task, name, name.upper(), blocks, valid_from, seq])
+    for stream, task, running, complete in INSTANCES:
+        con.execute("insert into stg_task_instances (device_id, record_kind, stream_id, task_id, instance_no, "
+                    "task_type_name, running_ns, complete_ns, is_complete, has_states, dropped_instances) "
+                    "values (0, 'task_run', ?, ?, 0, 'AI_CPU', ?, ?, true, false, 0)", [stream, task, running, complete])
+    for seq, stream, task, ts in PMU:  # every record memory-bound: mte2 900 vs mac and vec 100 of 1000 cycles
+        con.execute("insert into stg_pmu_records (device_id, seq, stream_id, task_id, total_cycles, ts_ns, record_kind, "
+                    "mac_cycles, vec_cycles, mte2_cycles) values (0, ?, ?, ?, 1000, ?, 'ffts_pmu', 100, 100, 900)",
+                    [seq, stream, task, ts])
+    text = next(f for f in sql_files("marts") if f.name == "advice").text
+    rows = con.sql(f"select rule_id, scope_name, share_pct, value from ({text})").fetchall()
+    # running times: add 10 + 20, conv 5, relu 8 (changes at 200), mul 3 + 7, exp 6, (3, 9) before
+    # its only description 2, (2, 5) without one 1, cast 1: 63 ns
+    cpu = {name: share for rule, name, share, _ in rows if rule == "aicpu_critical_path"}
+    assert cpu == pytest.approx({"add": 3000 / 63, "mul": 1000 / 63, "relu": 800 / 63, "exp": 600 / 63, "conv": 500 / 63})
+    # nine PMU records of 1000 cycles; mul has two, a record without a time has no op
+    bound = {name: (share, value) for rule, name, share, value in rows if rule == "memory_bound"}
+    assert bound == pytest.approx({
+        "mul": (200 / 9, 9.0), "add": (100 / 9, 9.0), "exp": (100 / 9, 9.0), "relu": (100 / 9, 9.0), "cast": (100 / 9, 9.0),
+        "stream 2 task 5": (100 / 9, 9.0), "stream 3 task 9": (100 / 9, 9.0), "stream 1 task 5": (100 / 9, 9.0)})

@@ -70,6 +70,8 @@ def test_the_wheel_installed_outside_the_checkout_ingests_and_builds(tmp_path):
     resources = [f"pipeline/{p.relative_to(REPO).as_posix()}" for d in ("sql", "schemas") for p in sorted((REPO / d).rglob("*"))
                  if p.suffix in (".sql", ".toml")]
     assert resources and not [r for r in resources if r not in shipped], sorted(set(resources) - shipped)
+    templates = [f"pipeline/{p.relative_to(REPO / 'pipeline').as_posix()}" for p in sorted((REPO / "pipeline" / "templates").glob("*.j2"))]
+    assert templates and not [t for t in templates if t not in shipped], templates  # profetl report's
 
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)

@@ -14,8 +14,9 @@
 --          total_cycles), memory_bound = mte2_ratio / max(mac_ratio, vec_ratio) of those, and
 --          main-memory bandwidth (read + write, sql/macros/pmu.sql) is weighted by the seconds
 --          of its denominator. A record's op is the description in force when it ran (the
---          ASOF join on valid_from_ns, docs/formats.md#rule-op-name); without one the finding's
---          scope is the task ("stream S task T"). share_pct is the op's share of its device's
+--          ASOF join on valid_from_ns, docs/formats.md#rule-op-name; by key where every
+--          description of the task names the same op, same rows, pipeline/transforms.py);
+--          without one the finding's scope is the task ("stream S task T"). share_pct is the op's share of its device's
 --          PMU cycles (PMU rules) or task running time (task rules); a finding under
 --          min_share_pct (default 1) is left out. Rules:
 --            memory_bound        op: memory_bound >= memory_bound_min (default 1.0; the guide's
@@ -75,8 +76,34 @@ with params as (
         coalesce(getvariable('advice_high_share_pct'), 10.0)::double as high_share_pct
 ),
 
+op_keys as (
+    -- per (device, stream, task): its op when every description of it names the same one and
+    -- the first is valid from the start (the common case); the other tasks take the ASOF join
+    -- (same rows, pipeline/transforms.py)
+    select
+        device_id,
+        stream_id,
+        task_id,
+        min(op_name) as op_name,
+        count(*) = 1 and min(valid_from_ns) = -9223372036854775808 as is_single
+    from (
+        select device_id, stream_id, task_id, op_name, min(valid_from_ns) as valid_from_ns
+        from stg_task_ops
+        group by device_id, stream_id, task_id, op_name
+    )
+    group by device_id, stream_id, task_id
+),
+
+multi_keys as (
+    select device_id, stream_id, task_id from op_keys where not is_single
+),
+
+multi_ops as (
+    select * from stg_task_ops semi join multi_keys using (device_id, stream_id, task_id)
+),
+
 -- PMU records of raw runs: cycles per pipe, and main-memory bandwidth with its seconds
-pmu_raw as (
+pmu_raw as not materialized (
     select
         *,
         pmu_bandwidth_seconds(
@@ -89,12 +116,30 @@ pmu_raw as (
     where not exists (select 1 from stg_export_ops)
 ),
 
+pmu_ops as (
+    -- a record without a time has no description in force (as in the ASOF join)
+    select p.*, case when p.ts_ns is not null then k.op_name end as op_name
+    from (select * from pmu_raw anti join multi_keys using (device_id, stream_id, task_id)) as p
+    left join op_keys as k
+        on p.device_id = k.device_id
+        and p.stream_id = k.stream_id
+        and p.task_id = k.task_id
+    union all
+    select p.*, o.op_name
+    from (select * from pmu_raw semi join multi_keys using (device_id, stream_id, task_id)) as p
+    asof left join multi_ops as o
+        on p.device_id = o.device_id
+        and p.stream_id = o.stream_id
+        and p.task_id = o.task_id
+        and p.ts_ns >= o.valid_from_ns
+),
+
 pmu_named as (
     select
         p.device_id,
         p.stream_id,
         p.task_id,
-        case when p.ts_ns is not null then o.op_name end as op_name,
+        p.op_name,
         p.total_cycles::double as w,
         p.mac_cycles / nullif(p.total_cycles::double, 0) as mac_ratio,
         p.vec_cycles / nullif(p.total_cycles::double, 0) as vec_ratio,
@@ -103,12 +148,7 @@ pmu_named as (
         pmu_bandwidth_gbps(p.main_read_req, 18, p.bw_seconds, pmu_ascend310_rule(p.chip))
             + pmu_bandwidth_gbps(p.main_write_req, 19, p.bw_seconds, pmu_ascend310_rule(p.chip)) as main_bw_gbps,
         p.bw_seconds
-    from pmu_raw as p
-    asof left join stg_task_ops as o
-        on p.device_id = o.device_id
-        and p.stream_id = o.stream_id
-        and p.task_id = o.task_id
-        and p.ts_ns >= o.valid_from_ns
+    from pmu_ops as p
     union all
     -- exported runs: the exporter's values, weighted by their cycles (else their AI Core time)
     select
@@ -184,7 +224,7 @@ pmu_findings as (
 ),
 
 -- complete task instances with their times per msprof's Task Scheduler formulas
-instances as (
+instances as not materialized (
     select
         device_id,
         stream_id,
@@ -209,9 +249,16 @@ instances as (
 ),
 
 named_instances as (
+    select i.*, k.op_name
+    from (select * from instances anti join multi_keys using (device_id, stream_id, task_id)) as i
+    left join op_keys as k
+        on i.device_id = k.device_id
+        and i.stream_id = k.stream_id
+        and i.task_id = k.task_id
+    union all
     select i.*, o.op_name
-    from instances as i
-    asof left join stg_task_ops as o
+    from (select * from instances semi join multi_keys using (device_id, stream_id, task_id)) as i
+    asof left join multi_ops as o
         on i.device_id = o.device_id
         and i.stream_id = o.stream_id
         and i.task_id = o.task_id
