@@ -147,3 +147,21 @@ def test_headless_chromium_draws_every_chart_offline(sample_report, tmp_path):
         assert 'class="main-svg"' in dom[start:start + 20_000], chart
     console = [line for line in p.stderr.splitlines() if "CONSOLE" in line and "source: file://" in line]
     assert console == []
+
+
+def test_the_command_writes_the_file_and_says_what_it_wrote(sample_report, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from pipeline.cli.main import app
+
+    wh, run_id, _, _ = sample_report
+    out = tmp_path / "cli.html"
+    r = CliRunner().invoke(app, ["report", run_id, "--out", str(out), "--json", "-w", str(wh.path)])
+    assert r.exit_code == 0, r.output
+    said = json.loads(r.stdout)
+    assert said == {"path": str(out), "bytes": out.stat().st_size, "charts": len(SAMPLE_CHARTS),
+                    "findings": len(table_rows(wh, run_id)("advice"))}
+    r = CliRunner().invoke(app, ["report", "--out", str(out), "-w", str(tmp_path / "typo")])
+    assert r.exit_code == 2 and "no warehouse at" in r.output
