@@ -102,8 +102,8 @@ def regressions(wh: Warehouse, run_id: str, last: int = REGRESSION_LAST, thresho
     for c in cmp.regressions:
         found.append(Finding(
             None, "high", "regression", "op", c.name, c.ratio, 1 + threshold_pct / 100, "ratio", None,
-            f"profetl compare {run_id} --last {last} --by op: mean {c.before:.0f} ns before ({cmp.baseline}), "
-            f"{c.after:.0f} ns now",
+            f"profetl compare {run_id} --last {last} --by op --threshold {threshold_pct:g} --min {min_ns:g}: "
+            f"mean {c.before:.0f} ns in the {cmp.baseline}, {c.after:.0f} ns now",
             "Slower than in the earlier runs of this workload: look at what changed (CANN, driver, model, "
             "shapes) and at this op's rows in both runs."))
     return found, None

@@ -263,7 +263,8 @@ def _topdown_chart(rows, counts) -> Chart | None:
         note += f" The first {MAX_INFERENCES} inferences of {total} (device, inference) pairs."
     return Chart("topdown", "Top-down time per inference", note,
                  {"data": traces, "layout": _layout("inference", "duration (us)", height=400,
-                                                    xaxis={"title": {"text": "inference"}, "tickformat": "d"})})
+                                                    xaxis={"title": {"text": "inference"}, "tickformat": "d",
+                                                           **({"dtick": 1} if len(infers) <= 30 else {})})})
 
 
 def _trend_chart(wh: Warehouse, run: dict, rows: list[dict], top_ops, n: int) -> Chart | None:

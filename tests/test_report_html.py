@@ -95,11 +95,17 @@ def _runs_of_one_workload(tmp_path, slow_op: str, factor: float):
     return wh, last, truths
 
 
-def test_trend_and_regression_over_earlier_runs(tmp_path):
-    wh, run_id, truths = _runs_of_one_workload(tmp_path, "conv2d_0", 4.0)
-    written = write_report(wh, tmp_path / "r.html", run_id)
-    html = written.path.read_text(encoding="utf-8")
-    assert "trend" in chart_ids(html)
+@pytest.fixture(scope="module")
+def nights_report(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("nights")
+    wh, run_id, truths = _runs_of_one_workload(tmp, "conv2d_0", 4.0)
+    written = write_report(wh, tmp / "r.html", run_id)
+    return truths, written, written.path.read_text(encoding="utf-8")
+
+
+def test_trend_and_regression_over_earlier_runs(nights_report):
+    truths, written, html = nights_report
+    assert chart_ids(html) == SAMPLE_CHARTS + ["trend"]
 
     def mean(truth, op):  # mean running time of the op's complete instances, from the events
         runs = [x.complete_ns - x.running_ns for x in truth.instances if x.op_name == op and x.complete_ns is not None]
@@ -126,8 +132,10 @@ def _chromium() -> str | None:
 
 
 @pytest.mark.skipif(_chromium() is None, reason="no Chromium on this machine (Debian: apt-get install chromium)")
-def test_headless_chromium_draws_every_chart_offline(sample_report, tmp_path):
-    _, _, written, html = sample_report
+@pytest.mark.parametrize("which", ["sample_report", "nights_report"])
+def test_headless_chromium_draws_every_chart_offline(which, request, tmp_path):
+    written, html = request.getfixturevalue(which)[-2:]
+    charts = chart_ids(html)
     cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
            f"--user-data-dir={tmp_path / 'profile'}",
            # no network: no proxy answers, no name resolves; and a network namespace of its own where allowed
@@ -141,8 +149,8 @@ def test_headless_chromium_draws_every_chart_offline(sample_report, tmp_path):
     body = re.search(r'<body data-charts="(\d+)" data-errors="([^"]*)"', dom)
     assert body, dom[:500]
     assert body.group(2) == "", body.group(2)
-    assert int(body.group(1)) == len(SAMPLE_CHARTS)
-    for chart in SAMPLE_CHARTS:  # each chart div holds Plotly's drawing
+    assert int(body.group(1)) == len(charts) >= len(SAMPLE_CHARTS)
+    for chart in charts:  # each chart div holds Plotly's drawing
         start = dom.index(f'id="{chart}"')
         assert 'class="main-svg"' in dom[start:start + 20_000], chart
     console = [line for line in p.stderr.splitlines() if "CONSOLE" in line and "source: file://" in line]
