@@ -268,7 +268,7 @@ def _topdown_chart(rows, counts) -> Chart | None:
 
 
 def _trend_chart(wh: Warehouse, run: dict, rows: list[dict], top_ops, n: int) -> Chart | None:
-    earlier = earlier_runs(wh, run, run["workload"], n - 1, rows)
+    earlier = earlier_runs(wh, run, run["workload"], n - 1, rows) if n > 1 else []
     if not earlier:
         return None
     from pipeline.metrics import entries

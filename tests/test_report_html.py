@@ -100,12 +100,14 @@ def nights_report(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("nights")
     wh, run_id, truths = _runs_of_one_workload(tmp, "conv2d_0", 4.0)
     written = write_report(wh, tmp / "r.html", run_id)
-    return truths, written, written.path.read_text(encoding="utf-8")
+    return wh, truths, written, written.path.read_text(encoding="utf-8")
 
 
 def test_trend_and_regression_over_earlier_runs(nights_report):
-    truths, written, html = nights_report
+    wh, truths, written, html = nights_report
     assert chart_ids(html) == SAMPLE_CHARTS + ["trend"]
+    one = write_report(wh, written.path.with_name("one.html"), trend_runs=1)
+    assert one.charts == len(SAMPLE_CHARTS)  # --trend-runs 1: this run only, no trend
 
     def mean(truth, op):  # mean running time of the op's complete instances, from the events
         runs = [x.complete_ns - x.running_ns for x in truth.instances if x.op_name == op and x.complete_ns is not None]
