@@ -25,6 +25,7 @@ MORE = [
     ("op_summary", "Operators"),
     ("step_trace_summary", "Step trace (training iterations)"),
     ("step_trace_reduces", "Step trace all-reduce ranges"),
+    ("advice", "Advice: findings of the advice rules"),
 ]
 TABLES = [t for t, _ in VIEWS] + [t for t, _ in MORE] + ["build_issues"]
 
