@@ -6,7 +6,7 @@ can be mailed. The page is made from ``pipeline/templates/report.html.j2`` with 
 
 Size bound: every chart is aggregated in SQL before it is plotted, and each has a fixed
 number of points: TOP_OPS ops (per device for the bars), MAX_INFERENCES inferences of the
-top-down chart, TREND_RUNS runs of the trend, MAX_FINDINGS findings and MAX_ISSUES issue
+top-down chart, MAX_INFERENCES iterations of the step-trace chart, TREND_RUNS runs of the trend, MAX_FINDINGS findings and MAX_ISSUES issue
 rows. A report therefore holds at most some tens of thousands of values however many tasks
 the run has: about 5 MB of which ~4.8 MB is the Plotly library. Building it reads each mart
 once with an aggregating query.
@@ -33,7 +33,8 @@ TREND_RUNS = 30
 TREND_OPS = 8
 MAX_FINDINGS = 500
 MAX_ISSUES = 50
-MARTS = ["task_scheduler", "ai_core_metrics", "topdown_inference", "advice", "build_issues"]
+MARTS = ["task_scheduler", "ai_core_metrics", "topdown_inference", "step_trace_summary", "step_trace_reduces", "advice",
+         "build_issues"]
 PIPES = ["mac", "vec", "scalar", "mte1", "mte2", "mte3"]
 PIPE_NAMES = {"mac": "Cube (mac)", "vec": "Vector (vec)", "scalar": "Scalar", "mte1": "MTE1", "mte2": "MTE2", "mte3": "MTE3"}
 
@@ -131,6 +132,19 @@ def gather(wh: Warehouse, run_ref: str = "latest", trend_runs: int = TREND_RUNS)
                 group by all)
             group by all order by infer_id, module""")
         out["inferences"] = q("select count(distinct (device_id, infer_id)), count(distinct device_id) from topdown_inference where run_id = $run")[0]
+        # training iterations: each part of an iteration's time, the mean over devices and models
+        out["steps"] = q(f"""
+            select s.iter_id, avg(s.fp_start_ns - s.iteration_start_ns), avg(s.fp_to_bp_ns), avg(s.iteration_refresh_ns),
+                   avg(s.iteration_ns), avg(coalesce(r.reduce_ns, 0))
+            from step_trace_summary s
+            left join (select device_id, model_id, iteration_id, sum(reduce_ns) as reduce_ns
+                       from step_trace_reduces where run_id = $run group by all) r
+                on r.device_id = s.device_id and r.model_id is not distinct from s.model_id
+                   and r.iteration_id = s.iteration_id
+            where s.run_id = $run and s.iter_id <= {MAX_INFERENCES}
+              and exists (select 1 from step_trace_summary t
+                          where t.run_id = $run and (t.fp_start_ns is not null or t.bp_end_ns is not null))
+            group by s.iter_id order by s.iter_id""")
         out["findings"] = con.sql(
             "select device_id, severity, rule_id, scope, scope_name, value, threshold, unit, share_pct, evidence, suggestion "
             f"from advice where run_id = $run order by severity = 'medium', device_id, share_pct desc nulls last limit {MAX_FINDINGS}",
@@ -150,6 +164,7 @@ def gather(wh: Warehouse, run_ref: str = "latest", trend_runs: int = TREND_RUNS)
         _pipes_chart(data["pipes"]),
         _memory_bound_chart(data["pipes"]),
         _topdown_chart(data["topdown"], data["inferences"]),
+        _step_trace_chart(data["steps"]),
         _trend_chart(wh, run, rows, data["top_ops"], trend_runs),
     ) if c is not None]
     return rep
@@ -265,6 +280,29 @@ def _topdown_chart(rows, counts) -> Chart | None:
                  {"data": traces, "layout": _layout("inference", "duration (us)", height=400,
                                                     xaxis={"title": {"text": "inference"}, "tickformat": "d",
                                                            **({"dtick": 1} if len(infers) <= 30 else {})})})
+
+
+def _step_trace_chart(rows) -> Chart | None:
+    """Stacked parts of each training iteration (start to FP, FP to BP, refresh after BP) and the
+    all-reduce time beside them; only for runs whose step trace has FP or BP records."""
+    if not rows:
+        return None
+    iters = [r[0] for r in rows]
+    us = lambda v: None if v is None else v / 1e3  # noqa: E731
+    parts = [("start to FP", 1), ("FP to BP", 2), ("refresh after BP", 3)]
+    traces = [_bar(name, iters, [us(r[i]) for r in rows], hovertemplate="iteration %{x}<br>" + name + " %{y:,.1f} us<extra></extra>")
+              for name, i in parts]
+    traces.append({"type": "scatter", "mode": "lines+markers", "name": "all-reduce (sum of ranges)", "x": iters,
+                   "y": [us(r[5]) for r in rows], "hovertemplate": "iteration %{x}<br>all-reduce %{y:,.1f} us<extra></extra>"})
+    note = ("Where each training iteration's time goes (step_trace_summary; the mean over devices and models, by the "
+            "iteration's rank on its device), with the summed all-reduce ranges of the iteration (step_trace_reduces), "
+            "which overlap the backward pass.")
+    if iters[-1] >= MAX_INFERENCES:
+        note += f" The first {MAX_INFERENCES} iterations."
+    return Chart("step-trace", "Training iterations (step trace)", note,
+                 {"data": traces, "layout": _layout("iteration", "time (us)", barmode="stack", height=400,
+                                                    xaxis={"title": {"text": "iteration"}, "tickformat": "d",
+                                                           **({"dtick": 1} if len(iters) <= 30 else {})})})
 
 
 def _trend_chart(wh: Warehouse, run: dict, rows: list[dict], top_ops, n: int) -> Chart | None:

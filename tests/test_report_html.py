@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import statistics
@@ -175,3 +176,33 @@ def test_the_command_writes_the_file_and_says_what_it_wrote(sample_report, tmp_p
                     "findings": len(table_rows(wh, run_id)("advice"))}
     r = CliRunner().invoke(app, ["report", "--out", str(out), "-w", str(tmp_path / "typo")])
     assert r.exit_code == 2 and "no warehouse at" in r.output
+
+
+def test_a_training_run_charts_its_iterations(tmp_path):
+    """A dump with FP, BP and all-reduce records gets the step-trace chart; its bars are the
+    parts of each iteration the synthetic records say (truth.training_marks: FP 1 us after the
+    start, BP 1 us before the end, two all-reduce ranges of 2 us each)."""
+    wh = Warehouse(tmp_path / "wh")
+    dump = tmp_path / "train"
+    truth = generate(dump, HiprofConfig(devices=1, inferences=3, tasks=4, seed=3, training=True))
+    with wh.writer():
+        o = ingest_dump(wh, dump)
+    assert o.status == "built", o.error
+    html = write_report(wh, tmp_path / "t.html", o.run_id).path.read_text(encoding="utf-8")
+    assert "step-trace" in chart_ids(html)
+    blob = html[html.index('id="report-charts"'):]
+    blob = blob[blob.index(">") + 1: blob.index("</script>")]
+    fig = next(c for c in json.loads(blob) if c["id"] == "step-trace")["figure"]
+    by_name = {t["name"]: t["y"] for t in fig["data"]}
+    steps = [i.step for i in truth.inferences if i.step is not None]
+    assert len(by_name["FP to BP"]) == len(steps)
+    for k, (start, end) in enumerate(steps):
+        assert by_name["start to FP"][k] == pytest.approx(1.0)
+        assert by_name["FP to BP"][k] == pytest.approx((end - start - 2_000) / 1e3)
+        assert by_name["refresh after BP"][k] == pytest.approx(1.0)
+        assert by_name["all-reduce (sum of ranges)"][k] == pytest.approx(4.0)
+
+
+def test_an_inference_run_has_no_step_trace_chart(sample_report):
+    _, _, _, html = sample_report
+    assert "step-trace" not in chart_ids(html)  # step trace without FP / BP: nothing to break down

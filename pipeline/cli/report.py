@@ -19,7 +19,8 @@ def command(
 ) -> None:
     """Write RUN as one HTML file that opens offline (scripts and styles inside): metadata and
     data accounting, top ops, Task Scheduler states, AI Core pipeline ratios and memory-bound
-    ops, top-down time per inference, the advice findings (with regressions against the last 5
+    ops, top-down time per inference, the parts of each training iteration (step trace with FP
+    and BP), the advice findings (with regressions against the last 5
     runs of the workload) and, when the warehouse has earlier runs of the workload, the trend
     of the top ops. Charts are aggregated first: the file stays about 5 MB for any run size.
 
