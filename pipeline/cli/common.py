@@ -68,7 +68,7 @@ def complete_table(incomplete: str) -> list[str]:
 RunsOpt = Annotated[list[str] | None, typer.Option("--run", "-r", metavar="RUN", show_default=False, autocompletion=complete_run,
                                                   help="Run id, unique prefix or latest; repeat for several runs.")]
 RunArg = Annotated[str, typer.Argument(metavar="RUN", autocompletion=complete_run,
-                                        help="Run id, unique prefix, or latest (the run ingested last).")]
+                                        help="Run id, unique prefix, or latest (the run collected last; back-filled older runs do not change it).")]
 SinceOpt = Annotated[str | None, typer.Option("--since", metavar="WHEN", show_default=False,
                                               help="Runs collected at or after WHEN (UTC): 2026-03-02, 2026-03-02T01:00, today, yesterday, 7d, 12h.")]
 UntilOpt = Annotated[str | None, typer.Option("--until", metavar="WHEN", show_default=False,
