@@ -52,10 +52,10 @@ from pipeline import __version__
 from pipeline.build import connect, staging_storage, staging_table_kind
 from pipeline.contracts import RAW_TABLES
 from pipeline.errors import UsageError
+from pipeline.export import WALL_CLOCK_NS
 from pipeline.formats import atomic_write
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.query import raw_select
-from pipeline.readers.export.timeline import WALL_CLOCK_NS
 from pipeline.selection import run_row
 from pipeline.transforms import run_layer
 from pipeline.warehouse import Warehouse

@@ -30,7 +30,8 @@ def print_run(wh: Warehouse, run_ref: str, table: str | None, limit: int | None,
         if not s.total_rows:
             C.out.print(f"\n{s.title}: no rows for this run", highlight=False)
             continue
-        C.print_table(s.title, s.headers, s.rows, caption=more)
+        C.print_table(s.title, s.headers, s.rows, caption=more,
+                      see_all=f"profetl show {run['run_id']} {s.table} --json, or profetl export, shows all")
 
 
 def command(
