@@ -113,11 +113,16 @@ def _header(c: Contract, names: list[str], headers: str) -> list[str]:
         elif n == COLLECTED:
             out.append("Collected (UTC)")
         else:
-            display = cols[n].display or n
-            if cols[n].unit in _TIME_UNITS and not display.endswith(")"):
-                display += f"({cols[n].unit})"
-            out.append(display)
+            out.append(display_header(cols[n]))
     return out
+
+
+def display_header(col) -> str:
+    """A column's display name, with its unit when it is a time the name does not qualify."""
+    display = col.display or col.name
+    if col.unit in _TIME_UNITS and not display.endswith(")"):
+        display += f"({col.unit})"
+    return display
 
 
 def _csv_select(c: Contract, names: list[str]) -> list[str]:

@@ -275,12 +275,15 @@ def _header_lines(header: str, width: int) -> str:
 
 
 def fit_columns(headers: list[str], rows: list[list[str]], width: int,
-                priority: list[int] | None = None) -> tuple[list[int], list[int]]:
+                priority: list[int] | None = None, wrap_headers: bool = True) -> tuple[list[int], list[int]]:
     """Which columns fit in ``width`` terminal columns with no value split (each column as wide
-    as its widest value, its header broken at spaces): taken in ``priority`` order (default:
-    left to right) while they fit; returns (shown, hidden) column indexes, each in table order."""
+    as its widest value, its header broken at spaces when ``wrap_headers``): taken in
+    ``priority`` order (default: left to right) while they fit; returns (shown, hidden) column
+    indexes, each in table order."""
     def need(i: int) -> int:
         value = max((len(r[i]) for r in rows), default=0)
+        if not wrap_headers:
+            return max(value, len(headers[i])) + 3
         word = max(len(w) for w in headers[i].split(" ")) if headers[i] else 0
         return max(value, word) + 3  # one space each side and the border
     used, shown = 1, []
@@ -296,14 +299,15 @@ def print_table(title: str | None, headers: list[str], rows: list[list[str]], ca
     """A table whose values are never split across lines: the columns that fit the terminal
     (in ``priority`` order), and a caption naming the rest and ``see_all``."""
     width = out.width
-    shown, hidden = fit_columns(headers, rows, width, priority)
+    wrap = bool(fit_columns(headers, rows, width, priority, wrap_headers=False)[1])  # headers break only if needed
+    shown, hidden = fit_columns(headers, rows, width, priority, wrap_headers=wrap)
     if hidden:
         note = f"{len(hidden)} more column(s) not shown at this width ({', '.join(headers[i] for i in hidden)}): {see_all}"
         caption = f"{caption}; {note}" if caption else note
     t = Table(title=title, title_justify="left", show_lines=False)
     for i in shown:
         value = max((len(r[i]) for r in rows), default=0)
-        t.add_column(_header_lines(headers[i], max(value, 1)), no_wrap=True, min_width=value)
+        t.add_column(_header_lines(headers[i], max(value, 1)) if wrap else headers[i], no_wrap=True, min_width=value)
     for r in rows:
         t.add_row(*(r[i] for i in shown))
     out.print(t)
