@@ -17,6 +17,7 @@ from pipeline.contracts import RAW_TABLES, contract, contracts
 from pipeline.errors import GrainViolated, TransformFailed, UsageError
 from pipeline.faults import checkpoint
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
+from pipeline.progress import report
 from pipeline.query import raw_select
 from pipeline.sink import parquet_writer
 from pipeline.transforms import SqlFile, run_layer, sql_files, transform_failed
@@ -137,16 +138,21 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
         result = BuildResult(run_id, build_id)
         result.staging = staging_storage(con, run)
 
+        marts = sql_files("marts")
+        report(phase="build", total=len(sql_files("staging")) + len(marts), unit="steps")
+
         def staged(name: str) -> None:
             _note_max_rss(result, f"staging/{name}")
+            report(advance=1, step=f"staging/{name}")
 
         for name, seconds in run_layer(con, "staging", on_step=staged, stored_as=staging_table_kind(result.staging)).items():
             result.seconds_by_step[f"staging/{name}"] = seconds
         tmp = wh.temp_dir()
         written = []
         # each mart's query (with the macros run_layer loaded for staging) streamed once into its file
-        for mart in sql_files("marts"):
+        for mart in marts:
             name = mart.name
+            report(step=f"marts/{name}")
             if name not in contracts("marts"):
                 raise TransformFailed(f"sql/marts/{name}.sql has no contract schemas/marts/{name}.toml")
             out = tmp / f"{name}.parquet"
@@ -155,6 +161,7 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
             check_grain(con, name, out)
             result.seconds_by_step[f"marts/{name}"] = time.monotonic() - t_mart
             _note_max_rss(result, f"marts/{name}")
+            report(advance=1)
             written.append((name, out))
         # the issues as written (running the mart's query again would cost as much as the first time)
         issues = pq.read_table(dict(written)["build_issues"], columns=["device_id", "kind", "count", "message"])

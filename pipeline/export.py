@@ -3,6 +3,12 @@
 CSV carries the profiling tool's display headers ("Time(%)", "Stream ID") unless snake_case
 column names are asked for; Parquet and JSON lines always use the column names, and Parquet
 the contract's types.
+
+CSV is written for spreadsheets, which keep 15 significant digits: every time column's header
+names its unit ("Start Time(ns)"), and a time point on the wall clock (an exported run's
+19-digit ns since 1970) is written as ISO 8601 UTC text exact to the ns
+("2026-01-01T00:00:00.123456789Z") instead of a number the spreadsheet would round. An
+export of several runs adds each run's collection time after its id.
 """
 
 from __future__ import annotations
@@ -39,14 +45,15 @@ def _columns(c: Contract) -> list[str]:
 BATCH_ROWS = 100_000
 
 
-def select_sql(c: Contract, names: list[str], devices: list[int] | None) -> str:
-    """SELECT of ``names`` from the table of one run, ``$run``; optionally only some devices."""
+def select_sql(c: Contract, names: list[str], devices: list[int] | None, items: list[str] | None = None) -> str:
+    """SELECT of ``names`` (or the expressions ``items``) from the table of one run, ``$run``;
+    optionally only some devices."""
     where = ""
     if devices:
         if "device_id" not in {col.name for col in c.columns}:
             raise UsageError(f"{c.name} has no device_id column; leave out --device")
         where = " AND device_id IN (" + ", ".join(str(int(d)) for d in devices) + ")"
-    return f"SELECT {', '.join(names)} FROM {c.name} WHERE run_id = $run{where}"
+    return f"SELECT {', '.join(items or names)} FROM {c.name} WHERE run_id = $run{where}"
 
 
 def stream_runs(con, sql: str, run_ids: list[str]) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
@@ -80,12 +87,58 @@ def _keep(c: Contract, with_run: bool) -> list[str]:
     return (["run_id"] if with_run or c.name == "runs" else []) + cols
 
 
+# units a display header must name when it does not already ("Start Time" -> "Start Time(ns)")
+_TIME_UNITS = {"ns", "us", "ms", "s", "us^2"}
+# time points at or after 2000-01-01 are wall clock (ns since 1970), earlier ones a monotonic clock
+WALL_CLOCK_NS = 946_684_800 * 10**9
+COLLECTED = "collected_at"  # the run's collection time, added after run_id to multi-run exports
+
+
+def _time_point(c: Contract, name: str) -> bool:
+    """A column that holds an instant in ns (not a duration)."""
+    col = next((x for x in c.columns if x.name == name), None)
+    return col is not None and col.unit == "ns" and (name == "ts_ns" or name.endswith(("start_ns", "end_ns")))
+
+
 def _header(c: Contract, names: list[str], headers: str) -> list[str]:
-    """CSV header cells: the tool's display names, or the column names."""
+    """CSV header cells: the tool's display names, each time column's with its unit, or the
+    column names."""
     if headers == "snake":
         return names
-    display = {col.name: col.display or col.name for col in c.columns} | {"run_id": "Run ID"}
-    return [display[n] for n in names]
+    cols = {col.name: col for col in c.columns}
+    out = []
+    for n in names:
+        if n == "run_id":
+            out.append("Run ID")
+        elif n == COLLECTED:
+            out.append("Collected (UTC)")
+        else:
+            out.append(display_header(cols[n]))
+    return out
+
+
+def display_header(col) -> str:
+    """A column's display name, with its unit when it is a time the name does not qualify."""
+    display = col.display or col.name
+    if col.unit in _TIME_UNITS and not display.endswith(")"):
+        display += f"({col.unit})"
+    return display
+
+
+def _csv_select(c: Contract, names: list[str]) -> list[str]:
+    """SELECT items for a CSV: wall-clock time points as exact ISO 8601 UTC text."""
+    items = []
+    for n in names:
+        if _time_point(c, n):
+            items.append(
+                f"CASE WHEN {n} >= {WALL_CLOCK_NS} THEN strftime(make_timestamp(({n} // 1000000000) * 1000000), "
+                f"'%Y-%m-%dT%H:%M:%S') || '.' || lpad(({n} % 1000000000)::VARCHAR, 9, '0') || 'Z' "
+                f"ELSE {n}::VARCHAR END AS {n}")
+        elif n == COLLECTED:
+            items.append(f"(SELECT make_timestamptz(collection_start_us) FROM _run_records WHERE run_id = $run) AS {n}")
+        else:
+            items.append(n)
+    return items
 
 
 def to_csv(c: Contract, t: pa.Table, headers: str = "display", with_run: bool = False) -> str:
@@ -97,14 +150,19 @@ def export(wh: Warehouse, table: str, run_ids: list[str], fmt: str, out: str, he
            devices: list[int] | None = None) -> int:
     """Write the table of ``run_ids`` to ``out`` (``-`` is standard output); returns the row count.
 
-    A run_id column is added when more than one run is exported. Rows stream from the part
-    files to ``out`` a batch at a time, so memory does not grow with the table.
+    A run_id column, and the run's collection time after it, are added when more than one
+    run is exported. Rows stream from the part files to ``out`` a batch at a time, so memory
+    does not grow with the table.
     """
     check_format(fmt, FORMATS)
     if headers not in HEADERS:
         raise UsageError(f"headers {headers!r}; use display or snake")
     c = table_contract(table)
     names = _keep(c, len(run_ids) > 1)
-    sql = select_sql(c, names, devices)
+    if len(run_ids) > 1 and c.name != "runs":
+        names.insert(names.index("run_id") + 1, COLLECTED)
+    items = _csv_select(c, names) if fmt == "csv" else [
+        i if n == COLLECTED else n for n, i in zip(names, _csv_select(c, names))]
+    sql = select_sql(c, names, devices, items)
     head = _header(c, names, headers) if fmt == "csv" else None
     return write_consistent(wh, lambda con: stream_runs(con, sql, run_ids), fmt, out, head, run_ids, {c.name})

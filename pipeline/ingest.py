@@ -19,6 +19,7 @@ from pipeline.dumps import detect, discover, fingerprint, fingerprint_file, run_
 from pipeline.errors import InputError
 from pipeline.faults import checkpoint
 from pipeline.paths import display
+from pipeline.progress import report
 from pipeline.readers import export, prof
 from pipeline.readers.hiprof.files import rel_name, scan
 from pipeline.readers.instance_numbers import InstanceNumbers, RunNumbers
@@ -113,6 +114,7 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
                          "msprof / torch_npu outputs, or result_dir "
                          "data/ folder with hiprof-era files)", path=display(dump))
     t0 = time.monotonic()
+    report(phase="ingest", total=sum(f.stat().st_size for f in dump.rglob("*") if f.is_file()), unit="bytes")
     run_id, _, texts = identify(dump)
     fp = fingerprint(dump)
     existing = wh.run(run_id)

@@ -1,37 +1,24 @@
-"""A trend as a line chart: SVG written by hand (no dependency), PNG through matplotlib if installed.
+"""A trend as a line chart, SVG or PNG, drawn by matplotlib (its Agg backend: no screen needed).
 
-Runs are spaced evenly along x in collection order (a missed night leaves no hole);
-a run without a value breaks the line. Each point carries its run id and value as
-a tooltip in the SVG.
+Runs sit at their collection time on a time axis (a missed night leaves a gap, two months
+take the width of two months); one line per workload, named in the legend; a run without a
+value breaks its line. Runs without a collection time cannot be placed and are counted in
+the subtitle. In the SVG each workload's line is the group ``workload-<n>`` (legend order)
+and each point carries its run id and value as a tooltip (``<title>``).
 """
 
 from __future__ import annotations
 
+import io
 import math
+import re
+from datetime import timezone
 from html import escape
 from pathlib import Path
 
 from pipeline.errors import UsageError
-from pipeline.formats import atomic_write, write_text
-from pipeline.trend import Trend
-
-W, H = 900, 440
-LEFT, RIGHT, TOP, BOTTOM = 90, 30, 60, 110
-
-
-def _nice_ticks(lo: float, hi: float, n: int = 5) -> list[float]:
-    if hi <= lo:
-        lo, hi = lo - (abs(lo) or 1) * 0.1, hi + (abs(hi) or 1) * 0.1
-    raw = (hi - lo) / n
-    mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
-    start = math.floor(lo / step) * step
-    ticks = []
-    v = start
-    while v <= hi + step * 0.5:
-        ticks.append(round(v, 12))
-        v += step
-    return ticks
+from pipeline.formats import atomic_write, write_bytes
+from pipeline.trend import Point, Trend
 
 
 def _fmt(v: float) -> str:
@@ -42,99 +29,103 @@ def _fmt(v: float) -> str:
     return f"{v:.4g}"
 
 
-def _x_label(p, with_time: bool) -> str:
-    if p.collected_at is None:
-        return p.run_id[:15]
-    return p.collected_at.strftime("%Y-%m-%d %H:%M" if with_time else "%Y-%m-%d")
+def _lines(t: Trend) -> dict[str, list[Point]]:
+    """Placeable points per workload, in collection order, workloads in order of first run."""
+    out: dict[str, list[Point]] = {}
+    for p in t.points:
+        if p.collected_at is not None:
+            out.setdefault(p.workload or "(unknown workload)", []).append(p)
+    return out
 
 
-def svg(t: Trend) -> str:
-    values = [p.value for p in t.points if p.value is not None]
-    if not values:
-        raise UsageError("nothing to plot: no run has a value")
-    ticks = _nice_ticks(min(values), max(values))
-    lo, hi = ticks[0], ticks[-1]
-    pw, ph = W - LEFT - RIGHT, H - TOP - BOTTOM
-    n = len(t.points)
-
-    def x(i: int) -> float:
-        return LEFT + (pw / 2 if n == 1 else i * pw / (n - 1))
-
-    def y(v: float) -> float:
-        return TOP + ph - (v - lo) / (hi - lo) * ph
-
-    dated = [p.collected_at.date() for p in t.points if p.collected_at]
-    with_time = len(set(dated)) < len(dated)  # two runs on one day: show the hour too
-    first = next((p.collected_at for p in t.points if p.collected_at), None)
-    last = next((p.collected_at for p in reversed(t.points) if p.collected_at), None)
-    span = f"{first:%Y-%m-%d %H:%M} .. {last:%Y-%m-%d %H:%M} UTC" if first and last else ""
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
-        'font-family="sans-serif" font-size="12">',
-        f'<rect width="{W}" height="{H}" fill="white"/>',
-        f'<text x="{LEFT}" y="24" font-size="16" font-weight="bold">{escape(t.label)}</text>',
-        f'<text x="{LEFT}" y="44" fill="#555">{escape(f"{n} run(s), {len(values)} with a value; {span}")}</text>',
-    ]
-    for v in ticks:
-        out.append(f'<line x1="{LEFT}" y1="{y(v):.1f}" x2="{W - RIGHT}" y2="{y(v):.1f}" stroke="#ddd"/>')
-        out.append(f'<text x="{LEFT - 8}" y="{y(v) + 4:.1f}" text-anchor="end">{escape(_fmt(v))}</text>')
-    out.append(f'<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{TOP + ph}" stroke="#333"/>')
-    out.append(f'<line x1="{LEFT}" y1="{TOP + ph}" x2="{W - RIGHT}" y2="{TOP + ph}" stroke="#333"/>')
-    every = max(1, math.ceil(n / 25))
-    for i, p in enumerate(t.points):
-        if i % every == 0 or i == n - 1:
-            lx, ly = x(i), TOP + ph + 14
-            out.append(f'<text x="{lx:.1f}" y="{ly}" text-anchor="end" transform="rotate(-45 {lx:.1f} {ly})">'
-                       f'{escape(_x_label(p, with_time))}</text>')
-    segment: list[str] = []
-    segments = []
-    for i, p in enumerate(t.points):
-        if p.value is None:
-            if segment:
-                segments.append(segment)
-            segment = []
-            continue
-        segment.append(f"{x(i):.1f},{y(p.value):.1f}")
-    if segment:
-        segments.append(segment)
-    for s in segments:
-        out.append(f'<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{" ".join(s)}"/>')
-    for i, p in enumerate(t.points):
-        if p.value is None:
-            out.append(f'<text x="{x(i):.1f}" y="{TOP + ph - 4}" text-anchor="middle" fill="#c00">×'
-                       f'<title>{escape(p.run_id)}: no value</title></text>')
-            continue
-        when = f" ({p.collected_at:%Y-%m-%d %H:%M} UTC)" if p.collected_at else ""
-        out.append(f'<circle cx="{x(i):.1f}" cy="{y(p.value):.1f}" r="3.5" fill="#1f77b4">'
-                   f'<title>{escape(f"{p.run_id}{when}: {_fmt(p.value)} {t.unit}".rstrip())}</title></circle>')
-    out.append("</svg>")
-    return "\n".join(out) + "\n"
-
-
-def _png(t: Trend, path: Path) -> None:
+def _figure(t: Trend):
     try:
         import matplotlib
 
         matplotlib.use("Agg")
+        import matplotlib.dates as mdates
         import matplotlib.pyplot as plt
-    except ImportError:
-        raise UsageError("PNG needs matplotlib (pip install matplotlib); an .svg plot needs nothing") from None
-    fig, ax = plt.subplots(figsize=(9, 4.4), dpi=100)
-    xs = list(range(len(t.points)))
-    ax.plot(xs, [math.nan if p.value is None else p.value for p in t.points], marker="o")
-    ax.set_title(t.label)
-    ax.set_xticks(xs, [_x_label(p, False) for p in t.points], rotation=45, ha="right")
+    except ImportError:  # a dependency of profetl; only a broken install lacks it
+        raise UsageError("plots need matplotlib (pip install matplotlib)") from None
+    lines = _lines(t)
+    values = [p.value for ps in lines.values() for p in ps if p.value is not None]
+    if not values:
+        raise UsageError("nothing to plot: no run with a collection time has a value")
+    unplaced = sum(p.collected_at is None for p in t.points)
+    fig, ax = plt.subplots(figsize=(10, 5), dpi=100)
+    for i, (workload, points) in enumerate(lines.items()):
+        xs = [p.collected_at.astimezone(timezone.utc).replace(tzinfo=None) for p in points]
+        ys = [math.nan if p.value is None else p.value for p in points]
+        (line,) = ax.plot(xs, ys, marker="o", markersize=4, linewidth=1.8, label=workload)
+        line.set_gid(f"workload-{i}")
+    first = min(p.collected_at for ps in lines.values() for p in ps)
+    last = max(p.collected_at for ps in lines.values() for p in ps)
+    sub = f"{len(t.points)} run(s), {sum(p.value is not None for p in t.points)} with a value; " \
+          f"{first:%Y-%m-%d %H:%M} .. {last:%Y-%m-%d %H:%M} UTC"
+    if unplaced:
+        sub += f"; {unplaced} run(s) without a collection time not drawn"
+    ax.set_title(f"{t.label}\n{sub}", fontsize=11, loc="left")
+    ax.set_xlabel("collection start (UTC)")
+    ax.set_ylabel(f"{t.stat + ' ' if t.stat else ''}{t.metric} ({t.unit})" if t.unit else t.label)
+    locator = mdates.AutoDateLocator()
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(mdates.ConciseDateFormatter(locator))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: _fmt(v)))
+    ax.grid(True, color="#dddddd", linewidth=0.8)
+    ax.legend(title="workload", fontsize=8, title_fontsize=9, loc="best")
     fig.tight_layout()
-    atomic_write(path, lambda p: fig.savefig(p, format="png"))
+    return fig, lines
+
+
+def _with_tooltips(svg: str, lines: dict[str, list[Point]], unit: str) -> str:
+    """A ``<title>`` (run id, time, value) on every point marker of each workload's group."""
+    for i, points in enumerate(lines.values()):
+        drawn = [p for p in points if p.value is not None]
+        m = re.search(rf'<g id="workload-{i}">(.*?)</g>\n', svg, re.S)
+        if not m:
+            continue
+        uses = list(re.finditer(r"<use [^>]*/>", m.group(1)))
+        if len(uses) != len(drawn):
+            continue
+        body = m.group(1)
+        for u, p in reversed(list(zip(uses, drawn))):
+            tip = escape(f"{p.run_id} ({p.collected_at:%Y-%m-%d %H:%M} UTC): {_fmt(p.value)} {unit}".rstrip())
+            body = body[:u.start()] + u.group(0)[:-2] + f"><title>{tip}</title></use>" + body[u.end():]
+        svg = svg[:m.start(1)] + body + svg[m.end(1):]
+    return svg
+
+
+def svg(t: Trend) -> str:
+    import matplotlib.pyplot as plt
+
+    fig, lines = _figure(t)
+    buf = io.StringIO()
+    with plt.rc_context({"svg.fonttype": "none"}):  # text as <text>: searchable, selectable
+        fig.savefig(buf, format="svg", metadata={"Date": None})
     plt.close(fig)
+    return _with_tooltips(buf.getvalue(), lines, t.unit)
+
+
+def _png(t: Trend) -> bytes:
+    import matplotlib.pyplot as plt
+
+    fig, _ = _figure(t)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    plt.close(fig)
+    return buf.getvalue()
 
 
 def write_plot(t: Trend, out: str) -> None:
     """The chart to ``out``: ``.svg`` (or ``-``: SVG on standard output) or ``.png``."""
     suffix = Path(out).suffix.lower()
     if out == "-" or suffix == ".svg":
-        write_text(out, svg(t))
+        data = svg(t).encode("utf-8")
     elif suffix == ".png":
-        _png(t, Path(out))
+        data = _png(t)
     else:
         raise UsageError(f"plot file {out!r}: name it .svg or .png")
+    if out == "-":
+        write_bytes(out, data)
+    else:
+        atomic_write(Path(out), lambda p: p.write_bytes(data))

@@ -75,7 +75,9 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None) -> duc
     con.execute("SET TimeZone = 'UTC'")
     if runs:
         listing = "[" + ", ".join(_quote(wh.run_file(r["run_id"])) for r in runs) + "]"
-        con.execute(f"CREATE VIEW _run_records AS SELECT * FROM read_parquet({listing}, hive_partitioning = false, union_by_name = true)")
+        # run_id comes from the folder (runs/run_id=<id>/), as every reader of the folder gets it
+        con.execute("CREATE VIEW _run_records AS SELECT run_id, * EXCLUDE (run_id) FROM read_parquet("
+                    f"{listing}, hive_partitioning = true, hive_types = {{'run_id': VARCHAR}}, union_by_name = true)")
     else:
         c = contracts("raw")["runs"]
         con.execute("CREATE VIEW _run_records AS SELECT " + ", ".join(

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pyarrow.compute as pc
 
-from pipeline.export import select_sql, stream_runs, table_contract
+from pipeline.export import display_header, select_sql, stream_runs, table_contract
 from pipeline.query import read_consistent
 from pipeline.warehouse import Warehouse
 
@@ -90,5 +90,5 @@ def sections(wh: Warehouse, run_id: str, table: str, limit: int | None = None,
     for dev in sorted(totals, key=lambda d: (d is None, d)) or [None]:
         rows = [[cell(r[col.name]) for col in cols] for r in kept.get(dev, [])]
         heading = title if dev is None else f"{title} - device {dev}"
-        out.append(Section(table, heading, [col.display or col.name for col in cols], rows, totals.get(dev, 0)))
+        out.append(Section(table, heading, [display_header(col) for col in cols], rows, totals.get(dev, 0)))
     return out

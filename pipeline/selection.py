@@ -86,7 +86,7 @@ def catalog(wh: Warehouse) -> list[dict]:
 
 def select_runs(wh: Warehouse, sel: RunSelection, default_latest: bool = True) -> list[dict]:
     """The runs ``sel`` names, oldest collection first. With an empty selection: the latest
-    ingested run when ``default_latest``, else every run."""
+    run (collected last) when ``default_latest``, else every run."""
     rows = everything = catalog(wh)
     if not rows:
         wh.check(must_exist=True)

@@ -1,21 +1,30 @@
 """A run (or a time window of it) as a Chrome trace that Perfetto UI and chrome://tracing open.
 
 Trace Event format (JSON object form): every event has ``ph``, ``ts`` in microseconds
-on the run timeline (host monotonic clock, ns / 1000, so ``ts * 1000`` is the
-``start_ns`` of the tables), ``pid`` and ``tid``; complete events (``ph: X``) have
-``dur``. One process per device; its tracks (threads):
+after the trace's origin (the run's first event: ``otherData.ts_origin_ns``, so
+``ts * 1000 + ts_origin_ns`` is the ``start_ns`` of the tables; relative times keep every
+nanosecond as an exact decimal, where absolute wall-clock microseconds would lose digits in
+a float), ``pid`` and ``tid``; complete events (``ph: X``) have ``dur``. One process per
+device; its tracks (threads), in this order:
 
-* ``AscendCL API (tid T)`` and ``Runtime API (tid T)``: one X event per API call
+* ``AscendCL API (tid T)``, ``Runtime API (tid T)``, ...: one X event per API call
 * ``Inferences``: model loads and the input / infer / output phase of each inference
 * ``Stream S tasks``: one X event per completed task instance, RUNNING (else PENDING)
   to COMPLETE, as the Task Scheduler table times it; an instance that never completed
   is an instant event (``ph: i``) at its last state
-* ``Stream S task states``: the waiting, pending and running intervals of each instance
+* ``Stream S waiting`` / ``pending`` / ``running``: each instance's interval in that state
+  (one track per state, so that a task's states never meet on a track)
 * flow arrows (``ph: s`` / ``f``) from a Runtime API call to the tasks it launched
 
 Task instances, their ops and launching APIs come from the same staging SQL as the
-reports (``sql/staging``), so the trace and the tables agree. Events that would overlap
-on one track go to a second lane (``#2``) so that every track nests properly.
+reports (``sql/staging``), so the trace and the tables agree.
+
+Every track is a row of slices that never overlap nor touch: a slice that would start
+before (or exactly when) the track's last slice ends goes to the track's next lane
+(``#2``, ``#3``, ...). Viewers that turn complete events into begin / end pairs in floating
+point (speedscope) would otherwise see a slice end after its neighbour began. A track's
+tid is its place in the order above (``thread_sort_index`` says the same, for viewers
+that read it), so viewers that sort tracks by tid show the same order.
 
 Rows of the window are chosen in SQL and read a batch at a time; events are written as they
 are made, and the thread names (``ph: M``) come last, once every track is known, so that a
@@ -33,6 +42,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
 
@@ -42,6 +52,7 @@ from pipeline import __version__
 from pipeline.build import connect, staging_storage, staging_table_kind
 from pipeline.contracts import RAW_TABLES
 from pipeline.errors import UsageError
+from pipeline.export import WALL_CLOCK_NS
 from pipeline.formats import atomic_write
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.query import raw_select
@@ -111,31 +122,42 @@ def parse_duration(text: str) -> int:
     return int(round(float(m.group(1)) * _NS[m.group(2)]))
 
 
+# a track's tid: its group's base (API levels, inferences, then per stream: tasks and the three
+# states) plus the lane; a group has room for LANES lanes
+LANES = 1000
+_API_RANK = {"acl": 1, "model": 2, "node": 3, "runtime": 4}
+_STATE_RANK = {"waiting": 1, "pending": 2, "running": 3}
+
+
 @dataclass
 class _Tracks:
-    """Track (thread) ids per device, with lanes so that no two events overlap on a track."""
+    """Track (thread) ids per device, with lanes so that no two slices overlap or touch on a track."""
 
     names: dict[tuple[int, str], int] = field(default_factory=dict)  # (pid, track name) -> tid
-    order: dict[tuple[int, int], int] = field(default_factory=dict)  # (pid, tid) -> sort index
     lane_ends: dict[tuple[int, str], list[int]] = field(default_factory=dict)
+    api_threads: dict[tuple[int, str], dict] = field(default_factory=dict)  # (pid, level) -> {host tid: index}
 
-    def tid(self, pid: int, name: str, sort: int) -> int:
-        key = (pid, name)
-        if key not in self.names:
-            self.names[key] = len(self.names) + 1
-            self.order[(pid, self.names[key])] = sort
-        return self.names[key]
+    def api_base(self, pid: int, level: str, host_tid) -> int:
+        threads = self.api_threads.setdefault((pid, level), {})
+        k = threads.setdefault(host_tid, len(threads))
+        return _API_RANK.get(level, 5) * 100 * LANES + k * LANES
 
-    def place(self, pid: int, name: str, sort: int, start: int, end: int) -> int:
-        """The tid of the first lane of track ``name`` free at ``start`` (events come in start order)."""
+    def place(self, pid: int, name: str, base: int, start: int, end: int) -> int:
+        """The tid of the first lane of track ``name`` whose last slice ended before ``start``
+        (strictly: touching slices go to different lanes; slices come in start order)."""
         ends = self.lane_ends.setdefault((pid, name), [])
         for i, lane_end in enumerate(ends):
-            if start >= lane_end:
+            if start > lane_end:
                 ends[i] = end
-                return self.tid(pid, name if i == 0 else f"{name} #{i + 1}", sort + i)
-        ends.append(end)
-        i = len(ends) - 1
-        return self.tid(pid, name if i == 0 else f"{name} #{i + 1}", sort + i)
+                break
+        else:
+            ends.append(end)
+            i = len(ends) - 1
+        if i >= LANES:
+            raise UsageError(f"track {name!r} of device {pid} needs more than {LANES} lanes: choose a shorter window")
+        lane = name if i == 0 else f"{name} #{i + 1}"
+        self.names[(pid, lane)] = base + i
+        return base + i
 
     def metadata(self, devices: list[int]) -> list[dict]:
         out = []
@@ -143,14 +165,19 @@ class _Tracks:
             name = "Host" if d == HOST_DEVICE else f"Device {d}"
             out.append({"ph": "M", "name": "process_name", "pid": d, "tid": 0, "args": {"name": name}})
             out.append({"ph": "M", "name": "process_sort_index", "pid": d, "tid": 0, "args": {"sort_index": d}})
-        for (pid, name), tid in sorted(self.names.items(), key=lambda kv: kv[1]):
+        for (pid, name), tid in sorted(self.names.items(), key=lambda kv: (kv[0][0], kv[1])):
             out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}})
-            out.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid,
-                        "args": {"sort_index": self.order[(pid, tid)]}})
+            out.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
         return out
 
 
+def _stream_base(stream_id, kind: int) -> int:
+    return 1000 * LANES + int(stream_id or 0) * 10 * LANES + kind * LANES
+
+
 def _us(ns: int) -> float:
+    """ns as microseconds: exact to the nanosecond in the shortest decimal text for any span
+    under 2**53 ns (104 days), as ts relative to the origin always is."""
     return ns / 1000
 
 
@@ -188,6 +215,33 @@ def _overlaps(start: int | None, end: int | None, lo: int | None, hi: int | None
     return (lo is None or end >= lo) and (hi is None or start <= hi)
 
 
+@dataclass
+class _Window:
+    """The window [lo, hi] in run ns (either end None: open), per device with ``--inference``:
+    that inference's span on each device (a device without it has no window)."""
+
+    lo: int | None = None
+    hi: int | None = None
+    per_device: dict[int, tuple[int, int]] | None = None
+
+    def bounds(self, device: int) -> tuple[int | None, int | None] | None:
+        if self.per_device is None:
+            return self.lo, self.hi
+        return self.per_device.get(device)
+
+    def keeps(self, device: int, start: int | None, end: int | None) -> bool:
+        b = self.bounds(device)
+        return b is not None and _overlaps(start, end, *b)
+
+
+def _clock(t0: int) -> str:
+    if t0 >= WALL_CLOCK_NS:
+        when = datetime.fromtimestamp(t0 // 10**9, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+        return (f"wall clock (UTC): ts = (time - origin) in us, origin {t0} ns since the Unix epoch "
+                f"({when}.{t0 % 10**9:09d}Z)")
+    return f"host monotonic raw clock: ts = (time - origin) in us, origin {t0} ns on that clock"
+
+
 @contextmanager
 def _trace(wh: Warehouse, run_ref: str, start: str | None, end: str | None, inference: int | None,
            devices: list[int] | None, memory_limit: str, threads: int | None) -> Iterator[tuple[dict, Iterator[dict]]]:
@@ -210,103 +264,117 @@ def _trace(wh: Warehouse, run_ref: str, start: str | None, end: str | None, infe
                     union all select min(start_ns) from inferences where {devs}
                     union all select min(least(waiting_ns, pending_ns, running_ns)) from stg_task_instances where {devs}
                 )""").fetchall()[0][0] or 0
-            lo = t0 + lo_off if lo_off is not None else None
-            hi = t0 + hi_off if hi_off is not None else None
+            window = _Window(t0 + lo_off if lo_off is not None else None, t0 + hi_off if hi_off is not None else None)
             if inference is not None:
-                span = [(p["start_ns"], p["end_ns"]) for p in phases if p["infer_id"] == inference]
-                if not span:
+                # each device's own inference N: devices run their inferences at different times
+                spans: dict[int, tuple[int, int]] = {}
+                for p in phases:
+                    if p["infer_id"] == inference:
+                        s0, e0 = spans.get(p["device_id"], (p["start_ns"], p["end_ns"]))
+                        spans[p["device_id"]] = (min(s0, p["start_ns"]), max(e0, p["end_ns"]))
+                if not spans:
                     raise UsageError(f"run {run['run_id']} has no inference {inference}")
-                lo = max(lo or -2**63, min(s for s, _ in span))
-                hi = min(hi if hi is not None else 2**63, max(e for _, e in span))
-            if lo is not None and hi is not None and hi < lo:
+                window.per_device = {
+                    d: (max(window.lo if window.lo is not None else s0, s0), min(window.hi if window.hi is not None else e0, e0))
+                    for d, (s0, e0) in spans.items()}
+                window.lo = min(lo for lo, _ in window.per_device.values())
+                window.hi = max(hi for _, hi in window.per_device.values())
+            if window.lo is not None and window.hi is not None and window.hi < window.lo:
                 raise UsageError("the window ends before it starts")
             other = {"run_id": run["run_id"], "workload": run["workload"], "source_path": run["source_path"],
-                     "clock": "run timeline (host monotonic raw), ts = ns / 1000",
-                     "window_ns": [lo, hi], "generator": f"profetl {__version__}"}
-            yield other, _events(con, devs, devices, phases, lo, hi)
+                     "clock": _clock(t0), "ts_origin_ns": t0, "window_ns": [window.lo, window.hi],
+                     "generator": f"profetl {__version__}"}
+            if window.per_device is not None:
+                other["window_ns_by_device"] = {str(d): list(b) for d, b in sorted(window.per_device.items())}
+            yield other, _events(con, devs, devices, phases, window, t0)
         finally:
             con.close()
 
 
-def _api_track(level: str, tid) -> tuple[str, int]:
+def _api_track(level: str, tid) -> str:
     label = "AscendCL API" if level == "acl" else "Runtime API" if level == "runtime" else f"{level} API"
-    return f"{label} (tid {tid})", 100 if level == "acl" else 200
+    return f"{label} (tid {tid})"
 
 
 def _events(con: duckdb.DuckDBPyConnection, devs: str, devices: list[int] | None, phases: list[dict],
-            lo: int | None, hi: int | None) -> Iterator[dict]:
+            window: _Window, t0: int) -> Iterator[dict]:
     tracks = _Tracks()
     pids: set[int] = set()
-    window = {"lo": lo, "hi": hi}
-    # runtime calls placed on a second lane of their track, by (device, thread, start): an arrow
+    params = {"lo": window.lo, "hi": window.hi}
+
+    def ts(ns: int) -> float:
+        return _us(ns - t0)
+
+    # runtime calls placed on a later lane of their track, by (device, thread, start): an arrow
     # from such a call needs its lane; every other call is on its track's first lane
     moved: dict[tuple[int, int, int], int] = {}
-    for c in _rows(con, f"select * from stg_api_calls where {devs} and {_WINDOW} order by device_id, start_ns, seq", window):
-        if not _overlaps(c["start_ns"], c["end_ns"], lo, hi):
+    for c in _rows(con, f"select * from stg_api_calls where {devs} and {_WINDOW} order by device_id, start_ns, seq", params):
+        if not window.keeps(c["device_id"], c["start_ns"], c["end_ns"]):
             continue
-        name, sort = _api_track(c["level"], c["tid"])
-        tid = tracks.place(c["device_id"], name, sort, c["start_ns"], c["end_ns"])
-        if c["level"] == "runtime" and tid != tracks.names[(c["device_id"], name)]:
+        name = _api_track(c["level"], c["tid"])
+        base = tracks.api_base(c["device_id"], c["level"], c["tid"])
+        tid = tracks.place(c["device_id"], name, base, c["start_ns"], c["end_ns"])
+        if c["level"] == "runtime" and tid != base:
             moved[(c["device_id"], c["tid"], c["start_ns"])] = tid
         args = {k: c[k] for k in ("api_type", "pid", "tid", "stream_id", "seq") if c.get(k) is not None}
         pids.add(c["device_id"])
-        yield {"ph": "X", "cat": "api", "name": c["api_name"], "ts": _us(c["start_ns"]),
+        yield {"ph": "X", "cat": "api", "name": c["api_name"], "ts": ts(c["start_ns"]),
                "dur": _us(c["end_ns"] - c["start_ns"]), "pid": c["device_id"], "tid": tid, "args": args}
     for p in phases:
-        if not _overlaps(p["start_ns"], p["end_ns"], lo, hi):
+        if not window.keeps(p["device_id"], p["start_ns"], p["end_ns"]):
             continue
         name = f"{p['model_name'] or 'model'} load" if p["phase"] == "load" else f"infer {p['infer_id']} {p['phase']}"
-        tid = tracks.place(p["device_id"], "Inferences", 300, p["start_ns"], p["end_ns"])
+        tid = tracks.place(p["device_id"], "Inferences", 900 * LANES, p["start_ns"], p["end_ns"])
         pids.add(p["device_id"])
-        yield {"ph": "X", "cat": "inference", "name": name, "ts": _us(p["start_ns"]),
+        yield {"ph": "X", "cat": "inference", "name": name, "ts": ts(p["start_ns"]),
                "dur": _us(p["end_ns"] - p["start_ns"]), "pid": p["device_id"], "tid": tid,
                "args": {"model_name": p["model_name"], "infer_id": p["infer_id"], "phase": p["phase"]}}
     flow = 0
-    for t in _rows(con, _TASKS_SQL.format(where=f"{devs} and {_TASK_WINDOW}"), window):
+    for t in _rows(con, _TASKS_SQL.format(where=f"{devs} and {_TASK_WINDOW}"), params):
         name = t["op_name"] or t["task_type_name"] or f"task {t['task_id']}"
         args = {k: t[k] for k in ("stream_id", "task_id", "instance_no", "task_type_name", "op_name", "op_type",
                                   "api_name", "record_kind") if t.get(k) is not None}
         stream = f"Stream {t['stream_id']}"
-        sort = 1000 + 100 * int(t["stream_id"] or 0)
         begin = t["running_ns"] if t["running_ns"] is not None else t["pending_ns"]
         if not t["is_complete"] or begin is None:
             last = max(x for x in (t["waiting_ns"], t["pending_ns"], t["running_ns"], t["complete_ns"]) if x is not None)
-            if not _overlaps(last, last, lo, hi):
+            if not window.keeps(t["device_id"], last, last):
                 continue
-            tid = tracks.place(t["device_id"], f"{stream} tasks", sort, last, last)
+            tid = tracks.place(t["device_id"], f"{stream} tasks", _stream_base(t["stream_id"], 0), last, last)
             kind = "no COMPLETE" if not t["is_complete"] else "no RUNNING or PENDING"
             pids.add(t["device_id"])
-            yield {"ph": "i", "s": "t", "cat": "task", "name": f"{name} ({kind})", "ts": _us(last),
+            yield {"ph": "i", "s": "t", "cat": "task", "name": f"{name} ({kind})", "ts": ts(last),
                    "pid": t["device_id"], "tid": tid, "args": args}
             continue
-        if not _overlaps(begin, t["complete_ns"], lo, hi):
+        if not window.keeps(t["device_id"], begin, t["complete_ns"]):
             continue
-        tid = tracks.place(t["device_id"], f"{stream} tasks", sort, begin, t["complete_ns"])
+        tid = tracks.place(t["device_id"], f"{stream} tasks", _stream_base(t["stream_id"], 0), begin, t["complete_ns"])
         pids.add(t["device_id"])
-        yield {"ph": "X", "cat": "task", "name": name, "ts": _us(begin),
-               "dur": _us(t["complete_ns"] - begin), "pid": t["device_id"], "tid": tid,
-               "args": args | {k: t[k] for k in ("waiting_ns", "pending_ns", "running_ns", "complete_ns")}}
+        states = [("waiting", t["waiting_ns"]), ("pending", t["pending_ns"]), ("running", t["running_ns"])]
+        marks = sorted([(x, s) for s, x in states if x is not None] + [(t["complete_ns"], "complete")])
+        # how long the instance spent in each state (ns), not when it entered it
+        spent = {f"{state}_dur_ns": nxt - x for (x, state), (nxt, _) in zip(marks, marks[1:]) if state != "complete"}
+        yield {"ph": "X", "cat": "task", "name": name, "ts": ts(begin),
+               "dur": _us(t["complete_ns"] - begin), "pid": t["device_id"], "tid": tid, "args": args | spent}
         # an arrow from the launching runtime call, when that call is in the trace
         call_dev = t["call_device_id"]
         if call_dev is not None and (not devices or call_dev in devices) \
-                and _overlaps(t["call_start_ns"], t["call_end_ns"], lo, hi):
+                and window.keeps(call_dev, t["call_start_ns"], t["call_end_ns"]):
             call_tid = (moved.get((call_dev, t["call_tid"], t["call_start_ns"]))
-                        or tracks.names.get((call_dev, _api_track("runtime", t["call_tid"])[0])))
+                        or tracks.names.get((call_dev, _api_track("runtime", t["call_tid"]))))
         else:
             call_tid = None
         if call_tid is not None:
             flow += 1
-            yield {"ph": "s", "cat": "launch", "name": "launch", "id": flow, "ts": _us(t["call_start_ns"]),
+            yield {"ph": "s", "cat": "launch", "name": "launch", "id": flow, "ts": ts(t["call_start_ns"]),
                    "pid": call_dev, "tid": call_tid}
-            yield {"ph": "f", "bp": "e", "cat": "launch", "name": "launch", "id": flow, "ts": _us(begin),
+            yield {"ph": "f", "bp": "e", "cat": "launch", "name": "launch", "id": flow, "ts": ts(begin),
                    "pid": t["device_id"], "tid": tid}
-        states = [("waiting", t["waiting_ns"]), ("pending", t["pending_ns"]), ("running", t["running_ns"])]
-        marks = sorted([(ts, s) for s, ts in states if ts is not None] + [(t["complete_ns"], "complete")])
-        for (ts, state), (nxt, _) in zip(marks, marks[1:]):
-            if state == "complete" or nxt <= ts:
+        for (x, state), (nxt, _) in zip(marks, marks[1:]):
+            if state == "complete" or nxt <= x:
                 continue
-            sid = tracks.place(t["device_id"], f"{stream} task states", sort + 50, ts, nxt)
-            yield {"ph": "X", "cat": "task_state", "name": state, "ts": _us(ts), "dur": _us(nxt - ts),
+            sid = tracks.place(t["device_id"], f"{stream} {state}", _stream_base(t["stream_id"], _STATE_RANK[state]), x, nxt)
+            yield {"ph": "X", "cat": "task_state", "name": state, "ts": ts(x), "dur": _us(nxt - x),
                    "pid": t["device_id"], "tid": sid, "args": {"op_name": t["op_name"], "task_id": t["task_id"]}}
     yield from tracks.metadata(sorted(pids))
 
@@ -315,8 +383,8 @@ def chrome_trace(wh: Warehouse, run_ref: str = "latest", start: str | None = Non
                  inference: int | None = None, devices: list[int] | None = None,
                  memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> dict:
     """The run as a Trace Event JSON object, in memory. ``start`` / ``end`` are offsets from
-    the run's first event (``3ms``); ``inference`` limits it to that inference's span on every
-    device. ``write_trace`` writes the same trace without holding it."""
+    the run's first event (``3ms``); ``inference`` limits each device to the span of its
+    own inference N. ``write_trace`` writes the same trace without holding it."""
     with _trace(wh, run_ref, start, end, inference, devices, memory_limit, threads) as (other, events):
         return {"traceEvents": list(events), "displayTimeUnit": "ns", "otherData": other}
 

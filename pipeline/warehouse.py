@@ -52,6 +52,7 @@ class Warehouse:
     path: Path
     stale_lock: str | None = None  # pid left in .lock by a writer that died (set by writer())
     swept: int = 0  # leftover files removed when the lock was taken
+    upgraded: int = 0  # commit records rewritten to the current layout when the lock was taken
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
@@ -86,7 +87,7 @@ class Warehouse:
             return rows
         for f in sorted(base.glob("run_id=*/run.parquet")):
             try:
-                rows.extend(pq.read_table(f).to_pylist())
+                rows.extend(_record(f))
             except (OSError, pa.ArrowInvalid):
                 continue  # a torn file cannot exist (atomic replace); skip anything foreign
         rows.sort(key=lambda r: (r.get("collection_start_us") or 0, r["run_id"]))
@@ -96,16 +97,16 @@ class Warehouse:
         f = self.run_file(run_id)
         if not f.exists():
             return None
-        return pq.read_table(f).to_pylist()[0]
+        return _record(f)[0]
 
     def resolve(self, run_ref: str | None) -> dict:
-        """A committed run by id, unique id prefix, or ``latest``."""
+        """A committed run by id, unique id prefix, or ``latest`` (the run collected last: ``latest()``)."""
         runs = self.runs()
         if not runs:
             self.check(must_exist=True)
             raise UnknownRun(f"the warehouse {self.path} has no runs yet")
         if run_ref in (None, "latest"):
-            return max(runs, key=lambda r: r["ingested_at"])
+            return latest(runs)
         exact = [r for r in runs if r["run_id"] == run_ref]
         if exact:
             return exact[0]
@@ -131,8 +132,8 @@ class Warehouse:
         f = self.run_file(row["run_id"])
         f.parent.mkdir(parents=True, exist_ok=True)
         tmp = f.with_name(f".run-{secrets.token_hex(4)}.tmp")
-        table = pa.Table.from_pylist([row], schema=contract("raw", "runs").schema)
-        pq.write_table(table, tmp)
+        table = pa.Table.from_pylist([row], schema=contract("raw", "runs").schema).drop_columns(["run_id"])
+        pq.write_table(table, tmp)  # run_id is the folder's partition key, not a column (see _record)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         checkpoint("before_commit")
@@ -168,6 +169,24 @@ class Warehouse:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
         return removed
+
+    def upgrade_run_records(self) -> int:
+        """Rewrite commit records written before run_id left them (it is the folder's partition
+        key: a column of the same name made ``pandas.read_parquet("<warehouse>/runs")`` fail).
+        Each is replaced atomically; returns how many. Call under the lock."""
+        upgraded = 0
+        for f in sorted((self.path / "runs").glob("run_id=*/run.parquet")):
+            try:
+                if "run_id" not in pq.read_schema(f).names:
+                    continue
+                table = pq.read_table(f).drop_columns(["run_id"])
+            except (OSError, pa.ArrowInvalid):
+                continue
+            tmp = f.with_name(f".run-{secrets.token_hex(4)}.tmp")
+            pq.write_table(table, tmp)
+            os.replace(tmp, f)
+            upgraded += 1
+        return upgraded
 
     def temp_dir(self) -> Path:
         """A new scratch folder under ``.tmp``; ``drop_temp`` removes it when the work is done."""
@@ -217,12 +236,29 @@ class Warehouse:
             os.ftruncate(fd, 0)
             os.pwrite(fd, str(os.getpid()).encode(), 0)
             self.swept = self.sweep()
+            self.upgraded = self.upgrade_run_records()
             locked = True
             yield self
         finally:
             if locked:  # an orderly end, error or not: the next writer need not warn
                 os.ftruncate(fd, 0)
             os.close(fd)  # closing the descriptor releases the flock
+
+
+def latest(runs: list[dict]) -> dict:
+    """The run collected last (the greatest collection start), so that back-filling older
+    dumps does not change what ``latest`` names; among runs without a collection time, or
+    collected at the same time, the one ingested last. A run with a collection time comes
+    before any without."""
+    return max(runs, key=lambda r: (r.get("collection_start_us") is not None, r.get("collection_start_us") or 0,
+                                    r["ingested_at"]))
+
+
+def _record(f: Path) -> list[dict]:
+    """The commit record in ``f`` (``runs/run_id=<id>/run.parquet``), run_id (from the
+    folder, or the column of a record written before it was dropped) first."""
+    run_id = f.parent.name.split("=", 1)[1]
+    return [{"run_id": run_id} | {k: v for k, v in row.items() if k != "run_id"} for row in pq.read_table(f).to_pylist()]
 
 
 def _fsync_dir(path: Path) -> None:

@@ -72,7 +72,8 @@ def test_export_since_until_and_device(three, tmp_path):
                "--device", "1", "--out", out, "--warehouse", wh.path)
     assert r.exit_code == 0, r.output
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
-    assert list(rows[0])[:3] == ["Run ID", "Device", "Time(%)"]
+    assert list(rows[0])[:4] == ["Run ID", "Collected (UTC)", "Device", "Time(%)"]
+    assert {x["Collected (UTC)"] for x in rows} == {"2026-01-02T00:00:00+00:00", "2026-01-03T00:00:00+00:00"}
     assert {x["Run ID"] for x in rows} == {nights[1].run_id, nights[2].run_id}
     assert {x["Device"] for x in rows} == {"1"}
     _, lib = fetch(wh, "task_scheduler", [nights[1].run_id, nights[2].run_id], devices=[1])

@@ -7,6 +7,7 @@ The expected rows are read from the runs' part files with pyarrow, not through D
 from __future__ import annotations
 
 import csv
+from datetime import datetime, timezone
 import json
 
 import duckdb
@@ -34,7 +35,10 @@ def _expected(wh, table: str, run_ids: list[str]) -> list[dict]:
     for run_id in run_ids:
         run = wh.run(run_id)
         t = pq.read_table(wh.part("marts", table, run_id, run["build_id"]))
-        rows += [{"run_id": run_id} | r for r in t.to_pylist()]
+        first = {"run_id": run_id}
+        if len(run_ids) > 1:  # an export of several runs: each run's collection time follows its id
+            first["collected_at"] = datetime.fromtimestamp(run["collection_start_us"] / 1e6, timezone.utc)
+        rows += [first | r for r in t.to_pylist()]
     return rows
 
 

@@ -32,8 +32,9 @@ def _events(trace, ph=None, cat=None):
     return [e for e in trace["traceEvents"] if (ph is None or e["ph"] == ph) and (cat is None or e.get("cat") == cat)]
 
 
-def _ns(us: float) -> int:
-    return round(us * 1000)
+def _ns(us: float, trace: dict | None = None) -> int:
+    """ns from a trace's us: on the run timeline when the trace is given (ts counts from its origin)."""
+    return round(us * 1000) + (trace["otherData"]["ts_origin_ns"] if trace else 0)
 
 
 def test_trace_event_format(two):
@@ -65,10 +66,10 @@ def test_one_event_per_api_call_and_task(two):
     truth = nights[0].truth
     trace = chrome_trace(wh, nights[0].run_id)
     api = _events(trace, "X", "api")
-    assert sorted((e["pid"], e["name"], _ns(e["ts"]), _ns(e["ts"] + e["dur"])) for e in api) == \
+    assert sorted((e["pid"], e["name"], _ns(e["ts"], trace), _ns(e["ts"] + e["dur"], trace)) for e in api) == \
         sorted((c.device_id, c.name, c.start_ns, c.end_ns) for c in truth.api_calls)
     tasks = _events(trace, "X", "task")
-    assert sorted((e["pid"], e["args"]["stream_id"], e["args"]["task_id"], _ns(e["ts"]), _ns(e["ts"] + e["dur"]))
+    assert sorted((e["pid"], e["args"]["stream_id"], e["args"]["task_id"], _ns(e["ts"], trace), _ns(e["ts"] + e["dur"], trace))
                   for e in tasks) == \
         sorted((x.device_id, x.stream_id, x.task_id, x.running_ns, x.complete_ns) for x in truth.instances)
     assert {e["args"].get("op_name") for e in tasks} >= {o.op_name for o in truth.ops}
@@ -91,7 +92,7 @@ def test_instances_without_complete(two):
         assert len(marks) == instants and all("no COMPLETE" in e["name"] for e in marks)
         lost = sorted(x.running_ns for x in night.truth.instances if x.complete_ns is None)
         if instants:
-            assert sorted(_ns(e["ts"]) for e in marks) == lost
+            assert sorted(_ns(e["ts"], trace) for e in marks) == lost
 
 
 def test_window(two):
@@ -103,7 +104,7 @@ def test_window(two):
     xs = _events(part, "X")
     assert 0 < len(xs) < len(_events(full, "X"))
     for e in xs:
-        assert _ns(e["ts"] + e["dur"]) >= lo and _ns(e["ts"]) <= hi
+        assert _ns(e["ts"] + e["dur"], part) >= lo and _ns(e["ts"], part) <= hi
     assert part["otherData"]["window_ns"] == [lo, hi]
     offset = chrome_trace(wh, nights[0].run_id, start="0ns", end="1us")
     assert len(_events(offset, "X")) < len(xs)

@@ -24,13 +24,14 @@ def test_each_task_gets_one_arrow_from_the_call_that_launched_it(tmp_path, chip)
     for launch in truth.launches:
         call = [c for c in runtime if c.tid == 7000 + launch.device_id and c.start_ns <= launch.track_ns <= c.end_ns]
         assert len(call) == 1  # the generator's own layout: one runtime call around each track record
-        want.add((launch.device_id, round(call[0].start_ns / 1000, 3), round(launch.start_ns / 1000, 3)))
+        want.add((launch.device_id, call[0].start_ns, launch.start_ns))
 
     starts = {e["id"]: e for e in trace["traceEvents"] if e["ph"] == "s"}
     got = set()
+    origin = trace["otherData"]["ts_origin_ns"]  # ts: us after the origin
     for f in (e for e in trace["traceEvents"] if e["ph"] == "f"):
         s = starts[f["id"]]
-        got.add((f["pid"], round(s["ts"], 3), round(f["ts"], 3)))
+        got.add((f["pid"], round(s["ts"] * 1000) + origin, round(f["ts"] * 1000) + origin))
     assert len(starts) == len(truth.launches)
     assert got == want
 
@@ -59,7 +60,7 @@ def test_an_arrow_leaves_from_the_lane_its_call_was_drawn_on():
              running_ns, complete_ns, is_complete)""")
     con.execute("""create table stg_task_ops as select * from (values (0, 3, 10, -1, 'a', 'A'), (0, 3, 11, -1, 'b', 'B'))
         as t(device_id, stream_id, task_id, valid_from_ns, op_name, op_type)""")
-    events = list(T._events(con, "true", None, [], None, None))
+    events = list(T._events(con, "true", None, [], T._Window(), 0))
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     calls = {e["ts"]: names[(e["pid"], e["tid"])] for e in events if e["ph"] == "X" and e["cat"] == "api"}
     assert calls == {1.0: "Runtime API (tid 7)", 2.0: "Runtime API (tid 7) #2"}

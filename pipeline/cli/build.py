@@ -31,11 +31,11 @@ def command(
             targets = [wh.resolve(r) for r in run_ids]
         else:
             targets = [r for r in wh.runs() if all_runs or not r.get("build_id")]
-        with C.progress("building", total=len(targets), enabled=not json_) as advance:
+        with C.job_progress(len(targets), enabled=not json_) as next_run:
             for run in targets:
+                next_run(run["run_id"])
                 o = rebuild(wh, run, memory_limit, threads or None)
                 done.append(o)
-                advance(run["run_id"])
     if json_:
         C.print_json([{"run_id": o.run_id, **C.build_json(o.build), "issues": o.issues} for o in done])
         return

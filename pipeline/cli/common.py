@@ -68,7 +68,7 @@ def complete_table(incomplete: str) -> list[str]:
 RunsOpt = Annotated[list[str] | None, typer.Option("--run", "-r", metavar="RUN", show_default=False, autocompletion=complete_run,
                                                   help="Run id, unique prefix or latest; repeat for several runs.")]
 RunArg = Annotated[str, typer.Argument(metavar="RUN", autocompletion=complete_run,
-                                        help="Run id, unique prefix, or latest (the run ingested last).")]
+                                        help="Run id, unique prefix, or latest (the run collected last; back-filled older runs do not change it).")]
 SinceOpt = Annotated[str | None, typer.Option("--since", metavar="WHEN", show_default=False,
                                               help="Runs collected at or after WHEN (UTC): 2026-03-02, 2026-03-02T01:00, today, yesterday, 7d, 12h.")]
 UntilOpt = Annotated[str | None, typer.Option("--until", metavar="WHEN", show_default=False,
@@ -108,6 +108,67 @@ def progress(description: str, total: int | None = None, enabled: bool = True) -
                   TimeElapsedColumn(), TextColumn("{task.fields[label]}"), console=err, transient=True) as bar:
         task = bar.add_task(description, total=total, label="")
         yield lambda label=None: bar.update(task, advance=1, label=str(label or ""))
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+@contextmanager
+def job_progress(dumps: int | None = None, enabled: bool = True) -> Iterator:
+    """A live line on stderr for ``profetl run`` / ``ingest`` / ``build`` when it is a terminal:
+    the dump (i of n), the phase (ingest, or build and its step), bytes decoded of the dump's
+    bytes or steps done of the build's steps, and the elapsed time; under cron a no-op.
+
+    Yields ``next_dump(label)``, called as each dump starts.
+    """
+    if not (enabled and interactive()):
+        yield lambda label=None: None
+        return
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from pipeline import progress as P
+
+    state = {"dump": 0, "label": "", "phase": "", "step": "", "unit": ""}
+    with Progress(SpinnerColumn(), TextColumn("{task.fields[where]}"), BarColumn(bar_width=24),
+                  TextColumn("{task.fields[amount]}"), TimeElapsedColumn(), TextColumn("{task.fields[step]}"),
+                  console=err, transient=True) as bar:
+        task = bar.add_task("", total=None, where="looking for dumps", amount="", step="")
+
+        def amount() -> str:
+            t = bar.tasks[0]
+            if state["unit"] == "bytes":
+                return f"{_size(t.completed)} of {_size(t.total or 0)}"
+            return f"{t.completed:.0f}/{t.total or 0:.0f} steps" if state["unit"] else ""
+
+        def where() -> str:
+            of = f"/{dumps}" if dumps else ""
+            return f"dump {state['dump']}{of} {state['label']}: {state['phase']}".strip()
+
+        def on_report(phase=None, total=None, unit=None, advance=0, step=None) -> None:
+            if phase is not None:
+                state.update(phase=phase, unit=unit or "", step="")
+                bar.reset(task, total=total)
+            if step is not None:
+                state["step"] = step
+            if advance:
+                bar.advance(task, advance)
+            bar.update(task, where=where(), amount=amount(), step=state["step"])
+
+        def next_dump(label=None) -> None:
+            state.update(dump=state["dump"] + 1, label=str(label or ""), phase="", step="", unit="")
+            bar.reset(task, total=None)
+            bar.update(task, where=where(), amount="", step="")
+
+        previous = P.listen(on_report)
+        try:
+            yield next_dump
+        finally:
+            P.listen(previous)
 
 
 @contextmanager
@@ -202,10 +263,53 @@ def build_json(b: BuildResult) -> dict:
             "max_rss_bytes_by_step": b.max_rss_by_step, "staging": b.staging}
 
 
-def print_table(title: str | None, headers: list[str], rows: list[list[str]], caption: str | None = None) -> None:
-    t = Table(title=title, caption=caption, title_justify="left", caption_justify="left", show_lines=False)
-    for h in headers:
-        t.add_column(h, overflow="fold")
+def _header_lines(header: str, width: int) -> str:
+    """The header broken at spaces into lines of at most ``width`` (a word longer stays whole)."""
+    lines: list[str] = []
+    for word in header.split(" "):
+        if lines and len(lines[-1]) + 1 + len(word) <= width:
+            lines[-1] += " " + word
+        else:
+            lines.append(word)
+    return "\n".join(lines)
+
+
+def fit_columns(headers: list[str], rows: list[list[str]], width: int,
+                priority: list[int] | None = None, wrap_headers: bool = True) -> tuple[list[int], list[int]]:
+    """Which columns fit in ``width`` terminal columns with no value split (each column as wide
+    as its widest value, its header broken at spaces when ``wrap_headers``): taken in
+    ``priority`` order (default: left to right) while they fit; returns (shown, hidden) column
+    indexes, each in table order."""
+    def need(i: int) -> int:
+        value = max((len(r[i]) for r in rows), default=0)
+        if not wrap_headers:
+            return max(value, len(headers[i])) + 3
+        word = max(len(w) for w in headers[i].split(" ")) if headers[i] else 0
+        return max(value, word) + 3  # one space each side and the border
+    used, shown = 1, []
+    for i in priority if priority is not None else range(len(headers)):
+        if used + need(i) <= width or not shown:
+            used += need(i)
+            shown.append(i)
+    return sorted(shown), [i for i in range(len(headers)) if i not in shown]
+
+
+def print_table(title: str | None, headers: list[str], rows: list[list[str]], caption: str | None = None,
+                priority: list[int] | None = None, see_all: str = "--json shows every column") -> None:
+    """A table whose values are never split across lines: the columns that fit the terminal
+    (in ``priority`` order), and a caption naming the rest and ``see_all``."""
+    width = out.width
+    wrap = bool(fit_columns(headers, rows, width, priority, wrap_headers=False)[1])  # headers break only if needed
+    shown, hidden = fit_columns(headers, rows, width, priority, wrap_headers=wrap)
+    if hidden:
+        note = f"{len(hidden)} more column(s) not shown at this width ({', '.join(headers[i] for i in hidden)}): {see_all}"
+        caption = f"{caption}; {note}" if caption else note
+    t = Table(title=title, title_justify="left", show_lines=False)
+    for i in shown:
+        value = max((len(r[i]) for r in rows), default=0)
+        t.add_column(_header_lines(headers[i], max(value, 1)) if wrap else headers[i], no_wrap=True, min_width=value)
     for r in rows:
-        t.add_row(*r)
+        t.add_row(*(r[i] for i in shown))
     out.print(t)
+    if caption:  # under the table, wrapped between words at the terminal's width
+        out.print(caption, highlight=False, markup=False, soft_wrap=False, style="italic")

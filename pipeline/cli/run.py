@@ -33,8 +33,8 @@ def command(
     """
     wh = C.warehouse(warehouse)
     with C.errors(), C.writing(wh, wait):
-        with C.progress("dumps", enabled=not json_) as advance:
-            outcomes = run_roots(wh, roots, force=force, memory_limit=memory_limit, threads=threads or None, on_dump=advance)
+        with C.job_progress(enabled=not json_) as next_dump:
+            outcomes = run_roots(wh, roots, force=force, memory_limit=memory_limit, threads=threads or None, on_dump=next_dump)
     if json_:
         C.print_json([_summary(o) for o in outcomes])
     else:

@@ -44,4 +44,6 @@ def command(
         str(r["records_decoded"]), str(r["bytes_skipped"]), str(r["issues"]),
         ", ".join(r["tables_filled"] or []), r["source_path"],
     ] for r in runs]
-    C.print_table(f"Runs in {wh.path}", headers, rows)
+    # one line per run: id, time, status and workload first; the rest as the width allows
+    C.print_table(f"Runs in {wh.path}", headers, rows, priority=[0, 1, 2, 3, 6, 8, 7, 5, 4, 10, 9],
+                  see_all="profetl runs --json shows every field")

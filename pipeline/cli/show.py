@@ -30,7 +30,11 @@ def print_run(wh: Warehouse, run_ref: str, table: str | None, limit: int | None,
         if not s.total_rows:
             C.out.print(f"\n{s.title}: no rows for this run", highlight=False)
             continue
-        C.print_table(s.title, s.headers, s.rows, caption=more)
+        # what a row is about (names, ids, type) before its numbers, when not every column fits
+        about = [i for i, h in enumerate(s.headers) if "Name" in h or h.endswith(" ID") or h in ("Type", "API")]
+        C.print_table(s.title, s.headers, s.rows, caption=more,
+                      priority=about + [i for i in range(len(s.headers)) if i not in about],
+                      see_all=f"profetl show {run['run_id']} {s.table} --json, or profetl export, shows all")
 
 
 def command(

@@ -16,7 +16,7 @@ def command(
     out_path: Annotated[str, typer.Option("--out", "-o", metavar="FILE", help="Trace file (.json, or .json.gz gzipped), or - for standard output.")] = "-",
     start: Annotated[str | None, typer.Option("--start", metavar="OFFSET", show_default=False, help="Window start after the run's first event: 250us, 3ms, 1.5s (plain numbers are ns).")] = None,
     end: Annotated[str | None, typer.Option("--end", metavar="OFFSET", show_default=False, help="Window end after the run's first event (same forms as --start).")] = None,
-    inference: Annotated[int | None, typer.Option("--inference", metavar="N", show_default=False, help="Only the span of inference N (its input start to output end).")] = None,
+    inference: Annotated[int | None, typer.Option("--inference", metavar="N", show_default=False, help="Only the span of inference N on each device (its input start to output end there).")] = None,
     device: C.DeviceOpt = None,
     warehouse: C.WarehouseOpt = None,
     memory_limit: C.MemoryOpt = DEFAULT_MEMORY_LIMIT,
@@ -25,10 +25,11 @@ def command(
     """Write RUN as a Chrome trace (Trace Event JSON) that Perfetto UI and chrome://tracing open.
 
     One process per device with tracks for AscendCL and Runtime API calls (per thread),
-    inferences, tasks per stream, and task states (waiting, pending, running) per stream;
-    arrows lead from a Runtime API call to the tasks it launched. ts is in microseconds on
-    the run timeline (ts * 1000 = start_ns in the tables). Events overlapping the window
-    are kept whole. Events are written as they are made, so memory does not grow with the
+    inferences, tasks per stream, and one track per task state (waiting, pending, running)
+    per stream; slices that would overlap or touch on a track go to its next lane (#2, ...);
+    arrows lead from a Runtime API call to the tasks it launched. ts is in microseconds after
+    the run's first event, exact to the ns (ts * 1000 + otherData.ts_origin_ns = start_ns in
+    the tables; otherData.clock names the clock). Events overlapping the window are kept whole. Events are written as they are made, so memory does not grow with the
     run; a whole run of millions of tasks still makes a file of about 160 bytes per event
     (a gigabyte for a 500 MB dump): choose a window or an inference for Perfetto UI.
 

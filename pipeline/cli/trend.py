@@ -35,7 +35,7 @@ def command(
     workload: C.WorkloadOpt = None,
     last: Annotated[int | None, typer.Option("--last", "-n", metavar="N", show_default=False, help="Only the newest N runs (after the other filters).")] = None,
     device: C.DeviceOpt = None,
-    plot: Annotated[str | None, typer.Option("--plot", metavar="FILE", show_default=False, help="Also draw the trend: FILE.svg (no extra package) or FILE.png (needs matplotlib).")] = None,
+    plot: Annotated[str | None, typer.Option("--plot", metavar="FILE", show_default=False, help="Also draw the trend: FILE.svg or FILE.png (time axis, one line per workload).")] = None,
     fmt: Annotated[str | None, typer.Option("--format", "-f", show_default=False, help=f"Write the points as {', '.join(ROW_FORMATS)} (json: JSON lines) instead of a terminal table.")] = None,
     out_path: C.OutOpt = "-",
     warehouse: C.WarehouseOpt = None,

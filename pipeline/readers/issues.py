@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pipeline.progress import report
+
 
 @dataclass
 class Issue:
@@ -45,6 +47,7 @@ class IssueLog:
 
     def decoded(self, nbytes: int) -> None:
         self.bytes_decoded += int(nbytes)
+        report(advance=int(nbytes))
 
     def bytes_skipped(self) -> int:
         return sum(i.byte_length or 0 for i in self.issues if i.kind in BYTE_KINDS)
