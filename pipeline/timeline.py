@@ -131,6 +131,9 @@ def _connect_run(wh: Warehouse, run: dict, workdir: Path, memory_limit: str, thr
     con = connect(workdir, memory_limit, threads)
     for table in RAW_TABLES:
         con.execute(f"create view {table} as {raw_select(wh, table, run)}")
+    # each task instance with its own launching call (for the arrows), not only its API name:
+    # int_task_executions reads this variable
+    con.execute("set variable task_calls = true")
     run_table_layers(con, only=_TABLES, stored_as=staging_table_kind(staging_storage(con, run)))
     return con
 

@@ -89,3 +89,30 @@ def test_every_mart_names_an_instance_by_the_same_time():
     # op_summary times the execution from RUNNING, else COMPLETE: it starts at 130, lasts 0
     assert mart("op_summary", "op_name, op_type, start_ns, dur_ns") == [("conv", "Conv2D", 130, 0)]
     assert mart("op_statistic", "op_type, count") == [("Conv2D", 1)]
+
+
+def test_the_timeline_path_names_the_same_api_as_the_build_path():
+    """With the variable task_calls (the timeline) every instance goes through the launches'
+    ASOF join and gets its own call; without it (a build) the API name comes by key where it
+    can. Both give every instance the same API name; the call is the launch hand-picked here."""
+    instances = [(1, 5, 50, 60), (1, 5, 150, 170), (1, 6, 150, 180), (1, 6, 250, 290), (1, 8, 250, 270)]
+    launches = [(1, 5, "rtA", 100), (1, 6, "rtA", 100), (1, 6, "rtB", 200), (1, 8, "rtA", 100), (1, 8, None, 200)]
+    got = {}
+    for calls in (False, True):
+        con = empty_raw_tables()
+        run_layer(con, "staging")
+        con.executemany("insert into stg_task_instances (device_id, record_kind, task_type_name, stream_id, "
+                        "task_id, instance_no, running_ns, complete_ns, has_states, is_complete, dropped_instances) "
+                        "values (0, 'task_run', 'AI_CORE', ?, ?, ?, ?, ?, false, true, 0)",
+                        [(s, t, n, r, c) for n, (s, t, r, c) in enumerate(instances)])
+        con.executemany("insert into stg_task_launches (device_id, stream_id, task_id, api_name, start_ns, "
+                        "call_device_id, call_tid) values (0, ?, ?, ?, ?, 0, ?)",
+                        [(s, t, a, ns, ns // 100) for s, t, a, ns in launches])
+        con.execute(f"set variable task_calls = {str(calls).lower()}")
+        run_layer(con, "intermediate")
+        got[calls] = con.sql("select task_id, start_ns, api_name, call_tid from int_task_executions "
+                             "order by task_id, start_ns").fetchall()
+    # (task, start, API, thread of the call: its start / 100 here)
+    assert got[True] == [(5, 50, None, None), (5, 150, "rtA", 1), (6, 150, "rtA", 1), (6, 250, "rtB", 2),
+                         (8, 250, None, 2)]
+    assert got[False] == [(t, s, a, None) for t, s, a, _ in got[True]]

@@ -18,12 +18,13 @@
 --          start_ns, the time both are looked up at: RUNNING, else PENDING, else WAITING, else
 --          COMPLETE (Ascend310 state-machine instances can miss states; a HWTS / STARS
 --          execution has running = start).
---          How: a (device, stream, task) whose descriptions all say the same and whose first
---          is valid from the start (the common case) takes its operator by a hash join on the
---          key; only the other tasks' instances and descriptions go through the ASOF join.
---          Every instance goes through the launches' ASOF join: each needs its own call
---          (thread, start) for the timeline's arrows, not only the API name
---          (pipeline/transforms.py).
+--          The launching call (call_*) is found only where the DuckDB variable task_calls is
+--          true (the timeline sets it, for its arrows); a build needs only the API name and
+--          leaves call_* NULL: each instance's own call takes an ASOF join over every instance.
+--          How: a (device, stream, task) whose launches all name one API (descriptions one op
+--          and the first valid from the start; the common case) takes it by a hash join on the
+--          key; only the other tasks' instances and launches (descriptions) go through an ASOF
+--          join; same rows (pipeline/transforms.py).
 -- Columns:
 --   device_id       -       device
 --   record_kind     -       time_line, ts_memcpy or task_run (stg_task_instances)
@@ -43,7 +44,7 @@
 --                           launch and the operator in force are looked up
 --   api_name        -       runtime API that launched the instance; NULL when none did
 --   call_device_id  -       device of the launching call's row (with call_tid and call_start_ns: the
---                           call in stg_api_calls); NULL when no call
+--                           call in stg_api_calls); NULL when no call, and unless task_calls is set
 --   call_tid        -       thread of the launching call
 --   call_start_ns   ns      entry of the launching call
 --   call_end_ns     ns      exit of the launching call
@@ -54,12 +55,82 @@
 --   block_dim       blocks  blocks the operator ran
 
 with instances as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
+    -- read by three branches: inlined rather than stored first (pipeline/transforms.py)
     select
         device_id, record_kind, stream_id, task_id, instance_no, batch_id, task_type, task_type_name,
         waiting_ns, pending_ns, running_ns, complete_ns, is_complete, has_states,
-        coalesce(running_ns, pending_ns, waiting_ns, complete_ns) as start_ns
+        coalesce(running_ns, pending_ns, waiting_ns, complete_ns) as start_ns,
+        -- the launching call of every instance, or (false, a build) only its API name
+        coalesce(getvariable('task_calls'), false) as with_calls
     from stg_task_instances
+),
+
+launch_keys as (
+    -- per (device, stream, task): its API name when every launch of it names the same one (the
+    -- common case), valid from the first launch; the other tasks take the ASOF join
+    select
+        device_id,
+        stream_id,
+        task_id,
+        min(api_name) as api_name,
+        min(first_ns) as first_ns,
+        count(*) = 1 as is_single  -- one name, or none at all
+    from (
+        -- one row per distinct API of a task: the test above then counts a few rows per task
+        -- instead of comparing every launch's name
+        select device_id, stream_id, task_id, api_name, min(start_ns) as first_ns
+        from stg_task_launches
+        group by device_id, stream_id, task_id, api_name
+    )
+    group by device_id, stream_id, task_id
+),
+
+multi_api_keys as (
+    select device_id, stream_id, task_id from launch_keys where not is_single
+),
+
+with_api as (
+    -- with_calls: every instance through the launches' ASOF join, for its own call
+    select
+        i.* exclude (with_calls),
+        l.api_name,
+        l.call_device_id,
+        l.call_tid,
+        l.start_ns as call_start_ns,
+        l.end_ns as call_end_ns
+    from (select * from instances where with_calls) as i
+    asof left join stg_task_launches as l
+        on i.device_id = l.device_id
+        and i.stream_id = l.stream_id
+        and i.task_id = l.task_id
+        and i.start_ns >= l.start_ns
+    union all by name
+    -- else the API name only: by key where every launch of the task names one API ...
+    select
+        i.* exclude (with_calls),
+        case when i.start_ns >= lk.first_ns then lk.api_name end as api_name
+    from (
+        select * from instances anti join multi_api_keys using (device_id, stream_id, task_id)
+        where not with_calls
+    ) as i
+    left join launch_keys as lk
+        on i.device_id = lk.device_id
+        and i.stream_id = lk.stream_id
+        and i.task_id = lk.task_id
+    union all by name
+    -- ... and by the ASOF join, on those tasks' launches only, for the other tasks
+    select i.* exclude (with_calls), l.api_name
+    from (
+        select * from instances semi join multi_api_keys using (device_id, stream_id, task_id)
+        where not with_calls
+    ) as i
+    asof left join (
+        select * from stg_task_launches semi join multi_api_keys using (device_id, stream_id, task_id)
+    ) as l
+        on i.device_id = l.device_id
+        and i.stream_id = l.stream_id
+        and i.task_id = l.task_id
+        and i.start_ns >= l.start_ns
 ),
 
 op_keys as (
@@ -88,7 +159,7 @@ op_keys as (
     group by device_id, stream_id, task_id
 ),
 
-multi_keys as (
+multi_op_keys as (
     select device_id, stream_id, task_id from op_keys where not is_single
 ),
 
@@ -97,7 +168,7 @@ with_op as (
         e.*,
         -- an instance without a start has no description in force (as in the ASOF join)
         case when e.start_ns is not null then ok.op end as op
-    from (select * from instances anti join multi_keys using (device_id, stream_id, task_id)) as e
+    from (select * from with_api anti join multi_op_keys using (device_id, stream_id, task_id)) as e
     left join op_keys as ok
         on e.device_id = ok.device_id
         and e.stream_id = ok.stream_id
@@ -107,32 +178,14 @@ with_op as (
         e.*,
         {'model_id': ops.model_id, 'op_name': ops.op_name, 'op_type': ops.op_type,
          'ge_task_type': ops.ge_task_type, 'block_dim': ops.block_dim} as op
-    from (select * from instances semi join multi_keys using (device_id, stream_id, task_id)) as e
+    from (select * from with_api semi join multi_op_keys using (device_id, stream_id, task_id)) as e
     asof left join (
-        select * from stg_task_ops semi join multi_keys using (device_id, stream_id, task_id)
+        select * from stg_task_ops semi join multi_op_keys using (device_id, stream_id, task_id)
     ) as ops
         on e.device_id = ops.device_id
         and e.stream_id = ops.stream_id
         and e.task_id = ops.task_id
         and e.start_ns >= ops.valid_from_ns
-),
-
-with_call as (
-    -- after the operator, so that the ASOF join below is the query's only one over every
-    -- instance (a CTE read by two branches would be computed twice)
-    select
-        e.*,
-        l.api_name,
-        l.call_device_id,
-        l.call_tid,
-        l.start_ns as call_start_ns,
-        l.end_ns as call_end_ns
-    from with_op as e
-    asof left join stg_task_launches as l
-        on e.device_id = l.device_id
-        and e.stream_id = l.stream_id
-        and e.task_id = l.task_id
-        and e.start_ns >= l.start_ns
 )
 
 select
@@ -161,4 +214,4 @@ select
     op.op_type,
     op.ge_task_type,
     op.block_dim
-from with_call
+from with_op
