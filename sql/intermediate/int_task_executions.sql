@@ -3,6 +3,9 @@
 --
 -- Grain:   (device_id, record_kind, stream_id, task_id, instance_no)
 -- Sources: stg_task_instances, stg_task_launches, stg_task_ops
+-- Stored:  no, a view: each mart runs it for the columns it reads (hash joins on small
+--          per-task tables, in the common case); storing its rows, one per task instance, cost
+--          a build more than it saved the marts (bench/HISTORY.md, pipeline/transforms.py)
 -- Follows: the one place where an execution meets its launch and its operator; every mart and
 --          the timeline read them from here.
 --          Launch (docs/formats.md#rule-api-launch, on CANN 7+ data found by
