@@ -1,4 +1,5 @@
-"""Build: the run's raw tables through ``sql/staging`` and ``sql/marts`` into mart part files."""
+"""Build: the run's raw tables through ``sql/staging``, ``sql/intermediate`` and ``sql/marts``
+into mart part files."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.progress import report
 from pipeline.query import raw_select
 from pipeline.sink import parquet_writer
-from pipeline.transforms import SqlFile, run_layer, sql_files, transform_failed
+from pipeline.transforms import TABLE_LAYERS, SqlFile, run_table_layers, sql_files, transform_failed
 from pipeline.warehouse import Warehouse, new_id
 
 try:
@@ -36,8 +37,9 @@ class BuildResult:
     rows_by_mart: dict[str, int] = field(default_factory=dict)
     issues: list[str] = field(default_factory=list)  # build_issues rows, one line each
     seconds: float = 0.0
-    # where the time went: "staging/<table>" (made and stored), "marts/<table>" (its SQL run
-    # while its rows stream into the part file, then the audit of its grain)
+    # where the time went: "staging/<table>" and "intermediate/<table>" (made and stored, or
+    # a view made), "marts/<table>" (its SQL run while its rows stream into the part file,
+    # then the audit of its grain)
     seconds_by_step: dict[str, float] = field(default_factory=dict)
     # the process's peak resident memory (bytes, a high-water mark) when each step ended, in
     # step order: the build's peak is in the first step that reaches the last value (empty
@@ -139,17 +141,17 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
         result.staging = staging_storage(con, run)
 
         marts = sql_files("marts")
-        report(phase="build", total=len(sql_files("staging")) + len(marts), unit="steps")
+        report(phase="build", total=sum(len(sql_files(layer)) for layer in TABLE_LAYERS) + len(marts), unit="steps")
 
-        def staged(name: str) -> None:
-            _note_max_rss(result, f"staging/{name}")
-            report(advance=1, step=f"staging/{name}")
+        def staged(step: str) -> None:
+            _note_max_rss(result, step)
+            report(advance=1, step=step)
 
-        for name, seconds in run_layer(con, "staging", on_step=staged, stored_as=staging_table_kind(result.staging)).items():
-            result.seconds_by_step[f"staging/{name}"] = seconds
+        result.seconds_by_step.update(
+            run_table_layers(con, on_step=staged, stored_as=staging_table_kind(result.staging)))
         tmp = wh.temp_dir()
         written = []
-        # each mart's query (with the macros run_layer loaded for staging) streamed once into its file
+        # each mart's query (with the macros run_layer loaded) streamed once into its file
         for mart in marts:
             name = mart.name
             report(step=f"marts/{name}")

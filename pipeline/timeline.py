@@ -16,8 +16,9 @@ device; its tracks (threads), in this order:
   (one track per state, so that a task's states never meet on a track)
 * flow arrows (``ph: s`` / ``f``) from a Runtime API call to the tasks it launched
 
-Task instances, their ops and launching APIs come from the same staging SQL as the
-reports (``sql/staging``), so the trace and the tables agree.
+Task instances, their ops and launching APIs come from the same SQL as the reports: the
+staging tables and ``int_task_executions`` (``sql/intermediate``), made by the build's own
+code (pipeline.transforms.run_table_layers), so the trace and the tables agree.
 
 Every track is a row of slices that never overlap nor touch: a slice that would start
 before (or exactly when) the track's last slice ends goes to the track's next lane
@@ -57,57 +58,22 @@ from pipeline.formats import atomic_write
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.query import raw_select
 from pipeline.selection import run_row
-from pipeline.transforms import run_layer
+from pipeline.transforms import run_table_layers
 from pipeline.warehouse import Warehouse
 
 HOST_DEVICE = 64
 _DURATION = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(ns|us|µs|ms|s)?\s*$")
 _NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000, None: 1}
 
+# the task instances with their launching call and operator, as the marts see them
 _TASKS_SQL = """
-with instances as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
-    select *, coalesce(running_ns, pending_ns, waiting_ns, complete_ns) as start_ns
-    from stg_task_instances
-    where {where}
-),
-task_keys as (
-    -- the launches and descriptions of these tasks only (pipeline/transforms.py: filter before an ASOF join)
-    select distinct device_id, stream_id, task_id from instances
-),
-with_api as (
-    select
-        instances.*,
-        launches.api_name,
-        launches.call_device_id,
-        launches.call_tid,
-        launches.start_ns as call_start_ns,
-        launches.end_ns as call_end_ns
-    from instances
-    asof left join (
-        select * from stg_task_launches semi join task_keys using (device_id, stream_id, task_id)
-    ) as launches
-        on instances.device_id = launches.device_id
-        and instances.stream_id = launches.stream_id
-        and instances.task_id = launches.task_id
-        and instances.start_ns >= launches.start_ns
-)
 select
-    with_api.device_id, with_api.record_kind, with_api.stream_id, with_api.task_id,
-    with_api.instance_no, with_api.task_type_name, with_api.waiting_ns, with_api.pending_ns,
-    with_api.running_ns, with_api.complete_ns, with_api.is_complete, with_api.api_name,
-    with_api.call_device_id, with_api.call_tid, with_api.call_start_ns, with_api.call_end_ns,
-    ops.op_name, ops.op_type
-from with_api
-asof left join (
-    select * from stg_task_ops semi join task_keys using (device_id, stream_id, task_id)
-) as ops
-    on with_api.device_id = ops.device_id
-    and with_api.stream_id = ops.stream_id
-    and with_api.task_id = ops.task_id
-    and with_api.start_ns >= ops.valid_from_ns
-order by with_api.device_id, coalesce(with_api.stream_id, 0), with_api.start_ns, with_api.stream_id nulls last,
-    with_api.task_id, with_api.instance_no
+    device_id, record_kind, stream_id, task_id, instance_no, task_type_name, waiting_ns, pending_ns,
+    running_ns, complete_ns, is_complete, api_name, call_device_id, call_tid, call_start_ns, call_end_ns,
+    op_name, op_type
+from int_task_executions
+where {where}
+order by device_id, coalesce(stream_id, 0), start_ns, stream_id nulls last, task_id, instance_no
 """
 
 # rows fetched from DuckDB at a time while the trace is written
@@ -181,17 +147,21 @@ def _us(ns: int) -> float:
     return ns / 1000
 
 
-# the staging tables the trace reads
-_STAGING = {"stg_api_calls", "stg_task_instances", "stg_task_launches", "stg_task_ops"}
+# the staging and intermediate tables the trace reads, with those they are made from
+_TABLES = {"stg_api_calls", "stg_task_instances", "stg_task_launches", "stg_task_ops", "int_task_executions"}
 
 
 def _connect_run(wh: Warehouse, run: dict, workdir: Path, memory_limit: str, threads: int | None) -> duckdb.DuckDBPyConnection:
-    """The run's raw tables as the build sees them, and the staging tables the trace needs,
-    in a DuckDB that spills to ``workdir`` beyond ``memory_limit`` (the build's by default)."""
+    """The run's raw tables as the build sees them, and the staging and intermediate tables
+    the trace needs, made as a build makes them, in a DuckDB that spills to ``workdir``
+    beyond ``memory_limit`` (the build's by default)."""
     con = connect(workdir, memory_limit, threads)
     for table in RAW_TABLES:
         con.execute(f"create view {table} as {raw_select(wh, table, run)}")
-    run_layer(con, "staging", only=_STAGING, stored_as=staging_table_kind(staging_storage(con, run)))
+    # each task instance with its own launching call (for the arrows), not only its API name:
+    # int_task_executions reads this variable
+    con.execute("set variable task_calls = true")
+    run_table_layers(con, only=_TABLES, stored_as=staging_table_kind(staging_storage(con, run)))
     return con
 
 
@@ -246,7 +216,7 @@ def _clock(t0: int) -> str:
 def _trace(wh: Warehouse, run_ref: str, start: str | None, end: str | None, inference: int | None,
            devices: list[int] | None, memory_limit: str, threads: int | None) -> Iterator[tuple[dict, Iterator[dict]]]:
     """(the trace's otherData, its events as a lazy stream; thread names and sort indexes
-    last, once every track is known). The run's staging tables live in a DuckDB that spills,
+    last, once every track is known). The run's tables live in a DuckDB that spills,
     rows come from it a batch at a time and events go out as they are made: memory holds
     the tracks (and the rare runtime call placed on a track's second lane), not the run."""
     run = run_row(wh, run_ref)

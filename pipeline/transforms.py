@@ -1,15 +1,19 @@
 """The SQL transform files: discovery, header parsing, and running them in DuckDB.
 
-Each file under ``sql/staging`` and ``sql/marts`` holds one query whose result is the
-table named after the file. The runner, not the file, creates the table, so a file
-only defines what its table holds. Staging files read raw tables only; mart files
-read staging tables only (tests/test_sql_files.py checks both).
+Each file under ``sql/staging``, ``sql/intermediate`` and ``sql/marts`` holds one query
+whose result is the table named after the file. The runner, not the file, creates the
+table, so a file only defines what its table holds. The layers run in that order (dbt's
+staging -> intermediate -> marts): staging files read raw tables only; intermediate files
+read staging tables only and hold each rule that joins staging tables which several marts
+(and the timeline) need, e.g. what ran a task execution, once; mart files read staging and
+intermediate tables (tests/test_sql_files.py checks all three).
 
-A staging table is stored (a temporary table of the build's DuckDB, in its buffer pool and
-spilled under the memory limit; for a run too big for that, a table of the build's database
-file, compressed: pipeline.build.staging_storage) unless its header says ``Stored: no``: then
-it is a view, and each mart that reads it runs its query. That suits a table that is cheap to
-compute and read by few marts, where storing costs more than computing it again.
+A staging or intermediate table is stored (a temporary table of the build's DuckDB, in its
+buffer pool and spilled under the memory limit; for a run too big for that, a table of the
+build's database file, compressed: pipeline.build.staging_storage) unless its header says
+``Stored: no``: then it is a view, and each file that reads it runs its query. That suits
+a table that is cheap to compute and read by few marts, where storing costs more than
+computing it again.
 
 A CTE that two branches of a query read is declared ``as not materialized`` when it is
 cheap to compute (a filter of one table): DuckDB otherwise stores all its rows before either
@@ -17,10 +21,10 @@ branch reads them, and spills them on a big run.
 
 DuckDB's ASOF join sorts every row given to it, on both sides: also rows a later filter drops,
 also when the other side is empty. Transforms therefore filter before an ASOF join, not after,
-and take by a hash join on the key what needs no ASOF join: the marts that name an
-execution's operator take it by key when every description of its task says the same and
-the first is valid from the start, and give the ASOF join only the other tasks and their
-descriptions (same rows; tests/test_task_op_keys.py).
+and take by a hash join on the key what needs no ASOF join: the intermediate models that
+name an execution's or a PMU record's operator take it by key when every description of its
+task says the same and the first is valid from the start, and give the ASOF join only the
+other tasks and their descriptions (same rows; tests/test_task_op_keys.py).
 """
 
 from __future__ import annotations
@@ -36,7 +40,9 @@ import duckdb
 from pipeline.errors import TransformFailed
 from pipeline.resources import SQL_DIR, folder
 
-LAYERS = ("staging", "marts")
+LAYERS = ("staging", "intermediate", "marts")
+# the layers made as tables (or views) before the marts, in order
+TABLE_LAYERS = ("staging", "intermediate")
 
 
 @dataclass(frozen=True)
@@ -121,8 +127,9 @@ def run_layer(con: duckdb.DuckDBPyConnection, layer: str,
     file (compressed; pipeline.build.staging_storage chooses); either way nothing of a build
     outlives its working folder.
 
-    The build stores only the staging layer this way; each mart's query is streamed once into
-    its file (pipeline.build). ``on_step(name)`` is called after each.
+    The build stores the staging and intermediate layers this way (run_table_layers); each
+    mart's query is streamed once into its file (pipeline.build). ``on_step(name)`` is called
+    after each.
     """
     load_macros(con)
     seconds = {}
@@ -138,4 +145,17 @@ def run_layer(con: duckdb.DuckDBPyConnection, layer: str,
         seconds[f.name] = time.monotonic() - t0
         if on_step is not None:
             on_step(f.name)
+    return seconds
+
+
+def run_table_layers(con: duckdb.DuckDBPyConnection, only: set[str] | None = None,
+                     on_step: Callable[[str], None] | None = None,
+                     stored_as: str = "temp table") -> dict[str, float]:
+    """The staging and then the intermediate layer (run_layer each; ``only`` names tables of
+    either); returns the seconds each table took, by "<layer>/<name>", in the order made."""
+    seconds = {}
+    for layer in TABLE_LAYERS:
+        step = None if on_step is None else (lambda name, layer=layer: on_step(f"{layer}/{name}"))
+        for name, s in run_layer(con, layer, only=only, on_step=step, stored_as=stored_as).items():
+            seconds[f"{layer}/{name}"] = s
     return seconds

@@ -103,7 +103,7 @@ def test_staging_in_the_database_file_gives_the_same_marts(tmp_path, monkeypatch
 def test_stored_staging_tables_are_kept_where_chosen(tmp_path, storage, temporary):
     from pipeline.contracts import RAW_TABLES
     from pipeline.query import raw_select
-    from pipeline.transforms import run_layer, sql_files
+    from pipeline.transforms import run_table_layers, sql_files
 
     generate(tmp_path / "d", HiprofConfig(inferences=2))
     run, _ = build_dump(tmp_path / "wh", tmp_path / "d")
@@ -113,9 +113,9 @@ def test_stored_staging_tables_are_kept_where_chosen(tmp_path, storage, temporar
     try:
         for table in RAW_TABLES:
             con.execute(f"create view {table} as {raw_select(wh, table, run)}")
-        run_layer(con, "staging", stored_as=B.staging_table_kind(storage))
+        run_table_layers(con, stored_as=B.staging_table_kind(storage))
         kept = dict(con.execute("select table_name, temporary from duckdb_tables()").fetchall())
     finally:
         con.close()
-    stored = {f.name for f in sql_files("staging") if f.stored}
+    stored = {f.name for f in sql_files("staging") + sql_files("intermediate") if f.stored}
     assert len(stored) >= 6 and kept == {name: temporary for name in stored}

@@ -99,7 +99,7 @@ def test_every_data_command_offers_json(name):
 
 
 def test_build_json_says_where_the_time_went(tmp_path):
-    """Every staging and mart SQL file is a step of its own in `build --json` (the benchmark
+    """Every staging, intermediate and mart SQL file is a step of its own in `build --json` (the benchmark
     prints the slowest ones, and the one where the build's memory peaked), and the steps
     account for no more than the whole build."""
     from pipeline.synth.hiprof import HiprofConfig, generate
@@ -111,7 +111,7 @@ def test_build_json_says_where_the_time_went(tmp_path):
     assert r.exit_code == 0, r.output
     (built,) = json.loads(r.stdout)
     steps = built["seconds_by_step"]
-    expected = [f"{layer}/{f.name}" for layer in ("staging", "marts") for f in sql_files(layer)]
+    expected = [f"{layer}/{f.name}" for layer in ("staging", "intermediate", "marts") for f in sql_files(layer)]
     assert sorted(steps) == sorted(expected)
     assert all(s >= 0 for s in steps.values())
     assert sum(steps.values()) <= built["seconds"]
@@ -141,7 +141,7 @@ def test_run_json_says_where_the_time_went(tmp_path):
     assert done["build"]["seconds"] == row["build_seconds"] > 0
     assert sum(done["ingest"]["rows"][t] for t in ("api_calls", "task_runs")) > 0
     assert sum(n for t, n in done["ingest"]["rows"].items() if t not in ("devices", "ingest_issues")) == row["records_decoded"]
-    expected = [f"{layer}/{f.name}" for layer in ("staging", "marts") for f in sql_files(layer)]
+    expected = [f"{layer}/{f.name}" for layer in ("staging", "intermediate", "marts") for f in sql_files(layer)]
     assert list(done["build"]["seconds_by_step"]) == expected == list(done["build"]["max_rss_bytes_by_step"])
     assert done["build"]["rows"]["op_summary"] > 0
     again = json.loads(invoke("run", tmp_path / "d", "--warehouse", tmp_path / "wh", "--json").stdout)

@@ -16,7 +16,7 @@ import pytest
 
 from pipeline.synth.prof import ProfConfig
 from pipeline.synth.prof import generate as prof_generate
-from pipeline.transforms import run_layer, sql_files
+from pipeline.transforms import run_table_layers, sql_files
 from tests.built import build_dump
 from tests.empty_raw import empty_raw_tables
 
@@ -89,7 +89,7 @@ def _built(records):
         "insert into step_trace (device_id, source_file, seq, model_id, index_id, tag_id, stream_id, task_id, "
         "timestamp_syscnt, ts_ns, raw_tag_id) values (?, 'ts_track.data.0.slice_0', ?, ?, 0, ?, ?, 0, ?, ?, ?)",
         [(d, seq, m, tag, stream, ns // 10, ns, tag) for seq, (d, m, tag, stream, ns) in enumerate(records)])
-    run_layer(con, "staging")
+    run_table_layers(con)
     for f in sql_files("marts"):
         con.execute(f"create table {f.name} as {f.text}")
     return con

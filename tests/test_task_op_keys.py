@@ -1,9 +1,10 @@
-"""The marts that name an execution's operator (op_summary, op_statistic, ai_core_metrics,
+"""The intermediate models that name an execution's or a PMU record's operator
+(int_task_executions, int_pmu_records_ops; read by op_summary, op_statistic, ai_core_metrics,
 build_issues) take it by a hash join on (device, stream, task) when every description of the
 task says the same and the first is valid from the start, and by the ASOF join (the latest
 description valid at or before the execution) for every other task. Both paths in one
-hand-made set of staging rows; every expected value is worked out by hand from the ASOF rule,
-not from the SQL.
+hand-made set of staging rows, through the intermediate layer to the marts; every expected
+value is worked out by hand from the ASOF rule, not from the SQL.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def con():
     for seq, stream, task, ts in PMU:
         con.execute("insert into stg_pmu_records (device_id, seq, stream_id, task_id, total_cycles, ts_ns, "
                     "record_kind) values (0, ?, ?, ?, 1000, ?, 'ffts_pmu')", [seq, stream, task, ts])
+    run_layer(con, "intermediate")  # made from the rows above, as a build makes it
     return con
 
 

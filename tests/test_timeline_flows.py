@@ -40,26 +40,29 @@ def test_an_arrow_leaves_from_the_lane_its_call_was_drawn_on():
     """Two runtime calls of one thread that overlap are drawn on two lanes of the thread's track
     ('Runtime API (tid 7)' and '... #2'); each launches a task, whose arrow must start on the
     lane of its own call. Hand-made staging rows, so the overlap is certain."""
-    import duckdb
-
     from pipeline import timeline as T
+    from pipeline.transforms import run_layer
+    from tests.empty_raw import empty_raw_tables
 
-    con = duckdb.connect()
-    con.execute("""create table stg_api_calls as select * from (values
+    con = empty_raw_tables()
+    run_layer(con, "staging")  # empty staging tables with their real columns
+    con.execute("""drop view stg_api_calls; create table stg_api_calls as select * from (values
         (0, 'runtime', 'rtKernelLaunch', null::varchar, 1, 7, 3, 1000, 5000, 4000, 1),
         (0, 'runtime', 'rtKernelLaunch', null::varchar, 1, 7, 3, 2000, 3000, 1000, 2))
         as t(device_id, level, api_name, api_type, pid, tid, stream_id, start_ns, end_ns, dur_ns, seq)""")
-    con.execute("""create table stg_task_launches as select * from (values
+    con.execute("""insert into stg_task_launches (device_id, stream_id, task_id, batch_id, api_name, start_ns,
+        end_ns, seq, call_device_id, call_tid) values
         (0, 3, 10, 0, 'rtKernelLaunch', 1000, 5000, 1, 0, 7),
-        (0, 3, 11, 0, 'rtKernelLaunch', 2000, 3000, 2, 0, 7))
-        as t(device_id, stream_id, task_id, batch_id, api_name, start_ns, end_ns, seq, call_device_id, call_tid)""")
-    con.execute("""create table stg_task_instances as select * from (values
-        (0, 'time_line', 3, 10, 0, 'AI_CORE', null::bigint, null::bigint, 6000, 7000, true),
-        (0, 'time_line', 3, 11, 0, 'AI_CORE', null::bigint, null::bigint, 7000, 8000, true))
-        as t(device_id, record_kind, stream_id, task_id, instance_no, task_type_name, waiting_ns, pending_ns,
-             running_ns, complete_ns, is_complete)""")
-    con.execute("""create table stg_task_ops as select * from (values (0, 3, 10, -1, 'a', 'A'), (0, 3, 11, -1, 'b', 'B'))
-        as t(device_id, stream_id, task_id, valid_from_ns, op_name, op_type)""")
+        (0, 3, 11, 0, 'rtKernelLaunch', 2000, 3000, 2, 0, 7)""")
+    con.execute("""insert into stg_task_instances (device_id, record_kind, stream_id, task_id, instance_no,
+        task_type_name, waiting_ns, pending_ns, running_ns, complete_ns, is_complete, has_states,
+        dropped_instances) values
+        (0, 'time_line', 3, 10, 0, 'AI_CORE', null, null, 6000, 7000, true, true, 0),
+        (0, 'time_line', 3, 11, 0, 'AI_CORE', null, null, 7000, 8000, true, true, 0)""")
+    con.execute("""insert into stg_task_ops (device_id, stream_id, task_id, valid_from_ns, op_name, op_type)
+        values (0, 3, 10, -1, 'a', 'A'), (0, 3, 11, -1, 'b', 'B')""")
+    con.execute("set variable task_calls = true")  # as the timeline makes its tables
+    run_layer(con, "intermediate")
     events = list(T._events(con, "true", None, [], T._Window(), 0))
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     calls = {e["ts"]: names[(e["pid"], e["tid"])] for e in events if e["ph"] == "X" and e["cat"] == "api"}

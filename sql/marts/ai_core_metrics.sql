@@ -1,7 +1,7 @@
 -- ai_core_metrics: one row per AI Core task PMU record: time, pipeline ratios, memory bandwidth.
 --
 -- Grain:   (run_id, device_id, seq) - one PMU record of one task instance (seq is its record index)
--- Sources: stg_pmu_records, stg_task_ops; exported runs: stg_export_ops
+-- Sources: int_pmu_records_ops; exported runs: stg_export_ops
 -- Follows: the per-task formulas of msprof (docs/formats.md#rule-ratios,
 --          #rule-bandwidth, #rule-aicore-time, #rule-memory-bound), with the event ids of the run's sample.json:
 --            aicore_time = total_cycles / f_aic / block_dim * ceil(block_dim / ai_core_num)
@@ -28,17 +28,17 @@
 --          each branch sorts its rows once, before the metrics are computed from them (the
 --          computing SELECTs, and UNION ALL, keep their input's order: DuckDB's documented
 --          order preservation); at most one branch has rows (a run is raw or exported).
---          Generations 2 and 3: the block dim is the task's op's (node_basic_info through the
---          association of stg_task_ops, or a MindSpore task description), msprof's source for
---          these chips (docs/formats.md#rule-pmu-record-time); f_aic of aicore_time is the lpmFreqConv sample
+--          Generations 2 and 3: the block dim is the task's op's (int_pmu_records_ops:
+--          node_basic_info through the association of stg_task_ops, or a MindSpore task
+--          description), msprof's source for these chips
+--          (docs/formats.md#rule-pmu-record-time); f_aic of aicore_time is the lpmFreqConv sample
 --          in force at the task's end on STARS chips, info.json's aic_frequency elsewhere,
 --          while the later chips' bandwidths always use info.json's (msprof's C++ path).
 --          Exported runs (generation 4) carry no counters: their rows are the exporter's own
 --          values (stg_export_ops: the aic_ or aiv_ side by the core the task ran on),
 --          one row per execution with PMU values, ts_ns its end, block_dim its operator's.
---          How the op is found: by key where every description of the task says the same,
---          else by the ASOF join on valid_from_ns; same rows (pipeline/transforms.py). A record
---          without a time has no description in force.
+--          The op of a record is the one in force at its time (int_pmu_records_ops); a record
+--          without a time has none.
 -- Columns:
 --   device_id              -       device
 --   task_id                -       task id ("Task ID")
@@ -73,65 +73,11 @@
 --   seq                    -       record index: the PMU record's place in its device's records (raw
 --                                  runs), the execution's row in its source (exported runs)
 
-with op_keys as (
-    -- per (device, stream, task): the operator of every description of it when they all say
-    -- the same and the first is valid from the start (the common case; then the ASOF join
-    -- would give each execution that one); the other tasks take the ASOF join
-    select
-        device_id,
-        stream_id,
-        task_id,
-        min(op) as op,
-        count(*) = 1 and min(valid_from_ns) = -9223372036854775808 as is_single
-    from (
-        -- one row per distinct operator of a task: one row, one operator; min(op) then
-        -- compares a few structs per task, not one per description
-        select device_id, stream_id, task_id, min(valid_from_ns) as valid_from_ns, {
-            'op_name': op_name,
-            'block_dim': block_dim
-        } as op
-        from stg_task_ops
-        group by device_id, stream_id, task_id, op_name, block_dim
-    )
-    group by device_id, stream_id, task_id
-),
-
-multi_keys as (
-    select device_id, stream_id, task_id from op_keys where not is_single
-),
-
-multi_ops as (
-    -- the descriptions the ASOF join needs: those of tasks without a single operator
-    select * from stg_task_ops semi join multi_keys using (device_id, stream_id, task_id)
-),
-
-pmu as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
-    select * from stg_pmu_records where not exists (select 1 from stg_export_ops)
-),
-
-named as (
-    select
-        pmu.*,
-        -- a record without a time has no description in force (as in the ASOF join)
-        case when pmu.ts_ns is not null then ok.op.op_name end as op_name,
-        case when pmu.ts_ns is not null then ok.op.block_dim end as op_block_dim
-    from (select * from pmu anti join multi_keys using (device_id, stream_id, task_id)) as pmu
-    left join op_keys as ok
-        on pmu.device_id = ok.device_id
-        and pmu.stream_id = ok.stream_id
-        and pmu.task_id = ok.task_id
-    union all
-    select
-        pmu.*,
-        ops.op_name,
-        ops.block_dim as op_block_dim
-    from (select * from pmu semi join multi_keys using (device_id, stream_id, task_id)) as pmu
-    asof left join multi_ops as ops
-        on pmu.device_id = ops.device_id
-        and pmu.stream_id = ops.stream_id
-        and pmu.task_id = ops.task_id
-        and pmu.ts_ns >= ops.valid_from_ns
+with named as (
+    -- raw runs: the PMU records with their operator (int_pmu_records_ops), in record time order
+    select *
+    from int_pmu_records_ops
+    where not exists (select 1 from stg_export_ops)
     order by device_id, ts_ns, seq
 ),
 

@@ -1,12 +1,12 @@
 -- build_issues: one row per (device, check) that found something while building the reports.
 --
 -- Grain:   (run_id, device_id, kind)
--- Sources: stg_task_instances, stg_pmu_records, stg_task_ops, stg_export_ops, stg_step_marks,
---          stg_all_reduces
+-- Sources: stg_task_instances, stg_pmu_records, stg_task_ops, int_pmu_records_ops,
+--          stg_export_ops, stg_step_marks, stg_all_reduces
 -- Follows: nothing in msprof, which drops these silently (docs/formats.md#rule-silent-drops);
 --          they are counted so that no loss goes unreported.
---          pmu_without_block_dim finds the record's op as ai_core_metrics does (by key, else
---          the ASOF join).
+--          pmu_without_block_dim takes the record's op from int_pmu_records_ops, as
+--          ai_core_metrics does.
 --          open_last_iteration counts models (one open iteration each) whose step trace ends
 --          inside an iteration, as msprof drops it from its step trace.
 -- Columns:
@@ -33,58 +33,9 @@ pmu_unnamed as (
     group by pmu.device_id
 ),
 
-op_keys as (
-    -- per (device, stream, task): the operator of every description of it when they all say
-    -- the same and the first is valid from the start (the common case; then the ASOF join
-    -- would give each execution that one); the other tasks take the ASOF join
-    select
-        device_id,
-        stream_id,
-        task_id,
-        min(op) as op,
-        count(*) = 1 and min(valid_from_ns) = -9223372036854775808 as is_single
-    from (
-        -- one row per distinct operator of a task: one row, one operator; min(op) then
-        -- compares a few structs per task, not one per description
-        select device_id, stream_id, task_id, min(valid_from_ns) as valid_from_ns, {
-            'block_dim': block_dim
-        } as op
-        from stg_task_ops
-        group by device_id, stream_id, task_id, block_dim
-    )
-    group by device_id, stream_id, task_id
-),
-
-multi_keys as (
-    select device_id, stream_id, task_id from op_keys where not is_single
-),
-
-multi_ops as (
-    -- the descriptions the ASOF join needs: those of tasks without a single operator
-    select * from stg_task_ops semi join multi_keys using (device_id, stream_id, task_id)
-),
-
 pmu_no_blocks as (
     select device_id, count(*) as n
-    from (
-        select
-            pmu.device_id,
-            pmu.block_dim,
-            case when pmu.ts_ns is not null then ok.op.block_dim end as op_block_dim
-        from (select * from stg_pmu_records anti join multi_keys using (device_id, stream_id, task_id)) as pmu
-        left join op_keys as ok
-            on pmu.device_id = ok.device_id
-            and pmu.stream_id = ok.stream_id
-            and pmu.task_id = ok.task_id
-        union all
-        select pmu.device_id, pmu.block_dim, ops.block_dim as op_block_dim
-        from (select * from stg_pmu_records semi join multi_keys using (device_id, stream_id, task_id)) as pmu
-        asof left join multi_ops as ops
-            on pmu.device_id = ops.device_id
-            and pmu.stream_id = ops.stream_id
-            and pmu.task_id = ops.task_id
-            and pmu.ts_ns >= ops.valid_from_ns
-    )
+    from int_pmu_records_ops
     where coalesce(block_dim, op_block_dim, 0) = 0
     group by device_id
 ),

@@ -1,7 +1,7 @@
 -- op_statistic: one row per (device, op type, core type) with executions and time.
 --
 -- Grain:   (run_id, device_id, op_type, core_type); core_type NULL is a value
--- Sources: stg_export_ops (exported runs); stg_task_instances, stg_task_ops (raw runs)
+-- Sources: stg_export_ops (exported runs); int_task_executions (raw runs)
 -- Follows: msprof op_statistic (docs/formats.md#rule-op-statistic):
 --          executions of operators with a type, grouped by (op type, core type); Ratio =
 --          the group's total time / the device's total * 100. Choices: times in integer ns and
@@ -12,8 +12,7 @@
 --          type (stg_task_ops) and is counted, as msprof counts it; Ratio includes it.
 --          Core type: the exported accelerator core (AI_CORE, AI_VECTOR_CORE, MIX_AIC, ...),
 --          else the task type.
---          How the op is found: by key where every description of the task says the same,
---          else by the ASOF join on valid_from_ns; same rows (pipeline/transforms.py).
+--          The op of a raw execution is the one int_task_executions gives it.
 -- Columns:
 --   device_id  -      device
 --   op_type    -      operator type
@@ -31,70 +30,16 @@ with exported as (
     where has_run and op_type is not null
 ),
 
-raw_instances as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
-    select *, coalesce(running_ns, complete_ns) as start_ns
-    from stg_task_instances
-    where is_complete and not exists (select 1 from stg_export_ops)
-),
-
-op_keys as (
-    -- per (device, stream, task): the operator of every description of it when they all say
-    -- the same and the first is valid from the start (the common case; then the ASOF join
-    -- would give each execution that one); the other tasks take the ASOF join
+from_raw as (
+    -- raw runs: each complete execution with its operator (int_task_executions); those without
+    -- an op type are left out below
     select
         device_id,
-        stream_id,
-        task_id,
-        min(op) as op,
-        count(*) = 1 and min(valid_from_ns) = -9223372036854775808 as is_single
-    from (
-        -- one row per distinct operator of a task: one row, one operator; min(op) then
-        -- compares a few structs per task, not one per description
-        select device_id, stream_id, task_id, min(valid_from_ns) as valid_from_ns, {
-            'op_type': op_type,
-            'ge_task_type': ge_task_type
-        } as op
-        from stg_task_ops
-        group by device_id, stream_id, task_id, op_type, ge_task_type
-    )
-    group by device_id, stream_id, task_id
-),
-
-multi_keys as (
-    select device_id, stream_id, task_id from op_keys where not is_single
-),
-
-multi_ops as (
-    -- the descriptions the ASOF join needs: those of tasks without a single operator
-    select * from stg_task_ops semi join multi_keys using (device_id, stream_id, task_id)
-),
-
-from_raw as (
-    -- instances without any description have no op type and are left out below
-    select
-        i.device_id,
-        ok.op.op_type,
-        coalesce(ok.op.ge_task_type, i.task_type_name) as core_type,
-        i.complete_ns - i.start_ns as dur_ns
-    from raw_instances as i
-    join op_keys as ok
-        on i.device_id = ok.device_id
-        and i.stream_id = ok.stream_id
-        and i.task_id = ok.task_id
-        and ok.is_single
-    union all
-    select
-        i.device_id,
-        ops.op_type,
-        coalesce(ops.ge_task_type, i.task_type_name) as core_type,
-        i.complete_ns - i.start_ns as dur_ns
-    from (select * from raw_instances semi join multi_keys using (device_id, stream_id, task_id)) as i
-    asof left join multi_ops as ops
-        on i.device_id = ops.device_id
-        and i.stream_id = ops.stream_id
-        and i.task_id = ops.task_id
-        and i.start_ns >= ops.valid_from_ns
+        op_type,
+        coalesce(ge_task_type, task_type_name) as core_type,
+        complete_ns - coalesce(running_ns, complete_ns) as dur_ns
+    from int_task_executions
+    where is_complete and not exists (select 1 from stg_export_ops)
 ),
 
 executions as (

@@ -1,8 +1,7 @@
 -- op_summary: one row per device task execution with its operator, times and (exported runs) PMU values.
 --
 -- Grain:   (run_id, device_id, start_ns, stream_id, task_id, context_id); context_id NULL is a value
--- Sources: stg_export_ops (exported runs); stg_task_instances, stg_task_ops
---          (raw runs)
+-- Sources: stg_export_ops (exported runs); int_task_executions (raw runs)
 -- Follows: msprof op_summary (docs/formats.md#rule-op-summary) and torch_npu kernel_details:
 --          rows in start order; Task Wait Time = max(start - previous start - previous
 --          duration, 0) over the device's whole sorted list, all streams together, 0 for the
@@ -10,7 +9,7 @@
 --          drops tasks without a GE description; here op_name is NULL so nothing is lost); times
 --          in integer ns, not rounded us. Exported runs take the exporter's association of op
 --          and execution and its PMU values (the aic_ or aiv_ side, stg_export_ops); raw
---          runs take the op the stg_task_ops association gives and leave the PMU columns NULL
+--          runs take the op of the execution in int_task_executions and leave the PMU columns NULL
 --          (their recomputed metrics are in ai_core_metrics).
 --          Order and wait: each branch sorts its rows once, in the mart's order, and takes
 --          the previous row's device and end with lag() over (): a window with an empty OVER
@@ -18,8 +17,6 @@
 --          documented order preservation). At most one branch has rows (a run is exported
 --          or raw), so UNION ALL, which keeps order too, gives the whole table in order. Raw
 --          rows are sorted narrow; their NULL export columns are added after the sort.
---          How the op is found: by key where every description of the task says the same,
---          else by the ASOF join on valid_from_ns; same rows (pipeline/transforms.py).
 -- Columns:
 --   device_id             -      device
 --   model_id              -      model id (4294967295 = none): as exported, GE's task description, or the
@@ -60,81 +57,23 @@ with exported as (
     order by device_id, start_ns, stream_id, task_id, seq
 ),
 
-op_keys as (
-    -- per (device, stream, task): the operator of every description of it when they all say
-    -- the same and the first is valid from the start (the common case; then the ASOF join
-    -- would give each execution that one); the other tasks take the ASOF join
-    select
-        device_id,
-        stream_id,
-        task_id,
-        min(op) as op,
-        count(*) = 1 and min(valid_from_ns) = -9223372036854775808 as is_single
-    from (
-        -- one row per distinct operator of a task: one row, one operator; min(op) then
-        -- compares a few structs per task, not one per description
-        select device_id, stream_id, task_id, min(valid_from_ns) as valid_from_ns, {
-            'model_id': model_id,
-            'op_name': op_name,
-            'op_type': op_type,
-            'ge_task_type': ge_task_type,
-            'block_dim': block_dim
-        } as op
-        from stg_task_ops
-        group by device_id, stream_id, task_id, model_id, op_name, op_type, ge_task_type, block_dim
-    )
-    group by device_id, stream_id, task_id
-),
-
-multi_keys as (
-    select device_id, stream_id, task_id from op_keys where not is_single
-),
-
-multi_ops as (
-    -- the descriptions the ASOF join needs: those of tasks without a single operator
-    select * from stg_task_ops semi join multi_keys using (device_id, stream_id, task_id)
-),
-
-raw_instances as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
-    select *, coalesce(running_ns, complete_ns) as start_ns
-    from stg_task_instances
-    where is_complete and not exists (select 1 from stg_export_ops)
-),
-
-with_op as (
-    select i.*, ok.op
-    from (select * from raw_instances anti join multi_keys using (device_id, stream_id, task_id)) as i
-    left join op_keys as ok
-        on i.device_id = ok.device_id
-        and i.stream_id = ok.stream_id
-        and i.task_id = ok.task_id
-    union all
-    select i.*, {'model_id': ops.model_id, 'op_name': ops.op_name, 'op_type': ops.op_type,
-                 'ge_task_type': ops.ge_task_type, 'block_dim': ops.block_dim} as op
-    from (select * from raw_instances semi join multi_keys using (device_id, stream_id, task_id)) as i
-    asof left join multi_ops as ops
-        on i.device_id = ops.device_id
-        and i.stream_id = ops.stream_id
-        and i.task_id = ops.task_id
-        and i.start_ns >= ops.valid_from_ns
-),
-
 raw_executions as (
+    -- raw runs: each complete execution with its operator (int_task_executions)
     select
         device_id,
-        op.model_id,
+        model_id,
         task_id,
         stream_id,
-        op.op_name,
-        op.op_type,
-        coalesce(op.ge_task_type, task_type_name) as task_type,
-        start_ns,
-        complete_ns - start_ns as dur_ns,
+        op_name,
+        op_type,
+        coalesce(ge_task_type, task_type_name) as task_type,
+        coalesce(running_ns, complete_ns) as start_ns,
+        complete_ns - coalesce(running_ns, complete_ns) as dur_ns,
         complete_ns as end_ns,
-        op.block_dim
-    from with_op
-    order by device_id, start_ns, stream_id, task_id, instance_no
+        block_dim
+    from int_task_executions
+    where is_complete and not exists (select 1 from stg_export_ops)
+    order by device_id, coalesce(running_ns, complete_ns), stream_id, task_id, instance_no
 ),
 
 exported_waits as (

@@ -1,0 +1,92 @@
+-- int_pmu_records_ops: one row per AI Core task PMU record with the operator in force at its time.
+--
+-- Grain:   (device_id, record_kind, seq)
+-- Sources: stg_pmu_records, stg_task_ops
+-- Stored:  no, a view: read by two marts, one of which needs a single column of it; cheaper
+--          to compute in each than to store its wide rows (pipeline/transforms.py)
+-- Follows: docs/formats.md#rule-op-name with the descriptions of stg_task_ops, as
+--          int_task_executions applies it to executions: the description of the record's
+--          (device, stream, task) valid last at or before the record's time ts_ns (the task's
+--          end); a record without a time, or before every description valid from a time of
+--          its own, has none. Generations 2 and 3 take their block dim from that operator
+--          (docs/formats.md#rule-pmu-record-time).
+--          How: by a hash join on the key where every description of the task says the same
+--          and the first is valid from the start, else by the ASOF join on valid_from_ns; same
+--          rows (pipeline/transforms.py).
+-- Columns:
+--   device_id          -       device
+--   seq                -       record index within the aicore stream
+--   stream_id          -       stream id
+--   task_id            -       task id
+--   block_dim          blocks  blocks of the task (EVENT_COUNT block); NULL for generations 2 and 3
+--   total_cycles       cycles  task cycles summed over blocks
+--   ts_ns              ns      record time (task end); NULL for an aicore.data record without an execution
+--   aic_freq_mhz       MHz     AI Core frequency of the device (info.json); bandwidths use it
+--   ai_core_num        cores   AI Cores of the device
+--   vec_cycles         cycles  event 0x08 vec_busy_cycles; NULL when not programmed
+--   mac_cycles         cycles  event 0x0a cube_busy_cycles
+--   scalar_cycles      cycles  event 0x09 scalar_busy_cycles
+--   mte1_cycles        cycles  event 0x0b mte1_busy_cycles
+--   mte2_cycles        cycles  event 0x0c mte2_busy_cycles
+--   mte3_cycles        cycles  event 0x0d mte3_busy_cycles
+--   icache_req         count   event 0x54 icache_req
+--   icache_miss        count   event 0x55 icache_miss
+--   ub_read_req        count   event 0x15
+--   ub_write_req       count   event 0x16
+--   l1_read_req        count   event 0x31
+--   l1_write_req       count   event 0x32
+--   l2_read_req        count   event 0x0f
+--   l2_write_req       count   event 0x10
+--   main_read_req      count   event 0x12
+--   main_write_req     count   event 0x13
+--   record_kind        -       event_count, aic_pmu or ffts_pmu
+--   time_freq_mhz      MHz     AI Core frequency for aicore_time (stg_pmu_records)
+--   chip               -       chip of the device (devices.chip)
+--   op_name            -       operator name; NULL when no description is in force
+--   op_block_dim       blocks  block dim of that operator
+
+with op_keys as (
+    -- per (device, stream, task): its (op name, block dim) when every description of it says
+    -- the same and the first is valid from the start; the other tasks take the ASOF join
+    select
+        device_id,
+        stream_id,
+        task_id,
+        min(op) as op,
+        count(*) = 1 and min(valid_from_ns) = -9223372036854775808 as is_single
+    from (
+        select device_id, stream_id, task_id, min(valid_from_ns) as valid_from_ns,
+            {'op_name': op_name, 'block_dim': block_dim} as op
+        from stg_task_ops
+        group by device_id, stream_id, task_id, op_name, block_dim
+    )
+    group by device_id, stream_id, task_id
+),
+
+multi_keys as (
+    select device_id, stream_id, task_id from op_keys where not is_single
+)
+
+select
+    pmu.*,
+    -- a record without a time has no description in force (as in the ASOF join)
+    case when pmu.ts_ns is not null then ok.op.op_name end as op_name,
+    case when pmu.ts_ns is not null then ok.op.block_dim end as op_block_dim
+from (select * from stg_pmu_records anti join multi_keys using (device_id, stream_id, task_id)) as pmu
+left join op_keys as ok
+    on pmu.device_id = ok.device_id
+    and pmu.stream_id = ok.stream_id
+    and pmu.task_id = ok.task_id
+union all
+select
+    pmu.*,
+    ops.op_name,
+    ops.block_dim as op_block_dim
+from (select * from stg_pmu_records semi join multi_keys using (device_id, stream_id, task_id)) as pmu
+asof left join (
+    select * from stg_task_ops semi join multi_keys using (device_id, stream_id, task_id)
+) as ops
+    on pmu.device_id = ops.device_id
+    and pmu.stream_id = ops.stream_id
+    and pmu.task_id = ops.task_id
+    and pmu.ts_ns >= ops.valid_from_ns
