@@ -196,8 +196,9 @@ def test_run_refuses_a_bad_advice_toml_before_any_dump(tmp_path):
 
 
 def test_ops_are_named_by_key_or_by_the_asof_join():
-    """Hand-made staging rows (tests/test_task_op_keys.py's): tasks whose op changes take the
-    description in force when they ran; expected shares worked out by hand."""
+    """Hand-made staging rows (tests/test_task_op_keys.py's), through the intermediate layer:
+    tasks whose op changes take the description in force when they ran; expected shares worked
+    out by hand."""
     from pipeline.transforms import run_layer, sql_files
     from tests.empty_raw import empty_raw_tables
     from tests.test_task_op_keys import INSTANCES, OPS, PMU
@@ -216,6 +217,7 @@ def test_ops_are_named_by_key_or_by_the_asof_join():
         con.execute("insert into stg_pmu_records (device_id, seq, stream_id, task_id, total_cycles, ts_ns, record_kind, "
                     "mac_cycles, vec_cycles, mte2_cycles) values (0, ?, ?, ?, 1000, ?, 'ffts_pmu', 100, 100, 900)",
                     [seq, stream, task, ts])
+    run_layer(con, "intermediate")  # the ops come from int_pmu_records_ops and int_task_executions
     text = next(f for f in sql_files("marts") if f.name == "advice").text
     rows = con.sql(f"select rule_id, scope_name, share_pct, value from ({text})").fetchall()
     # running times: add 10 + 20, conv 5, relu 8 (changes at 200), mul 3 + 7, exp 6, (3, 9) before

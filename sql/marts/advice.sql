@@ -2,7 +2,7 @@
 -- the value measured, the threshold it crossed and a one-sentence suggestion.
 --
 -- Grain:   (run_id, device_id, rule_id, scope, scope_name)
--- Sources: stg_pmu_records, stg_export_ops, stg_task_instances, stg_task_ops, stg_model_phases,
+-- Sources: int_pmu_records_ops, int_task_executions, stg_export_ops, stg_model_phases,
 --          stg_api_calls
 -- Follows: the original tool's guide ("Suggestions for Effective Profiling Results": pipe
 --          ratios, memory_bound >= 1 is a memory bottleneck, main-memory bandwidth) and
@@ -13,9 +13,8 @@
 --          sum(pipe cycles) / sum(total cycles) (exported runs: their ratios weighted by
 --          total_cycles), memory_bound = mte2_ratio / max(mac_ratio, vec_ratio) of those, and
 --          main-memory bandwidth (read + write, sql/macros/pmu.sql) is weighted by the seconds
---          of its denominator. A record's op is the description in force when it ran (the
---          ASOF join on valid_from_ns, docs/formats.md#rule-op-name; by key where every
---          description of the task names the same op, same rows, pipeline/transforms.py);
+--          of its denominator. A PMU record's op is int_pmu_records_ops', a task instance's
+--          int_task_executions' (docs/formats.md#rule-op-name);
 --          without one the finding's scope is the task ("stream S task T"). share_pct is the op's share of its device's
 --          PMU cycles (PMU rules) or task running time (task rules); a finding under
 --          min_share_pct (default 1) is left out. Rules:
@@ -76,32 +75,6 @@ with params as (
         coalesce(getvariable('advice_high_share_pct'), 10.0)::double as high_share_pct
 ),
 
-op_keys as (
-    -- per (device, stream, task): its op when every description of it names the same one and
-    -- the first is valid from the start (the common case); the other tasks take the ASOF join
-    -- (same rows, pipeline/transforms.py)
-    select
-        device_id,
-        stream_id,
-        task_id,
-        min(op_name) as op_name,
-        count(*) = 1 and min(valid_from_ns) = -9223372036854775808 as is_single
-    from (
-        select device_id, stream_id, task_id, op_name, min(valid_from_ns) as valid_from_ns
-        from stg_task_ops
-        group by device_id, stream_id, task_id, op_name
-    )
-    group by device_id, stream_id, task_id
-),
-
-multi_keys as (
-    select device_id, stream_id, task_id from op_keys where not is_single
-),
-
-multi_ops as (
-    select * from stg_task_ops semi join multi_keys using (device_id, stream_id, task_id)
-),
-
 -- PMU records of raw runs: cycles per pipe, and main-memory bandwidth with its seconds
 pmu_raw as not materialized (
     select
@@ -112,26 +85,8 @@ pmu_raw as not materialized (
             total_cycles::double / nullif(time_freq_mhz, 0) / nullif(block_dim, 0)
                 * ceil(block_dim / nullif(ai_core_num, 0)::double)
         ) as bw_seconds
-    from stg_pmu_records
+    from int_pmu_records_ops
     where not exists (select 1 from stg_export_ops)
-),
-
-pmu_ops as (
-    -- a record without a time has no description in force (as in the ASOF join)
-    select p.*, case when p.ts_ns is not null then k.op_name end as op_name
-    from (select * from pmu_raw anti join multi_keys using (device_id, stream_id, task_id)) as p
-    left join op_keys as k
-        on p.device_id = k.device_id
-        and p.stream_id = k.stream_id
-        and p.task_id = k.task_id
-    union all
-    select p.*, o.op_name
-    from (select * from pmu_raw semi join multi_keys using (device_id, stream_id, task_id)) as p
-    asof left join multi_ops as o
-        on p.device_id = o.device_id
-        and p.stream_id = o.stream_id
-        and p.task_id = o.task_id
-        and p.ts_ns >= o.valid_from_ns
 ),
 
 pmu_named as (
@@ -148,7 +103,7 @@ pmu_named as (
         pmu_bandwidth_gbps(p.main_read_req, 18, p.bw_seconds, pmu_ascend310_rule(p.chip))
             + pmu_bandwidth_gbps(p.main_write_req, 19, p.bw_seconds, pmu_ascend310_rule(p.chip)) as main_bw_gbps,
         p.bw_seconds
-    from pmu_ops as p
+    from pmu_raw as p
     union all
     -- exported runs: the exporter's values, weighted by their cycles (else their AI Core time)
     select
@@ -231,7 +186,8 @@ instances as not materialized (
         task_id,
         task_type_name,
         has_states,
-        coalesce(running_ns, pending_ns, waiting_ns, complete_ns) as start_ns,
+        op_name,
+        start_ns,
         complete_ns,
         coalesce(complete_ns - running_ns, 0) as run_ns,
         case
@@ -244,25 +200,8 @@ instances as not materialized (
             when running_ns is null or running_ns < pending_ns then complete_ns - pending_ns
             else running_ns - pending_ns
         end as pend_ns
-    from stg_task_instances
+    from int_task_executions
     where is_complete
-),
-
-named_instances as (
-    select i.*, k.op_name
-    from (select * from instances anti join multi_keys using (device_id, stream_id, task_id)) as i
-    left join op_keys as k
-        on i.device_id = k.device_id
-        and i.stream_id = k.stream_id
-        and i.task_id = k.task_id
-    union all
-    select i.*, o.op_name
-    from (select * from instances semi join multi_keys using (device_id, stream_id, task_id)) as i
-    asof left join multi_ops as o
-        on i.device_id = o.device_id
-        and i.stream_id = o.stream_id
-        and i.task_id = o.task_id
-        and i.start_ns >= o.valid_from_ns
 ),
 
 op_tasks as (
@@ -276,7 +215,7 @@ op_tasks as (
         sum(pend_ns) as pend_ns,
         bool_or(has_states) as has_states,
         bool_or(task_type_name ilike '%ai%cpu%') as is_aicpu
-    from named_instances
+    from instances
     group by all
 ),
 
