@@ -69,3 +69,15 @@ class GrainViolated(TransformFailed):
 
 class QueryFailed(PipelineError):
     pass
+
+
+class DamagedRun(PipelineError):
+    """A run's commit record exists but cannot be read: the run is left out of every listing
+    and none of its files is deleted, until it is re-ingested (``--force``) or dropped."""
+
+    def __init__(self, run_id: str, path, reason: str):
+        super().__init__(f"run {run_id}: its commit record {path} cannot be read ({reason}); its files are kept: "
+                         f"`profetl run --force DUMP` re-ingests it, `profetl drop {run_id}` removes it")
+        self.run_id = run_id
+        self.path = path
+        self.reason = reason

@@ -16,7 +16,7 @@ from pathlib import Path
 from pipeline import __version__
 from pipeline.contracts import RAW_TABLES
 from pipeline.dumps import detect, discover, fingerprint, fingerprint_file, run_id as make_run_id
-from pipeline.errors import InputError
+from pipeline.errors import DamagedRun, InputError
 from pipeline.faults import checkpoint
 from pipeline.paths import display
 from pipeline.readers import export, prof
@@ -115,7 +115,12 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
     t0 = time.monotonic()
     run_id, _, texts = identify(dump)
     fp = fingerprint(dump)
-    existing = wh.run(run_id)
+    try:
+        existing = wh.run(run_id)
+    except DamagedRun:
+        if not force:
+            raise
+        existing = None  # --force: the new commit record replaces the unreadable one
     if existing and existing["fingerprint"] == fp and not force:
         return IngestResult(run_id, display(dump), skipped=True, row=existing)
 

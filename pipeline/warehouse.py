@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline.contracts import contract
-from pipeline.errors import UnknownRun, UsageError, WarehouseLocked
+from pipeline.errors import DamagedRun, UnknownRun, UsageError, WarehouseLocked
 from pipeline.faults import checkpoint
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -52,9 +52,13 @@ class Warehouse:
     path: Path
     stale_lock: str | None = None  # pid left in .lock by a writer that died (set by writer())
     swept: int = 0  # leftover files removed when the lock was taken
+    # run id -> why its commit record cannot be read, as the last ``runs()`` found it: such a
+    # run is left out of every listing, and its files are never swept (``drop`` removes them)
+    unreadable: dict = None
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
+        self.unreadable = {}
 
     # --- paths ---------------------------------------------------------------------
     def part(self, layer: str, table: str, run_id: str, part_id: str) -> Path:
@@ -79,24 +83,53 @@ class Warehouse:
 
     # --- runs ----------------------------------------------------------------------
     def runs(self) -> list[dict]:
-        """Committed runs, oldest collection first."""
+        """Committed runs, oldest collection first. A commit record that cannot be read
+        (truncated, garbage, no permission) is not a run here, but it is not nothing either:
+        it is kept in ``unreadable`` with the reason, for the commands to report."""
         rows = []
+        self.unreadable = {}
         base = self.path / "runs"
         if not base.is_dir():
             return rows
         for f in sorted(base.glob("run_id=*/run.parquet")):
+            run_id = f.parent.name.split("=", 1)[1]
             try:
-                rows.extend(pq.read_table(f).to_pylist())
-            except (OSError, pa.ArrowInvalid):
-                continue  # a torn file cannot exist (atomic replace); skip anything foreign
+                rows.append(_read_record(f, run_id))
+            except DamagedRun as e:
+                self.unreadable[run_id] = str(e)
         rows.sort(key=lambda r: (r.get("collection_start_us") or 0, r["run_id"]))
         return rows
 
     def run(self, run_id: str) -> dict | None:
+        """The run's commit record; None when it has none; DamagedRun when it cannot be read."""
         f = self.run_file(run_id)
         if not f.exists():
             return None
-        return pq.read_table(f).to_pylist()[0]
+        return _read_record(f, run_id)
+
+    def drop(self, run_id: str) -> int:
+        """Remove a run: its commit record first (the run is gone at once), then every part
+        file and temporary file of it. The one way a run's data is deleted on purpose, readable
+        record or not. Call under the lock. Returns the files removed."""
+        record = self.run_file(run_id)
+        files = [p for layer in ("raw", "marts") for p in (self.path / layer).glob(f"*/run_id={run_id}/*")]
+        if not record.exists() and not files:
+            raise UnknownRun(f"no run {run_id!r} in {self.path} (see `profetl runs`)")
+        removed = 0
+        if record.exists():
+            record.unlink()
+            _fsync_dir(record.parent)
+            removed += 1
+        for p in files + list(record.parent.glob(".run-*.tmp")):
+            p.unlink(missing_ok=True)
+            removed += 1
+        for d in [record.parent] + [p.parent for p in files]:
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+        self.unreadable.pop(run_id, None)
+        return removed
 
     def resolve(self, run_ref: str | None) -> dict:
         """A committed run by id, unique id prefix, or ``latest``."""
@@ -157,6 +190,8 @@ class Warehouse:
         for layer in ("raw", "marts"):
             for f in (self.path / layer).glob("*/run_id=*/*"):
                 run_id = f.parent.name.split("=", 1)[1]
+                if run_id in self.unreadable:
+                    continue  # which files its record names is unknown: keep them all
                 part_id = f.name[len("part-"):-len(".parquet")] if f.name.startswith("part-") else None
                 if part_id not in current.get(run_id, set()):
                     f.unlink(missing_ok=True)
@@ -223,6 +258,18 @@ class Warehouse:
             if locked:  # an orderly end, error or not: the next writer need not warn
                 os.ftruncate(fd, 0)
             os.close(fd)  # closing the descriptor releases the flock
+
+
+def _read_record(f: Path, run_id: str) -> dict:
+    """One commit record, or DamagedRun saying why it cannot be read."""
+    try:
+        rows = pq.read_table(f).to_pylist()
+    except (OSError, pa.ArrowException) as e:
+        reason = getattr(e, "strerror", None) or (str(e).splitlines() or [type(e).__name__])[0]
+        raise DamagedRun(run_id, f, reason) from None
+    if len(rows) != 1 or rows[0].get("run_id") != run_id:
+        raise DamagedRun(run_id, f, f"it holds {len(rows)} row(s), not the one row of run {run_id}")
+    return rows[0]
 
 
 def _fsync_dir(path: Path) -> None:

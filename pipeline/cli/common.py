@@ -117,7 +117,15 @@ def writing(wh: Warehouse, wait: float = 0.0) -> Iterator[Warehouse]:
         if wh.stale_lock:
             err.print(f"profetl: warning: the previous writer (process {wh.stale_lock}) died without "
                       f"releasing {wh.path / '.lock'}; removed {wh.swept} leftover file(s)", highlight=False, markup=False)
+        warn_unreadable(wh)
         yield wh
+
+
+def warn_unreadable(wh: Warehouse) -> None:
+    """One warning line on stderr per run whose commit record cannot be read (``wh.runs()``
+    found them): such a run is missing from every listing until it is re-ingested or dropped."""
+    for message in wh.unreadable.values():
+        err.print(f"profetl: warning: {message}", highlight=False, markup=False)
 
 
 @contextmanager

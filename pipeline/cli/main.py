@@ -19,7 +19,7 @@ from pipeline import __version__
 from pipeline.errors import ExitCode
 
 # the commands, in help order; each is pipeline.cli.<name>.command
-COMMANDS = ("run", "ingest", "build", "runs", "show", "export", "query", "compare", "trend", "timeline", "synth")
+COMMANDS = ("run", "ingest", "build", "runs", "drop", "show", "export", "query", "compare", "trend", "timeline", "synth")
 
 
 def _version(value: bool) -> None:
