@@ -6,6 +6,7 @@ commit records exist, through the part files those records name.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import duckdb
@@ -59,19 +60,22 @@ def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict]) -> str:
             f"hive_types = {{'run_id': VARCHAR}}, union_by_name = true) UNION ALL BY NAME {_empty_view(c)})")
 
 
-def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None) -> duckdb.DuckDBPyConnection:
+def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None,
+            sandbox: bool = False, confine: bool = False) -> duckdb.DuckDBPyConnection:
     """A connection with views ``runs``, every raw table and every mart (optionally some runs only).
 
     Times print in UTC. ``runs`` holds the commit records plus ``RUN_VIEW_COLUMNS``.
     ``tables`` limits the other views to those named (and what ``runs`` reads): a view
     reads the footer of every part file it lists, so fewer views open faster over many runs.
+    ``sandbox``: the connection runs SQL a user wrote (``lock_down``); ``confine`` also keeps
+    its file-reading functions inside the warehouse.
     """
     only = None if tables is None else set(tables) | _RUNS_VIEW_READS
     runs = wh.check().runs()
     if run_ids is not None:
         wanted = set(run_ids)
         runs = [r for r in runs if r["run_id"] in wanted]
-    con = duckdb.connect()
+    con = duckdb.connect(config=_SANDBOX_CONFIG if sandbox else {})
     con.execute("SET TimeZone = 'UTC'")
     if runs:
         listing = "[" + ", ".join(_quote(wh.run_file(r["run_id"])) for r in runs) + "]"
@@ -87,7 +91,36 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None) -> duc
         if only is None or name in only:
             con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'marts', c, runs)}")
     con.execute(_RUNS_VIEW)
+    if sandbox:
+        lock_down(con, wh if confine else None)
     return con
+
+
+# Set when the connection is made: no extension is installed or loaded behind a query's back
+# (reading a URL or a .json file would otherwise fetch and load one).
+_SANDBOX_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
+                   "allow_community_extensions": False}
+
+
+def lock_down(con: duckdb.DuckDBPyConnection, confine_to: Warehouse | None = None) -> None:
+    """Settings that hold whatever the statement, on top of ``check_read_only``.
+
+    External access is off: no extension can be loaded, no URL (http, s3) read, no file
+    read or written outside the allowed directories. Those are every local directory, or,
+    with ``confine_to``, only the warehouse (its committed files and nothing outside it:
+    read_csv, read_text, read_blob, glob, COPY and ATTACH included). The configuration is then
+    locked, so no SET takes it back. Writing into an allowed directory is stopped by the
+    statement check alone: DuckDB's allowed directories are allowed for reading and writing."""
+    import os
+
+    if confine_to is None:
+        allowed = ["/"]
+    else:
+        base = confine_to.path
+        allowed = sorted({os.path.abspath(base).rstrip("/") + "/", str(base.resolve()).rstrip("/") + "/"})
+    con.execute("SET allowed_directories = $dirs", {"dirs": allowed})
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
 
 
 # Columns the ``runs`` view adds to the commit records (documented in docs/tables.md).
@@ -135,29 +168,50 @@ class QueryResult:
 
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
 
+# EXPLAIN [ANALYZE] [(options)] in front of the statement it explains, comments allowed between
+_GAP = r"(?:\s|--[^\n]*(?:\n|$)|/\*.*?\*/)*"
+_EXPLAIN = re.compile(rf"^{_GAP}explain\b{_GAP}(?:analy[sz]e\b{_GAP})?(?:\([^()]*\){_GAP})?", re.I | re.S)
+
 
 def check_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
-    """Only queries: a COPY, ATTACH, CREATE or other statement could write files."""
+    """Only queries: a COPY, ATTACH, CREATE, INSTALL or other statement could write files or
+    fetch code, and so could one under EXPLAIN ANALYZE (which runs it): an EXPLAIN passes only
+    when what it explains is a SELECT."""
     try:
         statements = con.extract_statements(sql)
     except duckdb.Error as e:
         raise QueryFailed(str(e).splitlines()[0]) from None
-    for st in statements:
-        kind = str(st.type).rsplit(".", 1)[-1]
-        if kind not in READ_ONLY_STATEMENTS:
-            raise QueryFailed(f"only SELECT queries are allowed here, not {kind}: the warehouse is read-only to `query`")
     if len(statements) != 1:
         raise QueryFailed(f"give one SELECT statement, not {len(statements)}")
+    kind = _kind(statements[0])
+    text = statements[0].query
+    while kind == "EXPLAIN":
+        m = _EXPLAIN.match(text)
+        try:
+            inner = con.extract_statements(text[m.end():]) if m else []
+        except duckdb.Error:
+            inner = []
+        if len(inner) != 1:
+            raise QueryFailed("EXPLAIN is allowed here only in front of one SELECT")
+        kind, text = _kind(inner[0]), inner[0].query
+        if kind not in READ_ONLY_STATEMENTS:
+            kind = "EXPLAIN " + kind
+    if kind not in READ_ONLY_STATEMENTS:
+        raise QueryFailed(f"only SELECT queries are allowed here, not {kind}: the warehouse is read-only to `query`")
 
 
-def read_consistent(wh: Warehouse, read, run_ids: list[str] | None = None, tables=None):
+def _kind(statement) -> str:
+    return str(statement.type).rsplit(".", 1)[-1]
+
+
+def read_consistent(wh: Warehouse, read, run_ids: list[str] | None = None, tables=None, **sandbox):
     """``read(con)`` on a fresh set of views; once more if a writer replaced a run meanwhile.
 
     A writer deletes the part files its commit superseded, so a reader that listed them
     just before may find one gone: it then sees the new commit on the second try.
     """
     for attempt in (1, 2):
-        con = connect(wh, run_ids, tables)
+        con = connect(wh, run_ids, tables, **sandbox)
         try:
             return read(con)
         except duckdb.IOException:
@@ -168,7 +222,7 @@ def read_consistent(wh: Warehouse, read, run_ids: list[str] | None = None, table
 
 
 def write_consistent(wh: Warehouse, select, fmt: str, out: str, headers: list[str] | None = None,
-                     run_ids: list[str] | None = None, tables=None) -> int:
+                     run_ids: list[str] | None = None, tables=None, **sandbox) -> int:
     """Write the rows of ``select(con)`` (a schema and a stream of record batches) to ``out``
     as they are read, on fresh views like ``read_consistent``. A file is written again from
     the start on the second try; standard output cannot take back the rows it already got, so
@@ -183,25 +237,28 @@ def write_consistent(wh: Warehouse, select, fmt: str, out: str, headers: list[st
         schema, batches = select(con)
         return write_batches(batches, schema, fmt, out, headers)
 
-    return read_consistent(wh, read, run_ids, tables)
+    return read_consistent(wh, read, run_ids, tables, **sandbox)
 
 
-def query_to(wh: Warehouse, sql: str, fmt: str, out: str, params: dict | None = None) -> int:
-    """Run one read-only query and stream its rows to ``out`` as CSV, JSON lines or Parquet."""
+def query_to(wh: Warehouse, sql: str, fmt: str, out: str, params: dict | None = None, confine: bool = False) -> int:
+    """Run one read-only query and stream its rows to ``out`` as CSV, JSON lines or Parquet
+    (on a locked-down connection, ``lock_down``)."""
     def select(con):
         check_read_only(con, sql)
         reader = con.sql(sql, params=params or None).to_arrow_reader(BATCH_ROWS)
         return reader.schema, reader
 
     try:
-        return write_consistent(wh, select, fmt, out)
+        return write_consistent(wh, select, fmt, out, sandbox=True, confine=confine)
     except duckdb.Error as e:
         raise QueryFailed(str(e).splitlines()[0]) from None
 
 
-def query(wh: Warehouse, sql: str, params: dict | None = None, limit: int | None = None) -> QueryResult:
-    """Run one read-only query; keep every row, or the first ``limit`` (the rest are counted,
-    not kept, so the head of a huge result costs the memory of the head)."""
+def query(wh: Warehouse, sql: str, params: dict | None = None, limit: int | None = None,
+          confine: bool = False) -> QueryResult:
+    """Run one read-only query on a locked-down connection (``lock_down``); keep every row, or
+    the first ``limit`` (the rest are counted, not kept, so the head of a huge result costs the
+    memory of the head)."""
     def read(con):
         check_read_only(con, sql)
         rel = con.sql(sql, params=params or None)
@@ -218,7 +275,7 @@ def query(wh: Warehouse, sql: str, params: dict | None = None, limit: int | None
         return pa.Table.from_batches(kept, reader.schema), total
 
     try:
-        table, total = read_consistent(wh, read)
+        table, total = read_consistent(wh, read, sandbox=True, confine=confine)
     except duckdb.Error as e:
         raise QueryFailed(str(e).splitlines()[0]) from None
     return QueryResult(table.column_names, table, total)
