@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -15,7 +16,7 @@ import pyarrow.parquet as pq
 
 from pipeline import __version__
 from pipeline.contracts import RAW_TABLES, Contract, contract, contracts
-from pipeline.errors import QueryFailed, TransformFailed
+from pipeline.errors import DamagedRun, QueryFailed, TransformFailed
 from pipeline.formats import write_batches
 from pipeline.warehouse import Warehouse
 
@@ -48,8 +49,38 @@ def raw_select(wh: Warehouse, table: str, run: dict) -> str:
     return f"select {cols} from read_parquet({_quote(path)})"
 
 
+class _Changed(Exception):
+    """The warehouse changed under a reader's snapshot: take a new one."""
+
+
+def _snapshot_files(wh: Warehouse, layer: str, table: str, runs: list[dict]) -> list[Path]:
+    """The part files the snapshot's commit records name for ``table``. A file named but gone
+    means a writer replaced that run since its record was read (``_Changed``: read again), or,
+    when the record is still the same, that the file was lost: an error for a run of this
+    version, which writes every table; a run of an older profetl may lack a table added since."""
+    key = "ingest_id" if layer == "raw" else "build_id"
+    out = []
+    for r in runs:
+        if not r.get(key):
+            continue
+        f = wh.part(layer, table, r["run_id"], r[key])
+        if f.exists():
+            out.append(f)
+            continue
+        try:
+            now = wh.run(r["run_id"])
+        except DamagedRun:
+            now = None
+        if now is None or now.get(key) != r[key]:
+            raise _Changed(f"run {r['run_id']} was replaced or removed while it was read")
+        if r.get("profetl_version") == __version__:
+            raise QueryFailed(f"run {r['run_id']}: its commit record names {f}, which is missing; "
+                              f"`profetl run --force DUMP` re-ingests the run, `profetl drop {r['run_id']}` removes it")
+    return out
+
+
 def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict]) -> str:
-    files = wh.current_files(layer, c.name, runs)
+    files = _snapshot_files(wh, layer, c.name, runs)
     if not files:
         return _empty_view(c)
     listing = "[" + ", ".join(_quote(f) for f in files) + "]"
@@ -76,21 +107,24 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None,
         wanted = set(run_ids)
         runs = [r for r in runs if r["run_id"] in wanted]
     con = duckdb.connect(config=_SANDBOX_CONFIG if sandbox else {})
-    con.execute("SET TimeZone = 'UTC'")
-    if runs:
-        listing = "[" + ", ".join(_quote(wh.run_file(r["run_id"])) for r in runs) + "]"
-        con.execute(f"CREATE VIEW _run_records AS SELECT * FROM read_parquet({listing}, hive_partitioning = false, union_by_name = true)")
-    else:
-        c = contracts("raw")["runs"]
-        con.execute("CREATE VIEW _run_records AS SELECT " + ", ".join(
-            f"NULL::{col.sql_type} AS {col.name}" for col in c.columns) + " WHERE false")
-    for name in RAW_TABLES:
-        if only is None or name in only:
-            con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'raw', contracts('raw')[name], runs)}")
-    for name, c in contracts("marts").items():
-        if only is None or name in only:
-            con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'marts', c, runs)}")
-    con.execute(_RUNS_VIEW)
+    try:
+        con.execute("SET TimeZone = 'UTC'")
+        # the records as read once, held in memory: the runs view and the part files listed
+        # below are the same snapshot, whatever a writer commits meanwhile
+        records = pa.Table.from_pylist(runs, schema=contract("raw", "runs").schema)
+        con.register("_run_snapshot", records)
+        con.execute("CREATE TABLE _run_records AS SELECT * FROM _run_snapshot")
+        con.unregister("_run_snapshot")
+        for name in RAW_TABLES:
+            if only is None or name in only:
+                con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'raw', contracts('raw')[name], runs)}")
+        for name, c in contracts("marts").items():
+            if only is None or name in only:
+                con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'marts', c, runs)}")
+        con.execute(_RUNS_VIEW)
+    except BaseException:
+        con.close()
+        raise
     if sandbox:
         lock_down(con, wh if confine else None)
     return con
@@ -204,21 +238,36 @@ def _kind(statement) -> str:
     return str(statement.type).rsplit(".", 1)[-1]
 
 
+# snapshots a reader takes before it gives up on a warehouse that keeps changing under it
+READ_ATTEMPTS = 3
+
+
 def read_consistent(wh: Warehouse, read, run_ids: list[str] | None = None, tables=None, **sandbox):
-    """``read(con)`` on a fresh set of views; once more if a writer replaced a run meanwhile.
+    """``read(con)`` on a snapshot of the warehouse: the commit records read once, and the
+    part files they name. ``read`` sees all of a run's old files or all of its new ones, and
+    every committed run; never a mix, never a run left out.
 
     A writer deletes the part files its commit superseded, so a reader that listed them
-    just before may find one gone: it then sees the new commit on the second try.
+    just before may find one gone, while listing (``_Changed``) or while reading (DuckDB's
+    IOException): it then takes a new snapshot and reads again, from the start. When the
+    warehouse changes under every attempt, or a file stays unreadable, the read fails with
+    a clear error (QueryFailed) rather than answer from part of the data.
     """
-    for attempt in (1, 2):
-        con = connect(wh, run_ids, tables, **sandbox)
+    why = ""
+    for _ in range(READ_ATTEMPTS):
+        try:
+            con = connect(wh, run_ids, tables, **sandbox)
+        except _Changed as e:
+            why = str(e)
+            continue
         try:
             return read(con)
-        except duckdb.IOException:
-            if attempt == 2:
-                raise
+        except duckdb.IOException as e:
+            why = str(e).splitlines()[0]
         finally:
             con.close()
+    raise QueryFailed(f"the warehouse {wh.path} changed under {READ_ATTEMPTS} attempts to read it "
+                      f"(a writer replacing runs?), or a file of it cannot be read: {why}; run the command again")
 
 
 def write_consistent(wh: Warehouse, select, fmt: str, out: str, headers: list[str] | None = None,
