@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from pipeline.errors import ExitCode, PipelineError
 from pipeline.warehouse import Warehouse
@@ -24,7 +26,39 @@ if TYPE_CHECKING:
     from pipeline.selection import RunSelection
 
 
-class _StdoutConsole(Console):
+# C0 and C1 control characters (but the newline of a message) and the bidirectional overrides:
+# in names and paths from a dump they would move the cursor, recolour or reorder the terminal
+_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_OR_NEWLINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(m: re.Match) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str, newlines: bool = True) -> str:
+    """``text`` with its control characters as ``\\xNN`` (``\\uNNNN``) escapes; ``newlines``
+    False keeps line breaks (a message's own)."""
+    return (_CONTROL_OR_NEWLINE if newlines else _CONTROL).sub(_escaped, text)
+
+
+class _PlainConsole(Console):
+    """A Console that prints text as text: no markup (a path holding ``[/b]`` or an op named
+    ``Re[i]lu`` prints as it is), no emoji codes, no highlighting, and control characters
+    escaped. Everything profetl prints holds data (names, paths, messages quoting them), so
+    this is the only way it prints; styled output would be built from rich objects."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(markup=False, emoji=False, highlight=False, **kw)
+
+    def print(self, *objects, **kw) -> None:
+        objects = tuple(escape_controls(o, newlines=False) if isinstance(o, str) else o for o in objects)
+        kw.pop("markup", None)
+        super().print(*objects, markup=False, **kw)
+
+
+class _StdoutConsole(_PlainConsole):
     """rich's Console for standard output, except when its reader goes away (`| head`): rich
     then exits with 1, wherever the write happens; profetl stops quietly with PIPE_CLOSED (141),
     as tools stopped by SIGPIPE do and as errors() does for other writers."""
@@ -35,7 +69,7 @@ class _StdoutConsole(Console):
 
 
 out = _StdoutConsole(soft_wrap=True, width=None if sys.stdout.isatty() else 4000)
-err = Console(stderr=True, soft_wrap=True)
+err = _PlainConsole(stderr=True, soft_wrap=True)
 
 WarehouseOpt = Annotated[
     Path,
@@ -211,9 +245,14 @@ def build_json(b: BuildResult) -> dict:
 
 
 def print_table(title: str | None, headers: list[str], rows: list[list[str]], caption: str | None = None) -> None:
-    t = Table(title=title, caption=caption, title_justify="left", caption_justify="left", show_lines=False)
+    """A table of text: cells, headers, title and caption as they are (no markup), control
+    characters, line breaks included, escaped."""
+    def text(v):
+        return None if v is None else Text(escape_controls(str(v)))
+
+    t = Table(title=text(title), caption=text(caption), title_justify="left", caption_justify="left", show_lines=False)
     for h in headers:
-        t.add_column(h, overflow="fold")
+        t.add_column(text(h), overflow="fold")
     for r in rows:
-        t.add_row(*r)
+        t.add_row(*(text(v) for v in r))
     out.print(t)

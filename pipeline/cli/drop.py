@@ -14,6 +14,7 @@ def command(
     run_ids: Annotated[list[str], typer.Argument(metavar="RUN_ID...", help="Exact run ids (no prefixes, no latest).", show_default=False)],
     warehouse: C.WarehouseOpt = None,
     wait: C.WaitOpt = 0.0,
+    json_: C.JsonOpt = False,
 ) -> None:
     """Remove runs: their commit records and every file of theirs, under the writer lock.
 
@@ -29,5 +30,8 @@ def command(
             check_run_id(r)
         with wh.writer(wait_seconds=wait):
             done = [(r, wh.drop(r)) for r in run_ids]
+    if json_:
+        C.print_json([{"run_id": r, "files_removed": n} for r, n in done])
+        return
     for r, n in done:
         C.out.print(f"dropped    {r}  ({n} file(s))", highlight=False, markup=False)
