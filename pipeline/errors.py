@@ -11,6 +11,7 @@ class ExitCode:
     USAGE = 2  # bad arguments or configuration (Typer uses 2 as well)
     LOCKED = 3  # another live writer holds the warehouse lock
     REGRESSION = 4  # compare found a regression beyond --threshold (the data, not profetl, failed)
+    DATA_LOSS = 5  # run: every dump built or unchanged, but some built with data lost (bytes skipped, bad metadata, missing files)
     PIPE_CLOSED = 141  # the reader of standard output went away (`| head`), as for a tool stopped by SIGPIPE
 
 

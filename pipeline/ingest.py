@@ -35,6 +35,7 @@ class IngestResult:
     row: dict = field(default_factory=dict)  # the runs row to commit
     rows_by_table: dict[str, int] = field(default_factory=dict)
     issues: list[str] = field(default_factory=list)  # one line each
+    losses: dict[str, int] = field(default_factory=dict)  # issues that stand for data lost, by kind
 
 
 def identify(dump: Path) -> tuple[str, int | None, dict[str, str]]:
@@ -180,7 +181,8 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
         "notes": meta.notes,
         "profetl_version": __version__,
     }
-    return IngestResult(run_id, display(dump), row=row, rows_by_table=rows, issues=[i.line() for i in log.issues])
+    return IngestResult(run_id, display(dump), row=row, rows_by_table=rows, issues=[i.line() for i in log.issues],
+                        losses=log.losses())
 
 
 def _read(layout: str, dump: Path, sink: ParquetSink, log: IssueLog):

@@ -40,6 +40,11 @@ class Outcome:
     build: BuildResult | None = None
     issues: list[str] = field(default_factory=list)
 
+    @property
+    def losses(self) -> dict[str, int]:
+        """Data lost in what this outcome read (nothing when the dump was not read again)."""
+        return self.ingest.losses if self.ingest is not None and not self.ingest.skipped else {}
+
 
 def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool = True,
                 memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> Outcome:

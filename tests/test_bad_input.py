@@ -513,3 +513,34 @@ def test_cli_run_reports_each_bad_root_and_keeps_going(dump, tmp_path):
     assert "2 dump(s): 1 done, 1 failed" in result.stdout
     [run] = Warehouse(tmp_path / "wh").runs()
     assert run["status"] == "built"
+
+
+def test_cli_run_tells_a_damaged_night_from_a_clean_one(tmp_path):
+    """Garbage info.json and a truncated timeline: the dump is still built, but `run` exits
+    DATA_LOSS with a summary that says so; a clean night exits 0."""
+    from pipeline.errors import ExitCode
+    from tests.warehouse_checks import profetl
+
+    clean, damaged = tmp_path / "clean", tmp_path / "damaged"
+    generate(clean, HiprofConfig(inferences=2, seed=7))
+    generate(damaged, HiprofConfig(inferences=2, seed=8, start_us=1_767_312_000_000_000))
+    (damaged / "info.json.0").write_text("{garbage")
+    track = damaged / "data" / "ts_track.data.0.slice_0"
+    track.write_bytes(track.read_bytes()[:-37])
+
+    ok = profetl("run", clean, "--warehouse", tmp_path / "wh")
+    assert ok.returncode == ExitCode.OK == 0, ok.stderr
+    assert "data lost" not in ok.stdout
+
+    night = profetl("run", clean, damaged, "--warehouse", tmp_path / "wh")
+    assert night.returncode == ExitCode.DATA_LOSS == 5, night.stdout + night.stderr
+    assert "2 dump(s): 2 done, 0 failed, 1 built with data lost" in night.stdout
+    [line] = [l for l in night.stdout.splitlines() if str(damaged) in l]
+    assert line.startswith("built") and "DATA LOST" in line and "bad_metadata" in line and "truncated_record" in line
+    as_json = profetl("run", damaged, "--force", "--json", "--warehouse", tmp_path / "wh")
+    assert as_json.returncode == 5
+    [d] = json.loads(as_json.stdout)
+    assert d["status"] == "built" and d["data_lost"]["bad_metadata"] >= 1 and d["data_lost"]["truncated_record"] >= 1
+    # a failed dump still wins: exit 1
+    failed = profetl("run", damaged, tmp_path / "nope", "--force", "--warehouse", tmp_path / "wh")
+    assert failed.returncode == 1
