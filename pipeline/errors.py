@@ -36,6 +36,11 @@ class InputError(PipelineError):
         self.offset = offset
 
 
+class ReplacementRefused(InputError):
+    """A changed dump would replace its run with less: fewer records, more bytes skipped,
+    metadata gone. ``--force`` replaces it anyway."""
+
+
 class UsageError(PipelineError):
     exit_code = ExitCode.USAGE
 

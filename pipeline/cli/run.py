@@ -17,7 +17,7 @@ def command(
     roots: Annotated[list[Path], typer.Argument(help="Dump directories, or folders to search for dumps.", show_default=False)],
     warehouse: C.WarehouseOpt = None,
     wait: C.WaitOpt = 0.0,
-    force: Annotated[bool, typer.Option("--force", help="Re-ingest dumps whose content is unchanged.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Re-ingest dumps whose content is unchanged; replace a run even when its changed dump now holds less (fewer records, more bytes skipped, metadata gone), or when its commit record cannot be read.")] = False,
     show: Annotated[bool, typer.Option("--show", help="Print the five tables of each run afterwards.")] = False,
     memory_limit: C.MemoryOpt = DEFAULT_MEMORY_LIMIT,
     threads: C.ThreadsOpt = 0,
@@ -68,6 +68,8 @@ def _summary(o: Outcome) -> dict:
         "source_path": o.source_path, "status": o.status, "run_id": o.run_id, "error": o.error,
         "records_decoded": row.get("records_decoded"), "bytes_skipped": row.get("bytes_skipped"),
         "issues": o.issues, "data_lost": o.losses,
+        "replaced": ({k: (o.ingest.replaced.get(k)) for k in ("ingest_id", "ingested_at", "source_path", "records_decoded",
+                                                          "bytes_skipped")} if o.ingest and o.ingest.replaced else None),
         "ingest": {"rows": o.ingest.rows_by_table, "seconds": row.get("ingest_seconds")} if read else None,
         "build": C.build_json(o.build) if o.build else None,
     }
@@ -87,6 +89,11 @@ def _print_outcome(o: Outcome) -> None:
         if o.losses:
             detail += " DATA LOST: " + ", ".join(f"{n} {kind}" for kind, n in sorted(o.losses.items()))
     label = "unchanged" if o.status == "unchanged" else o.status
+    old = o.ingest.replaced if o.ingest else None
+    if old:  # every replacement is said, with what it replaced
+        label = "replaced"
+        detail += (f"; replaced the run ingested {old['ingested_at']:%Y-%m-%d %H:%M:%S} UTC from "
+                   f"{old['source_path']} ({old['records_decoded']} records, {old['bytes_skipped']} bytes skipped)")
     C.out.print(f"{label:<10} {o.run_id}  {o.source_path}{detail}", highlight=False, markup=False)
     for line in o.issues[:10]:
         C.out.print(f"           - {line}", highlight=False, markup=False)
