@@ -23,9 +23,12 @@ def detect(path: Path) -> str | None:
     return raw  # raw data, where present, is read rather than its exports
 
 
-def discover(root: Path, max_depth: int = 6) -> list[Path]:
+def discover(root: Path, max_depth: int = 6, unreadable: list | None = None) -> list[Path]:
     """Every dump at or under ``root``; links are not followed, dumps are not searched inside but
-    for a torch_npu rank folder, whose PROF_* folders that still hold raw data are dumps of their own."""
+    for a torch_npu rank folder, whose PROF_* folders that still hold raw data are dumps of their own.
+
+    A folder that cannot be read (permission denied, gone meanwhile) is skipped, the others
+    still searched; with ``unreadable``, each is appended to it as (path, reason)."""
     root = Path(root)
     if not root.exists():
         raise InputError("does not exist", path=display(root))
@@ -34,7 +37,12 @@ def discover(root: Path, max_depth: int = 6) -> list[Path]:
     found: list[Path] = []
 
     def walk(d: Path, depth: int) -> None:
-        layout = detect(d)
+        try:
+            layout = detect(d)
+        except OSError as e:
+            if unreadable is not None:
+                unreadable.append((Path(e.filename) if e.filename else d, e.strerror or str(e)))
+            return
         if layout:
             found.append(d)
             if layout == "torch_npu_export":  # and the PROF_* folders in it that keep raw data
@@ -44,7 +52,9 @@ def discover(root: Path, max_depth: int = 6) -> list[Path]:
             return
         try:
             children = sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink())
-        except OSError:
+        except OSError as e:
+            if unreadable is not None:
+                unreadable.append((Path(e.filename) if e.filename else d, e.strerror or str(e)))
             return
         for c in children:
             if not export.exports_of_raw(c):  # exports of the raw data found beside them: not a run

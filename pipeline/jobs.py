@@ -84,12 +84,16 @@ def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build:
     outcomes: list[Outcome] = []
     dumps: list[Path] = []
     for root in roots:
+        unreadable: list = []
         try:
-            found = discover(Path(root))
+            found = discover(Path(root), unreadable=unreadable)
         except PipelineError as e:
             outcomes.append(Outcome(display(root), "failed", error=str(e)))
             continue
-        if not found:
+        for path, reason in unreadable:  # a folder that may hold dumps no one will see: a failure
+            outcomes.append(Outcome(display(path), "failed", error=f"{display(path)}: cannot be searched for dumps "
+                                                                   f"({reason}); the rest of {display(root)} was"))
+        if not found and not unreadable:
             outcomes.append(Outcome(display(root), "failed", error=f"{display(root)}: no dump found (a result_dir holds data/ with hiprof-era files)"))
         dumps.extend(found)
     for dump in dumps:
