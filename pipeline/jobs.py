@@ -59,9 +59,13 @@ def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool
         return Outcome(display(dump), status, res.run_id, ingest=res)
     row = res.row
     b = None
-    if then_build:
-        b, row = _build(wh, row, row["tables_filled"], memory_limit, threads)
-    wh.commit(row)
+    try:
+        if then_build:
+            b, row = _build(wh, row, row["tables_filled"], memory_limit, threads)
+        wh.commit(row)
+    except BaseException:
+        wh.discard_uncommitted(res.run_id)  # the new raw files (and marts) no commit names
+        raise
     issues = res.issues + (b.issues if b else [])
     return Outcome(display(dump), "built" if b else "ingested", res.run_id, ingest=res, build=b, issues=issues)
 

@@ -5,7 +5,7 @@ Layout::
     <warehouse>/raw/<table>/run_id=<id>/part-<ingest_id>.parquet
     <warehouse>/marts/<table>/run_id=<id>/part-<build_id>.parquet
     <warehouse>/runs/run_id=<id>/run.parquet     # the commit record, replaced atomically
-    <warehouse>/.lock                            # flock of the one writer; holds its pid
+    <warehouse>/.lock                            # flock of the one writer (with one on the folder); holds its pid
 
 Part files carry the id of the ingest or build that wrote them. A run's ``run.parquet``
 names the current ids, so new part files can be written next to the old ones and
@@ -181,6 +181,23 @@ class Warehouse:
                 if f.name[len("part-"):-len(".parquet")] not in current:
                     f.unlink(missing_ok=True)
 
+    def discard_uncommitted(self, run_id: str) -> int:
+        """Remove the run's part files its commit record does not name: what a writer wrote for
+        a dump that then failed, so a full disk gets its space back now, not at the next writer.
+        Nothing is removed for a run whose record cannot be read. Call under the lock."""
+        try:
+            row = self.run(run_id)
+        except DamagedRun:
+            return 0
+        current = {row.get("ingest_id"), row.get("build_id")} if row else set()
+        removed = 0
+        for layer in ("raw", "marts"):
+            for f in (self.path / layer).glob(f"*/run_id={run_id}/part-*.parquet"):
+                if f.name[len("part-"):-len(".parquet")] not in current:
+                    f.unlink(missing_ok=True)
+                    removed += 1
+        return removed
+
     def sweep(self) -> int:
         """Remove part files and temp files that no commit names. Call under the lock."""
         current = {}
@@ -224,8 +241,9 @@ class Warehouse:
     def writer(self, wait_seconds: float = 0.0):
         """Hold the warehouse's writer lock for the duration of the block.
 
-        The lock is an ``flock`` on ``.lock``: the kernel releases it when its process
-        dies, even under ``kill -9``, so a dead writer never blocks the next one. The file
+        The lock is an ``flock`` on the warehouse folder and one on ``.lock``: the kernel
+        releases them when their process dies, even under ``kill -9``, so a dead writer never
+        blocks the next one; deleting ``.lock`` under a live writer lets no second one in. The file
         holds the writer's pid while it works and is emptied on a clean exit, so a
         non-empty, unlocked file means the previous writer died: that is reported in
         ``stale_lock`` and its leftovers are swept before this writer starts.
@@ -233,20 +251,16 @@ class Warehouse:
         self.check()
         self.path.mkdir(parents=True, exist_ok=True)
         lock = self.path / ".lock"
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + wait_seconds
+        # Two flocks: on the warehouse folder itself, which no one deletes under a writer (a
+        # deleted .lock would let a second writer lock a new file of that name), and on .lock,
+        # which holds the pid and which older profetl versions lock.
+        dir_fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+        fd = -1
         locked = False
         try:
-            while True:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
-                        raise WarehouseLocked(
-                            f"{lock} is held by process {holder}; another writer is running") from None
-                    time.sleep(0.2)
+            self._wait_flock(dir_fd, deadline, lock)
+            fd = self._open_lock(lock, deadline)
             previous = os.pread(fd, 64, 0).decode(errors="replace").strip()
             self.stale_lock = previous or None
             os.ftruncate(fd, 0)
@@ -255,9 +269,50 @@ class Warehouse:
             locked = True
             yield self
         finally:
-            if locked:  # an orderly end, error or not: the next writer need not warn
+            if locked and _same_file(fd, lock):  # an orderly end, error or not: the next writer need not warn
                 os.ftruncate(fd, 0)
-            os.close(fd)  # closing the descriptor releases the flock
+            if fd >= 0:
+                os.close(fd)  # closing the descriptors releases the flocks
+            os.close(dir_fd)
+
+    def _open_lock(self, lock: Path, deadline: float) -> int:
+        """``.lock`` opened and flocked, checked to be the file at that path once locked (a file
+        deleted or replaced meanwhile is let go and the new one taken)."""
+        while True:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                self._wait_flock(fd, deadline, lock)
+            except BaseException:
+                os.close(fd)
+                raise
+            if _same_file(fd, lock):
+                return fd
+            os.close(fd)
+
+    @staticmethod
+    def _wait_flock(fd: int, deadline: float, lock: Path) -> None:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    holder = "unknown"
+                    try:
+                        holder = lock.read_text(errors="replace").strip()[:64] or "unknown"
+                    except OSError:
+                        pass
+                    raise WarehouseLocked(
+                        f"{lock} is held by process {holder}; another writer is running") from None
+                time.sleep(0.2)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        a, b = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
 
 
 def _read_record(f: Path, run_id: str) -> dict:

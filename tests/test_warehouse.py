@@ -252,3 +252,33 @@ def test_a_change_in_the_middle_of_a_large_file_is_seen_and_reported(tmp_path):
     assert o["status"] == "built" and o["replaced"] and o["replaced"]["source_path"] == str(d)
     text = profetl("run", d, "--warehouse", tmp_path / "wh")
     assert text.stdout.startswith("unchanged")
+
+
+def test_a_warehouse_path_with_a_question_mark(tmp_path, dump):
+    wh = tmp_path / "odd?name" / "wh"
+    p = profetl("run", dump, "--warehouse", wh)
+    assert p.returncode == 0, p.stdout + p.stderr
+    q = profetl("query", "select count(distinct run_id) from task_scheduler", "--warehouse", wh, "-f", "csv")
+    assert q.returncode == 0 and q.stdout.splitlines()[1] == "1", q.stdout + q.stderr
+
+
+def test_deleting_the_lock_file_lets_no_second_writer_in(tmp_path, dump):
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        (tmp_path / "wh" / ".lock").unlink()
+        p = profetl("run", dump, "--warehouse", tmp_path / "wh")
+        assert p.returncode == 3, p.stdout + p.stderr
+    assert profetl("run", dump, "--warehouse", tmp_path / "wh").returncode == 0
+
+
+def test_a_failed_dump_leaves_no_files(tmp_path, dump, monkeypatch):
+    import pipeline.jobs as jobs
+
+    def broken(*a, **k):
+        raise QueryFailed("the build broke")
+
+    monkeypatch.setattr(jobs, "_build", broken)
+    [o] = _run(tmp_path / "wh", dump)
+    assert o.status == "failed"
+    assert part_files(tmp_path / "wh") == []
+    assert not (tmp_path / "wh" / ".tmp").exists()

@@ -70,6 +70,12 @@ def invoked(args: list[str]) -> tuple[str, ...]:
 def main() -> None:
     """The ``profetl`` process: the command, then a quick exit (``exit_now``)."""
     _memory_pool()
+    # numpy's floating-point warnings (overflow in a conversion of absurd values) are not
+    # messages for the user: what the data lacks is an ingest issue, one line per problem
+    import warnings
+
+    warnings.filterwarnings("ignore", category=RuntimeWarning,
+                            message=r"(overflow|invalid value|divide by zero|underflow) encountered")
     try:
         make_app(invoked(sys.argv[1:]))()
     except SystemExit as e:
