@@ -113,8 +113,9 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None,
         # below are the same snapshot, whatever a writer commits meanwhile
         records = pa.Table.from_pylist(runs, schema=contract("raw", "runs").schema)
         con.register("_run_snapshot", records)
-        con.execute("CREATE TABLE _run_records AS SELECT * FROM _run_snapshot")
+        con.execute("CREATE TEMP TABLE _run_snapshot_copy AS SELECT * FROM _run_snapshot")
         con.unregister("_run_snapshot")
+        con.execute("CREATE VIEW _run_records AS SELECT * FROM _run_snapshot_copy")
         for name in RAW_TABLES:
             if only is None or name in only:
                 con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'raw', contracts('raw')[name], runs)}")
@@ -260,14 +261,28 @@ def read_consistent(wh: Warehouse, read, run_ids: list[str] | None = None, table
         except _Changed as e:
             why = str(e)
             continue
+        except duckdb.Error as e:  # a file gone between the listing and the view's first read
+            if not _vanished(e):
+                raise
+            why = str(e).splitlines()[0]
+            continue
         try:
             return read(con)
-        except duckdb.IOException as e:
+        except duckdb.Error as e:
+            if not _vanished(e):
+                raise
             why = str(e).splitlines()[0]
         finally:
             con.close()
     raise QueryFailed(f"the warehouse {wh.path} changed under {READ_ATTEMPTS} attempts to read it "
                       f"(a writer replacing runs?), or a file of it cannot be read: {why}; run the command again")
+
+
+def _vanished(e: duckdb.Error) -> bool:
+    """Whether DuckDB failed on a file that could not be opened or read: what a reader meets
+    when a writer deletes a superseded part file under it (an IOException, or an error of
+    another class carrying DuckDB's IO Error text, as at bind time)."""
+    return isinstance(e, duckdb.IOException) or str(e).startswith("IO Error")
 
 
 def write_consistent(wh: Warehouse, select, fmt: str, out: str, headers: list[str] | None = None,
