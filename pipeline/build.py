@@ -3,6 +3,7 @@ into mart part files."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from dataclasses import dataclass, field
@@ -76,6 +77,18 @@ def connect(workdir: Path, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: in
     return con
 
 
+def _build_dir(wh: Warehouse) -> Path:
+    """A scratch folder for one build's DuckDB files: in the warehouse's ``.tmp``, unless the
+    warehouse's path holds a ``?``. DuckDB reads what follows a ``?`` in a database path as
+    URI parameters (its write-ahead log then goes to another folder), links included, as it
+    resolves them; such a warehouse's builds use a folder in the system's temporary folder."""
+    if "?" not in str(Path(wh.path).absolute()):
+        return wh.temp_dir()
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="profetl-build-"))
+
+
 def check_settings(memory_limit: str, threads: int | None = None) -> None:
     """Raise UsageError for a memory limit or thread count DuckDB would refuse, before any work."""
     if threads is not None and threads < 0:
@@ -130,7 +143,7 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
     run_id = run["run_id"]
     build_id = new_id()
     thresholds = advice.configured(wh)  # a bad advice.toml fails before any work
-    workdir = wh.temp_dir()
+    workdir = _build_dir(wh)
     tmp = con = None
     try:
         con = connect(workdir, memory_limit, threads)
@@ -178,8 +191,10 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
         if con is not None:
             con.close()
         for d in (workdir, tmp):
-            if d is not None:
+            if d is not None and d.parent == wh.path / ".tmp":
                 wh.drop_temp(d)
+            elif d is not None:
+                shutil.rmtree(d, ignore_errors=True)
     result.seconds = time.monotonic() - t0
     return result
 

@@ -23,9 +23,12 @@ def detect(path: Path) -> str | None:
     return raw  # raw data, where present, is read rather than its exports
 
 
-def discover(root: Path, max_depth: int = 6) -> list[Path]:
+def discover(root: Path, max_depth: int = 6, unreadable: list | None = None) -> list[Path]:
     """Every dump at or under ``root``; links are not followed, dumps are not searched inside but
-    for a torch_npu rank folder, whose PROF_* folders that still hold raw data are dumps of their own."""
+    for a torch_npu rank folder, whose PROF_* folders that still hold raw data are dumps of their own.
+
+    A folder that cannot be read (permission denied, gone meanwhile) is skipped, the others
+    still searched; with ``unreadable``, each is appended to it as (path, reason)."""
     root = Path(root)
     if not root.exists():
         raise InputError("does not exist", path=display(root))
@@ -34,7 +37,12 @@ def discover(root: Path, max_depth: int = 6) -> list[Path]:
     found: list[Path] = []
 
     def walk(d: Path, depth: int) -> None:
-        layout = detect(d)
+        try:
+            layout = detect(d)
+        except OSError as e:
+            if unreadable is not None:
+                unreadable.append((Path(e.filename) if e.filename else d, e.strerror or str(e)))
+            return
         if layout:
             found.append(d)
             if layout == "torch_npu_export":  # and the PROF_* folders in it that keep raw data
@@ -44,7 +52,9 @@ def discover(root: Path, max_depth: int = 6) -> list[Path]:
             return
         try:
             children = sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink())
-        except OSError:
+        except OSError as e:
+            if unreadable is not None:
+                unreadable.append((Path(e.filename) if e.filename else d, e.strerror or str(e)))
             return
         for c in children:
             if not export.exports_of_raw(c):  # exports of the raw data found beside them: not a run
@@ -85,12 +95,10 @@ def fingerprint_file(p: Path) -> str:
     return h.hexdigest()[:16]
 
 
-def fingerprint(root: Path) -> str:
-    """Names and sizes of every file, and its first and last 64 KiB.
-
-    Cheap on large dumps, and it changes when a slice is added, removed, truncated,
-    or rewritten at either end.
-    """
+def content_key(root: Path) -> str:
+    """Names and sizes of every file, and its first and last 64 KiB: what tells one dump from
+    another wherever it lies (a copy, a new mount, mtimes not kept). Cheap on large dumps;
+    it changes when a slice is added, removed, truncated, or rewritten at either end."""
     h = hashlib.sha256()
     for p in _regular_files(root):
         rel = p.relative_to(root).as_posix()
@@ -98,6 +106,39 @@ def fingerprint(root: Path) -> str:
         h.update(os.fsencode(rel) + f"\0{size}\0".encode())
         _hash_edges(h, p, size)
     return h.hexdigest()
+
+
+def _stamp_key(root: Path) -> str:
+    """Names, sizes and modification times (ns) of every file."""
+    h = hashlib.sha256()
+    for p in _regular_files(root):
+        st = p.stat()
+        h.update(os.fsencode(p.relative_to(root).as_posix()) + f"\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    return h.hexdigest()[:32]
+
+
+def fingerprint(root: Path) -> str:
+    """``<content_key>:<stamp>``: the dump's content key, then a hash of every file's name,
+    size and modification time. The dump is unchanged when both are (docs/architecture.md#change-detection):
+    a write anywhere in a file moves its mtime, which costs a ``stat`` per file where hashing
+    every byte would read the whole dump every night (bench/HISTORY.md)."""
+    return f"{content_key(root)}:{_stamp_key(root)}"
+
+
+def unchanged(recorded: str | None, now: str) -> bool:
+    """Whether a dump whose fingerprint is ``now`` is the one recorded. A record written before
+    fingerprints had a stamp holds the content key alone: it is compared with that."""
+    if not recorded:
+        return False
+    if ":" not in recorded:
+        return recorded == now.split(":", 1)[0]
+    return recorded == now
+
+
+def same_content(recorded: str | None, now: str) -> bool:
+    """Whether two fingerprints are of the same dump's content (names, sizes, edges), whatever
+    the files' modification times."""
+    return bool(recorded) and recorded.split(":", 1)[0] == now.split(":", 1)[0]
 
 
 def run_id(collection_start_us: int | None, metadata: dict[str, str]) -> str:

@@ -11,6 +11,7 @@ class ExitCode:
     USAGE = 2  # bad arguments or configuration (Typer uses 2 as well)
     LOCKED = 3  # another live writer holds the warehouse lock
     REGRESSION = 4  # compare found a regression beyond --threshold (the data, not profetl, failed)
+    DATA_LOSS = 5  # run: every dump built or unchanged, but some built with data lost (bytes skipped, bad metadata, missing files)
     PIPE_CLOSED = 141  # the reader of standard output went away (`| head`), as for a tool stopped by SIGPIPE
 
 
@@ -33,6 +34,11 @@ class InputError(PipelineError):
         super().__init__(where + message)
         self.path = path
         self.offset = offset
+
+
+class ReplacementRefused(InputError):
+    """A changed dump would replace its run with less: fewer records, more bytes skipped,
+    metadata gone. ``--force`` replaces it anyway."""
 
 
 class UsageError(PipelineError):
@@ -69,3 +75,15 @@ class GrainViolated(TransformFailed):
 
 class QueryFailed(PipelineError):
     pass
+
+
+class DamagedRun(PipelineError):
+    """A run's commit record exists but cannot be read: the run is left out of every listing
+    and none of its files is deleted, until it is re-ingested (``--force``) or dropped."""
+
+    def __init__(self, run_id: str, path, reason: str):
+        super().__init__(f"run {run_id}: its commit record {path} cannot be read ({reason}); its files are kept: "
+                         f"`profetl run --force DUMP` re-ingests it, `profetl drop {run_id}` removes it")
+        self.run_id = run_id
+        self.path = path
+        self.reason = reason

@@ -8,6 +8,7 @@ run's commit record names that id (``Warehouse.commit``).
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -15,8 +16,8 @@ from pathlib import Path
 
 from pipeline import __version__
 from pipeline.contracts import RAW_TABLES
-from pipeline.dumps import detect, discover, fingerprint, fingerprint_file, run_id as make_run_id
-from pipeline.errors import InputError
+from pipeline.dumps import detect, discover, fingerprint, fingerprint_file, run_id as make_run_id, same_content, unchanged
+from pipeline.errors import DamagedRun, InputError, ReplacementRefused
 from pipeline.faults import checkpoint
 from pipeline.paths import display
 from pipeline.progress import report
@@ -36,6 +37,8 @@ class IngestResult:
     row: dict = field(default_factory=dict)  # the runs row to commit
     rows_by_table: dict[str, int] = field(default_factory=dict)
     issues: list[str] = field(default_factory=list)  # one line each
+    losses: dict[str, int] = field(default_factory=dict)  # issues that stand for data lost, by kind
+    replaced: dict | None = None  # the commit record this ingest replaces (a changed dump), if any
 
 
 def identify(dump: Path) -> tuple[str, int | None, dict[str, str]]:
@@ -115,10 +118,19 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
                          "data/ folder with hiprof-era files)", path=display(dump))
     t0 = time.monotonic()
     report(phase="ingest", total=sum(f.stat().st_size for f in dump.rglob("*") if f.is_file()), unit="bytes")
-    run_id, _, texts = identify(dump)
+    run_id, start_us, texts = identify(dump)
     fp = fingerprint(dump)
-    existing = wh.run(run_id)
-    if existing and existing["fingerprint"] == fp and not force:
+    content = fp.split(":", 1)[0]
+    if not texts:  # no control file to tell it from another dump started alike: its content does
+        run_id = make_run_id(start_us, {"content key": content})
+    existing = _existing(wh, run_id, force)
+    if (existing and not same_content(existing["fingerprint"], fp)
+            and not same_source(existing["source_path"], dump)):
+        # the same control files but other data, from another folder: another dump (a copy of
+        # a collection's control files, two dumps started alike), so another run
+        run_id = f"{run_id}-{content[:8]}"
+        existing = _existing(wh, run_id, force)
+    if existing and unchanged(existing["fingerprint"], fp) and not force:
         return IngestResult(run_id, display(dump), skipped=True, row=existing)
 
     ingest_id = new_id()
@@ -135,6 +147,15 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
             sink.abort()
             raise
         checkpoint("raw_written")
+        rows = dict(sink.rows)
+        decoded = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
+        if existing and not force:
+            lost = replacement_losses(existing, decoded, log.bytes_skipped(), texts, meta, rows)
+            if lost:
+                raise ReplacementRefused(
+                    f"refused to replace run {run_id} (from {existing['source_path']}, ingested "
+                    f"{existing['ingested_at']:%Y-%m-%d %H:%M:%S} UTC): the dump now {'; '.join(lost)}; "
+                    "--force replaces it anyway", path=display(dump))
         for table, p in paths.items():
             final = wh.part("raw", table, run_id, ingest_id)
             final.parent.mkdir(parents=True, exist_ok=True)
@@ -143,8 +164,6 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
     finally:
         wh.drop_temp(tmp)
 
-    rows = dict(sink.rows)
-    decoded = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
     row = {
         "run_id": run_id,
         "ingest_id": ingest_id,
@@ -177,7 +196,46 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
         "notes": meta.notes,
         "profetl_version": __version__,
     }
-    return IngestResult(run_id, display(dump), row=row, rows_by_table=rows, issues=[i.line() for i in log.issues])
+    return IngestResult(run_id, display(dump), row=row, rows_by_table=rows, issues=[i.line() for i in log.issues],
+                        losses=log.losses(), replaced=existing)
+
+
+def _existing(wh: Warehouse, run_id: str, force: bool) -> dict | None:
+    try:
+        return wh.run(run_id)
+    except DamagedRun:
+        if not force:
+            raise
+        return None  # --force: the new commit record replaces the unreadable one
+
+
+def same_source(recorded: str, dump: Path) -> bool:
+    """Whether a run's recorded source path is the folder ``dump`` (compared as absolute paths
+    from the current folder, as the nightly job runs from one)."""
+    return os.path.abspath(recorded) == os.path.abspath(display(dump))
+
+
+def replacement_losses(old: dict, decoded: int, skipped: int, texts: dict, meta, rows: dict) -> list[str]:
+    """What a new ingest of a changed dump would lose against the run it replaces, in words;
+    empty when nothing is lost (the dump grew, or changed without shrinking)."""
+    lost = []
+    if decoded < (old.get("records_decoded") or 0):
+        lost.append(f"decodes {decoded} records, not {old['records_decoded']}")
+    if skipped > (old.get("bytes_skipped") or 0):
+        lost.append(f"skips {skipped} bytes, not {old.get('bytes_skipped') or 0}")
+    try:
+        old_texts = set(json.loads(old.get("metadata_json") or "{}"))
+    except ValueError:
+        old_texts = set()
+    if gone := sorted(old_texts - set(texts)):
+        lost.append(f"lacks the readable control file(s) {', '.join(gone[:5])}")
+    for name in ("chip", "platform_version", "collection_start_us"):
+        if old.get(name) is not None and getattr(meta, name, None) is None:
+            lost.append(f"has no {name}")
+    filled = {t for t, n in rows.items() if n and t != "ingest_issues"}
+    if gone := sorted(set(old.get("tables_filled") or ()) & set(RAW_TABLES) - filled):
+        lost.append(f"fills no {', '.join(gone)}")
+    return lost
 
 
 def _read(layout: str, dump: Path, sink: ParquetSink, log: IssueLog):

@@ -40,6 +40,11 @@ class Outcome:
     build: BuildResult | None = None
     issues: list[str] = field(default_factory=list)
 
+    @property
+    def losses(self) -> dict[str, int]:
+        """Data lost in what this outcome read (nothing when the dump was not read again)."""
+        return self.ingest.losses if self.ingest is not None and not self.ingest.skipped else {}
+
 
 def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool = True,
                 memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> Outcome:
@@ -54,9 +59,13 @@ def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool
         return Outcome(display(dump), status, res.run_id, ingest=res)
     row = res.row
     b = None
-    if then_build:
-        b, row = _build(wh, row, row["tables_filled"], memory_limit, threads)
-    wh.commit(row)
+    try:
+        if then_build:
+            b, row = _build(wh, row, row["tables_filled"], memory_limit, threads)
+        wh.commit(row)
+    except BaseException:
+        wh.discard_uncommitted(res.run_id)  # the new raw files (and marts) no commit names
+        raise
     issues = res.issues + (b.issues if b else [])
     return Outcome(display(dump), "built" if b else "ingested", res.run_id, ingest=res, build=b, issues=issues)
 
@@ -82,12 +91,16 @@ def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build:
     outcomes: list[Outcome] = []
     dumps: list[Path] = []
     for root in roots:
+        unreadable: list = []
         try:
-            found = discover(Path(root))
+            found = discover(Path(root), unreadable=unreadable)
         except PipelineError as e:
             outcomes.append(Outcome(display(root), "failed", error=str(e)))
             continue
-        if not found:
+        for path, reason in unreadable:  # a folder that may hold dumps no one will see: a failure
+            outcomes.append(Outcome(display(path), "failed", error=f"{display(path)}: cannot be searched for dumps "
+                                                                   f"({reason}); the rest of {display(root)} was"))
+        if not found and not unreadable:
             outcomes.append(Outcome(display(root), "failed", error=f"{display(root)}: no dump found (a result_dir holds data/ with hiprof-era files)"))
         dumps.extend(found)
     for dump in dumps:

@@ -513,3 +513,92 @@ def test_cli_run_reports_each_bad_root_and_keeps_going(dump, tmp_path):
     assert "2 dump(s): 1 done, 1 failed" in result.stdout
     [run] = Warehouse(tmp_path / "wh").runs()
     assert run["status"] == "built"
+
+
+def test_cli_run_tells_a_damaged_night_from_a_clean_one(tmp_path):
+    """Garbage info.json and a truncated timeline: the dump is still built, but `run` exits
+    DATA_LOSS with a summary that says so; a clean night exits 0."""
+    from pipeline.errors import ExitCode
+    from tests.warehouse_checks import profetl
+
+    clean, damaged = tmp_path / "clean", tmp_path / "damaged"
+    generate(clean, HiprofConfig(inferences=2, seed=7))
+    generate(damaged, HiprofConfig(inferences=2, seed=8, start_us=1_767_312_000_000_000))
+    (damaged / "info.json.0").write_text("{garbage")
+    track = damaged / "data" / "ts_track.data.0.slice_0"
+    track.write_bytes(track.read_bytes()[:-37])
+
+    ok = profetl("run", clean, "--warehouse", tmp_path / "wh")
+    assert ok.returncode == ExitCode.OK == 0, ok.stderr
+    assert "data lost" not in ok.stdout
+
+    night = profetl("run", clean, damaged, "--warehouse", tmp_path / "wh")
+    assert night.returncode == ExitCode.DATA_LOSS == 5, night.stdout + night.stderr
+    assert "2 dump(s): 2 done, 0 failed, 1 built with data lost" in night.stdout
+    [line] = [l for l in night.stdout.splitlines() if str(damaged) in l]
+    assert line.startswith("built") and "DATA LOST" in line and "bad_metadata" in line and "truncated_record" in line
+    as_json = profetl("run", damaged, "--force", "--json", "--warehouse", tmp_path / "wh")
+    assert as_json.returncode == 5
+    [d] = json.loads(as_json.stdout)
+    assert d["status"] == "built" and d["data_lost"]["bad_metadata"] >= 1 and d["data_lost"]["truncated_record"] >= 1
+    # a failed dump still wins: exit 1
+    failed = profetl("run", damaged, tmp_path / "nope", "--force", "--warehouse", tmp_path / "wh")
+    assert failed.returncode == 1
+
+
+def test_slice_emptied_under_its_done_marker_is_missing_data(tmp_path):
+    d = tmp_path / "dump"
+    generate(d, HiprofConfig(inferences=2, seed=9))
+    victim = d / "data" / "ts_track.data.0.slice_0"
+    declared = int((d / "data" / "ts_track.data.0.slice_0.done").read_text().split(":")[1])
+    assert declared > 0
+    victim.write_bytes(b"")
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        o = ingest_dump(wh, d)
+    [line] = [i for i in o.issues if "missing_data" in i]
+    assert "ts_track.data.0.slice_0" in line and f"{declared} bytes are missing" in line
+    assert o.losses == {"missing_data": 1}
+
+
+def test_a_slice_growing_while_read_is_read_as_measured(tmp_path):
+    """Bytes written to a slice after the scan are not read (the ingest ends, bytes decoded
+    never exceed the bytes measured) and are reported."""
+    from pipeline.readers.issues import IssueLog
+    from pipeline.readers.slices import SliceFile, SliceStream
+
+    f = tmp_path / "x.slice_0"
+    f.write_bytes(b"a" * 1000)
+    stream_file = SliceFile(f, "x.slice_0", 600)  # measured at 600 bytes; 400 written since
+    log = IssueLog()
+    got = b"".join(data for _, data in SliceStream([stream_file], chunk_bytes=256, log=log).chunks())
+    assert got == b"a" * 600
+    [issue] = log.issues
+    assert issue.kind == "grown_while_read" and issue.byte_offset == 600 and issue.byte_length == 400
+
+
+def test_an_unreadable_folder_does_not_stop_the_night(tmp_path, monkeypatch):
+    """Permission denied on one folder under a root: the other dumps are still processed and the
+    failure names that folder (root reads everything, so the denial is simulated)."""
+    import pipeline.dumps as dumps
+    from pipeline.jobs import run_roots
+
+    root = tmp_path / "nightly"
+    generate(root / "a", HiprofConfig(inferences=1, seed=1))
+    generate(root / "c", HiprofConfig(inferences=1, seed=3, start_us=1_767_312_000_000_000))
+    locked = root / "b" / "inner"
+    locked.mkdir(parents=True)
+    real = dumps.detect
+
+    def detect(path):
+        if Path(path) == locked:
+            raise PermissionError(13, "Permission denied", str(locked))
+        return real(path)
+
+    monkeypatch.setattr(dumps, "detect", detect)
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        out = run_roots(wh, [root])
+    assert sorted(o.status for o in out) == ["built", "built", "failed"]
+    [failed] = [o for o in out if o.status == "failed"]
+    assert failed.source_path == str(locked) and "Permission denied" in failed.error

@@ -83,7 +83,7 @@ def test_run_id_and_table_completion(two):
     assert C.complete_table("task_s") == ["task_scheduler", "task_states"]
 
 
-DATA_COMMANDS = {"run", "ingest", "build", "runs", "show", "compare", "trend", "synth", "report"}
+DATA_COMMANDS = {"run", "ingest", "build", "runs", "drop", "show", "compare", "trend", "synth", "report"}
 FORMAT_COMMANDS = {"export", "query"}  # --format csv|json|parquet
 JSON_ITSELF = {"timeline"}  # the output is a JSON trace
 

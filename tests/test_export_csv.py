@@ -296,8 +296,7 @@ def test_unterminated_quote(tmp_path):
     assert_bytes_accounted(p, log)
 
 
-@pytest.mark.parametrize("content", [b"", b"\n", HEADER.encode() + ROW_A.encode() + b"0,\xff\xfe,AI_CORE,1,2,1,2,3\n",
-                                     b"\x00\x01\x02garbage\xff\n\x00"])
+@pytest.mark.parametrize("content", [b"", b"\n", b"\x00\x01\x02garbage\xff\n\x00"])
 def test_unreadable_files_are_reported_not_raised(tmp_path, content):
     p = write(tmp_path, "task_time_4.csv", content)
     res, sink, log = read(p, "task_time_csv")
@@ -478,3 +477,28 @@ def test_real_kernel_details_and_op_summary_agree(real_data):
     assert all(runs_c[k]["end_ns"] == runs_a[k]["end_ns"] for k in runs_a)
     assert {runs_c[k]["task_type_name"] for k in set(runs_c) - set(runs_a)} <= {"PROFILING_ENABLE",
                                                                                 "PROFILING_DISABLE"}
+
+
+def test_a_task_time_row_that_is_not_utf8_is_read_and_reported(tmp_path):
+    p = write(tmp_path, "task_time_4.csv", HEADER.encode() + ROW_A.encode() + b"0,\xff\xfe,AI_CORE,1,2,1,2,3\n")
+    _res, sink, log = read(p, "task_time_csv")
+    assert [r["task_id"] for r in sink.rows("task_runs")] == [1, 2]
+    assert [i.kind for i in log.issues] == ["bad_value"] and "data row 2" in log.issues[0].message
+    assert_bytes_accounted(p, log)
+
+
+def test_a_row_that_is_not_utf8_costs_only_itself(tmp_path):
+    """One kernel_details row with bytes that are not UTF-8 (here in its name): every row is
+    still read, the bad one reported with its row and column, the bytes replaced."""
+    rows = KERNEL_DETAILS.encode("utf-8").split(b"\r\n")
+    header, good = rows[0], rows[1]
+    many = [good.replace(b"add_1", f"add_{i}".encode()) for i in range(300)]
+    many[150] = good.replace(b"add_1", b"add_\xff\xfe")
+    p = write(tmp_path, "kernel_details.csv", b"\r\n".join([header, *many]) + b"\r\n")
+    res, sink, log = read(p, "kernel_details")
+    ops = sink.rows("task_ops")
+    assert len(ops) == 300
+    assert sum("\ufffd" in (r.get("op_name") or "") for r in ops) == 1
+    [issue] = [i for i in log.issues if "UTF-8" in i.message]
+    assert issue.kind == "bad_value" and "data row 151" in issue.message and "Name" in issue.message
+    assert_bytes_accounted(p, log)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -178,3 +179,106 @@ def test_a_writer_that_fails_releases_the_lock_cleanly(tmp_path):
             raise RuntimeError("a failing build")
     with wh.writer():
         assert wh.stale_lock is None  # no false alarm about a dead writer
+
+
+CONTROL_FILES = ("host_start.log.0", "start_info.0", "end_info.0", "dev_start.log.0", "info.json.0", "sample.json")
+
+
+def test_dumps_without_control_files_get_distinct_runs(tmp_path):
+    dumps = []
+    for seed in (1, 2):
+        d = tmp_path / f"bare{seed}"
+        generate(d, HiprofConfig(inferences=2, seed=seed))
+        for name in CONTROL_FILES:
+            (d / name).unlink(missing_ok=True)
+        dumps.append(d)
+    out = _run(tmp_path / "wh", *dumps)
+    assert [o.status for o in out] == ["built", "built"], [o.error for o in out]
+    assert len({o.run_id for o in out}) == 2
+    assert len(Warehouse(tmp_path / "wh").runs()) == 2
+
+
+def test_dumps_alike_in_other_folders_are_distinct_runs(tmp_path):
+    """The same control files (same collection start), other data, another folder: another dump."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    generate(a, HiprofConfig(inferences=2, seed=11))
+    generate(b, HiprofConfig(inferences=4, seed=11))
+    first = _run(tmp_path / "wh", a, b)
+    assert [o.status for o in first] == ["built", "built"] and first[0].run_id != first[1].run_id
+    assert not any(o.ingest.replaced for o in first)
+    again = _run(tmp_path / "wh", a, b)  # each finds its own run again
+    assert [(o.status, o.run_id) for o in again] == [("unchanged", o.run_id) for o in first]
+    assert counts(tmp_path / "wh")["task_states"] == counts_of(tmp_path, a) + counts_of(tmp_path, b)
+
+
+def counts_of(tmp_path, dump):
+    wh = tmp_path / f"alone-{dump.name}"
+    _run(wh, dump)
+    return counts(wh)["task_states"]
+
+
+def test_a_redelivery_that_loses_data_is_refused(tmp_path, dump):
+    _run(tmp_path / "wh", dump)
+    before = counts(tmp_path / "wh")
+    for f in (dump / "data").iterdir():
+        if not f.name.endswith(".done"):
+            f.write_bytes(b"")  # every data file empty
+    p = profetl("run", dump, "--warehouse", tmp_path / "wh")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "refused to replace run" in p.stdout and "--force" in p.stdout
+    assert counts(tmp_path / "wh") == before
+    forced = profetl("run", dump, "--force", "--warehouse", tmp_path / "wh")
+    assert forced.returncode in (0, 5) and "replaced" in forced.stdout
+    assert counts(tmp_path / "wh")["task_states"] == 0
+
+
+def test_a_change_in_the_middle_of_a_large_file_is_seen_and_reported(tmp_path):
+    from pipeline.dumps import content_key
+
+    d = tmp_path / "big"
+    generate(d, HiprofConfig(inferences=40, tasks=16, slice_bytes=1 << 22))
+    _run(tmp_path / "wh", d)
+    big = max((p for p in (d / "data").iterdir()), key=lambda p: p.stat().st_size)
+    assert big.stat().st_size > 2 * 64 * 1024 + 1024  # its middle is in neither edge
+    key = content_key(d)
+    data = bytearray(big.read_bytes())
+    mid = len(data) // 2
+    data[mid] ^= 0xFF  # one byte in the middle, same size
+    big.write_bytes(bytes(data))
+    assert content_key(d) == key  # the head-and-tail key alone would miss it
+    p = profetl("run", d, "--warehouse", tmp_path / "wh", "--json")
+    assert p.returncode == 0, p.stderr
+    [o] = json.loads(p.stdout)
+    assert o["status"] == "built" and o["replaced"] and o["replaced"]["source_path"] == str(d)
+    text = profetl("run", d, "--warehouse", tmp_path / "wh")
+    assert text.stdout.startswith("unchanged")
+
+
+def test_a_warehouse_path_with_a_question_mark(tmp_path, dump):
+    wh = tmp_path / "odd?name" / "wh"
+    p = profetl("run", dump, "--warehouse", wh)
+    assert p.returncode == 0, p.stdout + p.stderr
+    q = profetl("query", "select count(distinct run_id) from task_scheduler", "--warehouse", wh, "-f", "csv")
+    assert q.returncode == 0 and q.stdout.splitlines()[1] == "1", q.stdout + q.stderr
+
+
+def test_deleting_the_lock_file_lets_no_second_writer_in(tmp_path, dump):
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        (tmp_path / "wh" / ".lock").unlink()
+        p = profetl("run", dump, "--warehouse", tmp_path / "wh")
+        assert p.returncode == 3, p.stdout + p.stderr
+    assert profetl("run", dump, "--warehouse", tmp_path / "wh").returncode == 0
+
+
+def test_a_failed_dump_leaves_no_files(tmp_path, dump, monkeypatch):
+    import pipeline.jobs as jobs
+
+    def broken(*a, **k):
+        raise QueryFailed("the build broke")
+
+    monkeypatch.setattr(jobs, "_build", broken)
+    [o] = _run(tmp_path / "wh", dump)
+    assert o.status == "failed"
+    assert part_files(tmp_path / "wh") == []
+    assert not (tmp_path / "wh" / ".tmp").exists()

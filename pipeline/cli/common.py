@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from pipeline.errors import ExitCode, PipelineError
 from pipeline.warehouse import Warehouse
@@ -24,7 +26,39 @@ if TYPE_CHECKING:
     from pipeline.selection import RunSelection
 
 
-class _StdoutConsole(Console):
+# C0 and C1 control characters (but the newline of a message) and the bidirectional overrides:
+# in names and paths from a dump they would move the cursor, recolour or reorder the terminal
+_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+_CONTROL_OR_NEWLINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(m: re.Match) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def escape_controls(text: str, newlines: bool = True) -> str:
+    """``text`` with its control characters as ``\\xNN`` (``\\uNNNN``) escapes; ``newlines``
+    False keeps line breaks (a message's own)."""
+    return (_CONTROL_OR_NEWLINE if newlines else _CONTROL).sub(_escaped, text)
+
+
+class _PlainConsole(Console):
+    """A Console that prints text as text: no markup (a path holding ``[/b]`` or an op named
+    ``Re[i]lu`` prints as it is), no emoji codes, no highlighting, and control characters
+    escaped. Everything profetl prints holds data (names, paths, messages quoting them), so
+    this is the only way it prints; styled output would be built from rich objects."""
+
+    def __init__(self, **kw) -> None:
+        super().__init__(markup=False, emoji=False, highlight=False, **kw)
+
+    def print(self, *objects, **kw) -> None:
+        objects = tuple(escape_controls(o, newlines=False) if isinstance(o, str) else o for o in objects)
+        kw.pop("markup", None)
+        super().print(*objects, markup=False, **kw)
+
+
+class _StdoutConsole(_PlainConsole):
     """rich's Console for standard output, except when its reader goes away (`| head`): rich
     then exits with 1, wherever the write happens; profetl stops quietly with PIPE_CLOSED (141),
     as tools stopped by SIGPIPE do and as errors() does for other writers."""
@@ -35,7 +69,7 @@ class _StdoutConsole(Console):
 
 
 out = _StdoutConsole(soft_wrap=True, width=None if sys.stdout.isatty() else 4000)
-err = Console(stderr=True, soft_wrap=True)
+err = _PlainConsole(stderr=True, soft_wrap=True)
 
 WarehouseOpt = Annotated[
     Path,
@@ -178,7 +212,15 @@ def writing(wh: Warehouse, wait: float = 0.0) -> Iterator[Warehouse]:
         if wh.stale_lock:
             err.print(f"profetl: warning: the previous writer (process {wh.stale_lock}) died without "
                       f"releasing {wh.path / '.lock'}; removed {wh.swept} leftover file(s)", highlight=False, markup=False)
+        warn_unreadable(wh)
         yield wh
+
+
+def warn_unreadable(wh: Warehouse) -> None:
+    """One warning line on stderr per run whose commit record cannot be read (``wh.runs()``
+    found them): such a run is missing from every listing until it is re-ingested or dropped."""
+    for message in wh.unreadable.values():
+        err.print(f"profetl: warning: {message}", highlight=False, markup=False)
 
 
 @contextmanager
@@ -297,19 +339,23 @@ def fit_columns(headers: list[str], rows: list[list[str]], width: int,
 def print_table(title: str | None, headers: list[str], rows: list[list[str]], caption: str | None = None,
                 priority: list[int] | None = None, see_all: str = "--json shows every column") -> None:
     """A table whose values are never split across lines: the columns that fit the terminal
-    (in ``priority`` order), and a caption naming the rest and ``see_all``."""
+    (in ``priority`` order), and a caption naming the rest and ``see_all``. Every text (cells,
+    headers, title, caption) is printed as it is, no markup, with control characters (line
+    breaks included) escaped."""
+    headers = [escape_controls(str(h)) for h in headers]
+    rows = [["" if v is None else escape_controls(str(v)) for v in r] for r in rows]
     width = out.width
     wrap = bool(fit_columns(headers, rows, width, priority, wrap_headers=False)[1])  # headers break only if needed
     shown, hidden = fit_columns(headers, rows, width, priority, wrap_headers=wrap)
     if hidden:
         note = f"{len(hidden)} more column(s) not shown at this width ({', '.join(headers[i] for i in hidden)}): {see_all}"
         caption = f"{caption}; {note}" if caption else note
-    t = Table(title=title, title_justify="left", show_lines=False)
+    t = Table(title=None if title is None else Text(escape_controls(title)), title_justify="left", show_lines=False)
     for i in shown:
         value = max((len(r[i]) for r in rows), default=0)
-        t.add_column(_header_lines(headers[i], max(value, 1)) if wrap else headers[i], no_wrap=True, min_width=value)
+        t.add_column(Text(_header_lines(headers[i], max(value, 1)) if wrap else headers[i]), no_wrap=True, min_width=value)
     for r in rows:
-        t.add_row(*(r[i] for i in shown))
+        t.add_row(*(Text(r[i]) for i in shown))
     out.print(t)
     if caption:  # under the table, wrapped between words at the terminal's width
-        out.print(caption, highlight=False, markup=False, soft_wrap=False, style="italic")
+        out.print(escape_controls(caption), highlight=False, markup=False, soft_wrap=False, style="italic")

@@ -15,7 +15,7 @@ def command(
     dump: Annotated[Path, typer.Argument(help="A dump directory of any layout generation: a hiprof result_dir, a PROF_* tree (or a job folder of PROF_* trees), or msprof / torch_npu exported outputs.", show_default=False)],
     warehouse: C.WarehouseOpt = None,
     wait: C.WaitOpt = 0.0,
-    force: Annotated[bool, typer.Option("--force", help="Re-ingest even when the dump is unchanged.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Re-ingest even when the dump is unchanged; replace the run even when the changed dump now holds less.")] = False,
     json_: C.JsonOpt = False,
 ) -> None:
     """Ingest one dump into the raw tables as a run (status ingested); `build` makes its reports.

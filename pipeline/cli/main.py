@@ -19,7 +19,8 @@ from pipeline import __version__
 from pipeline.errors import ExitCode
 
 # the commands, in help order; each is pipeline.cli.<name>.command
-COMMANDS = ("run", "ingest", "build", "runs", "show", "export", "query", "compare", "trend", "timeline", "report", "synth")
+COMMANDS = ("run", "ingest", "build", "runs", "drop", "show", "export", "query", "compare", "trend", "timeline", "report",
+            "synth")
 
 
 def _version(value: bool) -> None:
@@ -70,6 +71,12 @@ def invoked(args: list[str]) -> tuple[str, ...]:
 def main() -> None:
     """The ``profetl`` process: the command, then a quick exit (``exit_now``)."""
     _memory_pool()
+    # numpy's floating-point warnings (overflow in a conversion of absurd values) are not
+    # messages for the user: what the data lacks is an ingest issue, one line per problem
+    import warnings
+
+    warnings.filterwarnings("ignore", category=RuntimeWarning,
+                            message=r"(overflow|invalid value|divide by zero|underflow) encountered")
     try:
         make_app(invoked(sys.argv[1:]))()
     except SystemExit as e:

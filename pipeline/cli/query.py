@@ -62,13 +62,15 @@ def command(
     fmt: Annotated[str, typer.Option("--format", "-f", help="table (terminal), csv, json (JSON lines) or parquet (needs --out FILE).")] = "table",
     out_path: C.OutOpt = "-",
     limit: Annotated[int, typer.Option("--limit", help="Rows shown by --format table (0: all); the other formats get every row.")] = 100,
+    confine: Annotated[bool, typer.Option("--confine", envvar="PROFETL_QUERY_CONFINE", help="Also keep file-reading functions (read_csv, read_text, read_blob, glob, ...) inside the warehouse, for boxes where less-trusted users run queries (default: $PROFETL_QUERY_CONFINE).")] = False,
     warehouse: C.WarehouseOpt = None,
 ) -> None:
     """Run one SELECT over views of every raw table, every mart and `runs`, across all runs.
 
     Every view has run_id; `runs` adds each run's metadata (chip, devices, layout,
     collected_at, workload, ...), so `join runs using (run_id)` puts it beside any row.
-    Parameters are bound by DuckDB, never pasted into the SQL.
+    Parameters are bound by DuckDB, never pasted into the SQL. The query cannot write a
+    file, install or load an extension, or reach the network, whatever the statement.
 
     Example: profetl query "select r.collected_at, t.op_name, t.avg_ns from task_scheduler t join runs r using (run_id) where t.op_name = $op" -p op=conv2d_0 -f csv
     """
@@ -78,9 +80,9 @@ def command(
         if fmt == "table" and out_path != "-":
             raise UsageError("--out needs --format csv, json or parquet")
         if fmt == "table":
-            res = query(C.warehouse(warehouse), _sql(sql), _params(param or []), limit=limit or None)
+            res = query(C.warehouse(warehouse), _sql(sql), _params(param or []), limit=limit or None, confine=confine)
         else:
-            n = query_to(C.warehouse(warehouse), _sql(sql), fmt, out_path, _params(param or []))
+            n = query_to(C.warehouse(warehouse), _sql(sql), fmt, out_path, _params(param or []), confine=confine)
     if fmt == "table":
         more = res.total_rows - res.table.num_rows
         C.print_table(None, res.columns, [[cell(v) for v in row] for row in res.rows],

@@ -17,7 +17,7 @@ def command(
     roots: Annotated[list[Path], typer.Argument(help="Dump directories, or folders to search for dumps.", show_default=False)],
     warehouse: C.WarehouseOpt = None,
     wait: C.WaitOpt = 0.0,
-    force: Annotated[bool, typer.Option("--force", help="Re-ingest dumps whose content is unchanged.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Re-ingest dumps whose content is unchanged; replace a run even when its changed dump now holds less (fewer records, more bytes skipped, metadata gone), or when its commit record cannot be read.")] = False,
     show: Annotated[bool, typer.Option("--show", help="Print the five tables of each run afterwards.")] = False,
     memory_limit: C.MemoryOpt = DEFAULT_MEMORY_LIMIT,
     threads: C.ThreadsOpt = 0,
@@ -26,8 +26,10 @@ def command(
     """Ingest and build every dump found under ROOTS, each as its own run.
 
     Keeps going when a dump fails and ends with a summary. Exit codes: 0 every dump
-    built or unchanged; 1 some dumps failed (each is named with its reason); 2 usage
-    error; 3 the warehouse is locked by another live writer.
+    built or unchanged, nothing lost; 1 some dumps failed (each is named with its reason);
+    2 usage error; 3 the warehouse is locked by another live writer; 5 every dump built or
+    unchanged, but some built with data lost (bytes skipped, unreadable metadata, missing
+    files or slices: each is listed with its issues).
 
     Example: profetl run data/sample --show
     """
@@ -41,7 +43,9 @@ def command(
         for o in outcomes:
             _print_outcome(o)
         ok = sum(o.status != "failed" for o in outcomes)
-        C.out.print(f"{len(outcomes)} dump(s): {ok} done, {len(outcomes) - ok} failed", highlight=False)
+        lossy = sum(bool(o.losses) for o in outcomes if o.status != "failed")
+        C.out.print(f"{len(outcomes)} dump(s): {ok} done, {len(outcomes) - ok} failed"
+                    + (f", {lossy} built with data lost (see their issues)" if lossy else ""), highlight=False)
         if show:
             from pipeline.cli.show import print_run  # the report code loads only for --show
 
@@ -51,6 +55,8 @@ def command(
                         print_run(wh, o.run_id, None, limit=None)
     if any(o.status == "failed" for o in outcomes):
         raise typer.Exit(ExitCode.FAILED)
+    if any(o.losses for o in outcomes):
+        raise typer.Exit(ExitCode.DATA_LOSS)
 
 
 def _summary(o: Outcome) -> dict:
@@ -61,7 +67,9 @@ def _summary(o: Outcome) -> dict:
     return {
         "source_path": o.source_path, "status": o.status, "run_id": o.run_id, "error": o.error,
         "records_decoded": row.get("records_decoded"), "bytes_skipped": row.get("bytes_skipped"),
-        "issues": o.issues,
+        "issues": o.issues, "data_lost": o.losses,
+        "replaced": ({k: (o.ingest.replaced.get(k)) for k in ("ingest_id", "ingested_at", "source_path", "records_decoded",
+                                                          "bytes_skipped")} if o.ingest and o.ingest.replaced else None),
         "ingest": {"rows": o.ingest.rows_by_table, "seconds": row.get("ingest_seconds")} if read else None,
         "build": C.build_json(o.build) if o.build else None,
     }
@@ -78,7 +86,14 @@ def _print_outcome(o: Outcome) -> None:
     detail = ""
     if o.status != "unchanged" and row:
         detail = f" ({row['records_decoded']} records, {row['bytes_skipped']} bytes skipped, {len(o.issues)} issue(s))"
+        if o.losses:
+            detail += " DATA LOST: " + ", ".join(f"{n} {kind}" for kind, n in sorted(o.losses.items()))
     label = "unchanged" if o.status == "unchanged" else o.status
+    old = o.ingest.replaced if o.ingest else None
+    if old:  # every replacement is said, with what it replaced
+        label = "replaced"
+        detail += (f"; replaced the run ingested {old['ingested_at']:%Y-%m-%d %H:%M:%S} UTC from "
+                   f"{old['source_path']} ({old['records_decoded']} records, {old['bytes_skipped']} bytes skipped)")
     C.out.print(f"{label:<10} {o.run_id}  {o.source_path}{detail}", highlight=False, markup=False)
     for line in o.issues[:10]:
         C.out.print(f"           - {line}", highlight=False, markup=False)

@@ -22,6 +22,8 @@ def command(
     chip, devices, records decoded, bytes skipped, issues, tables filled, source.
 
     A warehouse folder without runs lists none; a path with no warehouse is an error (exit 2).
+    A run whose commit record cannot be read is named on stderr (its files are kept; `profetl
+    drop RUN` removes it, `profetl run --force DUMP` re-ingests it).
 
     Example: profetl runs --since 7d --json
     """
@@ -30,6 +32,8 @@ def command(
         wh.check(must_exist=True)
         sel = C.selection(None, since, until, workload, last)
         runs = select_runs(wh, sel, default_latest=False) if not sel.is_empty() or catalog(wh) else []
+        wh.runs()
+        C.warn_unreadable(wh)
     if json_:
         C.print_json([{k: v for k, v in r.items() if k != "metadata_json"} for r in runs])
         return

@@ -55,10 +55,23 @@ class IssueLog:
     def __len__(self) -> int:
         return len(self.issues)
 
+    def losses(self) -> dict[str, int]:
+        """Issues that stand for data lost (``LOSS_KINDS``), counted by kind."""
+        out: dict[str, int] = {}
+        for i in self.issues:
+            if i.kind in LOSS_KINDS:
+                out[i.kind] = out.get(i.kind, 0) + i.count
+        return out
+
 
 # Issue kinds that stand for bytes of a recognised file that were not decoded into a record.
 BYTE_KINDS = {"truncated_record", "corrupt_stream", "bad_magic", "counted_tag", "bad_hash_line", "bad_text_line",
               "unreadable_file"}
+
+# Issue kinds that mean the run lacks data the dump was meant to hold: bytes not decoded,
+# metadata that could not be read, files or parts of files missing, a writer not finished.
+# A night where a dump is built with any of them ends with ExitCode.DATA_LOSS.
+LOSS_KINDS = BYTE_KINDS | {"bad_metadata", "missing_file", "missing_data", "unfinished_write"}
 
 
 def runs_of_true(mask: np.ndarray) -> list[tuple[int, int]]:

@@ -8,11 +8,24 @@ strings or as numbers (frequencies, ids) are accepted in both forms.
 from __future__ import annotations
 
 import json
+import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+# Ranges a value must be in to be a value and not a producer's garbage: a number that no
+# clock, counter or device can have becomes ``bad_metadata`` naming the field, instead of an
+# overflow deep in the decoding. Times are microseconds or nanoseconds since an epoch,
+# within 64-bit counters and Python's datetimes (up to the year 9999).
+MAX_TIME_US = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z
+MAX_I64 = 2**63 - 1
+MAX_I32 = 2**31 - 1
+FREQ_MHZ = (1e-3, 1e6)  # 1 kHz .. 1 THz: every clock the files name is well inside
+TimeUs = Annotated[int, Field(ge=0, le=MAX_TIME_US)]
+Counter = Annotated[int, Field(ge=0, le=MAX_I64)]
+Small = Annotated[int, Field(ge=0, le=MAX_I32)]
 
 
 class MetadataError(Exception):
@@ -37,8 +50,19 @@ class _Open(BaseModel):
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
 
+def _check_freq(v: Any) -> Any:
+    """A frequency in MHz as the producers write it (number or text, "NA", 0 or less for none),
+    refused when it is not finite or a positive number outside ``FREQ_MHZ``."""
+    f = _num(v)
+    if f is not None and not (math.isfinite(f) and (f <= 0 or FREQ_MHZ[0] <= f <= FREQ_MHZ[1])):
+        raise ValueError(f"{v!r} is not a frequency in MHz ({FREQ_MHZ[0]:g} to {FREQ_MHZ[1]:g})")
+    return v
+
+
 class CpuInfo(_Open):
     frequency: Any = Field(default=None, alias="Frequency")
+
+    _freq = field_validator("frequency")(classmethod(lambda cls, v: _check_freq(v)))
 
     @property
     def frequency_mhz(self) -> float | None:
@@ -47,12 +71,15 @@ class CpuInfo(_Open):
 
 
 class DeviceInfo(_Open):
-    id: int | None = None
+    id: Small | None = None
     hwts_frequency: Any = None
     aic_frequency: Any = None
     aiv_frequency: Any = None
-    ai_core_num: int | None = None
-    aiv_num: int | None = None
+    ai_core_num: Small | None = None
+    aiv_num: Small | None = None
+
+    _freq = field_validator("hwts_frequency", "aic_frequency", "aiv_frequency")(
+        classmethod(lambda cls, v: _check_freq(v)))
 
     @property
     def hwts_mhz(self) -> float | None:
@@ -104,22 +131,24 @@ class SampleJson(_Open):
         for part in text.split(","):
             part = part.strip()
             try:
-                ids.append(int(part, 16))
+                ids.append(int(part[:20], 16) if len(part) <= 20 else MAX_I32 + 1)
             except ValueError:
                 raise MetadataError(f"ai_core_profiling_events has {part!r}, not a hex event id") from None
+            if ids[-1] > MAX_I32:
+                raise MetadataError(f"ai_core_profiling_events has {part[:24]!r}, out of the range of event ids")
         return ids
 
 
 class StartInfo(_Open):
     collection_date_begin: str | None = Field(default=None, alias="collectionDateBegin")
-    collection_time_begin_us: int | None = Field(default=None, alias="collectionTimeBegin")
-    clock_monotonic_raw_ns: int | None = Field(default=None, alias="clockMonotonicRaw")
+    collection_time_begin_us: TimeUs | None = Field(default=None, alias="collectionTimeBegin")
+    clock_monotonic_raw_ns: Counter | None = Field(default=None, alias="clockMonotonicRaw")
 
 
 class EndInfo(_Open):
     collection_date_end: str | None = Field(default=None, alias="collectionDateEnd")
-    collection_time_end_us: int | None = Field(default=None, alias="collectionTimeEnd")
-    clock_monotonic_raw_ns: int | None = Field(default=None, alias="clockMonotonicRaw")
+    collection_time_end_us: TimeUs | None = Field(default=None, alias="collectionTimeEnd")
+    clock_monotonic_raw_ns: Counter | None = Field(default=None, alias="clockMonotonicRaw")
 
 
 class SyncLog(BaseModel):
@@ -162,12 +191,16 @@ def _json(path: Path) -> dict:
     text = read_text(path)
     try:
         data = json.loads(text)
-    except json.JSONDecodeError:
+    except RecursionError:
+        raise MetadataError("is JSON nested too deep to be a control file") from None
+    except ValueError:  # not JSON, or a number of more digits than Python converts
         # msprof reads only the first line; accept a valid first line followed by noise.
         try:
             data = json.loads(text.splitlines()[0] if text else "")
-        except (json.JSONDecodeError, IndexError) as e:
-            raise MetadataError(f"is not JSON ({e.msg if hasattr(e, 'msg') else e})") from None
+        except RecursionError:
+            raise MetadataError("is JSON nested too deep to be a control file") from None
+        except (ValueError, IndexError) as e:
+            raise MetadataError(f"is not JSON ({e.msg if hasattr(e, 'msg') else str(e)[:120]})") from None
     if not isinstance(data, dict):
         raise MetadataError("is JSON but not an object")
     return data
@@ -215,7 +248,12 @@ def read_sync_log(path: Path) -> SyncLog:
             continue
         m = _LINE.match(s)
         if m:
-            values[m.group(1)] = int(m.group(2))
+            digits = m.group(2)
+            value = int(digits) if len(digits) <= 20 else None
+            if value is None or not 0 <= value <= MAX_I64:
+                raise MetadataError(f"{m.group(1)}: {digits[:24]}{'...' if len(digits) > 24 else ''} is out of the "
+                                    "range of a 64-bit clock")
+            values[m.group(1)] = value
     if "clock_monotonic_raw" not in values and "cntvct" not in values:
         raise MetadataError("has neither clock_monotonic_raw nor cntvct")
     return SyncLog(section=section, values=values)

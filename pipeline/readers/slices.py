@@ -8,12 +8,16 @@ any stream offset back to (file, offset in file) for records and issues.
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+
+from pipeline.readers.issues import Issue
 
 CHUNK_BYTES = 16 * 1024 * 1024
 
@@ -27,15 +31,31 @@ class SliceFile:
 
 class SliceStream:
     """The slices of one stream; ``skip`` leading bytes are not read (an aged head, formats.md#aging),
-    while every offset stays an offset into the whole stream."""
+    while every offset stays an offset into the whole stream.
 
-    def __init__(self, files: list[SliceFile], chunk_bytes: int = CHUNK_BYTES, skip: int = 0):
+    A slice is read up to the size it had when the dump was scanned (``SliceFile.size``), never
+    further: a producer still writing cannot make an ingest read more than it measured, or run
+    forever (docs/formats.md#live-dumps). With ``log``, the bytes written since are reported
+    (``grown_while_read``) and so is a slice shorter than its ``.done`` marker says
+    (``missing_data``)."""
+
+    def __init__(self, files: list[SliceFile], chunk_bytes: int = CHUNK_BYTES, skip: int = 0,
+                 log=None, device_id: int | None = None):
         self.files = files
         self.chunk_bytes = chunk_bytes
         self.skip = skip
+        self.log = log
+        self.device_id = device_id
         sizes = np.array([f.size for f in files], dtype=np.int64)
         self.starts = np.concatenate(([0], np.cumsum(sizes)))[:-1] if files else np.zeros(0, np.int64)
         self.total = int(sizes.sum()) if files else 0
+        if log is not None:
+            for f in files:
+                declared = done_size(f.path)
+                if declared is not None and declared > f.size:
+                    log.add(Issue(f.rel, "missing_data", f"holds {f.size} bytes where its .done marker says "
+                                  f"{declared}: {declared - f.size} bytes are missing", device_id=device_id,
+                                  byte_offset=f.size, byte_length=declared - f.size))
 
     def chunks(self, align: int = 1) -> Iterator[tuple[int, bytes]]:
         """(stream offset, bytes) for every chunk of every slice, in order. With ``align`` (a
@@ -50,13 +70,19 @@ class SliceStream:
                 first = max(0, self.skip - start)
                 fh.seek(first)
                 pos = start + first
-                while True:
+                end = start + f.size  # the size measured at the scan: bytes written since wait
+                while pos < end:
                     n = self.chunk_bytes + (-(pos + self.chunk_bytes - self.skip)) % align
-                    data = fh.read(n)
+                    data = fh.read(min(n, end - pos))
                     if not data:
                         break
                     yield pos, data
                     pos += len(data)
+                grown = os.fstat(fh.fileno()).st_size - f.size
+                if grown > 0 and self.log is not None:
+                    self.log.add(Issue(f.rel, "grown_while_read", f"{grown} bytes were written to it after the ingest "
+                                       "measured it; not read (the dump counts as changed, the next run reads them)",
+                                       device_id=self.device_id, byte_offset=f.size, byte_length=grown))
 
     def file_index(self, offsets: np.ndarray) -> np.ndarray:
         """Index into ``files`` of the slice holding each stream offset."""
@@ -85,6 +111,19 @@ class SliceStream:
         names = pa.array([f.rel for f in self.files], pa.string())
         idx = pa.array(self.file_index(offsets).astype(np.int32))
         return pa.DictionaryArray.from_arrays(idx, names)
+
+
+_DONE = re.compile(rb"filesize\s*[:=]\s*(\d{1,18})")
+
+
+def done_size(path: Path) -> int | None:
+    """The byte count a slice's ``<slice>.done`` marker declares (``filesize:N``), if it has one."""
+    try:
+        with open(path.with_name(path.name + ".done"), "rb") as fh:
+            m = _DONE.search(fh.read(256))
+    except OSError:
+        return None
+    return int(m.group(1)) if m else None
 
 
 class Carry:

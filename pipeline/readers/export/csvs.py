@@ -138,12 +138,17 @@ def read_summary(path: Path, kind: str, ctx: ExportContext) -> SourceResult | No
 
     # Parse everything first: a file pyarrow cannot parse writes nothing.
     bad_rows: list = []
+    not_utf8: dict[int, list[int]] = {}  # row read -> columns whose cell is not UTF-8
+
+    def on_not_utf8(row: int, column: int) -> None:
+        not_utf8.setdefault(row, []).append(column)
+
     try:
         if size <= _IN_MEMORY:
-            batches = list(_batches(path, len(header), bad_rows.append))
+            batches = list(_batches(path, len(header), bad_rows.append, on_not_utf8))
             good = sum(b.num_rows for b in batches)
         else:  # a first pass checks and counts, the second converts
-            good = sum(b.num_rows for b in _batches(path, len(header), bad_rows.append))
+            good = sum(b.num_rows for b in _batches(path, len(header), bad_rows.append, on_not_utf8))
             batches = _batches(path, len(header), lambda row: None)
     except (pa.ArrowInvalid, OSError) as e:
         ctx.log.add(Issue(rel, "unreadable_file", f"not parseable as CSV: {e}: file not read",
@@ -152,6 +157,15 @@ def read_summary(path: Path, kind: str, ctx: ExportContext) -> SourceResult | No
 
     skipped = _report_bad_rows(path, rel, bad_rows, ctx)
     seqs = _good_seqs(bad_rows, good + len(bad_rows)) if bad_rows else None
+    for n, (row, columns) in enumerate(sorted(not_utf8.items())):
+        if n == _SHOWN_BAD_LINES:
+            ctx.log.add(Issue(rel, "bad_value", f"{len(not_utf8) - n} more rows with cells that are not UTF-8 text: "
+                                                "read with U+FFFD for the bad bytes", count=len(not_utf8) - n))
+            break
+        data_row = int(seqs[row]) if seqs is not None and row < len(seqs) else row
+        ctx.log.add(Issue(rel, "bad_value", f"data row {data_row + 1}: column(s) "
+                                            f"{', '.join(header[j].strip() for j in columns if j < len(header))} "
+                                            "not UTF-8 text: read with U+FFFD for the bad bytes; the row is kept"))
 
     state = _State(kind, rel, lay, tables, ctx, res)
     if "device" not in lay.roles:
@@ -200,7 +214,11 @@ def _header(path: Path) -> list[str]:
     return next(csv.reader(io.StringIO(text)))
 
 
-def _batches(path: Path, ncols: int, on_bad):
+def _batches(path: Path, ncols: int, on_bad, on_not_utf8=None):
+    """The file's data rows as batches of text columns. Cells are read as bytes and made text
+    a column at a time; a column of a batch with bytes that are not UTF-8 (one bad row must not
+    cost the file) is made text cell by cell, the bad bytes replaced by U+FFFD, and
+    ``on_not_utf8(row, column)`` hears of each such cell (row: its index among the rows read)."""
     names = [f"c{i}" for i in range(ncols)]
 
     def handler(row):
@@ -211,10 +229,26 @@ def _batches(path: Path, ncols: int, on_bad):
         path,
         read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, use_threads=False, block_size=_BLOCK),
         parse_options=pacsv.ParseOptions(invalid_row_handler=handler),
-        convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in names},
+        convert_options=pacsv.ConvertOptions(column_types={n: pa.binary() for n in names},
                                              strings_can_be_null=False, quoted_strings_can_be_null=False),
     )
-    yield from reader
+    read = 0
+    for b in reader:
+        cols = []
+        for j, c in enumerate(b.columns):
+            try:
+                cols.append(c.cast(pa.string()))
+            except pa.ArrowInvalid:
+                cells = c.to_pylist()
+                for i, v in enumerate(cells):
+                    try:
+                        v.decode("utf-8")
+                    except UnicodeDecodeError:
+                        if on_not_utf8 is not None:
+                            on_not_utf8(read + i, j)
+                cols.append(pa.array([v.decode("utf-8", "replace") for v in cells], pa.string()))
+        read += b.num_rows
+        yield pa.RecordBatch.from_arrays(cols, names=names)
 
 
 def _report_bad_rows(path: Path, rel: str, bad_rows: list, ctx: ExportContext) -> int:

@@ -160,7 +160,7 @@ def read_result_dir(root: Path, sink: Sink, log: IssueLog) -> RunMeta:
         for s in files.streams:
             if s.device_id != dev or s.kind in ("acl_hash", "ge_hash"):
                 continue
-            stream = SliceStream(s.files)
+            stream = SliceStream(s.files, log=log, device_id=dev)
             meta.data_bytes += stream.total
             if s.kind == "acl":
                 for b in decode_fixed(stream, L.ACL_API, log, dev):

@@ -10,6 +10,7 @@ Where ``info.json`` is missing, the HWTS frequency comes from ``ReadOptions`` (t
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,6 +124,20 @@ def _pick(cd: CollectionDir, kind: str, device_id: int | None):
     return next(iter(by_dev.values()), None) if len(by_dev) == 1 else None
 
 
+def _drv_version(drv, log: IssueLog, where: str, device_id: int) -> int | None:
+    """info.json's drvVersion as a number; a value no driver version can be (not finite, negative,
+    beyond 32 bits) is bad_metadata and read as unknown."""
+    if isinstance(drv, str) and drv.isdigit() and len(drv) <= 12:
+        drv = int(drv)
+    if not isinstance(drv, (int, float)) or isinstance(drv, bool):
+        return None
+    if not (math.isfinite(drv) and 0 <= drv <= 0xFFFFFFFF):
+        log.add(Issue(where, "bad_metadata", f"drvVersion {str(drv)[:24]} is out of the range of driver versions; "
+                      "read as unknown", device_id=device_id))
+        return None
+    return int(drv)
+
+
 def _load(reader, path: Path | None, root: Path, log: IssueLog, device_id: int, what: str, required: bool):
     if path is None:
         if required:
@@ -169,7 +184,7 @@ def collection_meta(root: Path, cd: CollectionDir, device_id: int, log: IssueLog
     host_freq = info.host_freq_mhz if info else None
     meta = CollectionMeta(device_id, {}, platform_version=pv, pid=info.pid_int if info else None)
     drv = (info.model_extra or {}).get("drvVersion") if info else None
-    meta.drv_version = int(drv) if isinstance(drv, (int, float)) or (isinstance(drv, str) and drv.isdigit()) else None
+    meta.drv_version = _drv_version(drv, log, f"{where}info.json{suffix}", device_id)
 
     mon = None
     if host_sync is not None and host_sync.clock_monotonic_raw is not None:

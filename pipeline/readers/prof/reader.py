@@ -181,7 +181,7 @@ def _read_device(cd: CollectionDir, dev: int, cm: CollectionMeta, sink: Sink, lo
     if pv == "0":  # Ascend310 inside a PROF_* tree: TLV streams, as generation 1 reads them
         for kind in ("ts_track", "aicore"):
             for s in by_kind.get(kind, []):
-                _read_tlv(SliceStream(s.files), dev, clock, sink, log)
+                _read_tlv(SliceStream(s.files, log=log, device_id=dev), dev, clock, sink, log)
         return gen
 
     flips = None

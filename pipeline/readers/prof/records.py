@@ -57,7 +57,7 @@ def read_fixed(files: list[SliceFile], layout: Layout, log: IssueLog, device_id:
     if aged:
         magic = (2, device_magic) if device_magic is not None else ((0, 0x5A5A) if host_magic else None)
         skip, where = head_skip(files, layout.size, magic)
-    stream = SliceStream(files, skip=skip)
+    stream = SliceStream(files, skip=skip, log=log, device_id=device_id)
     if skip:
         report_bytes(stream, log, device_id, 0, skip, "truncated_record",
                f"aged stream: the first slice starts {skip} bytes into a {layout.size}-byte {layout.name} record "
