@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common as C
-from pipeline.jobs import rebuild
+from pipeline.jobs.runner import rebuild
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
 
 

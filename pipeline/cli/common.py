@@ -17,11 +17,11 @@ from rich.console import Console
 from rich.table import Table
 
 from pipeline.errors import ExitCode, PipelineError
-from pipeline.warehouse import Warehouse
+from pipeline.warehouse.store import Warehouse
 
 if TYPE_CHECKING:
-    from pipeline.build import BuildResult
-    from pipeline.selection import RunSelection
+    from pipeline.jobs.build import BuildResult
+    from pipeline.analysis.selection import RunSelection
 
 
 class _StdoutConsole(Console):
@@ -59,7 +59,7 @@ def complete_run(ctx: typer.Context, incomplete: str) -> list[str]:
 
 
 def complete_table(incomplete: str) -> list[str]:
-    from pipeline.contracts import contracts
+    from pipeline.warehouse.contracts import contracts
 
     names = sorted(contracts("marts")) + sorted(contracts("raw"))
     return [n for n in names if n.startswith(incomplete)]
@@ -87,7 +87,7 @@ def warehouse(path: Path | None) -> Warehouse:
 def selection(runs: list[str] | None = None, since: str | None = None, until: str | None = None,
               workload: str | None = None, last: int | None = None) -> RunSelection:
     """The run filter options as the library's RunSelection (raises UsageError on a bad time)."""
-    from pipeline.selection import RunSelection, parse_when  # with DuckDB: only for commands that select runs
+    from pipeline.analysis.selection import RunSelection, parse_when  # with DuckDB: only for commands that select runs
 
     return RunSelection(runs=runs or None, since=parse_when(since) if since else None,
                         until=parse_when(until) if until else None, workload=workload, last=last)

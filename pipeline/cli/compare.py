@@ -8,11 +8,11 @@ import pyarrow as pa
 import typer
 
 from pipeline.cli import common as C
-from pipeline.compare import Comparison, compare
+from pipeline.analysis.compare import Comparison, compare
 from pipeline.errors import ExitCode, UsageError
-from pipeline.formats import ROW_FORMATS, write_table
-from pipeline.metrics import DIMENSIONS, STATS
-from pipeline.report import cell
+from pipeline.outputs.formats import ROW_FORMATS, write_table
+from pipeline.analysis.run_stats import DIMENSIONS, STATS
+from pipeline.outputs.sections import cell
 
 COLUMNS = ["level", "name", "before", "after", "change", "ratio", "before_count", "after_count", "status", "regression"]
 

@@ -7,8 +7,8 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common as C
-from pipeline.export import FORMATS, export
-from pipeline.selection import select_runs
+from pipeline.outputs.export import FORMATS, export
+from pipeline.analysis.selection import select_runs
 
 
 def command(

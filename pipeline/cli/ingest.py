@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common as C
-from pipeline.jobs import ingest_dump
+from pipeline.jobs.runner import ingest_dump
 
 
 def command(

@@ -11,9 +11,9 @@ import typer
 
 from pipeline.cli import common as C
 from pipeline.errors import UsageError
-from pipeline.formats import ROW_FORMATS
-from pipeline.query import query, query_to
-from pipeline.report import cell
+from pipeline.outputs.formats import ROW_FORMATS
+from pipeline.warehouse.views import query, query_to
+from pipeline.outputs.sections import cell
 
 FORMATS = ("table",) + ROW_FORMATS
 

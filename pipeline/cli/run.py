@@ -9,7 +9,7 @@ import typer
 
 from pipeline.cli import common as C
 from pipeline.errors import ExitCode
-from pipeline.jobs import Outcome, run_roots
+from pipeline.jobs.runner import Outcome, run_roots
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
 
 

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common as C
-from pipeline.selection import catalog, select_runs
+from pipeline.analysis.selection import catalog, select_runs
 
 
 def command(

@@ -8,8 +8,8 @@ import typer
 
 from pipeline.cli import common as C
 from pipeline.errors import UnknownRun, UsageError
-from pipeline.report import TABLES, VIEWS, sections
-from pipeline.warehouse import Warehouse
+from pipeline.outputs.sections import TABLES, VIEWS, sections
+from pipeline.warehouse.store import Warehouse
 
 
 def print_run(wh: Warehouse, run_ref: str, table: str | None, limit: int | None, as_json: bool = False,

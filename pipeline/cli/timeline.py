@@ -8,7 +8,7 @@ import typer
 
 from pipeline.cli import common as C
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
-from pipeline.timeline import write_trace
+from pipeline.outputs.trace import write_trace
 
 
 def command(

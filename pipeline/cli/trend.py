@@ -9,11 +9,11 @@ import typer
 
 from pipeline.cli import common as C
 from pipeline.errors import UsageError
-from pipeline.formats import ROW_FORMATS, write_table
-from pipeline.metrics import RUN_METRICS, STATS
-from pipeline.plot import write_plot
-from pipeline.report import cell
-from pipeline.trend import Trend, trend
+from pipeline.outputs.formats import ROW_FORMATS, write_table
+from pipeline.analysis.run_stats import RUN_METRICS, STATS
+from pipeline.outputs.plot import write_plot
+from pipeline.outputs.sections import cell
+from pipeline.analysis.trend import Trend, trend
 
 
 def _table(t: Trend) -> pa.Table:
