@@ -12,7 +12,7 @@ import typer
 from pipeline.cli import common as C
 from pipeline.errors import UsageError
 from pipeline.outputs.formats import ROW_FORMATS
-from pipeline.warehouse.views import query, query_to
+from pipeline.outputs.query import query, query_to
 from pipeline.outputs.sections import cell
 
 FORMATS = ("table",) + ROW_FORMATS

@@ -16,7 +16,7 @@ from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
 from pipeline.errors import GrainViolated, TransformFailed, UsageError
 from pipeline.warehouse.faults import checkpoint
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
-from pipeline.warehouse.views import raw_select
+from pipeline.warehouse.raw_reads import raw_select
 from pipeline.warehouse.sink import parquet_writer
 from pipeline.jobs.transforms import SqlFile, run_layer, sql_files, transform_failed
 from pipeline.warehouse.store import Warehouse, new_id

@@ -14,7 +14,8 @@ import pyarrow as pa
 from pipeline.warehouse.contracts import Contract, contract, contracts
 from pipeline.errors import UnknownTable, UsageError
 from pipeline.outputs.formats import ROW_FORMATS, atomic_write, check_format, csv_cell, csv_text
-from pipeline.warehouse.views import read_consistent, write_consistent
+from pipeline.outputs.query import write_consistent
+from pipeline.warehouse.views import read_consistent
 from pipeline.warehouse.store import Warehouse
 
 FORMATS = ROW_FORMATS

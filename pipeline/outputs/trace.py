@@ -44,7 +44,7 @@ from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.errors import UsageError
 from pipeline.outputs.formats import atomic_write
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
-from pipeline.warehouse.views import raw_select
+from pipeline.warehouse.raw_reads import raw_select
 from pipeline.analysis.selection import run_row
 from pipeline.jobs.transforms import run_layer
 from pipeline.warehouse.store import Warehouse

@@ -1,4 +1,5 @@
-"""Read access: an in-memory DuckDB with one view per table over the committed part files.
+"""Read access: an in-memory DuckDB with one view per table over the committed part files, and
+a read that is retried once when a writer replaced a run meanwhile.
 
 Nothing here writes to the warehouse and no lock is taken: readers see the runs whose
 commit records exist, through the part files those records name.
@@ -6,20 +7,13 @@ commit records exist, through the part files those records name.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import duckdb
-import pyarrow as pa
-import pyarrow.parquet as pq
 
-from pipeline import __version__
-from pipeline.warehouse.contracts import RAW_TABLES, Contract, contract, contracts
-from pipeline.errors import QueryFailed, TransformFailed
-from pipeline.outputs.formats import write_batches
+from pipeline.warehouse.contracts import RAW_TABLES, Contract, contracts
 from pipeline.warehouse.store import Warehouse
 
 
-def _quote(path) -> str:
+def quote(path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
@@ -28,30 +22,11 @@ def _empty_view(c: Contract) -> str:
     return "SELECT " + ", ".join(cols) + " WHERE false"
 
 
-def raw_select(wh: Warehouse, table: str, run: dict) -> str:
-    """One run's raw table as its contract has it now, without ``run_id``: what the build and
-    the timeline read. A run ingested by an older profetl lacks the tables and columns added
-    since: those read as empty / NULL, so old runs still rebuild."""
-    c = contract("raw", table)
-    run_id = run["run_id"]
-    path = wh.part("raw", table, run_id, run["ingest_id"])
-    wanted = [col for col in c.columns if col.name != "run_id"]
-    if not path.exists():
-        if run.get("profetl_version") == __version__:
-            raise TransformFailed(f"run {run_id} has no raw part file for {table} ({path})")
-        cols = ", ".join(f"NULL::{col.sql_type} AS {col.name}" for col in wanted)
-        return f"select {cols} where false"
-    have = set(pq.read_schema(path).names)
-    cols = ", ".join(col.name if col.name in have else f"NULL::{col.sql_type} AS {col.name}"
-                     for col in wanted)
-    return f"select {cols} from read_parquet({_quote(path)})"
-
-
 def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict]) -> str:
     files = wh.current_files(layer, c.name, runs)
     if not files:
         return _empty_view(c)
-    listing = "[" + ", ".join(_quote(f) for f in files) + "]"
+    listing = "[" + ", ".join(quote(f) for f in files) + "]"
     names = ", ".join(col.name for col in c.columns)
     # UNION BY NAME with the empty contract: a column no part file has yet (a run written by an
     # older profetl, a column added since) reads as NULL instead of failing the whole view
@@ -74,7 +49,7 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None) -> duc
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     if runs:
-        listing = "[" + ", ".join(_quote(wh.run_file(r["run_id"])) for r in runs) + "]"
+        listing = "[" + ", ".join(quote(wh.run_file(r["run_id"])) for r in runs) + "]"
         con.execute(f"CREATE VIEW _run_records AS SELECT * FROM read_parquet({listing}, hive_partitioning = false, union_by_name = true)")
     else:
         c = contracts("raw")["runs"]
@@ -117,39 +92,6 @@ LEFT JOIN (
 """
 
 
-# rows per batch streamed from DuckDB to an output file
-BATCH_ROWS = 100_000
-
-
-@dataclass
-class QueryResult:
-    columns: list[str]
-    table: pa.Table  # every row, or the first ``limit`` of them
-    total_rows: int = 0  # rows the query returned
-
-    @property
-    def rows(self) -> list[tuple]:
-        cols = [self.table.column(i).to_pylist() for i in range(self.table.num_columns)]
-        return list(zip(*cols)) if cols else []
-
-
-READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
-
-
-def check_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
-    """Only queries: a COPY, ATTACH, CREATE or other statement could write files."""
-    try:
-        statements = con.extract_statements(sql)
-    except duckdb.Error as e:
-        raise QueryFailed(str(e).splitlines()[0]) from None
-    for st in statements:
-        kind = str(st.type).rsplit(".", 1)[-1]
-        if kind not in READ_ONLY_STATEMENTS:
-            raise QueryFailed(f"only SELECT queries are allowed here, not {kind}: the warehouse is read-only to `query`")
-    if len(statements) != 1:
-        raise QueryFailed(f"give one SELECT statement, not {len(statements)}")
-
-
 def read_consistent(wh: Warehouse, read, run_ids: list[str] | None = None, tables=None):
     """``read(con)`` on a fresh set of views; once more if a writer replaced a run meanwhile.
 
@@ -165,60 +107,3 @@ def read_consistent(wh: Warehouse, read, run_ids: list[str] | None = None, table
                 raise
         finally:
             con.close()
-
-
-def write_consistent(wh: Warehouse, select, fmt: str, out: str, headers: list[str] | None = None,
-                     run_ids: list[str] | None = None, tables=None) -> int:
-    """Write the rows of ``select(con)`` (a schema and a stream of record batches) to ``out``
-    as they are read, on fresh views like ``read_consistent``. A file is written again from
-    the start on the second try; standard output cannot take back the rows it already got, so
-    there a writer replacing a run mid-way is an error instead."""
-    tries = 0
-
-    def read(con):
-        nonlocal tries
-        tries += 1
-        if tries > 1 and out == "-":
-            raise QueryFailed("a writer replaced a run while its rows were written to standard output; run the command again")
-        schema, batches = select(con)
-        return write_batches(batches, schema, fmt, out, headers)
-
-    return read_consistent(wh, read, run_ids, tables)
-
-
-def query_to(wh: Warehouse, sql: str, fmt: str, out: str, params: dict | None = None) -> int:
-    """Run one read-only query and stream its rows to ``out`` as CSV, JSON lines or Parquet."""
-    def select(con):
-        check_read_only(con, sql)
-        reader = con.sql(sql, params=params or None).to_arrow_reader(BATCH_ROWS)
-        return reader.schema, reader
-
-    try:
-        return write_consistent(wh, select, fmt, out)
-    except duckdb.Error as e:
-        raise QueryFailed(str(e).splitlines()[0]) from None
-
-
-def query(wh: Warehouse, sql: str, params: dict | None = None, limit: int | None = None) -> QueryResult:
-    """Run one read-only query; keep every row, or the first ``limit`` (the rest are counted,
-    not kept, so the head of a huge result costs the memory of the head)."""
-    def read(con):
-        check_read_only(con, sql)
-        rel = con.sql(sql, params=params or None)
-        if rel is None:
-            return pa.table({}), 0
-        reader = rel.to_arrow_reader(BATCH_ROWS)
-        kept, n, total = [], 0, 0
-        for batch in reader:
-            total += batch.num_rows
-            if limit is None or n < limit:
-                part = batch if limit is None else batch.slice(0, limit - n)
-                kept.append(part)
-                n += part.num_rows
-        return pa.Table.from_batches(kept, reader.schema), total
-
-    try:
-        table, total = read_consistent(wh, read)
-    except duckdb.Error as e:
-        raise QueryFailed(str(e).splitlines()[0]) from None
-    return QueryResult(table.column_names, table, total)

@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.outputs import export as E
-from pipeline.warehouse import views as Q
+from pipeline.outputs import query as Q
 from pipeline.errors import QueryFailed
 from pipeline.outputs.formats import csv_cell, json_value
 from tests.helpers.history import build_history

@@ -102,7 +102,7 @@ def test_staging_in_the_database_file_gives_the_same_marts(tmp_path, monkeypatch
 @pytest.mark.parametrize("storage, temporary", [("memory", True), ("file", False)])
 def test_stored_staging_tables_are_kept_where_chosen(tmp_path, storage, temporary):
     from pipeline.warehouse.contracts import RAW_TABLES
-    from pipeline.warehouse.views import raw_select
+    from pipeline.warehouse.raw_reads import raw_select
     from pipeline.jobs.transforms import run_layer, sql_files
 
     generate(tmp_path / "d", HiprofConfig(inferences=2))

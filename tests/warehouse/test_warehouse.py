@@ -13,7 +13,7 @@ from pipeline.warehouse.contracts import Column, Contract
 from pipeline.errors import UnknownTable, UsageError
 from pipeline.outputs.export import csv_cell, export, to_csv
 from pipeline.jobs.runner import run_roots
-from pipeline.warehouse.views import query
+from pipeline.outputs.query import query
 from pipeline.errors import QueryFailed
 from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.warehouse.store import Warehouse
