@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from pipeline.cli import common as C
+from pipeline.cli import common
 from pipeline.errors import ExitCode
 from pipeline.jobs.runner import Outcome, run_roots
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
@@ -15,13 +15,13 @@ from pipeline.limits import DEFAULT_MEMORY_LIMIT
 
 def command(
     roots: Annotated[list[Path], typer.Argument(help="Dump directories, or folders to search for dumps.", show_default=False)],
-    warehouse: C.WarehouseOpt = None,
-    wait: C.WaitOpt = 0.0,
+    warehouse: common.WarehouseOpt = None,
+    wait: common.WaitOpt = 0.0,
     force: Annotated[bool, typer.Option("--force", help="Re-ingest dumps whose content is unchanged.")] = False,
     show: Annotated[bool, typer.Option("--show", help="Print the five tables of each run afterwards.")] = False,
-    memory_limit: C.MemoryOpt = DEFAULT_MEMORY_LIMIT,
-    threads: C.ThreadsOpt = 0,
-    json_: C.JsonOpt = False,
+    memory_limit: common.MemoryOpt = DEFAULT_MEMORY_LIMIT,
+    threads: common.ThreadsOpt = 0,
+    json_: common.JsonOpt = False,
 ) -> None:
     """Ingest and build every dump found under ROOTS, each as its own run.
 
@@ -31,23 +31,23 @@ def command(
 
     Example: profetl run data/sample --show
     """
-    wh = C.warehouse(warehouse)
-    with C.errors(), C.writing(wh, wait):
-        with C.progress("dumps", enabled=not json_) as advance:
+    wh = common.warehouse(warehouse)
+    with common.errors(), common.writing(wh, wait):
+        with common.progress("dumps", enabled=not json_) as advance:
             outcomes = run_roots(wh, roots, force=force, memory_limit=memory_limit, threads=threads or None, on_dump=advance)
     if json_:
-        C.print_json([_summary(o) for o in outcomes])
+        common.print_json([_summary(o) for o in outcomes])
     else:
         for o in outcomes:
             _print_outcome(o)
         ok = sum(o.status != "failed" for o in outcomes)
-        C.out.print(f"{len(outcomes)} dump(s): {ok} done, {len(outcomes) - ok} failed", highlight=False)
+        common.out.print(f"{len(outcomes)} dump(s): {ok} done, {len(outcomes) - ok} failed", highlight=False)
         if show:
             from pipeline.cli.show import print_run  # the report code loads only for --show
 
             for o in outcomes:
                 if o.run_id and o.status != "failed":
-                    with C.errors():
+                    with common.errors():
                         print_run(wh, o.run_id, None, limit=None)
     if any(o.status == "failed" for o in outcomes):
         raise typer.Exit(ExitCode.FAILED)
@@ -63,7 +63,7 @@ def _summary(o: Outcome) -> dict:
         "records_decoded": row.get("records_decoded"), "bytes_skipped": row.get("bytes_skipped"),
         "issues": o.issues,
         "ingest": {"rows": o.ingest.rows_by_table, "seconds": row.get("ingest_seconds")} if read else None,
-        "build": C.build_json(o.build) if o.build else None,
+        "build": common.build_json(o.build) if o.build else None,
     }
 
 
@@ -72,15 +72,15 @@ def _print_outcome(o: Outcome) -> None:
         reason = o.error or ""
         if reason.startswith(f"{o.source_path}: "):  # errors name their file; the dump's is said once
             reason = reason[len(o.source_path) + 2:]
-        C.out.print(f"failed     {o.source_path}: {reason}", highlight=False, markup=False)
+        common.out.print(f"failed     {o.source_path}: {reason}", highlight=False, markup=False)
         return
     row = o.ingest.row if o.ingest else {}
     detail = ""
     if o.status != "unchanged" and row:
         detail = f" ({row['records_decoded']} records, {row['bytes_skipped']} bytes skipped, {len(o.issues)} issue(s))"
     label = "unchanged" if o.status == "unchanged" else o.status
-    C.out.print(f"{label:<10} {o.run_id}  {o.source_path}{detail}", highlight=False, markup=False)
+    common.out.print(f"{label:<10} {o.run_id}  {o.source_path}{detail}", highlight=False, markup=False)
     for line in o.issues[:10]:
-        C.out.print(f"           - {line}", highlight=False, markup=False)
+        common.out.print(f"           - {line}", highlight=False, markup=False)
     if len(o.issues) > 10:
-        C.out.print(f"           ... {len(o.issues) - 10} more (profetl query \"select * from ingest_issues\")", highlight=False, markup=False)
+        common.out.print(f"           ... {len(o.issues) - 10} more (profetl query \"select * from ingest_issues\")", highlight=False, markup=False)

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.outputs import export as E
-from pipeline.outputs import query as Q
+from pipeline.outputs import export
+from pipeline.outputs import query
 from pipeline.errors import QueryFailed
 from pipeline.outputs.formats import csv_cell, json_value
 from tests.helpers.history import build_history
@@ -42,9 +42,9 @@ def _expected(wh, table: str, run_ids: list[str]) -> list[dict]:
 def test_export_of_two_runs_streams_them_in_the_order_asked(two_runs, tmp_path, monkeypatch, fmt):
     wh, run_ids = two_runs
     order = run_ids[::-1]  # not the order of ingestion
-    monkeypatch.setattr(E, "BATCH_ROWS", BATCH)
+    monkeypatch.setattr(export, "BATCH_ROWS", BATCH)
     out = tmp_path / f"op_summary.{fmt}"
-    n = E.export(wh, "op_summary", order, fmt, str(out), headers="snake")
+    n = export.export(wh, "op_summary", order, fmt, str(out), headers="snake")
     want = _expected(wh, "op_summary", order)
     assert n == len(want) > 4 * BATCH
     names = list(want[0])
@@ -64,10 +64,10 @@ def test_export_of_two_runs_streams_them_in_the_order_asked(two_runs, tmp_path, 
 
 def test_query_output_is_written_in_batches(two_runs, tmp_path, monkeypatch):
     wh, run_ids = two_runs
-    monkeypatch.setattr(Q, "BATCH_ROWS", BATCH)
+    monkeypatch.setattr(query, "BATCH_ROWS", BATCH)
     out = tmp_path / "q.parquet"
     sql = "select run_id, device_id, start_ns, dur_ns from op_summary order by run_id, device_id, start_ns, dur_ns"
-    n = Q.query_to(wh, sql, "parquet", str(out))
+    n = query.query_to(wh, sql, "parquet", str(out))
     f = pq.ParquetFile(out)
     assert f.metadata.num_row_groups > 1
     assert max(f.metadata.row_group(i).num_rows for i in range(f.metadata.num_row_groups)) <= BATCH
@@ -99,7 +99,7 @@ def test_a_retried_read_rewrites_the_file_from_the_start(two_runs, tmp_path):
     wh, _ = two_runs
     schema = pa.schema([("x", pa.int64())])
     out = tmp_path / "x.csv"
-    assert Q.write_consistent(wh, _flaky(schema), "csv", str(out)) == 3
+    assert query.write_consistent(wh, _flaky(schema), "csv", str(out)) == 3
     assert out.read_text() == "x\n1\n2\n3\n"
     assert [p.name for p in tmp_path.iterdir()] == ["x.csv"]  # no temporary file left
 
@@ -108,41 +108,41 @@ def test_standard_output_is_not_written_twice(two_runs, capsys):
     wh, _ = two_runs
     schema = pa.schema([("x", pa.int64())])
     with pytest.raises(QueryFailed, match="run the command again"):
-        Q.write_consistent(wh, _flaky(schema), "csv", "-")
+        query.write_consistent(wh, _flaky(schema), "csv", "-")
     assert capsys.readouterr().out == "x\n1\n2\n"  # what was written stays; nothing is repeated
 
 
 def test_show_reads_the_head_of_a_table_not_all_of_it(two_runs, monkeypatch):
-    from pipeline.outputs import sections as R
+    from pipeline.outputs import sections
 
     wh, run_ids = two_runs
     run_id = run_ids[1]
     rows = [r for r in _expected(wh, "op_summary", [run_id])]
     devices = sorted({r["device_id"] for r in rows})
-    monkeypatch.setattr(E, "BATCH_ROWS", BATCH)
+    monkeypatch.setattr(export, "BATCH_ROWS", BATCH)
     read = []
 
     def counting(con, sql, ids):
-        schema, batches = E.stream_runs(con, sql, ids)
+        schema, batches = export.stream_runs(con, sql, ids)
         return schema, (read.append(b.num_rows) or b for b in batches)
 
-    monkeypatch.setattr(R, "stream_runs", counting)
-    got = R.sections(wh, run_id, "op_summary", limit=2, hide_empty_columns=False)
+    monkeypatch.setattr(sections, "stream_runs", counting)
+    got = sections.sections(wh, run_id, "op_summary", limit=2, hide_empty_columns=False)
     assert [s.total_rows for s in got] == [sum(r["device_id"] == d for r in rows) for d in devices]
     for section, d in zip(got, devices):
         head = [r for r in rows if r["device_id"] == d][:2]
-        assert section.rows == [[R.cell(r[k]) for k in r if k not in ("run_id", "device_id")] for r in head]
+        assert section.rows == [[sections.cell(r[k]) for k in r if k not in ("run_id", "device_id")] for r in head]
     assert sum(read) < len(rows)  # stopped once every device had its rows
 
 
 def test_query_keeps_the_head_and_counts_the_rest(two_runs, monkeypatch):
     wh, run_ids = two_runs
-    monkeypatch.setattr(Q, "BATCH_ROWS", BATCH)
+    monkeypatch.setattr(query, "BATCH_ROWS", BATCH)
     want = sorted((r["run_id"], r["start_ns"], r["dur_ns"]) for r in _expected(wh, "op_summary", run_ids))
     sql = "select run_id, start_ns, dur_ns from op_summary order by all"
-    head = Q.query(wh, sql, limit=10)
+    head = query.query(wh, sql, limit=10)
     assert head.total_rows == len(want) and head.rows == want[:10]
-    every = Q.query(wh, sql)
+    every = query.query(wh, sql)
     assert every.total_rows == len(want) and every.rows == want
 
 

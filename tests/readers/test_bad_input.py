@@ -28,7 +28,7 @@ from pipeline.errors import PipelineError
 from pipeline.outputs.export import fetch
 from pipeline.jobs.runner import ingest_dump
 from pipeline.layouts import HOST_MAGIC
-from pipeline.layouts import hiprof as L
+from pipeline.layouts import hiprof as hiprof_layouts
 from pipeline.readers.issues import BYTE_KINDS
 from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.synth.truth import Truth
@@ -37,7 +37,7 @@ from pipeline.warehouse.store import Warehouse
 # 1024-byte slices hold whole host records (256 and 128 bytes), so removing one slice of
 # a host stream removes exactly its records; device TLV records still straddle slices.
 SLICE_BYTES = 1024
-RT = L.RUNTIME_API.size
+RT = hiprof_layouts.RUNTIME_API.size
 
 
 # --- helpers --------------------------------------------------------------------------
@@ -75,8 +75,8 @@ def fsname(parent: Path, raw: bytes) -> Path:
 
 
 def runtime_records(names: list[str]) -> bytes:
-    a = L.RUNTIME_API.zeros(len(names))
-    a["magic"], a["data_tag"], a["stream_id"] = HOST_MAGIC, L.RUNTIME_API.tag, L.NO_STREAM
+    a = hiprof_layouts.RUNTIME_API.zeros(len(names))
+    a["magic"], a["data_tag"], a["stream_id"] = HOST_MAGIC, hiprof_layouts.RUNTIME_API.tag, hiprof_layouts.NO_STREAM
     a["api_name"] = [n.encode() for n in names]
     a["entry"], a["exit"] = 5_000_000_000_000, 5_000_000_001_000
     return a.tobytes()

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from pipeline.layouts import hiprof as L
+from pipeline.layouts import hiprof as hiprof_layouts
 from pipeline.readers.decode import Batch, decode_fixed, decode_tlv
 from pipeline.readers.issues import BYTE_KINDS, IssueLog
 from pipeline.readers.slices import SliceFile, SliceStream
@@ -113,11 +113,11 @@ def assert_tiles(total: int, ranges: list[tuple[int, int]]) -> None:
 # Reference formats written from docs/formats.md#acl-record and after, independent of the numpy dtypes.
 FIXED_REF = {
     "runtime_task_track": (
-        L.RUNTIME_TASK_TRACK, "<HHIQ32sHHH",
+        hiprof_layouts.RUNTIME_TASK_TRACK, "<HHIQ32sHHH",
         ["magic", "data_tag", "tid", "timestamp", "task_type", "task_id", "batch_id", "stream_id"],
     ),
     "acl_api": (
-        L.ACL_API, "<HHIQQII64s",
+        hiprof_layouts.ACL_API, "<HHIQQII64s",
         ["magic", "data_tag", "api_type", "begin", "end", "pid", "tid", "api_name"],
     ),
 }
@@ -256,16 +256,16 @@ def test_decode_fixed_bad_magic_and_truncation_are_located_per_file():
 
 # Reference formats (docs/formats.md#tlv): header "mode u8, tag u8, bufSize u16, reserved u32".
 TLV_REF = {
-    L.TIME_LINE.tag: ("<BBH4xHHHHQII", ["mode", "tag", "buf_size", "task_type", "task_state", "stream_id",
+    hiprof_layouts.TIME_LINE.tag: ("<BBH4xHHHHQII", ["mode", "tag", "buf_size", "task_type", "task_state", "stream_id",
                                         "task_id", "timestamp", "thread", "device_id"]),
-    L.EVENT_COUNT.tag: ("<BBH4xHHHHQ8QQQH", ["mode", "tag", "buf_size", "task_type", "stream_id", "task_id",
+    hiprof_layouts.EVENT_COUNT.tag: ("<BBH4xHHHHQ8QQQH", ["mode", "tag", "buf_size", "task_type", "stream_id", "task_id",
                                             "overflow", "overflow_cycle", "events", "task_cyc", "timestamp",
                                             "block"]),
-    L.STEP_TRACE.tag: ("<BBH4xQQQHHH", ["mode", "tag", "buf_size", "timestamp", "index_id", "model_id",
+    hiprof_layouts.STEP_TRACE.tag: ("<BBH4xQQQHHH", ["mode", "tag", "buf_size", "timestamp", "index_id", "model_id",
                                        "stream_id", "task_id", "tag_id"]),
-    L.TS_MEMCPY.tag: ("<BBH4xQHHB", ["mode", "tag", "buf_size", "timestamp", "stream_id", "task_id", "task_state"]),
+    hiprof_layouts.TS_MEMCPY.tag: ("<BBH4xQHHB", ["mode", "tag", "buf_size", "timestamp", "stream_id", "task_id", "task_state"]),
 }
-RECORD_SIZE = {L.TIME_LINE.tag: 32, L.EVENT_COUNT.tag: 112, L.STEP_TRACE.tag: 40, L.TS_MEMCPY.tag: 40}
+RECORD_SIZE = {hiprof_layouts.TIME_LINE.tag: 32, hiprof_layouts.EVENT_COUNT.tag: 112, hiprof_layouts.STEP_TRACE.tag: 40, hiprof_layouts.TS_MEMCPY.tag: 40}
 COUNTED = (6, 7, 8, 9)
 KNOWN = set(RECORD_SIZE) | set(COUNTED)
 
@@ -273,7 +273,7 @@ KNOWN = set(RECORD_SIZE) | set(COUNTED)
 def unpack_tlv(data: bytes, pos: int, tag: int) -> dict:
     fmt, names = TLV_REF[tag]
     values = list(struct.unpack_from(fmt, data, pos))
-    if tag == L.EVENT_COUNT.tag:  # events[8] are eight consecutive u64 values
+    if tag == hiprof_layouts.EVENT_COUNT.tag:  # events[8] are eight consecutive u64 values
         i = names.index("events")
         values[i:i + 8] = [tuple(values[i:i + 8])]
     return dict(zip(names, values))
@@ -333,7 +333,7 @@ def tlv_layouts(draw, max_records: int = 24):
     out = []
     while len(out) < max_records and draw(st.integers(0, 5)) > 0:
         tag = draw(st.sampled_from([3, 3, 3, 4, 4, 10, 11, 6, 7, 8, 9]))
-        if tag == L.EVENT_COUNT.tag:
+        if tag == hiprof_layouts.EVENT_COUNT.tag:
             size = 112 + draw(st.sampled_from([0, 0, 8, 24, 37]))
         elif tag in RECORD_SIZE:
             size = RECORD_SIZE[tag] + draw(st.sampled_from([0, 0, 0, 0, 8]))
@@ -362,7 +362,7 @@ def run_tlv(data: bytes, cuts: list[int], chunk_bytes: int):
     with sliced(data, cuts, chunk_bytes) as sl:
         log = IssueLog()
         decoded = []
-        for by_tag in decode_tlv(sl.stream, L.DECODED_TAGS, L.COUNTED_TAGS, log, device_id=1):
+        for by_tag in decode_tlv(sl.stream, hiprof_layouts.DECODED_TAGS, hiprof_layouts.COUNTED_TAGS, log, device_id=1):
             for tag, b in by_tag.items():
                 assert (b.records["tag"] == tag).all()
                 for o, s, r in zip(b.offsets.tolist(), b.seq.tolist(), b.records):
@@ -430,7 +430,7 @@ def test_decode_tlv_mixed_run_sizes_of_one_tag():
     """EVENT_COUNT records of 112 and 150 bytes in one chunk come out in one batch, all fields intact."""
     rng = random.Random(5)
     sizes = [112, 112, 150, 112, 150, 150]
-    data = b"".join(tlv_record(rng, L.EVENT_COUNT.tag, s) for s in sizes)
+    data = b"".join(tlv_record(rng, hiprof_layouts.EVENT_COUNT.tag, s) for s in sizes)
     assert_matches_reference(data, [], 1 << 20)
     assert_matches_reference(data, [113, 300], 33)
 
@@ -512,7 +512,7 @@ def test_decode_tlv_corrupt_stream_issue_names_each_file():
     data = good + bytes([0, 200, 32, 0]) + rng.randbytes(100)  # tag 200 at byte 128
     with sliced(data, [40, 150, 200], 7) as sl:
         log = IssueLog()
-        n = sum(len(b.records) for by in decode_tlv(sl.stream, L.DECODED_TAGS, L.COUNTED_TAGS, log, 0)
+        n = sum(len(b.records) for by in decode_tlv(sl.stream, hiprof_layouts.DECODED_TAGS, hiprof_layouts.COUNTED_TAGS, log, 0)
                 for b in by.values())
         assert n == 4
         got = [(i.source_file, i.byte_offset, i.byte_length) for i in log.issues]

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from pipeline.warehouse.contracts import contract
 from pipeline.readers.exported import csvs
-from pipeline.readers.exported import values as V
+from pipeline.readers.exported import values as export_values
 from pipeline.readers.exported.context import ExportContext
 from pipeline.readers.exported.csvs import read_summary
 from pipeline.readers.exported.reader import read_export
@@ -346,7 +346,7 @@ def decimal_text(draw):
 @given(st.lists(decimal_text(), min_size=1, max_size=20))
 @example(["27.0805", "9223372036854775.807", "9223372036854775.8075", "-0.0005", "1736408883704643.212\t"])
 def test_us_to_ns_is_exact(texts):
-    got, bad = V.us_to_ns(texts)
+    got, bad = export_values.us_to_ns(texts)
     with localcontext() as c:
         c.prec = 60
         want = [int((Decimal(t.strip()) * 1000).quantize(Decimal(1), rounding=ROUND_HALF_UP)) for t in texts]
@@ -360,7 +360,7 @@ def test_us_to_ns_is_exact(texts):
 @settings(max_examples=200)
 @given(st.lists(st.integers(min_value=-(2**70), max_value=2**70), min_size=1, max_size=20))
 def test_to_int_is_exact_or_null(ints):
-    got, bad = V.to_int([str(i) for i in ints])
+    got, bad = export_values.to_int([str(i) for i in ints])
     for i, g, b in zip(ints, got.to_pylist(), bad.to_pylist()):
         if -INT64_MAX <= i <= INT64_MAX:
             assert g == i and not b

@@ -12,7 +12,7 @@ import shutil
 from pipeline.synth.prof import ProfConfig, generate
 from tests.helpers import oracle
 from tests.helpers.built import build_dump
-from tests.helpers import oracle_prof as O
+from tests.helpers import oracle_prof
 
 
 def _last_slice(data, stem):
@@ -39,11 +39,11 @@ def test_missing_and_cut_device_data(tmp_path):
     last_pmu = max((p for p in truth.pmu if p.device_id == 2), key=lambda p: p.ts_ns)
     left = dataclasses.replace(truth, logs=[x for x in truth.logs if x.device_id != 1],
                                pmu=[p for p in truth.pmu if p.device_id != 1 and p is not last_pmu])
-    oracle.assert_same_rows(rows("task_scheduler"), O.task_scheduler(left),
+    oracle.assert_same_rows(rows("task_scheduler"), oracle_prof.task_scheduler(left),
                             ("device_id", "task_type", "api_name", "task_id", "op_name", "stream_id"))
-    oracle.assert_same_rows(rows("ai_core_metrics"), O.ai_core_metrics(left), ("device_id", "ts_ns", "stream_id", "task_id"))
-    assert rows("topdown_inference") == O.topdown_inference(left)
+    oracle.assert_same_rows(rows("ai_core_metrics"), oracle_prof.ai_core_metrics(left), ("device_id", "ts_ns", "stream_id", "task_id"))
+    assert rows("topdown_inference") == oracle_prof.topdown_inference(left)
     # host data is intact: device 1's API calls are still there, attributed by their thread
-    oracle.assert_same_rows(rows("runtime_api_summary"), O.runtime_api_summary(truth), ("device_id", "api_name", "stream_id"))
-    assert rows("acl_api") == O.acl_api(truth)
+    oracle.assert_same_rows(rows("runtime_api_summary"), oracle_prof.runtime_api_summary(truth), ("device_id", "api_name", "stream_id"))
+    assert rows("acl_api") == oracle_prof.acl_api(truth)
     assert {r["device_id"] for r in rows("task_runs")} == {0, 2}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.layouts import hiprof as L
+from pipeline.layouts import hiprof as hiprof_layouts
 from pipeline.readers.decode import Batch
 from pipeline.readers.hiprof.host import GE_TASK_TYPES, ge_task_ops
 from pipeline.readers.issues import IssueLog
@@ -34,7 +34,7 @@ def test_device_task_runs_name_known_codes_and_number_the_others():
 
 def test_ge_task_descriptions_name_known_codes_and_number_the_others():
     codes = [0, 13, 10, 1, 13, 11]
-    records = np.zeros(len(codes), L.GE_TASK_DESC.dtype)
+    records = np.zeros(len(codes), hiprof_layouts.GE_TASK_DESC.dtype)
     records["task_type"] = codes
     records["op_name_kind"] = records["op_type_kind"] = 1  # names as text
     records["op_name"] = b"Add"

@@ -6,19 +6,19 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.readers.exported import trace_events as T
+from pipeline.readers.exported import trace_events as trace_events_module
 from pipeline.readers.exported.trace_events import TraceError, trace_events
 
 
 def read_all(path, chunk, compact):
     """All events, with consumed text dropped after ``compact`` characters (the module's
     threshold is 1 MiB, which small test files never reach)."""
-    keep = T.COMPACT_CHARS
-    T.COMPACT_CHARS = compact
+    keep = trace_events_module.COMPACT_CHARS
+    trace_events_module.COMPACT_CHARS = compact
     try:
         return list(trace_events(path, chunk_bytes=chunk))
     finally:
-        T.COMPACT_CHARS = keep
+        trace_events_module.COMPACT_CHARS = keep
 
 text = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)  # incl. multi-byte UTF-8
 scalar = st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False) | text

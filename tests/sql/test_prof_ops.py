@@ -6,7 +6,7 @@ encloses an op's node launch, and a kernel launched outside any node named after
 from __future__ import annotations
 
 from tests.helpers import oracle
-from tests.helpers import oracle_prof as O
+from tests.helpers import oracle_prof
 from tests.sql.test_prof_tables import CASES, prof_run, run  # noqa: F401 - fixtures
 
 OP_COLUMNS = ("device_id", "stream_id", "task_id", "start_ns", "dur_ns", "model_id", "op_name", "op_type",
@@ -15,16 +15,16 @@ OP_COLUMNS = ("device_id", "stream_id", "task_id", "start_ns", "dur_ns", "model_
 
 def test_op_summary_ops_and_model_ids(run):
     got = [{c: r[c] for c in OP_COLUMNS} for r in run.rows("op_summary")]
-    expected = O.op_summary_ops(run.truth)
+    expected = oracle_prof.op_summary_ops(run.truth)
     assert len(got) == len(expected) > 0
     oracle.assert_same_rows(got, expected, ("device_id", "stream_id", "task_id", "start_ns"))
     # the synth's model is model 1, and each inference has a kernel outside any node
-    assert {r["model_id"] for r in got} == {1, O.GE_OP_MODEL_ID}
+    assert {r["model_id"] for r in got} == {1, oracle_prof.GE_OP_MODEL_ID}
 
 
 def test_op_statistic_counts_kernels_outside_nodes(run):
     got = run.rows("op_statistic")
-    expected = O.op_statistic(run.truth)
+    expected = oracle_prof.op_statistic(run.truth)
     oracle.assert_same_rows(got, expected, ("device_id", "op_type", "core_type"))
     assert any(r["op_type"] == "DataPrep_kernel" and r["core_type"] == "AI_CPU" for r in got)
 

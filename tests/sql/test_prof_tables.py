@@ -17,7 +17,7 @@ from pipeline.jobs.runner import ingest_dump
 from pipeline.synth.prof import ProfConfig, ProfTruth, generate
 from pipeline.warehouse.store import Warehouse
 from tests.helpers import oracle
-from tests.helpers import oracle_prof as O
+from tests.helpers import oracle_prof
 
 CASES = {
     "910a": {"chip": "ascend910a"},
@@ -66,18 +66,18 @@ def run(request, prof_run):
 
 
 def test_runtime_api_summary(run):
-    oracle.assert_same_rows(run.rows("runtime_api_summary"), O.runtime_api_summary(run.truth),
+    oracle.assert_same_rows(run.rows("runtime_api_summary"), oracle_prof.runtime_api_summary(run.truth),
                             ("device_id", "api_name", "stream_id"))
     assert all(r["stream_id"] is None for r in run.rows("runtime_api_summary"))  # no stream id in the record
 
 
 def test_acl_api(run):
-    assert run.rows("acl_api") == O.acl_api(run.truth)  # order too
+    assert run.rows("acl_api") == oracle_prof.acl_api(run.truth)  # order too
 
 
 def test_task_scheduler(run):
     got = run.rows("task_scheduler")
-    oracle.assert_same_rows(got, O.task_scheduler(run.truth),
+    oracle.assert_same_rows(got, oracle_prof.task_scheduler(run.truth),
                             ("device_id", "task_type", "api_name", "task_id", "op_name", "stream_id"))
     assert all(r["waiting_ns"] is None and r["pending_ns"] is None for r in got)
     for dev in {r["device_id"] for r in got}:
@@ -88,18 +88,18 @@ def test_task_scheduler(run):
 
 def test_ai_core_metrics(run):
     got = run.rows("ai_core_metrics")
-    expected = O.ai_core_metrics(run.truth)
+    expected = oracle_prof.ai_core_metrics(run.truth)
     assert len(got) == len(expected) > 0
     oracle.assert_same_rows(got, expected, ("device_id", "ts_ns", "stream_id", "task_id"))
     assert [(r["device_id"], r["ts_ns"]) for r in got] == [(r["device_id"], r["ts_ns"]) for r in expected]
 
 
 def test_topdown_inference(run):
-    assert run.rows("topdown_inference") == O.topdown_inference(run.truth)
+    assert run.rows("topdown_inference") == oracle_prof.topdown_inference(run.truth)
 
 
 def test_build_issues_count_what_was_left_out(run):
-    lone = sum(1 for x in O.executions(run.truth) if x["start"] is None)
+    lone = sum(1 for x in oracle_prof.executions(run.truth) if x["start"] is None)
     rows = run.rows("build_issues")
     assert sum(r["count"] for r in rows if r["kind"] == "task_runs_without_time") == lone
     assert {r["kind"] for r in rows} <= {"task_runs_without_time"}
@@ -107,13 +107,13 @@ def test_build_issues_count_what_was_left_out(run):
 
 def test_every_log_is_an_execution_or_an_issue(run):
     """Each start/end log written is in task_runs or counted as a start no end closed."""
-    execs = O.executions(run.truth)
+    execs = oracle_prof.executions(run.truth)
     runs = run.rows("task_runs")
     assert len(runs) == len(execs)
     issues = [r for r in run.rows("ingest_issues") if r["kind"] == "start_without_end"]
-    assert sum(r["count"] for r in issues) == O.orphan_starts(run.truth)
+    assert sum(r["count"] for r in issues) == oracle_prof.orphan_starts(run.truth)
     paired = sum(1 for x in execs if x["start"] is not None)
-    assert 2 * paired + (len(execs) - paired) + O.orphan_starts(run.truth) == len(run.truth.logs)
+    assert 2 * paired + (len(execs) - paired) + oracle_prof.orphan_starts(run.truth) == len(run.truth.logs)
 
 
 def test_run_records_chip_generation_and_sources(run):
@@ -149,7 +149,7 @@ def test_batch_ids(run):
 
 def test_case_features_present(run):
     t = run.truth
-    execs = O.executions(t)
+    execs = oracle_prof.executions(t)
     keys = {}
     for x in execs:
         keys.setdefault((x["device_id"], x["stream_id"], x["task_id"]), []).append(x)
@@ -166,9 +166,9 @@ def test_sample_based_ai_core_table(prof_run, chip):
     run = prof_run(chip=chip, sample_based=True, seed=12)
     assert run.truth.samples and not run.truth.pmu
     got = run.rows("ai_core_samples")
-    assert got == O.ai_core_samples(run.truth) or _close(got, O.ai_core_samples(run.truth))
+    assert got == oracle_prof.ai_core_samples(run.truth) or _close(got, oracle_prof.ai_core_samples(run.truth))
     assert run.rows("ai_core_metrics") == []
-    oracle.assert_same_rows(run.rows("task_scheduler"), O.task_scheduler(run.truth),
+    oracle.assert_same_rows(run.rows("task_scheduler"), oracle_prof.task_scheduler(run.truth),
                             ("device_id", "task_type", "api_name", "task_id", "op_name", "stream_id"))
     r = run.wh.run(run.run_id)
     assert r["ai_core_profiling_mode"] == "sample-based" and "ai_core_samples" in r["tables_filled"]

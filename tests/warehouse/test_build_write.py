@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.jobs import build as B
+from pipeline.jobs import build as build_module
 from pipeline.jobs.runner import ingest_dump, rebuild
 from pipeline.synth.hiprof import HiprofConfig, generate
 from tests.helpers.built import build_dump
@@ -14,12 +14,12 @@ from tests.helpers.built import build_dump
 def test_mart_rows_kept_in_order_across_batches_and_row_groups(tmp_path, monkeypatch):
     generate(tmp_path / "d", HiprofConfig(inferences=6))
     run, _ = build_dump(tmp_path / "wh", tmp_path / "d")
-    wh = B.Warehouse(tmp_path / "wh")
+    wh = build_module.Warehouse(tmp_path / "wh")
     whole = pq.read_table(wh.part("marts", "op_summary", run["run_id"], run["build_id"]))
     assert whole.num_rows > 40  # enough rows for several batches below
 
-    monkeypatch.setattr(B, "FETCH_ROWS", 3)
-    monkeypatch.setattr(B, "ROW_GROUP_ROWS", 10)
+    monkeypatch.setattr(build_module, "FETCH_ROWS", 3)
+    monkeypatch.setattr(build_module, "ROW_GROUP_ROWS", 10)
     with wh.writer():
         again = rebuild(wh, wh.run(run["run_id"]))
     f = pq.ParquetFile(wh.part("marts", "op_summary", run["run_id"], again.build.build_id))
@@ -36,7 +36,7 @@ def test_build_reports_each_issue_it_wrote(tmp_path):
     truth = generate(tmp_path / "d", HiprofConfig(inferences=4, drop_complete=3, seed=1))
     dropped = sum(1 for x in truth.instances if x.complete_ns is None)
     assert dropped == 3
-    wh = B.Warehouse(tmp_path / "wh")
+    wh = build_module.Warehouse(tmp_path / "wh")
     with wh.writer():
         outcome = ingest_dump(wh, tmp_path / "d")
     lines = [i for i in outcome.build.issues if "dropped_task_instances" in i]
@@ -45,7 +45,7 @@ def test_build_reports_each_issue_it_wrote(tmp_path):
 
 
 def test_build_database_reserves_its_memory_limit_for_the_block_allocator(tmp_path):
-    con = B.connect(tmp_path, "256MB")
+    con = build_module.connect(tmp_path, "256MB")
     limit, blocks = con.execute(
         "select current_setting('memory_limit'), current_setting('block_allocator_memory')").fetchone()
     con.close()
@@ -54,7 +54,7 @@ def test_build_database_reserves_its_memory_limit_for_the_block_allocator(tmp_pa
 
 
 def test_a_limit_larger_than_the_address_space_still_builds(tmp_path):
-    con = B.connect(tmp_path, "100TB")  # more than the block allocator can reserve: plain allocation
+    con = build_module.connect(tmp_path, "100TB")  # more than the block allocator can reserve: plain allocation
     assert con.execute("select 1").fetchone() == (1,)
     con.close()
 
@@ -62,15 +62,15 @@ def test_a_limit_larger_than_the_address_space_still_builds(tmp_path):
 def test_staging_goes_to_the_database_file_above_twice_the_memory_limit(tmp_path):
     """100 MB (DuckDB: 95.3 MiB) allows ~200 MB of staging tables in memory; at 55 bytes a
     record that is 3.5M records (192.5 MB) but not 3.8M (209 MB)."""
-    con = B.connect(tmp_path, "100MB")
+    con = build_module.connect(tmp_path, "100MB")
     try:
-        assert B.staging_storage(con, {"records_decoded": 3_500_000}) == "memory"
-        assert B.staging_storage(con, {"records_decoded": 3_800_000}) == "file"
-        assert B.staging_storage(con, {"records_decoded": None}) == "memory"  # an older run's row
+        assert build_module.staging_storage(con, {"records_decoded": 3_500_000}) == "memory"
+        assert build_module.staging_storage(con, {"records_decoded": 3_800_000}) == "file"
+        assert build_module.staging_storage(con, {"records_decoded": None}) == "memory"  # an older run's row
     finally:
         con.close()
-    assert B._setting_bytes("1.5 GiB") == 1.5 * 2**30 and B._setting_bytes("512 bytes") == 512
-    assert B._setting_bytes("lots") == float("inf")
+    assert build_module._setting_bytes("1.5 GiB") == 1.5 * 2**30 and build_module._setting_bytes("512 bytes") == 512
+    assert build_module._setting_bytes("lots") == float("inf")
 
 
 @pytest.mark.parametrize("layout", ["hiprof", "ascend910b"])
@@ -88,9 +88,9 @@ def test_staging_in_the_database_file_gives_the_same_marts(tmp_path, monkeypatch
         truth = generate_prof(tmp_path / "d", ProfConfig(chip=layout, inferences=3, tasks=6))
         dump = tmp_path / "d" / truth.root if truth.root else tmp_path / "d"
     run, _ = build_dump(tmp_path / "wh", dump)
-    wh = B.Warehouse(tmp_path / "wh")
+    wh = build_module.Warehouse(tmp_path / "wh")
     before = {name: pq.read_table(wh.part("marts", name, run["run_id"], run["build_id"])) for name in contracts("marts")}
-    monkeypatch.setattr(B, "STAGING_IN_FILE_ABOVE", 0.0)  # any run with records goes to the file
+    monkeypatch.setattr(build_module, "STAGING_IN_FILE_ABOVE", 0.0)  # any run with records goes to the file
     with wh.writer():
         again = rebuild(wh, wh.run(run["run_id"]))
     assert again.build.staging == "file"
@@ -107,13 +107,13 @@ def test_stored_staging_tables_are_kept_where_chosen(tmp_path, storage, temporar
 
     generate(tmp_path / "d", HiprofConfig(inferences=2))
     run, _ = build_dump(tmp_path / "wh", tmp_path / "d")
-    wh = B.Warehouse(tmp_path / "wh")
+    wh = build_module.Warehouse(tmp_path / "wh")
     (tmp_path / "work").mkdir()
-    con = B.connect(tmp_path / "work")
+    con = build_module.connect(tmp_path / "work")
     try:
         for table in RAW_TABLES:
             con.execute(f"create view {table} as {raw_select(wh, table, run)}")
-        run_layer(con, "staging", stored_as=B.staging_table_kind(storage))
+        run_layer(con, "staging", stored_as=build_module.staging_table_kind(storage))
         kept = dict(con.execute("select table_name, temporary from duckdb_tables()").fetchall())
     finally:
         con.close()

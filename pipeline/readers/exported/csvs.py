@@ -36,7 +36,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from pipeline.readers.exported import values as V
+from pipeline.readers.exported import values as export_values
 from pipeline.readers.exported.context import ExportContext, SourceResult, file_size
 from pipeline.readers.issues import Issue
 
@@ -95,7 +95,7 @@ class Layout:
 def layout(header: list[str]) -> Layout:
     """Which column holds which role, and which columns are metrics: every column after
     ``Context ID`` (or, without one, the unknown columns after the last known one)."""
-    keys = [V.column_key(h) for h in header]
+    keys = [export_values.column_key(h) for h in header]
     roles: dict[str, int] = {}
     for i, k in enumerate(keys):
         for role, names in ROLES.items():
@@ -297,7 +297,7 @@ class _State:
         self.no_key = 0
         self.no_key_names: list[str] = []
         self.no_start = 0
-        self.metric_names = [V.metric_name(lay.header[i]) for i in lay.metrics]
+        self.metric_names = [export_values.metric_name(lay.header[i]) for i in lay.metrics]
         self.metric_labels = [lay.header[i].replace("\ufeff", "").strip() for i in lay.metrics]
 
     def _raw(self, i: int) -> pa.Array:
@@ -322,18 +322,18 @@ class _State:
         n = batch.num_rows
         if n == 0:
             return
-        stream = self._num("stream", V.to_int32)
-        task = self._num("task", V.to_int32)
-        start = self._num("start", V.us_to_ns)
-        dur = self._num("duration", V.us_to_ns)
+        stream = self._num("stream", export_values.to_int32)
+        task = self._num("task", export_values.to_int32)
+        start = self._num("start", export_values.us_to_ns)
+        dur = self._num("duration", export_values.us_to_ns)
         if dur is not None:
             end = pc.add(start, dur)
         elif "stop" in self.lay.roles:
-            end = self._num("stop", V.us_to_ns)
+            end = self._num("stop", export_values.us_to_ns)
         else:
             end = pa.nulls(n, pa.int64())
         if "device" in self.lay.roles:
-            dev = self._num("device", V.to_int32)
+            dev = self._num("device", export_values.to_int32)
             dev = pc.fill_null(dev, self.fallback_device)
         else:
             dev = pa.array(np.full(n, self.fallback_device, dtype=np.int64))
@@ -365,10 +365,10 @@ class _State:
         if mn is not None and (self.res.start_ns is None or mn < self.res.start_ns):
             self.res.start_ns = mn
 
-        context = self._num("context", V.to_int)
+        context = self._num("context", export_values.to_int)
         if context is not None:
             context = pc.if_else(pc.equal(context, NO_CONTEXT), pa.nulls(kept, pa.int64()), context)
-        model = self._num("model", V.to_int)
+        model = self._num("model", export_values.to_int)
         ttype = self._strings("task_type") if "task_type" in self.lay.roles else self._strings("core")
         core = self._strings("core") if "core" in self.lay.roles else ttype
         common = {"device_id": dev, "source_file": self.rel, "seq": seq, "stream_id": stream, "task_id": task}
@@ -379,8 +379,8 @@ class _State:
         if "task_ops" in self.tables:
             cols = {**common, "source": "export", "start_ns": start, "context_id": context, "model_id": model,
                     "task_type": ttype, "accelerator_core": core,
-                    "block_dim": self._num("block_dim", V.to_int32),
-                    "mix_block_dim": self._num("mix_block_dim", V.to_int32)}
+                    "block_dim": self._num("block_dim", export_values.to_int32),
+                    "mix_block_dim": self._num("mix_block_dim", export_values.to_int32)}
             for role in STRINGS:
                 cols[role] = self._strings(role)
             self._write("task_ops", cols)
@@ -388,7 +388,7 @@ class _State:
             m = len(self.lay.metrics)
             vals = []
             for i in self.lay.metrics:
-                v, bad = V.to_float(self._raw(i))
+                v, bad = export_values.to_float(self._raw(i))
                 self._count(i, bad)
                 vals.append(v)
             rows = pa.array(np.tile(np.arange(kept, dtype=np.int64), m))
@@ -405,7 +405,7 @@ class _State:
 
     def _strings(self, role: str) -> pa.Array | None:
         i = self.lay.roles.get(role)
-        return None if i is None else V.clean(self._raw(i))
+        return None if i is None else export_values.clean(self._raw(i))
 
     def _write(self, table: str, cols: dict) -> None:
         cols = {k: v for k, v in cols.items() if v is not None}

@@ -50,7 +50,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.readers.exported import values as V
+from pipeline.readers.exported import values as export_values
 from pipeline.readers.exported.context import ExportContext, SourceResult
 from pipeline.readers.issues import Issue
 
@@ -311,7 +311,7 @@ class _Reader:
                    f"ON c.{_q(info.cols['gid'])} = t.{_q(t.cols['gid'])}{''.join(joins)} ORDER BY t.rowid")
             for c in _chunks(self.db.con.execute(sql)):
                 cols = self._exec_cols(c)
-                text = {k: V.clean(pa.array(c[9 + i], pa.string())) for i, k in enumerate(strings)}
+                text = {k: export_values.clean(pa.array(c[9 + i], pa.string())) for i, k in enumerate(strings)}
                 cols.update({
                     "model_id": pa.array(c[6], pa.int64()),
                     "block_dim": pa.array(c[7], pa.int64()), "mix_block_dim": pa.array(c[8], pa.int64()),
@@ -418,7 +418,7 @@ def pmu_metric(name: str) -> tuple[str, float]:
     """(metric, factor) of a TASK_PMU_INFO name: the profetl metric name (values.metric_name, the
     CSV headers' rule) and the factor that turns the stored value into the unit that name states
     (module docstring): msprof stores ``*_time`` columns without their unit, in ns."""
-    s = V.metric_name(name)
+    s = export_values.metric_name(name)
     if "(" in name:  # the name states its unit
         return s, 1.0
     s = s.removesuffix("_extra")

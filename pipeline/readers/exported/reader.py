@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 
 from pipeline.errors import InputError
-from pipeline.readers import metadata as M
+from pipeline.readers import metadata
 from pipeline.readers.exported import csvs, db, timeline_json
 from pipeline.readers.exported.context import ExportContext, SourceResult
 from pipeline.readers.exported.files import ExportDump, ExportFile, nested_runs, not_read_reason, scan
@@ -145,8 +145,8 @@ def _default_device(dump: ExportDump, log: IssueLog) -> int | None:
     holds the rank; the device folder (device_N) wins where there is one."""
     for f in dump.of("profiler_info"):
         try:
-            info = json.loads(M.read_text(f.path))
-        except (M.MetadataError, ValueError):
+            info = json.loads(metadata.read_text(f.path))
+        except (metadata.MetadataError, ValueError):
             log.add(Issue(rel_name(dump.root, f.path), "bad_metadata", "not JSON: rank and device unknown"))
             continue
         rank = info.get("rank_id") if isinstance(info, dict) else None
@@ -204,7 +204,7 @@ def _device_control(dump: ExportDump, log: IssueLog) -> dict[int, dict]:
         row = out.setdefault(dev, {})
         try:
             if f.kind == "info_json":
-                info = M.read_info(f.path)
+                info = metadata.read_info(f.path)
                 di = info.device_info[0] if info.device_info else None
                 row.update({"source_file": [rel_name(dump.root, f.path)], "platform_version": [info.platform_version],
                             "chip": [chip_name(info.platform_version)], "platform_source": ["info.json"],
@@ -214,12 +214,12 @@ def _device_control(dump: ExportDump, log: IssueLog) -> dict[int, dict]:
                             "ai_core_num": [di.ai_core_num if di else None],
                             "hwts_freq_source": ["info.json" if di and di.hwts_mhz else None]})
             else:
-                start = M.read_start_info(f.path)
+                start = metadata.read_start_info(f.path)
                 row["start_us"] = [start.collection_time_begin_us]
                 if start.collection_time_begin_us is not None and start.clock_monotonic_raw_ns is not None:
                     row["wall_offset_ns"] = [start.collection_time_begin_us * 1000 - start.clock_monotonic_raw_ns]
                     row["host_mon_ns"] = [start.clock_monotonic_raw_ns]
-        except M.MetadataError as e:
+        except metadata.MetadataError as e:
             log.add(Issue(rel_name(dump.root, f.path), "bad_metadata", str(e), device_id=dev))
     return out
 
@@ -243,11 +243,11 @@ def profiler_info_start_us(dump: ExportDump) -> int | None:
     (end_info.collectionTimeEnd, ns) less the monotonic time between start and end."""
     for f in dump.of("profiler_info"):
         try:
-            info = json.loads(M.read_text(f.path))
+            info = json.loads(metadata.read_text(f.path))
             end = info["end_info"]
             wall_end = int(end["collectionTimeEnd"])
             elapsed = int(end["MonotonicTimeEnd"]) - int(info["start_info"]["start_monotonic"])
-        except (M.MetadataError, ValueError, KeyError, TypeError):
+        except (metadata.MetadataError, ValueError, KeyError, TypeError):
             continue
         if elapsed >= 0:
             return (wall_end - elapsed) // 1000

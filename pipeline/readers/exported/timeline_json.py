@@ -43,7 +43,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from pipeline.readers.exported import values as V
+from pipeline.readers.exported import values as export_values
 from pipeline.readers.exported.context import ExportContext, SourceResult, file_size
 from pipeline.readers.exported.trace_events import TraceError, trace_events
 from pipeline.readers.issues import Issue
@@ -81,7 +81,7 @@ def _text(values: list) -> pa.Array:
 def _ints(values: list, bits: int = 64) -> tuple[pa.Array, pa.Array]:
     """Integers of any JSON form ("12", 12) to int64; ``bad`` marks text that is no integer or does
     not fit ``bits``."""
-    n, bad = V.to_int(_text(values))
+    n, bad = export_values.to_int(_text(values))
     if bits == 32:
         inside = pc.fill_null(pc.and_(pc.greater_equal(n, -(2**31)), pc.less(n, 2**31)), True)
         n = pc.if_else(inside, n, pa.nulls(len(n), pa.int64()))
@@ -274,7 +274,7 @@ class _Reader:
         if len(steps) and "step_trace" in self.ctx.tables:
             self._steps(steps)
         if batch.ts:
-            ns, _ = V.us_to_ns(_text(batch.ts))
+            ns, _ = export_values.us_to_ns(_text(batch.ts))
             first = pc.min(ns).as_py()
             if first is not None and (self.first_ns is None or first < self.first_ns):
                 self.first_ns = first
@@ -283,8 +283,8 @@ class _Reader:
 
     def _times(self, cols: _Columns, what: str) -> tuple[pa.Array, pa.Array, pa.Array]:
         """start_ns, end_ns and the rows whose ts and dur are both numbers."""
-        start, _ = V.us_to_ns(_text(cols["ts"]))
-        dur, _ = V.us_to_ns(_text(cols["dur"]))
+        start, _ = export_values.us_to_ns(_text(cols["ts"]))
+        dur, _ = export_values.us_to_ns(_text(cols["dur"]))
         ok = pc.and_(pc.is_valid(start), pc.is_valid(dur))
         n_bad = len(ok) - _count(ok)
         if n_bad:
@@ -307,17 +307,17 @@ class _Reader:
         prefix = pc.struct_field(pc.extract_regex(names, r"^(?P<p>[^@]*)@"), "p")
         api_name = pc.if_else(pc.is_valid(prefix), pc.replace_substring_regex(names, r"^[^@]*@", "", max_replacements=1),
                               names)
-        level = V.clean(_text(c["level"]))
+        level = export_values.clean(_text(c["level"]))
         from_prefix = pc.utf8_lower(prefix)
         uniq = pc.unique(from_prefix)
         mapped = pa.array([None if p is None else LEVEL_OF_PREFIX.get(p, p) for p in uniq.to_pylist()], pa.string())
         level = pc.coalesce(level, pc.take(mapped, pc.index_in(from_prefix, value_set=uniq)))
         is_acl = pc.fill_null(pc.equal(level, "acl"), False)
-        mode = V.clean(_text(c["mode"]))
+        mode = export_values.clean(_text(c["mode"]))
         types = pa.array(list(ACL_TYPES.values()), pa.int32())
         api_type = pc.take(types, pc.index_in(mode, value_set=pa.array(list(ACL_TYPES))))
         api_type = pc.if_else(is_acl, api_type, pa.nulls(n, pa.int32()))
-        item = V.clean(_text(c["item"]))
+        item = export_values.clean(_text(c["item"]))
         no_item = pc.and_(pc.fill_null(pc.equal(item, "0"), False),
                           pc.invert(pc.fill_null(pc.equal(level, "model"), False)))
         item = pc.if_else(no_item, pa.nulls(n, pa.string()), item)
@@ -357,7 +357,7 @@ class _Reader:
         bad = pc.or_(pc.or_(pc.or_(b1, b2), pc.or_(b3, b4)), pc.or_(b5, b6))
         self._bad_ids(HARDWARE, "Stream Id, Task Id, Batch Id, Subtask Id, Model Id or connection_id", bad)
         context = _none_is_null(context)
-        task_type = V.clean(_text(c["type"]))
+        task_type = export_values.clean(_text(c["type"]))
         seq = pa.array(c["seq"], pa.int64())
         common = {"device_id": device, "source_file": self.rel, "seq": seq, "stream_id": stream, "task_id": task,
                   "batch_id": batch, "context_id": context, "model_id": model, "start_ns": start}
@@ -376,8 +376,8 @@ class _Reader:
         start, end, ok = self._times(c, "step")
         index, bad_index = _ints(c["index"])
         self._bad_ids("step", "Iteration ID", bad_index)
-        fp, _ = V.us_to_ns(_text(c["fp"]))
-        bp, _ = V.us_to_ns(_text(c["bp"]))
+        fp, _ = export_values.us_to_ns(_text(c["fp"]))
+        bp, _ = export_values.us_to_ns(_text(c["bp"]))
         if self.file_model is not None:
             model = pa.array(np.full(n, self.file_model, np.int64))
         else:
