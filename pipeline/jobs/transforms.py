@@ -36,8 +36,6 @@ import duckdb
 from pipeline.errors import TransformFailed
 from pipeline.resources import SQL_DIR, folder
 
-LAYERS = ("staging", "marts")
-
 
 @dataclass(frozen=True)
 class SqlFile:

@@ -311,22 +311,14 @@ def _events(con: duckdb.DuckDBPyConnection, devs: str, devices: list[int] | None
     yield from tracks.metadata(sorted(pids))
 
 
-def chrome_trace(wh: Warehouse, run_ref: str = "latest", start: str | None = None, end: str | None = None,
-                 inference: int | None = None, devices: list[int] | None = None,
-                 memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> dict:
-    """The run as a Trace Event JSON object, in memory. ``start`` / ``end`` are offsets from
-    the run's first event (``3ms``); ``inference`` limits it to that inference's span on every
-    device. ``write_trace`` writes the same trace without holding it."""
-    with _trace(wh, run_ref, start, end, inference, devices, memory_limit, threads) as (other, events):
-        return {"traceEvents": list(events), "displayTimeUnit": "ns", "otherData": other}
-
-
 def write_trace(wh: Warehouse, out: str, run_ref: str = "latest", start: str | None = None, end: str | None = None,
                 inference: int | None = None, devices: list[int] | None = None,
                 memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> tuple[str, int]:
-    """The trace (as ``chrome_trace`` makes it) written to ``out`` event by event (``-``
+    """The run as a Trace Event JSON object written to ``out`` event by event (``-``
     standard output; a ``.gz`` name is gzipped; a file appears whole or not at all); returns
-    (run id, events written, thread names and sort indexes not counted)."""
+    (run id, events written, thread names and sort indexes not counted). ``start`` / ``end`` are
+    offsets from the run's first event (``3ms``); ``inference`` limits it to that inference's
+    span on every device."""
     with _trace(wh, run_ref, start, end, inference, devices, memory_limit, threads) as (other, events):
         count = 0
 

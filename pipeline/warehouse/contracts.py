@@ -89,9 +89,6 @@ class Contract:
     def column_names(self) -> list[str]:
         return [c.name for c in self.columns]
 
-    def display_names(self) -> list[str]:
-        return [c.display or c.name for c in self.columns]
-
 
 def _load(path: Path) -> Contract:
     data = tomllib.loads(path.read_text(encoding="utf-8"))

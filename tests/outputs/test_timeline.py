@@ -11,8 +11,9 @@ from typer.testing import CliRunner
 
 from pipeline.cli.main import app
 from pipeline.errors import UsageError
-from pipeline.outputs import trace as T
-from pipeline.outputs.trace import chrome_trace, parse_duration
+from pipeline.outputs import trace as trace_module
+from pipeline.outputs.trace import parse_duration
+from tests.helpers.trace import chrome_trace
 
 runner = CliRunner()
 
@@ -125,8 +126,8 @@ def test_rows_chosen_in_sql_change_nothing_in_a_window(two, monkeypatch, start_e
     start, end = start_end
     part = chrome_trace(wh, nights[0].run_id, start=start, end=end)
     every = "($lo is null or $hi is null or true)"  # every row (the parameters are still bound)
-    monkeypatch.setattr(T, "_WINDOW", every)
-    monkeypatch.setattr(T, "_TASK_WINDOW", every)
+    monkeypatch.setattr(trace_module, "_WINDOW", every)
+    monkeypatch.setattr(trace_module, "_TASK_WINDOW", every)
     every_row = chrome_trace(wh, nights[0].run_id, start=start, end=end)
     assert part == every_row
     kept = [e for e in part["traceEvents"] if e["ph"] in ("X", "i")]
@@ -136,12 +137,12 @@ def test_rows_chosen_in_sql_change_nothing_in_a_window(two, monkeypatch, start_e
 @pytest.mark.parametrize("name", ["t.json", "t.json.gz"])
 def test_written_trace_is_the_one_made_in_memory_across_batches(two, tmp_path, monkeypatch, name):
     """write_trace streams events as rows arrive a batch at a time; the file must hold the
-    trace chrome_trace makes, whatever the batch size."""
+    same trace whatever the batch size."""
     wh, nights = two
     whole = chrome_trace(wh, nights[0].run_id)
-    monkeypatch.setattr(T, "BATCH_ROWS", 3)
+    monkeypatch.setattr(trace_module, "BATCH_ROWS", 3)
     out = tmp_path / name
-    run_id, n = T.write_trace(wh, str(out), nights[0].run_id)
+    run_id, n = trace_module.write_trace(wh, str(out), nights[0].run_id)
     data = gzip.decompress(out.read_bytes()) if name.endswith(".gz") else out.read_bytes()
     assert json.loads(data) == whole
     assert run_id == nights[0].run_id and n == len([e for e in whole["traceEvents"] if e["ph"] != "M"])

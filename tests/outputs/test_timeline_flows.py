@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pipeline.synth.prof import ProfConfig, generate
-from pipeline.outputs.trace import chrome_trace
+from tests.helpers.trace import chrome_trace
 from pipeline.warehouse.store import Warehouse
 from tests.helpers.built import build_dump
 
@@ -41,7 +41,7 @@ def test_an_arrow_leaves_from_the_lane_its_call_was_drawn_on():
     lane of its own call. Hand-made staging rows, so the overlap is certain."""
     import duckdb
 
-    from pipeline.outputs import trace as T
+    from pipeline.outputs import trace as trace_module
 
     con = duckdb.connect()
     con.execute("""create table stg_api_calls as select * from (values
@@ -59,7 +59,7 @@ def test_an_arrow_leaves_from_the_lane_its_call_was_drawn_on():
              running_ns, complete_ns, is_complete)""")
     con.execute("""create table stg_task_ops as select * from (values (0, 3, 10, -1, 'a', 'A'), (0, 3, 11, -1, 'b', 'B'))
         as t(device_id, stream_id, task_id, valid_from_ns, op_name, op_type)""")
-    events = list(T._events(con, "true", None, [], None, None))
+    events = list(trace_module._events(con, "true", None, [], None, None))
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
     calls = {e["ts"]: names[(e["pid"], e["tid"])] for e in events if e["ph"] == "X" and e["cat"] == "api"}
     assert calls == {1.0: "Runtime API (tid 7)", 2.0: "Runtime API (tid 7) #2"}

@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pipeline.jobs.ingest import ingest
-from pipeline.readers.prof import device as D
-from pipeline.readers.prof.pairing import Logs, Pairer, batch_from_wraps, pair
+from pipeline.readers.prof import device as prof_device
+from pipeline.readers.prof.pairing import Logs, Pairer, batch_from_wraps
+from tests.helpers.pairing import pair_whole
 from pipeline.synth.prof import ProfConfig, generate
 from pipeline.warehouse.store import Warehouse
 
@@ -45,7 +46,7 @@ def test_chunked_pairing_equals_whole_stream(tmp_path, monkeypatch, chip):
     root = dump / truth.root if truth.root else dump
 
     def task_runs(chunk_logs: int, name: str) -> tuple[list[dict], list[tuple]]:
-        monkeypatch.setattr(D, "CHUNK_LOGS", chunk_logs)
+        monkeypatch.setattr(prof_device, "CHUNK_LOGS", chunk_logs)
         wh = Warehouse(tmp_path / name)
         res = ingest(root, wh)
         paths = {t: next((tmp_path / name / "raw" / t).rglob("*.parquet")) for t in ("task_runs", "ingest_issues")}
@@ -111,7 +112,7 @@ def _by_rule(rows: list[tuple], by_time: bool) -> tuple[list[tuple], list[int]]:
        st.sampled_from([0, 2**31 - 4, 2**31, 2**40]), st.booleans(), st.lists(st.integers(0, 80), max_size=6),
        st.integers(1, 3))
 def test_pairing_whole_and_in_chunks_follows_the_rule(rows, wide, by_time, cuts, pieces):
-    """pair() and Pairer over any cut into chunks (each chunk in pieces) give the rule's executions;
+    """The whole stream at once and Pairer over any cut into chunks (each chunk in pieces) give the rule's executions;
     stream 3 becomes 3 + wide, so some runs have ids past the one-key sort."""
     rows = [(s + wide if s == 3 else s, t, e, c, i) for i, (s, t, e, c) in enumerate(rows)]
     want = _by_rule(rows, by_time)
@@ -122,7 +123,7 @@ def test_pairing_whole_and_in_chunks_follows_the_rule(rows, wide, by_time, cuts,
                                          r.end_syscnt.tolist(), r.seq.tolist())]
         return runs, sorted(orphans)
 
-    whole = pair(_logs([r[:4] for r in rows]), by_time)
+    whole = pair_whole(_logs([r[:4] for r in rows]), by_time)
     assert got([whole], whole.orphan_starts.tolist()) == want
     if by_time:
         return  # in chunks, a key's logs must arrive in time order (Pairer's contract)

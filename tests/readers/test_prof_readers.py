@@ -13,13 +13,14 @@ from pipeline.jobs.runner import ingest_dump, run_roots
 from pipeline.readers.issues import IssueLog
 from pipeline.readers.prof.device import stars_ids
 from pipeline.readers.prof.files import job_children
-from pipeline.readers.prof.pairing import Logs, batch_from_flips, batch_from_wraps, pair
+from pipeline.readers.prof.pairing import Logs, batch_from_flips, batch_from_wraps
+from tests.helpers.pairing import pair_whole
 from pipeline.readers.prof.records import head_skip, read_fixed
 from pipeline.readers.slices import SliceFile
 from pipeline.synth.hiprof import HiprofConfig, generate as generate_hiprof
 from pipeline.synth.prof import ProfConfig, generate as generate_prof
 from pipeline.warehouse.store import Warehouse
-from pipeline.layouts import prof as P
+from pipeline.layouts import prof as prof_layouts
 
 
 def _logs(rows):
@@ -32,7 +33,7 @@ def _logs(rows):
 def test_pairing_follows_msprof_rules():
     # stream 1 task 5: S(10) S(11) E(12) E(13) S(14)  -> (11,12), (-,13); starts 10 and 14 unpaired
     # stream 2 task 7: E(3) S(4)                        -> (-,3); start 4 unpaired
-    runs = pair(_logs([(1, 5, 0, 10), (1, 5, 0, 11), (2, 7, 1, 3), (1, 5, 1, 12), (1, 5, 1, 13), (2, 7, 0, 4),
+    runs = pair_whole(_logs([(1, 5, 0, 10), (1, 5, 0, 11), (2, 7, 1, 3), (1, 5, 1, 12), (1, 5, 1, 13), (2, 7, 0, 4),
                        (1, 5, 0, 14)]), by_time=False)
     got = sorted(zip(runs.stream_id.tolist(), runs.start_syscnt.tolist(), runs.end_syscnt.tolist()))
     assert got == [(1, -1, 13), (1, 11, 12), (2, -1, 3)]
@@ -41,9 +42,9 @@ def test_pairing_follows_msprof_rules():
 
 def test_pairing_in_time_order_for_stars():
     # file order differs from time order: STARS pairs by time
-    runs = pair(_logs([(1, 1, 1, 20), (1, 1, 0, 10)]), by_time=True)
+    runs = pair_whole(_logs([(1, 1, 1, 20), (1, 1, 0, 10)]), by_time=True)
     assert runs.start_syscnt.tolist() == [10] and runs.end_syscnt.tolist() == [20]
-    runs = pair(_logs([(1, 1, 1, 20), (1, 1, 0, 10)]), by_time=False)
+    runs = pair_whole(_logs([(1, 1, 1, 20), (1, 1, 0, 10)]), by_time=False)
     assert runs.start_syscnt.tolist() == [-1] and len(runs.orphan_starts) == 1
 
 
@@ -77,8 +78,8 @@ def test_stars_ids():
 
 
 def _hwts(n, first=0):
-    a = P.HWTS_LOG.zeros(n)
-    a["magic"] = P.DEVICE_MAGIC
+    a = prof_layouts.HWTS_LOG.zeros(n)
+    a["magic"] = prof_layouts.DEVICE_MAGIC
     a["task_id"] = np.arange(first, first + n)
     return a.tobytes()
 
@@ -91,30 +92,30 @@ def test_aged_head_and_cut_tail_are_told_apart(tmp_path):
         (tmp_path / name).write_bytes(data)
     f_aged = [SliceFile(tmp_path / "aged", "aged", len(aged))]
     f_cut = [SliceFile(tmp_path / "cut", "cut", len(cut))]
-    assert head_skip(f_aged, 64, (2, P.DEVICE_MAGIC)) == (57, "head")
-    assert head_skip(f_cut, 64, (2, P.DEVICE_MAGIC)) == (0, "tail")
+    assert head_skip(f_aged, 64, (2, prof_layouts.DEVICE_MAGIC)) == (57, "head")
+    assert head_skip(f_cut, 64, (2, prof_layouts.DEVICE_MAGIC)) == (0, "tail")
     assert head_skip(f_cut, 64, None) == (7, "head")  # no magic to tell: msprof's rule, total % size
 
     log = IssueLog()
-    _, batches = read_fixed(f_aged, P.HWTS_LOG, log, 0, aged=True, device_magic=P.DEVICE_MAGIC)
+    _, batches = read_fixed(f_aged, prof_layouts.HWTS_LOG, log, 0, aged=True, device_magic=prof_layouts.DEVICE_MAGIC)
     tasks = np.concatenate([b.records["task_id"] for b in batches]).tolist()
     assert tasks == list(range(4, 10))
     assert [(i.kind, i.byte_offset, i.byte_length) for i in log.issues] == [("truncated_record", 0, 57)]
     assert log.bytes_decoded == 6 * 64
 
     log = IssueLog()
-    _, batches = read_fixed(f_cut, P.HWTS_LOG, log, 0, aged=True, device_magic=P.DEVICE_MAGIC)
+    _, batches = read_fixed(f_cut, prof_layouts.HWTS_LOG, log, 0, aged=True, device_magic=prof_layouts.DEVICE_MAGIC)
     assert np.concatenate([b.records["task_id"] for b in batches]).tolist() == list(range(9))
     assert [(i.kind, i.byte_offset, i.byte_length) for i in log.issues] == [("truncated_record", 9 * 64, 7)]
 
 
 def test_bad_device_magic_is_reported_not_decoded(tmp_path):
-    a = np.frombuffer(_hwts(4), P.HWTS_LOG.dtype).copy()
+    a = np.frombuffer(_hwts(4), prof_layouts.HWTS_LOG.dtype).copy()
     a["magic"][2] = 0x1234
     (tmp_path / "h").write_bytes(a.tobytes())
     log = IssueLog()
-    _, batches = read_fixed([SliceFile(tmp_path / "h", "h", 256)], P.HWTS_LOG, log, 0, aged=True,
-                            device_magic=P.DEVICE_MAGIC)
+    _, batches = read_fixed([SliceFile(tmp_path / "h", "h", 256)], prof_layouts.HWTS_LOG, log, 0, aged=True,
+                            device_magic=prof_layouts.DEVICE_MAGIC)
     assert np.concatenate([b.records["task_id"] for b in batches]).tolist() == [0, 1, 3]
     assert [(i.kind, i.byte_offset, i.count) for i in log.issues] == [("bad_magic", 128, 1)]
     assert log.bytes_decoded == 3 * 64
@@ -271,7 +272,7 @@ def test_api_event_pairs_and_skips(tmp_path):
     def rec(level, typ, tid, req, begin, end, item):
         return struct.pack("<HHIIIQQQ", 0x5A5A, level, typ, tid, req, begin, end, item)
 
-    ev = P.EVENT_FLAG
+    ev = prof_layouts.EVENT_FLAG
     data = (rec(5000, 1000, 9, 0, 100, 200, 0) + rec(20000, 0x30014, 9, 3, 150, ev, 0) + rec(5000, 1000, 9, 0, 0, 5, 0)
             + rec(20000, 0x30014, 9, 3, 190, ev, 0) + rec(20000, 0x30014, 9, 4, 400, ev, 0))
     (tmp_path / "unaging.api_event.data.slice_0").write_bytes(data)
