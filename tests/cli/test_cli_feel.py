@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
+import subprocess
+import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.cli import common as C
+from pipeline.cli import common
 from pipeline.cli.main import COMMANDS, app
 from tests.helpers.history import build_history
 
 runner = CliRunner()
+REPO = Path(__file__).resolve().parents[2]
 
 
 def invoke(*args):
@@ -59,28 +64,51 @@ def test_show_one_device(two):
     assert "Task Scheduler - device 1" in r.stdout and "device 0" not in r.stdout
 
 
-def test_progress_bar_only_on_a_terminal(monkeypatch, tmp_path):
+def _on_a_terminal(*args) -> tuple[int, str, str]:
+    """``profetl ARGS`` as a process whose stderr is a terminal (a pseudo-terminal) and stdout a
+    pipe: exit code, stdout, what reached the terminal."""
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env["PYTHONPATH"] = str(REPO)
+    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=slave, env=env)
+    os.close(slave)
+    seen = []
+    while True:
+        try:
+            data = os.read(master, 1 << 16)
+        except OSError:  # EIO: the process closed its end of the terminal
+            break
+        if not data:
+            break
+        seen.append(data)
+    out = proc.stdout.read().decode()
+    proc.wait()
+    os.close(master)
+    return proc.returncode, out, b"".join(seen).decode(errors="replace")
+
+
+def test_progress_bar_only_on_a_terminal(tmp_path):
     from pipeline.synth.hiprof import HiprofConfig, generate
 
     generate(tmp_path / "d", HiprofConfig())
     r = invoke("run", tmp_path / "d", "--warehouse", tmp_path / "wh")
     assert r.exit_code == 0 and r.stderr == ""  # under cron: only the one-line outcome on stdout
     assert r.stdout.splitlines()[0].startswith("built")
-    monkeypatch.setattr(C, "interactive", lambda: True)
-    r = invoke("build", "--all", "--warehouse", tmp_path / "wh")
-    assert r.exit_code == 0 and "built" in r.stdout
-    with C.progress("x", total=2) as advance:
-        advance("a")
-        advance("b")
+    code, out, terminal = _on_a_terminal("build", "--all", "--warehouse", tmp_path / "wh")
+    assert code == 0 and out.startswith("built"), (out, terminal)
+    assert "building" in terminal and "\x1b[" in terminal, terminal  # the bar, drawn with terminal controls
+    code, out, terminal = _on_a_terminal("build", "--all", "--json", "--warehouse", tmp_path / "wh")
+    assert code == 0 and json.loads(out) and "building" not in terminal, terminal  # --json: no bar
 
 
 def test_run_id_and_table_completion(two):
     wh, nights = two
     ctx = SimpleNamespace(params={"warehouse": wh.path})
-    assert C.complete_run(ctx, "") == ["latest"] + [n.run_id for n in nights]
-    assert C.complete_run(ctx, nights[1].run_id[:10]) == [nights[1].run_id]
-    assert C.complete_run(SimpleNamespace(params={"warehouse": "/nonexistent"}), "l") == ["latest"]
-    assert C.complete_table("task_s") == ["task_scheduler", "task_states"]
+    assert common.complete_run(ctx, "") == ["latest"] + [n.run_id for n in nights]
+    assert common.complete_run(ctx, nights[1].run_id[:10]) == [nights[1].run_id]
+    assert common.complete_run(SimpleNamespace(params={"warehouse": "/nonexistent"}), "l") == ["latest"]
+    assert common.complete_table("task_s") == ["task_scheduler", "task_states"]
 
 
 DATA_COMMANDS = {"run", "ingest", "build", "runs", "show", "compare", "trend", "synth"}
