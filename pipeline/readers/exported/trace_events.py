@@ -10,6 +10,11 @@ with the byte offset where the problem starts.
 
 Numbers with a fraction or exponent are kept as their text (``parse_float=str``), so times
 can be converted exactly later.
+
+Why not a streaming JSON library (ijson with its C backend, measured in bench/HISTORY.md): it
+was no faster overall (slower on msprof timelines full of decimal times, faster on
+torch_npu's), its errors name no byte offset, which an ``ingest_issues`` row needs, and it
+turns decimals into ``Decimal`` values whose text differs from the file's (``1E+3``).
 """
 
 from __future__ import annotations
