@@ -12,6 +12,8 @@ from pipeline.analysis.compare import compare
 from pipeline.errors import ExitCode, UsageError
 from tests.helpers.history import build_history, median, op_mean
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 runner = CliRunner()
 SLOW_OP = "conv2d_0"
 

@@ -16,6 +16,8 @@ from pipeline.analysis.selection import RunSelection
 from pipeline.analysis.trend import trend
 from tests.helpers.history import build_history, op_mean
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 runner = CliRunner()
 SCALES = [1.0, 1.07, 0.95, 1.12, 1.2, 1.01, 1.33, 0.9, 1.5, 1.25]
 OP = "matmul_1"

@@ -63,6 +63,7 @@ def test_ingest_help_names_every_layout_generation():
         assert layout in help_text, f"ingest --help does not name {layout}"
 
 
+@pytest.mark.slow
 def test_run_twice_is_a_no_op(built):
     dump, wh = built
     r = invoke("run", dump, "--warehouse", wh, "--json")
@@ -70,6 +71,7 @@ def test_run_twice_is_a_no_op(built):
     assert [o["status"] for o in json.loads(r.stdout)] == ["unchanged"]
 
 
+@pytest.mark.slow
 def test_runs_json_lists_the_run(built):
     _, wh = built
     r = invoke("runs", "--warehouse", wh, "--json")
@@ -78,6 +80,7 @@ def test_runs_json_lists_the_run(built):
     assert "task_scheduler" in runs[0]["tables_filled"]
 
 
+@pytest.mark.slow
 def test_show_prints_the_five_views(built):
     _, wh = built
     r = invoke("show", "latest", "--warehouse", wh)
@@ -88,6 +91,7 @@ def test_show_prints_the_five_views(built):
         assert header in r.stdout
 
 
+@pytest.mark.slow
 def test_export_csv_equals_library_rows(built, tmp_path):
     _, wh = built
     out = tmp_path / "ts.csv"
@@ -106,6 +110,7 @@ def test_export_csv_equals_library_rows(built, tmp_path):
         assert got["Op Name"] == (exp["op_name"] or "")
 
 
+@pytest.mark.slow
 def test_export_parquet_keeps_contract_types(built, tmp_path):
     _, wh = built
     out = tmp_path / "ai.parquet"
@@ -116,12 +121,14 @@ def test_export_parquet_keeps_contract_types(built, tmp_path):
     assert str(schema.field("task_id").type) == "int32"
 
 
+@pytest.mark.slow
 def test_export_to_stdout_and_snake_headers(built):
     _, wh = built
     r = invoke("export", "acl_api", "--headers", "snake", "--out", "-", "--warehouse", wh)
     assert r.stdout.splitlines()[0] == "device_id,api_name,api_type,start_ns,dur_us,pid,tid"
 
 
+@pytest.mark.slow
 def test_query_with_parameter_and_formats(built):
     _, wh = built
     sql = "select device_id, count(*) as n from task_states where device_id = $dev group by 1"
@@ -139,6 +146,7 @@ def test_query_with_parameter_and_formats(built):
     (["query", "select * from missing_table"], "missing_table"),
     (["export", "acl_api", "--format", "xlsx"], "format 'xlsx'"),
 ])
+@pytest.mark.slow
 def test_errors_are_one_line(built, args, message):
     _, wh = built
     r = invoke(*args, "--warehouse", wh)
@@ -148,6 +156,7 @@ def test_errors_are_one_line(built, args, message):
     assert "Traceback" not in r.output
 
 
+@pytest.mark.slow
 def test_run_on_a_folder_without_dumps_fails_cleanly(tmp_path):
     (tmp_path / "empty").mkdir()
     r = invoke("run", tmp_path / "empty", "--warehouse", tmp_path / "wh")
@@ -155,6 +164,7 @@ def test_run_on_a_folder_without_dumps_fails_cleanly(tmp_path):
     assert "no dump found" in r.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option", [("--memory-limit", "12"), ("--memory-limit", "lots"), ("--threads", "-1")])
 def test_bad_build_settings_are_a_usage_error_before_any_work(built, tmp_path, option):
     dump, _ = built
@@ -166,6 +176,7 @@ def test_bad_build_settings_are_a_usage_error_before_any_work(built, tmp_path, o
     assert invoke("runs", "--warehouse", wh, "--json").stdout.strip() == "[]"  # nothing was ingested
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("option", [("--memory-limit", "12"), ("--memory-limit", "lots"), ("--threads", "-1")])
 def test_bad_settings_given_to_build_are_a_usage_error(built, tmp_path, option):
     """`build` checks the settings only when DuckDB refuses them: still one line, exit 2, run left ingested."""
@@ -179,6 +190,7 @@ def test_bad_settings_given_to_build_are_a_usage_error(built, tmp_path, option):
     assert [run["status"] for run in json.loads(invoke("runs", "--warehouse", wh, "--json").stdout)] == ["ingested"]
 
 
+@pytest.mark.slow
 def test_a_build_out_of_memory_names_the_limit_and_the_options(built, tmp_path):
     """DuckDB's own hints name its SQL settings; the one line says which profetl options to change,
     and the run is left ingested, not half built."""
@@ -195,6 +207,7 @@ def test_a_build_out_of_memory_names_the_limit_and_the_options(built, tmp_path):
     assert [r["status"] for r in runs] == ["ingested"]
 
 
+@pytest.mark.slow
 def test_timeline_takes_the_memory_limit_and_threads(built, tmp_path):
     _, wh = built
     r = invoke("timeline", "--warehouse", wh, "--memory-limit", "2MB", "--out", tmp_path / "t.json")

@@ -18,6 +18,8 @@ from pipeline.cli import common
 from pipeline.cli.main import COMMANDS, app
 from tests.helpers.history import build_history
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 runner = CliRunner()
 REPO = Path(__file__).resolve().parents[2]
 

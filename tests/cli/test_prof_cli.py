@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli.main import app
 from pipeline.errors import InputError
+
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
 
 def test_synth_prof_then_run(tmp_path):

@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,6 +23,7 @@ FLOATS = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True))
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(TEXT, INTS, st.one_of(st.none(), st.booleans()), FLOATS,
                           st.one_of(st.none(), st.integers(0, 2**32 - 1))), max_size=30))
+@pytest.mark.slow
 def test_columns_render_as_csv_cell_renders_each_value(rows):
     cols = list(zip(*rows)) if rows else [(), (), (), (), ()]
     table = pa.table({

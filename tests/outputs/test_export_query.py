@@ -18,6 +18,8 @@ from pipeline.outputs.formats import csv_cell
 from pipeline.analysis.selection import RunSelection, parse_when, select_runs
 from tests.helpers.history import build_history
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 runner = CliRunner()
 
 

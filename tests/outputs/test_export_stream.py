@@ -20,6 +20,8 @@ from pipeline.errors import QueryFailed
 from pipeline.outputs.formats import csv_cell, json_value
 from tests.helpers.history import build_history
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 BATCH = 7  # rows per batch in these tests: every run's table spans several batches
 
 

@@ -15,6 +15,8 @@ from pipeline.outputs import trace as trace_module
 from pipeline.outputs.trace import parse_duration
 from tests.helpers.trace import chrome_trace
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 runner = CliRunner()
 
 

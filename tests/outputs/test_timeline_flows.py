@@ -11,6 +11,8 @@ from tests.helpers.trace import chrome_trace
 from pipeline.warehouse.store import Warehouse
 from tests.helpers.built import build_dump
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 
 @pytest.mark.parametrize("chip", ["ascend910b", "ascend910a"])
 def test_each_task_gets_one_arrow_from_the_call_that_launched_it(tmp_path, chip):

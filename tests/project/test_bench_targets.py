@@ -5,6 +5,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 spec = importlib.util.spec_from_file_location("bench_run", Path(__file__).resolve().parents[2] / "bench" / "run.py")
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
@@ -50,6 +52,7 @@ def test_a_size_the_disk_cannot_hold_is_refused_before_its_dump_is_made(tmp_path
     assert bench.check_disk(tmp_path, 16000, dump_exists=True) is None  # only 8 GB more once the dump is there
 
 
+@pytest.mark.slow
 def test_one_measurement_of_run_and_of_separate_commands(tmp_path):
     """bench_one times `profetl run` (one process) or `ingest` + `build` (two); both count the
     same records, split the time into the phases profetl timed and the rest, and sample memory."""

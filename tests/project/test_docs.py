@@ -66,6 +66,7 @@ def _prof_generate():
     return prof
 
 
+@pytest.mark.slow
 def test_generations_list_exactly_the_tables_synthetic_runs_fill(tmp_path):
     gens = docs.generations()
     cases = {1: [("hiprof", hiprof.HiprofConfig(devices=2, drop_complete=1, training=True)),

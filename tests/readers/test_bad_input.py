@@ -34,6 +34,8 @@ from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.synth.truth import Truth
 from pipeline.warehouse.store import Warehouse
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 # 1024-byte slices hold whole host records (256 and 128 bytes), so removing one slice of
 # a host stream removes exactly its records; device TLV records still straddle slices.
 SLICE_BYTES = 1024

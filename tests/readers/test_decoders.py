@@ -435,6 +435,7 @@ def test_decode_tlv_mixed_run_sizes_of_one_tag():
     assert_matches_reference(data, [113, 300], 33)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 @given(tlv_streams(max_records=10), CHUNKS, st.data())
 def test_decode_tlv_truncated_anywhere(case, chunk_bytes, data_st):

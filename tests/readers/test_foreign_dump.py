@@ -46,6 +46,8 @@ from pipeline.outputs.export import fetch
 from pipeline.jobs.runner import ingest_dump
 from pipeline.warehouse.store import Warehouse
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 # --------------------------------------------------------------------------- clocks
 
 H0 = 5_000_000_000_000  # host_start.log.0 clock_monotonic_raw (ns)

@@ -19,6 +19,8 @@ from pipeline.synth.prof import ProfConfig
 from pipeline.synth.prof import generate as generate_prof
 from pipeline.warehouse.store import Warehouse
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 BASES: dict[str, Path] = {}
 
 

@@ -9,6 +9,7 @@ from collections import defaultdict
 
 import numpy as np
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -18,6 +19,8 @@ from pipeline.synth.prof import ProfConfig, generate
 from pipeline.jobs.transforms import run_layer
 from pipeline.warehouse.store import Warehouse
 from tests.helpers.empty_raw import empty_raw_tables
+
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
 KINDS = ("time_line", "ts_memcpy", "task_flip")
 

@@ -39,6 +39,7 @@ def test_a_start_open_at_the_end_of_a_chunk_is_closed_by_the_next():
     assert left.tolist() == [2 * 64]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chip", ["ascend910a", "ascend910b"])
 def test_chunked_pairing_equals_whole_stream(tmp_path, monkeypatch, chip):
     dump = tmp_path / "dump"

@@ -9,10 +9,14 @@ from __future__ import annotations
 import dataclasses
 import shutil
 
+import pytest
+
 from pipeline.synth.prof import ProfConfig, generate
 from tests.helpers import oracle
 from tests.helpers.built import build_dump
 from tests.helpers import oracle_prof
+
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
 
 def _last_slice(data, stem):

@@ -183,6 +183,7 @@ def _ingest(tmp_path, dump):
     return wh.run(o.run_id), o.ingest.rows_by_table
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["db", "msprof_dir"])
 def test_hiprof_result_dir_with_exports_is_read_raw(tmp_path, where):
     """A generation-1 result_dir keeps its data/ after msprof parsed it: the raw records are read."""
@@ -196,6 +197,7 @@ def test_hiprof_result_dir_with_exports_is_read_raw(tmp_path, where):
     assert (rows["task_states"], rows["api_calls"]) == (len(truth.states), len(truth.api_calls))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("where", ["db", "msprof_dir"])
 def test_job_with_exports_at_its_root_is_read_raw(tmp_path, where):
     """A job folder whose PROF_* children keep device_N/data and host/data, exports at the job root."""
@@ -225,6 +227,7 @@ KERNEL_DETAILS = """Task ID,Stream ID,Name,Type,Accelerator Core,Start Time(us),
 """
 
 
+@pytest.mark.slow
 def test_prof_folders_with_raw_data_inside_a_torch_npu_export_are_runs_of_their_own(tmp_path):
     """torch_npu keeps msprof's PROF_* folder inside its rank folder. One that still holds raw data is a
     dump of its own found beside the rank folder; one holding only msprof's export of what
@@ -322,6 +325,7 @@ def test_aged_host_stream_starts_mid_record(tmp_path):
     assert sum(i.count for i in log.issues if i.kind == "bad_magic") == 2
 
 
+@pytest.mark.slow
 def test_ascend310_device_inside_a_prof_tree_keeps_its_task_states(tmp_path):
     """platform_version 0 in a PROF_* tree: ts_track and aicore are the TLV streams of generation 1."""
     import shutil

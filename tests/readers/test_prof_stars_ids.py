@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pipeline.outputs.export import fetch
 from pipeline.jobs.runner import run_roots
 from pipeline.synth.prof import ProfConfig, generate
 from pipeline.warehouse.store import Warehouse
+
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
 
 def test_large_task_ids_pair_start_and_end(tmp_path):

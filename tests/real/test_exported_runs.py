@@ -16,6 +16,8 @@ from pipeline.outputs.export import fetch
 from pipeline.jobs.runner import run_roots
 from pipeline.warehouse.store import Warehouse
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 LEVEL1 = "Ascend+msinsight/test/data/pytorch/text/level1/rank0_ascend_pt"
 BOTH = "hicann+oam-tools/experiment/task-book/msprof_tool_experience_imaginationhh/perf-data"
 

@@ -21,6 +21,8 @@ from pipeline.jobs.dumps import detect
 from pipeline.readers.metadata import read_info, read_start_info
 from tests.helpers.built import build_dump
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 JOB3 = "mindspore-ai+mindinsight/tests/utils/resource/JOB3"
 PROFILER = "mindspore-ai+mindinsight/tests/utils/resource/profiler"
 HWTS = "hwts.log.data.45.dev.profiler_default_tag.1.slice_0"

@@ -14,6 +14,8 @@ import pytest
 
 from tests.helpers.built import build_dump
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 JOB3 = "mindspore-ai+mindinsight/tests/utils/resource/JOB3"
 TRACE = "data/training_trace.46.dev.profiler_default_tag.1.slice_0"
 

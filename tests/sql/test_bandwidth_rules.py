@@ -19,6 +19,8 @@ from pipeline.jobs.runner import ingest_dump
 from pipeline.synth import hiprof, prof
 from pipeline.warehouse.store import Warehouse
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 GB = 2**33
 # bytes per request by event: (Ascend310, later chips)
 BYTES = {0x15: (256 * 4, 256 * 4), 0x16: (256 * 4, 256 * 4), 0x31: (256 * 16, 256 * 16), 0x32: (128 * 8, 128 * 8),

@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.helpers.built import build_dump
+
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
 HW = 100  # trace pid of the Ascend Hardware process
 

@@ -22,6 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "data" / "sample"
 GOLDEN = REPO / "tests" / "golden"
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 
 # marts whose golden comes from a synth dump rather than data/sample, and the dump's options
 FROM_SYNTH = {"ai_core_samples": synth_prof.ProfConfig(chip="ascend910a", devices=1, inferences=2, tasks=3,

@@ -22,6 +22,8 @@ from pipeline.synth.prof import ProfConfig
 from pipeline.synth.prof import generate as generate_prof
 from pipeline.warehouse.store import Warehouse
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 
 @pytest.mark.parametrize("name", sorted(contracts("marts")))
 def test_declared_grain_is_columns_of_the_table(name):

@@ -5,9 +5,13 @@ encloses an op's node launch, and a kernel launched outside any node named after
 
 from __future__ import annotations
 
+import pytest
+
 from tests.helpers import oracle
 from tests.helpers import oracle_prof
 from tests.sql.test_prof_tables import CASES, prof_run, run  # noqa: F401 - fixtures
+
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
 OP_COLUMNS = ("device_id", "stream_id", "task_id", "start_ns", "dur_ns", "model_id", "op_name", "op_type",
               "task_type", "block_dim")

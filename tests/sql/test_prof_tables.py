@@ -19,6 +19,8 @@ from pipeline.warehouse.store import Warehouse
 from tests.helpers import oracle
 from tests.helpers import oracle_prof
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 CASES = {
     "910a": {"chip": "ascend910a"},
     "910a_lost_starts": {"chip": "ascend910a", "drop_start": 2, "extra_start": 2, "seed": 1, "slice_bytes": 97},

@@ -166,6 +166,7 @@ def _check(rows, iterations):
     assert sum(r["fp_to_bp_ns"] is not None for r in summary) == len(summary) and len(reduces) == 2 * len(summary)
 
 
+@pytest.mark.slow
 def test_hiprof_training_dump(synth_run):
     run = synth_run(devices=2, inferences=3, training=True)
     assert run.outcome.status == "built", run.outcome.error
@@ -176,6 +177,7 @@ def test_hiprof_training_dump(synth_run):
     _check(rows, [(x.device_id, x.step, x.marks) for x in run.truth.inferences])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("chip", ["ascend910a", "ascend910b"])
 def test_prof_training_dump(tmp_path, chip):
     truth = prof_generate(tmp_path / "dump", ProfConfig(chip=chip, devices=2, inferences=3, training=True))
@@ -183,6 +185,7 @@ def test_prof_training_dump(tmp_path, chip):
     _check(rows, [(x.device_id, x.step, x.marks) for x in truth.iterations])
 
 
+@pytest.mark.slow
 def test_show_and_export_with_the_tools_headers(synth_run, tmp_path):
     from typer.testing import CliRunner
 

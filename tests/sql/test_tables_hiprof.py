@@ -6,6 +6,8 @@ import pytest
 
 from tests.helpers import oracle
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 CASES = {
     "base": {},
     "dropped_complete": {"drop_complete": 3, "seed": 1},

@@ -12,6 +12,8 @@ from pipeline.synth import prof
 from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.warehouse.store import Warehouse
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 
 def _durations(truth, op_name: str) -> list[int]:
     return [x.complete_ns - x.running_ns for x in truth.instances if x.op_name == op_name]

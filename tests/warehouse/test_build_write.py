@@ -10,6 +10,8 @@ from pipeline.jobs.runner import ingest_dump, rebuild
 from pipeline.synth.hiprof import HiprofConfig, generate
 from tests.helpers.built import build_dump
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 
 def test_mart_rows_kept_in_order_across_batches_and_row_groups(tmp_path, monkeypatch):
     generate(tmp_path / "d", HiprofConfig(inferences=6))

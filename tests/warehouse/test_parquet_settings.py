@@ -8,6 +8,7 @@ import struct
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -15,6 +16,8 @@ from pipeline.warehouse.sink import parquet_writer
 from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.warehouse.store import Warehouse
 from tests.helpers.built import build_dump
+
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
 
 def test_raw_and_mart_files_keep_statistics_for_numbers_only(tmp_path):

@@ -12,6 +12,8 @@ from pipeline.outputs.export import fetch
 from pipeline.jobs.runner import rebuild, run_roots
 from pipeline.warehouse.store import Warehouse
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
 
 

@@ -19,6 +19,8 @@ from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.warehouse.store import Warehouse
 from tests.helpers.warehouse_checks import assert_consistent, counts, part_files, profetl
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 
 @pytest.fixture
 def dump(tmp_path):

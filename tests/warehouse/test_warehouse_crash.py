@@ -14,6 +14,8 @@ from pipeline.warehouse.faults import POINTS
 from pipeline.synth.hiprof import HiprofConfig, generate
 from tests.helpers.warehouse_checks import assert_consistent, counts, part_files, profetl
 
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
 
 @pytest.fixture(scope="module")
 def versions(tmp_path_factory):
