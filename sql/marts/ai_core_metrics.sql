@@ -37,7 +37,7 @@
 --          values (stg_export_ops: the aic_ or aiv_ side by the core the task ran on),
 --          one row per execution with PMU values, ts_ns its end, block_dim its operator's.
 --          How the op is found: by key where every description of the task says the same,
---          else by the ASOF join on valid_from_ns; same rows (pipeline/transforms.py). A record
+--          else by the ASOF join on valid_from_ns; same rows (pipeline/jobs/transforms.py). A record
 --          without a time has no description in force.
 -- Columns:
 --   device_id              -       device
@@ -106,7 +106,7 @@ multi_ops as (
 ),
 
 pmu as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
+    -- read by two branches: inlined rather than stored first (pipeline/jobs/transforms.py)
     select * from stg_pmu_records where not exists (select 1 from stg_export_ops)
 ),
 

@@ -13,7 +13,7 @@
 --          Core type: the exported accelerator core (AI_CORE, AI_VECTOR_CORE, MIX_AIC, ...),
 --          else the task type.
 --          How the op is found: by key where every description of the task says the same,
---          else by the ASOF join on valid_from_ns; same rows (pipeline/transforms.py).
+--          else by the ASOF join on valid_from_ns; same rows (pipeline/jobs/transforms.py).
 -- Columns:
 --   device_id  -      device
 --   op_type    -      operator type
@@ -32,7 +32,7 @@ with exported as (
 ),
 
 raw_instances as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
+    -- read by two branches: inlined rather than stored first (pipeline/jobs/transforms.py)
     select *, coalesce(running_ns, complete_ns) as start_ns
     from stg_task_instances
     where is_complete and not exists (select 1 from stg_export_ops)

@@ -19,7 +19,7 @@
 --          or raw), so UNION ALL, which keeps order too, gives the whole table in order. Raw
 --          rows are sorted narrow; their NULL export columns are added after the sort.
 --          How the op is found: by key where every description of the task says the same,
---          else by the ASOF join on valid_from_ns; same rows (pipeline/transforms.py).
+--          else by the ASOF join on valid_from_ns; same rows (pipeline/jobs/transforms.py).
 -- Columns:
 --   device_id             -      device
 --   model_id              -      model id (4294967295 = none): as exported, GE's task description, or the
@@ -96,7 +96,7 @@ multi_ops as (
 ),
 
 raw_instances as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
+    -- read by two branches: inlined rather than stored first (pipeline/jobs/transforms.py)
     select *, coalesce(running_ns, complete_ns) as start_ns
     from stg_task_instances
     where is_complete and not exists (select 1 from stg_export_ops)

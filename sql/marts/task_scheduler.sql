@@ -33,7 +33,7 @@
 --          op; the common case) takes it by a hash join on the key, from its first launch
 --          (first valid description) on; only the other keys take the ASOF joins. Same rows as
 --          ASOF joins for every instance, and faster (bench/HISTORY.md). Those ASOF joins read
---          only the other keys' launches and descriptions (pipeline/transforms.py).
+--          only the other keys' launches and descriptions (pipeline/jobs/transforms.py).
 -- Columns:
 --   device_id      -     device
 --   time_pct       %     share of the device's total running time ("Time(%)")
@@ -100,7 +100,7 @@ op_keys as (
 ),
 
 keyed as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
+    -- read by two branches: inlined rather than stored first (pipeline/jobs/transforms.py)
     -- each instance with its task's single-named API and op, where the task has them
     select
         instances.*,
@@ -120,7 +120,7 @@ keyed as not materialized (
 ),
 
 with_api as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
+    -- read by two branches: inlined rather than stored first (pipeline/jobs/transforms.py)
     select *, key_api_name as api_name
     from keyed
     where api_by_key
