@@ -14,7 +14,6 @@ import os
 import sys
 from typing import Annotated
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -26,13 +25,14 @@ COMMANDS = ("run", "ingest", "build", "runs", "show", "export", "query", "compar
 
 
 class LazyGroup(TyperGroup):
-    """The root group: a command's module is imported when Click asks for that command (click's
-    documented way to load subcommands lazily: ``list_commands`` and ``get_command``)."""
+    """The root group: a command's module is imported when Click asks for that command (Click's
+    documented way to load subcommands lazily: ``list_commands`` and ``get_command``; Typer's
+    groups are Click groups)."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx) -> list[str]:
         return list(COMMANDS)
 
-    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+    def get_command(self, ctx, name: str):
         if name not in self.commands and name in COMMANDS:
             one = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
             one.command(name)(importlib.import_module(f"pipeline.cli.{name}").command)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-import click
 import typer.main
 from typer.testing import CliRunner
 
@@ -49,7 +48,7 @@ def test_readme_names_the_commands_without_warehouse():
     """README's sentence on the options every command shares names the commands that lack
     --warehouse (a command added without it has to be named there too)."""
     group = typer.main.get_command(app)
-    ctx = click.Context(group)
+    ctx = group.context_class(group)
     without = [n for n in COMMANDS if not any("--warehouse" in p.opts for p in group.get_command(ctx, n).params)]
     assert without, "every command takes --warehouse: say so in README.md and drop this exception"
     readme = " ".join((REPO / "README.md").read_text().split())
