@@ -42,7 +42,7 @@ from pipeline.synth import hiprof as synth_hiprof  # noqa: E402
 from pipeline.synth import prof as synth_prof  # noqa: E402
 from pipeline.synth.scale import scale  # noqa: E402
 from pipeline.limits import DEFAULT_MEMORY_LIMIT  # noqa: E402
-from pipeline.warehouse import Warehouse  # noqa: E402
+from pipeline.warehouse.store import Warehouse  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from pipeline.export import fetch
-from pipeline.jobs import ingest_dump
+from pipeline.outputs.export import fetch
+from pipeline.jobs.runner import ingest_dump
 from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.synth.truth import Truth
-from pipeline.warehouse import Warehouse
+from pipeline.warehouse.store import Warehouse
 
 REPO = Path(__file__).resolve().parent.parent
 # A folder of public repositories' profiling test data, laid out as OWNER+REPO/<path in that

@@ -6,42 +6,42 @@ from typing import Annotated
 
 import typer
 
-from pipeline.cli import common as C
-from pipeline.jobs import rebuild
+from pipeline.cli import common
+from pipeline.jobs.runner import rebuild
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
 
 
 def command(
     run_ids: Annotated[list[str] | None, typer.Argument(help="Runs to build (id, unique prefix or latest); default: runs not built yet.", show_default=False)] = None,
     all_runs: Annotated[bool, typer.Option("--all", help="Rebuild every run.")] = False,
-    warehouse: C.WarehouseOpt = None,
-    wait: C.WaitOpt = 0.0,
-    memory_limit: C.MemoryOpt = DEFAULT_MEMORY_LIMIT,
-    threads: C.ThreadsOpt = 0,
-    json_: C.JsonOpt = False,
+    warehouse: common.WarehouseOpt = None,
+    wait: common.WaitOpt = 0.0,
+    memory_limit: common.MemoryOpt = DEFAULT_MEMORY_LIMIT,
+    threads: common.ThreadsOpt = 0,
+    json_: common.JsonOpt = False,
 ) -> None:
     """Build the report tables (marts) of ingested runs from their raw tables.
 
     Example: profetl build latest
     """
-    wh = C.warehouse(warehouse)
+    wh = common.warehouse(warehouse)
     done = []
-    with C.errors(), C.writing(wh.check(must_exist=True), wait):
+    with common.errors(), common.writing(wh.check(must_exist=True), wait):
         if run_ids:
             targets = [wh.resolve(r) for r in run_ids]
         else:
             targets = [r for r in wh.runs() if all_runs or not r.get("build_id")]
-        with C.job_progress(len(targets), enabled=not json_) as next_run:
+        with common.job_progress(len(targets), enabled=not json_) as next_run:
             for run in targets:
                 next_run(run["run_id"])
                 o = rebuild(wh, run, memory_limit, threads or None)
                 done.append(o)
     if json_:
-        C.print_json([{"run_id": o.run_id, **C.build_json(o.build), "issues": o.issues} for o in done])
+        common.print_json([{"run_id": o.run_id, **common.build_json(o.build), "issues": o.issues} for o in done])
         return
     if not done:
-        C.out.print("nothing to build (every run is built; --all rebuilds)")
+        common.out.print("nothing to build (every run is built; --all rebuilds)")
     for o in done:
-        C.out.print(f"built      {o.run_id} in {o.build.seconds:.2f} s", highlight=False)
+        common.out.print(f"built      {o.run_id} in {o.build.seconds:.2f} s", highlight=False)
         for line in o.issues:
-            C.out.print(f"           - {line}", highlight=False, markup=False)
+            common.out.print(f"           - {line}", highlight=False, markup=False)

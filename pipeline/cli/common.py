@@ -19,11 +19,11 @@ from rich.table import Table
 from rich.text import Text
 
 from pipeline.errors import ExitCode, PipelineError
-from pipeline.warehouse import Warehouse
+from pipeline.warehouse.store import Warehouse
 
 if TYPE_CHECKING:
-    from pipeline.build import BuildResult
-    from pipeline.selection import RunSelection
+    from pipeline.jobs.build import BuildResult
+    from pipeline.analysis.selection import RunSelection
 
 
 # C0 and C1 control characters (but the newline of a message) and the bidirectional overrides:
@@ -93,7 +93,7 @@ def complete_run(ctx: typer.Context, incomplete: str) -> list[str]:
 
 
 def complete_table(incomplete: str) -> list[str]:
-    from pipeline.contracts import contracts
+    from pipeline.warehouse.contracts import contracts
 
     names = sorted(contracts("marts")) + sorted(contracts("raw"))
     return [n for n in names if n.startswith(incomplete)]
@@ -121,7 +121,7 @@ def warehouse(path: Path | None) -> Warehouse:
 def selection(runs: list[str] | None = None, since: str | None = None, until: str | None = None,
               workload: str | None = None, last: int | None = None) -> RunSelection:
     """The run filter options as the library's RunSelection (raises UsageError on a bad time)."""
-    from pipeline.selection import RunSelection, parse_when  # with DuckDB: only for commands that select runs
+    from pipeline.analysis.selection import RunSelection, parse_when  # with DuckDB: only for commands that select runs
 
     return RunSelection(runs=runs or None, since=parse_when(since) if since else None,
                         until=parse_when(until) if until else None, workload=workload, last=last)
@@ -165,7 +165,7 @@ def job_progress(dumps: int | None = None, enabled: bool = True) -> Iterator:
         return
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from pipeline import progress as P
+    from pipeline import progress as progress_events
 
     state = {"dump": 0, "label": "", "phase": "", "step": "", "unit": ""}
     with Progress(SpinnerColumn(), TextColumn("{task.fields[where]}"), BarColumn(bar_width=24),
@@ -198,11 +198,11 @@ def job_progress(dumps: int | None = None, enabled: bool = True) -> Iterator:
             bar.reset(task, total=None)
             bar.update(task, where=where(), amount="", step="")
 
-        previous = P.listen(on_report)
+        previous = progress_events.listen(on_report)
         try:
             yield next_dump
         finally:
-            P.listen(previous)
+            progress_events.listen(previous)
 
 
 @contextmanager

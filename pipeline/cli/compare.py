@@ -7,12 +7,12 @@ from typing import Annotated
 import pyarrow as pa
 import typer
 
-from pipeline.cli import common as C
-from pipeline.compare import Comparison, compare
+from pipeline.cli import common
+from pipeline.analysis.compare import Comparison, compare
 from pipeline.errors import ExitCode, UsageError
-from pipeline.formats import ROW_FORMATS, write_table
-from pipeline.metrics import DIMENSIONS, STATS
-from pipeline.report import cell
+from pipeline.outputs.formats import ROW_FORMATS, write_table
+from pipeline.analysis.run_stats import DIMENSIONS, STATS
+from pipeline.outputs.sections import cell
 
 COLUMNS = ["level", "name", "before", "after", "change", "ratio", "before_count", "after_count", "status", "regression"]
 
@@ -32,10 +32,10 @@ def _ratio(r: float | None) -> str:
 
 def _print(cmp: Comparison, limit: int | None) -> None:
     unit = f" ({cmp.unit})" if cmp.unit else ""
-    C.out.print(f"Run {cmp.run_id} vs {cmp.baseline}", highlight=False, markup=False)
-    C.out.print(f"workload {cmp.workload}; per {cmp.by}, {cmp.stat}{unit}", highlight=False, markup=False)
+    common.out.print(f"Run {cmp.run_id} vs {cmp.baseline}", highlight=False, markup=False)
+    common.out.print(f"workload {cmp.workload}; per {cmp.by}, {cmp.stat}{unit}", highlight=False, markup=False)
     for w in cmp.warnings:
-        C.err.print(f"profetl: warning: {w}", highlight=False, markup=False)
+        common.err.print(f"profetl: warning: {w}", highlight=False, markup=False)
     name_header = {"op": "Op Name", "api": "API", "task_type": "Type", "iteration": "Part"}[cmp.by]
     level_header = {"api": ["Level"], "iteration": ["Model ID"]}.get(cmp.by, [])
     headers = level_header + [name_header, f"Before{unit}", f"After{unit}", "Change", "Ratio", "Status"]
@@ -44,28 +44,28 @@ def _print(cmp: Comparison, limit: int | None) -> None:
              [c.name, cell(c.before), cell(c.after), cell(c.change), _ratio(c.ratio),
               c.status.upper() + " (regression)" if c.regression else c.status] for c in rows]
     more = f"{len(cmp.rows) - len(rows)} more row(s): --limit 0 shows all" if len(rows) < len(cmp.rows) else None
-    C.print_table(None, headers, table, caption=more)
+    common.print_table(None, headers, table, caption=more)
     if cmp.threshold_pct is not None:
         n = len(cmp.regressions)
-        C.out.print(f"{n} regression(s) at {cmp.threshold_pct:g}% or more" + (f" (entries from {cmp.min_value:g} up)" if cmp.min_value else ""),
+        common.out.print(f"{n} regression(s) at {cmp.threshold_pct:g}% or more" + (f" (entries from {cmp.min_value:g} up)" if cmp.min_value else ""),
                     highlight=False, markup=False)
 
 
 def command(
-    run: C.RunArg = "latest",
-    against: Annotated[str | None, typer.Option("--against", "-a", metavar="RUN", show_default=False, autocompletion=C.complete_run, help="Compare with this run.")] = None,
+    run: common.RunArg = "latest",
+    against: Annotated[str | None, typer.Option("--against", "-a", metavar="RUN", show_default=False, autocompletion=common.complete_run, help="Compare with this run.")] = None,
     last: Annotated[int | None, typer.Option("--last", "-n", metavar="N", show_default=False, help="Compare with the median of the last N runs of the same workload collected before RUN (default: the one run before it).")] = None,
     by: Annotated[str, typer.Option("--by", help=f"Entries to compare: {', '.join(DIMENSIONS)}.")] = "op",
     stat: Annotated[str, typer.Option("--stat", help=f"Statistic per entry: {', '.join(STATS)} (mean: time per task instance, call, iteration or all-reduce range, ns).")] = "mean",
     threshold: Annotated[float | None, typer.Option("--threshold", "-t", metavar="PCT", show_default=False, help="Exit 4 when an entry is at least PCT percent slower (ratio >= 1 + PCT/100).")] = None,
     min_value: Annotated[float, typer.Option("--min", metavar="VALUE", help="Noise floor: entries whose before and after are both below VALUE (ns for times) are never regressions.")] = 0.0,
-    workload: C.WorkloadOpt = None,
-    device: C.DeviceOpt = None,
+    workload: common.WorkloadOpt = None,
+    device: common.DeviceOpt = None,
     limit: Annotated[int, typer.Option("--limit", help="Rows to print in the terminal table (0: all).")] = 30,
     fmt: Annotated[str | None, typer.Option("--format", "-f", show_default=False, help=f"Write the rows as {', '.join(ROW_FORMATS)} (json: JSON lines) instead of a terminal table.")] = None,
-    out_path: C.OutOpt = "-",
-    warehouse: C.WarehouseOpt = None,
-    json_: C.JsonOpt = False,
+    out_path: common.OutOpt = "-",
+    warehouse: common.WarehouseOpt = None,
+    json_: common.JsonOpt = False,
 ) -> None:
     """Compare RUN with another run, or with the median of the last N runs of its workload.
 
@@ -84,17 +84,17 @@ def command(
 
     Example: profetl compare latest --last 7 --threshold 10 --min 1000
     """
-    wh = C.warehouse(warehouse)
-    with C.errors():
+    wh = common.warehouse(warehouse)
+    with common.errors():
         if fmt is not None and json_:
             raise UsageError("give either --json or --format")
         cmp = compare(wh, run, against, last, by, stat, threshold, min_value, workload, device)
         if fmt is not None:
             n = write_table(_rows_table(cmp), fmt, out_path)
             if out_path != "-":
-                C.err.print(f"wrote {n} row(s) to {out_path}", highlight=False, markup=False)
+                common.err.print(f"wrote {n} row(s) to {out_path}", highlight=False, markup=False)
     if json_:
-        C.print_json(cmp.as_dict())
+        common.print_json(cmp.as_dict())
     elif fmt is None:
         _print(cmp, limit or None)
     if cmp.regressions:

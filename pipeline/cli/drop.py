@@ -6,15 +6,15 @@ from typing import Annotated
 
 import typer
 
-from pipeline.cli import common as C
-from pipeline.warehouse import check_run_id
+from pipeline.cli import common
+from pipeline.warehouse.store import check_run_id
 
 
 def command(
     run_ids: Annotated[list[str], typer.Argument(metavar="RUN_ID...", help="Exact run ids (no prefixes, no latest).", show_default=False)],
-    warehouse: C.WarehouseOpt = None,
-    wait: C.WaitOpt = 0.0,
-    json_: C.JsonOpt = False,
+    warehouse: common.WarehouseOpt = None,
+    wait: common.WaitOpt = 0.0,
+    json_: common.JsonOpt = False,
 ) -> None:
     """Remove runs: their commit records and every file of theirs, under the writer lock.
 
@@ -23,15 +23,15 @@ def command(
 
     Example: profetl drop 20260302T010000-1a2b3c4d
     """
-    wh = C.warehouse(warehouse)
-    with C.errors():
+    wh = common.warehouse(warehouse)
+    with common.errors():
         wh.check(must_exist=True)
         for r in run_ids:
             check_run_id(r)
         with wh.writer(wait_seconds=wait):
             done = [(r, wh.drop(r)) for r in run_ids]
     if json_:
-        C.print_json([{"run_id": r, "files_removed": n} for r, n in done])
+        common.print_json([{"run_id": r, "files_removed": n} for r, n in done])
         return
     for r, n in done:
-        C.out.print(f"dropped    {r}  ({n} file(s))", highlight=False, markup=False)
+        common.out.print(f"dropped    {r}  ({n} file(s))", highlight=False, markup=False)

@@ -6,22 +6,22 @@ from typing import Annotated
 
 import typer
 
-from pipeline.cli import common as C
-from pipeline.export import FORMATS, export
-from pipeline.selection import select_runs
+from pipeline.cli import common
+from pipeline.outputs.export import FORMATS, export
+from pipeline.analysis.selection import select_runs
 
 
 def command(
-    table: Annotated[str, typer.Argument(autocompletion=C.complete_table, help="A mart (runtime_api_summary, task_scheduler, ...) or raw table (api_calls, runs, ...).", show_default=False)],
-    run: C.RunsOpt = None,
-    since: C.SinceOpt = None,
-    until: C.UntilOpt = None,
-    workload: C.WorkloadOpt = None,
-    device: C.DeviceOpt = None,
+    table: Annotated[str, typer.Argument(autocompletion=common.complete_table, help="A mart (runtime_api_summary, task_scheduler, ...) or raw table (api_calls, runs, ...).", show_default=False)],
+    run: common.RunsOpt = None,
+    since: common.SinceOpt = None,
+    until: common.UntilOpt = None,
+    workload: common.WorkloadOpt = None,
+    device: common.DeviceOpt = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help=f"One of {', '.join(FORMATS)} (json: JSON lines).")] = "csv",
-    out_path: C.OutOpt = "-",
+    out_path: common.OutOpt = "-",
     headers: Annotated[str, typer.Option("--headers", help="CSV headers: display (the tool's names, e.g. Time(%), Stream ID) or snake (column names).")] = "display",
-    warehouse: C.WarehouseOpt = None,
+    warehouse: common.WarehouseOpt = None,
 ) -> None:
     """Export TABLE for the chosen runs (default: the latest); a file appears whole or not at all.
 
@@ -33,9 +33,9 @@ def command(
 
     Example: profetl export task_scheduler --since 7d --device 0 --format csv --out task_scheduler.csv
     """
-    wh = C.warehouse(warehouse)
-    with C.errors():
-        runs = select_runs(wh, C.selection(run, since, until, workload))
+    wh = common.warehouse(warehouse)
+    with common.errors():
+        runs = select_runs(wh, common.selection(run, since, until, workload))
         n = export(wh, table, [r["run_id"] for r in runs], fmt, out_path, headers, device)
     if out_path != "-":
-        C.err.print(f"wrote {n} row(s) of {len(runs)} run(s) to {out_path}", highlight=False, markup=False)
+        common.err.print(f"wrote {n} row(s) of {len(runs)} run(s) to {out_path}", highlight=False, markup=False)

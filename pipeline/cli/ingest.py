@@ -7,31 +7,31 @@ from typing import Annotated
 
 import typer
 
-from pipeline.cli import common as C
-from pipeline.jobs import ingest_dump
+from pipeline.cli import common
+from pipeline.jobs.runner import ingest_dump
 
 
 def command(
     dump: Annotated[Path, typer.Argument(help="A dump directory of any layout generation: a hiprof result_dir, a PROF_* tree (or a job folder of PROF_* trees), or msprof / torch_npu exported outputs.", show_default=False)],
-    warehouse: C.WarehouseOpt = None,
-    wait: C.WaitOpt = 0.0,
+    warehouse: common.WarehouseOpt = None,
+    wait: common.WaitOpt = 0.0,
     force: Annotated[bool, typer.Option("--force", help="Re-ingest even when the dump is unchanged; replace the run even when the changed dump now holds less.")] = False,
-    json_: C.JsonOpt = False,
+    json_: common.JsonOpt = False,
 ) -> None:
     """Ingest one dump into the raw tables as a run (status ingested); `build` makes its reports.
 
     Example: profetl ingest data/sample/resnet50_2dev
     """
-    wh = C.warehouse(warehouse)
-    with C.errors(), C.writing(wh, wait):
+    wh = common.warehouse(warehouse)
+    with common.errors(), common.writing(wh, wait):
         o = ingest_dump(wh, dump, force=force, then_build=False)
     row = o.ingest.row
     if json_:
-        C.print_json({"run_id": o.run_id, "status": o.status, "rows": o.ingest.rows_by_table, "issues": o.issues})
+        common.print_json({"run_id": o.run_id, "status": o.status, "rows": o.ingest.rows_by_table, "issues": o.issues})
         return
     if o.status == "unchanged":
-        C.out.print(f"unchanged  {o.run_id}  {dump} (already in the warehouse; --force re-ingests)", highlight=False)
+        common.out.print(f"unchanged  {o.run_id}  {dump} (already in the warehouse; --force re-ingests)", highlight=False)
         return
-    C.out.print(f"ingested   {o.run_id}  {dump} ({row['records_decoded']} records, {row['bytes_skipped']} bytes skipped)", highlight=False)
+    common.out.print(f"ingested   {o.run_id}  {dump} ({row['records_decoded']} records, {row['bytes_skipped']} bytes skipped)", highlight=False)
     for line in o.issues:
-        C.out.print(f"           - {line}", highlight=False, markup=False)
+        common.out.print(f"           - {line}", highlight=False, markup=False)

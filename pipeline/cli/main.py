@@ -2,18 +2,20 @@
 
 A command's module, and the libraries it imports, load only when that command runs:
 ``profetl ingest`` does not load DuckDB, ``profetl build`` no decoder, so each starts
-sooner. Help, shell completion and an unknown command get the whole app.
+sooner. The root group resolves command names itself (``LazyGroup``); help and shell
+completion list every command, and so load them all.
 """
 
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
-from functools import cache
 from typing import Annotated
 
 import typer
+from typer.core import TyperGroup
 
 from pipeline import __version__
 from pipeline.errors import ExitCode
@@ -23,53 +25,47 @@ COMMANDS = ("run", "ingest", "build", "runs", "drop", "show", "export", "query",
             "synth")
 
 
+class LazyGroup(TyperGroup):
+    """The root group: a command's module is imported when Click asks for that command (Click's
+    documented way to load subcommands lazily: ``list_commands`` and ``get_command``; Typer's
+    groups are Click groups)."""
+
+    def list_commands(self, ctx) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx, name: str):
+        if name not in self.commands and name in COMMANDS:
+            one = typer.Typer(add_completion=False, pretty_exceptions_enable=False, rich_markup_mode=None)
+            one.command(name)(importlib.import_module(f"pipeline.cli.{name}").command)
+            self.add_command(typer.main.get_command(one), name)
+        return self.commands.get(name)
+
+
 def _version(value: bool) -> None:
     if value:
         typer.echo(f"profetl {__version__}")
         raise typer.Exit()
 
 
-def make_app(names: tuple[str, ...] = COMMANDS) -> typer.Typer:
-    """The app with the commands ``names`` (default: all)."""
-    app = typer.Typer(
-        name="profetl",
-        help="Ascend NPU profiling dumps into a Parquet warehouse, and the profiling tool's analysis tables.",
-        no_args_is_help=True,
-        pretty_exceptions_enable=False,
-        rich_markup_mode=None,
-    )
-    for name in names:
-        app.command(name)(importlib.import_module(f"pipeline.cli.{name}").command)
-
-    @app.callback()
-    def root(
-        version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
-    ) -> None:
-        """Ascend NPU profiling dumps into a Parquet warehouse, and the profiling tool's analysis tables."""
-
-    return app
+app = typer.Typer(
+    name="profetl",
+    cls=LazyGroup,
+    help="Ascend NPU profiling dumps into a Parquet warehouse, and the profiling tool's analysis tables.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
 
 
-@cache
-def _whole_app() -> typer.Typer:
-    return make_app()
-
-
-def __getattr__(name: str):
-    if name == "app":  # the whole command line, as tests and the docs generator use it
-        return _whole_app()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def invoked(args: list[str]) -> tuple[str, ...]:
-    """The commands to load for a command line: the one it names, else all of them."""
-    if args and args[0] in COMMANDS and "_PROFETL_COMPLETE" not in os.environ:  # completing: all names
-        return (args[0],)
-    return COMMANDS
+@app.callback()
+def root(
+    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+) -> None:
+    """Ascend NPU profiling dumps into a Parquet warehouse, and the profiling tool's analysis tables."""
 
 
 def main() -> None:
-    """The ``profetl`` process: the command, then a quick exit (``exit_now``)."""
+    """The ``profetl`` process: the command, then a quick exit (``finish``)."""
     _memory_pool()
     # numpy's floating-point warnings (overflow in a conversion of absurd values) are not
     # messages for the user: what the data lacks is an ingest issue, one line per problem
@@ -78,29 +74,27 @@ def main() -> None:
     warnings.filterwarnings("ignore", category=RuntimeWarning,
                             message=r"(overflow|invalid value|divide by zero|underflow) encountered")
     try:
-        make_app(invoked(sys.argv[1:]))()
+        app()
     except SystemExit as e:
-        exit_now(e.code)
+        finish(e.code)
     except OSError as e:  # standard output failed where a command printed (a full disk): no traceback
         from pipeline.cli.common import output_failed
 
-        exit_now(output_failed(e))
-    exit_now(0)
+        finish(output_failed(e))
+    finish(0)
 
 
-def exit_now(code) -> None:
-    """End the process once the command is done, without the interpreter's teardown.
+def finish(code) -> None:
+    """Exit with the command's code, without collecting the garbage of every loaded module.
 
-    Python's exit tears down every loaded module (DuckDB, Arrow, numpy, pydantic) object by
-    object, a noticeable part of every short profetl process, for memory the system takes back at
-    once anyway. Nothing is left for it to do: the warehouse's files are written, renamed and
-    closed by the commands themselves, and DuckDB connections that write are closed. What an
-    exit must still do is done here: the ``atexit`` functions run, standard output and error are
-    flushed (a reader gone from stdout is PIPE_CLOSED, another failure to write it one line and
-    FAILED, as in ``common.errors``), and the exit code is SystemExit's."""
-    import atexit
-
-    atexit._run_exitfuncs()
+    At exit the interpreter's last garbage collections walk every object the loaded modules
+    made (DuckDB, Arrow, numpy, pydantic), a noticeable part of every short profetl process,
+    for memory the system takes back at once anyway. ``gc.freeze()`` takes them out of those
+    collections (bench/HISTORY.md); the rest of the exit is Python's own: ``atexit`` functions
+    run and the streams are flushed. Standard output is flushed here first so that a failure to
+    write it gets its exit code (a reader gone is PIPE_CLOSED, another failure one line and
+    FAILED, as in ``common.errors``); after one, standard output points at /dev/null, so the
+    interpreter's own flush at exit finds nothing left to fail on."""
     if code is None:
         code = 0
     elif not isinstance(code, int):
@@ -113,13 +107,11 @@ def exit_now(code) -> None:
 
         failed = output_failed(e)
         code = failed if code == 0 or failed == ExitCode.PIPE_CLOSED else code
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     except ValueError:  # stdout closed: nothing of it to flush
         pass
-    try:
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
-    os._exit(code)
+    gc.freeze()
+    sys.exit(code)
 
 
 def _memory_pool() -> None:

@@ -9,11 +9,11 @@ from typing import Annotated
 
 import typer
 
-from pipeline.cli import common as C
+from pipeline.cli import common
 from pipeline.errors import UsageError
-from pipeline.formats import ROW_FORMATS
-from pipeline.query import query, query_to
-from pipeline.report import cell
+from pipeline.outputs.formats import ROW_FORMATS
+from pipeline.outputs.query import query, query_to
+from pipeline.outputs.sections import cell
 
 FORMATS = ("table",) + ROW_FORMATS
 
@@ -60,10 +60,10 @@ def command(
     sql: Annotated[str, typer.Argument(help="SQL text, @FILE to read a file, or - to read standard input.", show_default=False)],
     param: Annotated[list[str] | None, typer.Option("--param", "-p", metavar="NAME=VALUE", help="Named parameter, used as $NAME in the SQL; repeatable. VALUE is bound as an integer if it is one (42, -7), as a DOUBLE if it is a decimal number (1.5, 2e-3), else as text (nan, 1_000, 0x10 are text). NAME:=VALUE binds text always (-p id:=007).")] = None,
     fmt: Annotated[str, typer.Option("--format", "-f", help="table (terminal), csv, json (JSON lines) or parquet (needs --out FILE).")] = "table",
-    out_path: C.OutOpt = "-",
+    out_path: common.OutOpt = "-",
     limit: Annotated[int, typer.Option("--limit", help="Rows shown by --format table (0: all); the other formats get every row.")] = 100,
     confine: Annotated[bool, typer.Option("--confine", envvar="PROFETL_QUERY_CONFINE", help="Also keep file-reading functions (read_csv, read_text, read_blob, glob, ...) inside the warehouse, for boxes where less-trusted users run queries (default: $PROFETL_QUERY_CONFINE).")] = False,
-    warehouse: C.WarehouseOpt = None,
+    warehouse: common.WarehouseOpt = None,
 ) -> None:
     """Run one SELECT over views of every raw table, every mart and `runs`, across all runs.
 
@@ -74,18 +74,18 @@ def command(
 
     Example: profetl query "select r.collected_at, t.op_name, t.avg_ns from task_scheduler t join runs r using (run_id) where t.op_name = $op" -p op=conv2d_0 -f csv
     """
-    with C.errors():
+    with common.errors():
         if fmt not in FORMATS:
             raise UsageError(f"format {fmt!r}; use one of {', '.join(FORMATS)}")
         if fmt == "table" and out_path != "-":
             raise UsageError("--out needs --format csv, json or parquet")
         if fmt == "table":
-            res = query(C.warehouse(warehouse), _sql(sql), _params(param or []), limit=limit or None, confine=confine)
+            res = query(common.warehouse(warehouse), _sql(sql), _params(param or []), limit=limit or None, confine=confine)
         else:
-            n = query_to(C.warehouse(warehouse), _sql(sql), fmt, out_path, _params(param or []), confine=confine)
+            n = query_to(common.warehouse(warehouse), _sql(sql), fmt, out_path, _params(param or []), confine=confine)
     if fmt == "table":
         more = res.total_rows - res.table.num_rows
-        C.print_table(None, res.columns, [[cell(v) for v in row] for row in res.rows],
+        common.print_table(None, res.columns, [[cell(v) for v in row] for row in res.rows],
                       caption=f"{more} more row(s): --limit 0 shows all, --format csv writes them" if more else None)
     elif out_path != "-":
-        C.err.print(f"wrote {n} row(s) to {out_path}", highlight=False, markup=False)
+        common.err.print(f"wrote {n} row(s) to {out_path}", highlight=False, markup=False)

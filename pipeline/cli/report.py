@@ -6,16 +6,16 @@ from typing import Annotated
 
 import typer
 
-from pipeline.cli import common as C
-from pipeline.html_report import TREND_RUNS, write_report
+from pipeline.cli import common
+from pipeline.outputs.html_report import TREND_RUNS, write_report
 
 
 def command(
-    run: C.RunArg = "latest",
+    run: common.RunArg = "latest",
     out_path: Annotated[str, typer.Option("--out", "-o", metavar="FILE", help="The HTML file to write.")] = "report.html",
     trend_runs: Annotated[int, typer.Option("--trend-runs", metavar="N", help="Runs of the workload the trend chart spans (this one and those before it).")] = TREND_RUNS,
-    warehouse: C.WarehouseOpt = None,
-    json_: C.JsonOpt = False,
+    warehouse: common.WarehouseOpt = None,
+    json_: common.JsonOpt = False,
 ) -> None:
     """Write RUN as one HTML file that opens offline (scripts and styles inside): metadata and
     data accounting, top ops, Task Scheduler states, AI Core pipeline ratios and memory-bound
@@ -26,11 +26,11 @@ def command(
 
     Example: profetl report latest --out report.html
     """
-    wh = C.warehouse(warehouse)
-    with C.errors():
+    wh = common.warehouse(warehouse)
+    with common.errors():
         w = write_report(wh.check(must_exist=True), out_path, run, trend_runs)
     if json_:
-        C.print_json({"path": str(w.path), "bytes": w.bytes, "charts": w.charts, "findings": w.findings})
+        common.print_json({"path": str(w.path), "bytes": w.bytes, "charts": w.charts, "findings": w.findings})
         return
-    C.err.print(f"wrote {w.path} ({w.bytes / 1e6:.1f} MB, {w.charts} chart(s), {w.findings} finding(s))",
+    common.err.print(f"wrote {w.path} ({w.bytes / 1e6:.1f} MB, {w.charts} chart(s), {w.findings} finding(s))",
                 highlight=False, markup=False)

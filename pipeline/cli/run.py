@@ -7,21 +7,21 @@ from typing import Annotated
 
 import typer
 
-from pipeline.cli import common as C
+from pipeline.cli import common
 from pipeline.errors import ExitCode
-from pipeline.jobs import Outcome, run_roots
+from pipeline.jobs.runner import Outcome, run_roots
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
 
 
 def command(
     roots: Annotated[list[Path], typer.Argument(help="Dump directories, or folders to search for dumps.", show_default=False)],
-    warehouse: C.WarehouseOpt = None,
-    wait: C.WaitOpt = 0.0,
+    warehouse: common.WarehouseOpt = None,
+    wait: common.WaitOpt = 0.0,
     force: Annotated[bool, typer.Option("--force", help="Re-ingest dumps whose content is unchanged; replace a run even when its changed dump now holds less (fewer records, more bytes skipped, metadata gone), or when its commit record cannot be read.")] = False,
     show: Annotated[bool, typer.Option("--show", help="Print the five tables of each run afterwards.")] = False,
-    memory_limit: C.MemoryOpt = DEFAULT_MEMORY_LIMIT,
-    threads: C.ThreadsOpt = 0,
-    json_: C.JsonOpt = False,
+    memory_limit: common.MemoryOpt = DEFAULT_MEMORY_LIMIT,
+    threads: common.ThreadsOpt = 0,
+    json_: common.JsonOpt = False,
 ) -> None:
     """Ingest and build every dump found under ROOTS, each as its own run.
 
@@ -33,25 +33,25 @@ def command(
 
     Example: profetl run data/sample --show
     """
-    wh = C.warehouse(warehouse)
-    with C.errors(), C.writing(wh, wait):
-        with C.job_progress(enabled=not json_) as next_dump:
+    wh = common.warehouse(warehouse)
+    with common.errors(), common.writing(wh, wait):
+        with common.job_progress(enabled=not json_) as next_dump:
             outcomes = run_roots(wh, roots, force=force, memory_limit=memory_limit, threads=threads or None, on_dump=next_dump)
     if json_:
-        C.print_json([_summary(o) for o in outcomes])
+        common.print_json([_summary(o) for o in outcomes])
     else:
         for o in outcomes:
             _print_outcome(o)
         ok = sum(o.status != "failed" for o in outcomes)
         lossy = sum(bool(o.losses) for o in outcomes if o.status != "failed")
-        C.out.print(f"{len(outcomes)} dump(s): {ok} done, {len(outcomes) - ok} failed"
+        common.out.print(f"{len(outcomes)} dump(s): {ok} done, {len(outcomes) - ok} failed"
                     + (f", {lossy} built with data lost (see their issues)" if lossy else ""), highlight=False)
         if show:
             from pipeline.cli.show import print_run  # the report code loads only for --show
 
             for o in outcomes:
                 if o.run_id and o.status != "failed":
-                    with C.errors():
+                    with common.errors():
                         print_run(wh, o.run_id, None, limit=None)
     if any(o.status == "failed" for o in outcomes):
         raise typer.Exit(ExitCode.FAILED)
@@ -71,7 +71,7 @@ def _summary(o: Outcome) -> dict:
         "replaced": ({k: (o.ingest.replaced.get(k)) for k in ("ingest_id", "ingested_at", "source_path", "records_decoded",
                                                           "bytes_skipped")} if o.ingest and o.ingest.replaced else None),
         "ingest": {"rows": o.ingest.rows_by_table, "seconds": row.get("ingest_seconds")} if read else None,
-        "build": C.build_json(o.build) if o.build else None,
+        "build": common.build_json(o.build) if o.build else None,
     }
 
 
@@ -80,7 +80,7 @@ def _print_outcome(o: Outcome) -> None:
         reason = o.error or ""
         if reason.startswith(f"{o.source_path}: "):  # errors name their file; the dump's is said once
             reason = reason[len(o.source_path) + 2:]
-        C.out.print(f"failed     {o.source_path}: {reason}", highlight=False, markup=False)
+        common.out.print(f"failed     {o.source_path}: {reason}", highlight=False, markup=False)
         return
     row = o.ingest.row if o.ingest else {}
     detail = ""
@@ -94,8 +94,8 @@ def _print_outcome(o: Outcome) -> None:
         label = "replaced"
         detail += (f"; replaced the run ingested {old['ingested_at']:%Y-%m-%d %H:%M:%S} UTC from "
                    f"{old['source_path']} ({old['records_decoded']} records, {old['bytes_skipped']} bytes skipped)")
-    C.out.print(f"{label:<10} {o.run_id}  {o.source_path}{detail}", highlight=False, markup=False)
+    common.out.print(f"{label:<10} {o.run_id}  {o.source_path}{detail}", highlight=False, markup=False)
     for line in o.issues[:10]:
-        C.out.print(f"           - {line}", highlight=False, markup=False)
+        common.out.print(f"           - {line}", highlight=False, markup=False)
     if len(o.issues) > 10:
-        C.out.print(f"           ... {len(o.issues) - 10} more (profetl query \"select * from ingest_issues\")", highlight=False, markup=False)
+        common.out.print(f"           ... {len(o.issues) - 10} more (profetl query \"select * from ingest_issues\")", highlight=False, markup=False)

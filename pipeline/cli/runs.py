@@ -6,17 +6,17 @@ from typing import Annotated
 
 import typer
 
-from pipeline.cli import common as C
-from pipeline.selection import catalog, select_runs
+from pipeline.cli import common
+from pipeline.analysis.selection import catalog, select_runs
 
 
 def command(
-    since: C.SinceOpt = None,
-    until: C.UntilOpt = None,
-    workload: C.WorkloadOpt = None,
+    since: common.SinceOpt = None,
+    until: common.UntilOpt = None,
+    workload: common.WorkloadOpt = None,
     last: Annotated[int | None, typer.Option("--last", "-n", metavar="N", show_default=False, help="Only the newest N runs (after the other filters).")] = None,
-    warehouse: C.WarehouseOpt = None,
-    json_: C.JsonOpt = False,
+    warehouse: common.WarehouseOpt = None,
+    json_: common.JsonOpt = False,
 ) -> None:
     """List the warehouse's runs, oldest collection first: when collected, status, workload,
     chip, devices, records decoded, bytes skipped, issues, tables filled, source.
@@ -27,18 +27,18 @@ def command(
 
     Example: profetl runs --since 7d --json
     """
-    wh = C.warehouse(warehouse)
-    with C.errors():
+    wh = common.warehouse(warehouse)
+    with common.errors():
         wh.check(must_exist=True)
-        sel = C.selection(None, since, until, workload, last)
+        sel = common.selection(None, since, until, workload, last)
         runs = select_runs(wh, sel, default_latest=False) if not sel.is_empty() or catalog(wh) else []
         wh.runs()
-        C.warn_unreadable(wh)
+        common.warn_unreadable(wh)
     if json_:
-        C.print_json([{k: v for k, v in r.items() if k != "metadata_json"} for r in runs])
+        common.print_json([{k: v for k, v in r.items() if k != "metadata_json"} for r in runs])
         return
     if not runs:
-        C.out.print(f"no runs in {wh.path} yet (profetl run DUMP... adds some)", highlight=False, markup=False)
+        common.out.print(f"no runs in {wh.path} yet (profetl run DUMP... adds some)", highlight=False, markup=False)
         return
     headers = ["Run ID", "Collected (UTC)", "Status", "Workload", "Chip", "Devices", "Records", "Bytes skipped",
                "Issues", "Tables filled", "Source"]
@@ -49,5 +49,5 @@ def command(
         ", ".join(r["tables_filled"] or []), r["source_path"],
     ] for r in runs]
     # one line per run: id, time, status and workload first; the rest as the width allows
-    C.print_table(f"Runs in {wh.path}", headers, rows, priority=[0, 1, 2, 3, 6, 8, 7, 5, 4, 10, 9],
+    common.print_table(f"Runs in {wh.path}", headers, rows, priority=[0, 1, 2, 3, 6, 8, 7, 5, 4, 10, 9],
                   see_all="profetl runs --json shows every field")

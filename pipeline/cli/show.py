@@ -6,10 +6,10 @@ from typing import Annotated
 
 import typer
 
-from pipeline.cli import common as C
+from pipeline.cli import common
 from pipeline.errors import UnknownRun, UsageError
-from pipeline.report import TABLES, VIEWS, sections
-from pipeline.warehouse import Warehouse
+from pipeline.outputs.sections import TABLES, VIEWS, sections
+from pipeline.warehouse.store import Warehouse
 
 
 def print_run(wh: Warehouse, run_ref: str, table: str | None, limit: int | None, as_json: bool = False,
@@ -18,32 +18,32 @@ def print_run(wh: Warehouse, run_ref: str, table: str | None, limit: int | None,
     tables = [table] if table else [t for t, _ in VIEWS]
     found = [s for t in tables for s in sections(wh, run["run_id"], t, limit, devices=devices)]
     if as_json:
-        C.print_json([{"table": s.table, "headers": s.headers, "rows": s.rows, "total_rows": s.total_rows} for s in found])
+        common.print_json([{"table": s.table, "headers": s.headers, "rows": s.rows, "total_rows": s.total_rows} for s in found])
         return
-    C.out.print(f"Run {run['run_id']}  ({run['chip']}, devices {','.join(map(str, run['devices']))}, {run['source_path']})", highlight=False)
+    common.out.print(f"Run {run['run_id']}  ({run['chip']}, devices {','.join(map(str, run['devices']))}, {run['source_path']})", highlight=False)
     for line in run.get("sources") or []:
-        C.out.print(f"  read: {line}", highlight=False, markup=False)
+        common.out.print(f"  read: {line}", highlight=False, markup=False)
     for line in run.get("notes") or []:
-        C.out.print(f"  not available: {line}", highlight=False, markup=False)
+        common.out.print(f"  not available: {line}", highlight=False, markup=False)
     for s in found:
         more = f"{s.total_rows - len(s.rows)} more row(s): --limit 0 shows all" if len(s.rows) < s.total_rows else None
         if not s.total_rows:
-            C.out.print(f"\n{s.title}: no rows for this run", highlight=False)
+            common.out.print(f"\n{s.title}: no rows for this run", highlight=False)
             continue
         # what a row is about (names, ids, type) before its numbers, when not every column fits
         about = [i for i, h in enumerate(s.headers) if "Name" in h or h.endswith(" ID") or h in ("Type", "API")]
-        C.print_table(s.title, s.headers, s.rows, caption=more,
+        common.print_table(s.title, s.headers, s.rows, caption=more,
                       priority=about + [i for i in range(len(s.headers)) if i not in about],
                       see_all=f"profetl show {run['run_id']} {s.table} --json, or profetl export, shows all")
 
 
 def command(
-    run: C.RunArg = "latest",
+    run: common.RunArg = "latest",
     table: Annotated[str | None, typer.Argument(autocompletion=lambda incomplete: [t for t in TABLES if t.startswith(incomplete)], help=f"One of: {', '.join(TABLES)}. Default: the five result views.", show_default=False)] = None,
     limit: Annotated[int, typer.Option("--limit", help="Rows per table (0: all).")] = 50,
-    device: C.DeviceOpt = None,
-    warehouse: C.WarehouseOpt = None,
-    json_: C.JsonOpt = False,
+    device: common.DeviceOpt = None,
+    warehouse: common.WarehouseOpt = None,
+    json_: common.JsonOpt = False,
 ) -> None:
     """Show a run's Runtime API, Task Scheduler, AI Core, AscendCL and top-down tables.
 
@@ -54,10 +54,10 @@ def command(
     Example: profetl show latest task_scheduler --limit 10
     """
     if table is not None and table not in TABLES:
-        C.err.print(f"profetl: error: no table {table!r}; use one of {', '.join(TABLES)}", highlight=False)
+        common.err.print(f"profetl: error: no table {table!r}; use one of {', '.join(TABLES)}", highlight=False)
         raise typer.Exit(2)
-    wh = C.warehouse(warehouse)
-    with C.errors():
+    wh = common.warehouse(warehouse)
+    with common.errors():
         if table is None and run in TABLES:  # `show task_scheduler`: a table where the run goes
             try:
                 wh.resolve(run)

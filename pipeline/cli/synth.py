@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from pipeline.cli import common as C
+from pipeline.cli import common
 from pipeline.errors import UsageError
 from pipeline.synth import prof as synth_prof
 from pipeline.synth.hiprof import METRIC_SET_EVENTS, HiprofConfig, generate
@@ -34,7 +34,7 @@ def command(
     truth: Annotated[Path | None, typer.Option("--truth", help="Also write every event as JSON to this file.")] = None,
     start: Annotated[datetime | None, typer.Option("--start", metavar="DATETIME", help="Collection start (UTC); dumps with different starts are different runs. Default 2026-01-01T00:00:00.", show_default=False)] = None,
     op_scale: Annotated[list[str] | None, typer.Option("--op-scale", metavar="OP=FACTOR", help="OP=FACTOR: multiply the running time of op OP (e.g. conv2d_0=1.3); repeatable.", show_default=False)] = None,
-    json_: C.JsonOpt = False,
+    json_: common.JsonOpt = False,
 ) -> None:
     """Write a complete, consistent synthetic dump, and optionally its ground truth.
 
@@ -44,7 +44,7 @@ def command(
 
     Example: profetl synth --layout prof --chip ascend910b --devices 4 --processes 2 job
     """
-    with C.errors():
+    with common.errors():
         if layout not in ("hiprof", "prof"):
             raise UsageError(f"layout {layout!r}; this version writes: hiprof, prof")
         if out_dir.exists() and any(out_dir.iterdir()):
@@ -71,10 +71,10 @@ def command(
             truth.write_text(json.dumps(t.as_dict(), indent=1))
     size = sum(p.stat().st_size for p in out_dir.rglob("*") if p.is_file())
     if json_:
-        C.print_json({"out": str(out_dir), "bytes": size, "task_states": len(t.states), "api_calls": len(t.api_calls),
+        common.print_json({"out": str(out_dir), "bytes": size, "task_states": len(t.states), "api_calls": len(t.api_calls),
                       "task_instances": len(t.instances), "ops": sorted({o.op_name for o in t.ops})})
         return
-    C.out.print(f"wrote {out_dir} ({size} bytes, {len(t.states)} task states, {len(t.api_calls)} API calls)", highlight=False)
+    common.out.print(f"wrote {out_dir} ({size} bytes, {len(t.states)} task states, {len(t.api_calls)} API calls)", highlight=False)
 
 
 def _prof(out_dir, chip, processes, seed, devices, streams, inferences, tasks, slice_bytes, start, op_scale, truth,
@@ -100,11 +100,11 @@ def _prof(out_dir, chip, processes, seed, devices, streams, inferences, tasks, s
     size = sum(p.stat().st_size for p in out_dir.rglob("*") if p.is_file())
     dump = out_dir / t.root if t.root else out_dir
     if json_:
-        C.print_json({"out": str(out_dir), "dump": str(dump), "chip": t.chip, "metric_set": t.metric_set, "bytes": size,
+        common.print_json({"out": str(out_dir), "dump": str(dump), "chip": t.chip, "metric_set": t.metric_set, "bytes": size,
                       "devices": len(t.devices),
                       "api_calls": len(t.api_calls), "device_logs": len(t.logs), "pmu_records": len(t.pmu)})
         return
-    C.out.print(f"wrote {dump} ({t.chip}, {t.metric_set}, {len(t.devices)} devices, {size} bytes, {len(t.logs)} device task logs, "
+    common.out.print(f"wrote {dump} ({t.chip}, {t.metric_set}, {len(t.devices)} devices, {size} bytes, {len(t.logs)} device task logs, "
                 f"{len(t.api_calls)} API calls)", highlight=False)
 
 

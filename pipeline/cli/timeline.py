@@ -6,21 +6,21 @@ from typing import Annotated
 
 import typer
 
-from pipeline.cli import common as C
+from pipeline.cli import common
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
-from pipeline.timeline import write_trace
+from pipeline.outputs.trace import write_trace
 
 
 def command(
-    run: C.RunArg = "latest",
+    run: common.RunArg = "latest",
     out_path: Annotated[str, typer.Option("--out", "-o", metavar="FILE", help="Trace file (.json, or .json.gz gzipped), or - for standard output.")] = "-",
     start: Annotated[str | None, typer.Option("--start", metavar="OFFSET", show_default=False, help="Window start after the run's first event: 250us, 3ms, 1.5s (plain numbers are ns).")] = None,
     end: Annotated[str | None, typer.Option("--end", metavar="OFFSET", show_default=False, help="Window end after the run's first event (same forms as --start).")] = None,
     inference: Annotated[int | None, typer.Option("--inference", metavar="N", show_default=False, help="Only the span of inference N on each device (its input start to output end there).")] = None,
-    device: C.DeviceOpt = None,
-    warehouse: C.WarehouseOpt = None,
-    memory_limit: C.MemoryOpt = DEFAULT_MEMORY_LIMIT,
-    threads: C.ThreadsOpt = 0,
+    device: common.DeviceOpt = None,
+    warehouse: common.WarehouseOpt = None,
+    memory_limit: common.MemoryOpt = DEFAULT_MEMORY_LIMIT,
+    threads: common.ThreadsOpt = 0,
 ) -> None:
     """Write RUN as a Chrome trace (Trace Event JSON) that Perfetto UI and chrome://tracing open.
 
@@ -35,8 +35,8 @@ def command(
 
     Example: profetl timeline latest --inference 2 --out run.json   (then open it at https://ui.perfetto.dev)
     """
-    wh = C.warehouse(warehouse)
-    with C.errors():
+    wh = common.warehouse(warehouse)
+    with common.errors():
         run_id, n = write_trace(wh, out_path, run, start, end, inference, device, memory_limit, threads or None)
     if out_path != "-":
-        C.err.print(f"wrote {n} event(s) of run {run_id} to {out_path}", highlight=False, markup=False)
+        common.err.print(f"wrote {n} event(s) of run {run_id} to {out_path}", highlight=False, markup=False)

@@ -7,13 +7,13 @@ from typing import Annotated
 import pyarrow as pa
 import typer
 
-from pipeline.cli import common as C
+from pipeline.cli import common
 from pipeline.errors import UsageError
-from pipeline.formats import ROW_FORMATS, write_table
-from pipeline.metrics import RUN_METRICS, STATS
-from pipeline.plot import write_plot
-from pipeline.report import cell
-from pipeline.trend import Trend, trend
+from pipeline.outputs.formats import ROW_FORMATS, write_table
+from pipeline.analysis.run_stats import RUN_METRICS, STATS
+from pipeline.outputs.plot import write_plot
+from pipeline.outputs.sections import cell
+from pipeline.analysis.trend import Trend, trend
 
 
 def _table(t: Trend) -> pa.Table:
@@ -29,17 +29,17 @@ def _table(t: Trend) -> pa.Table:
 def command(
     metric: Annotated[str, typer.Argument(metavar="KIND:NAME", help=f"op:NAME, api:NAME, task_type:NAME, or run:METRIC with METRIC one of {', '.join(RUN_METRICS)}.", show_default=False)],
     stat: Annotated[str, typer.Option("--stat", help=f"For op, api and task_type: {', '.join(STATS)} (mean: ns per task instance or call).")] = "mean",
-    run: C.RunsOpt = None,
-    since: C.SinceOpt = None,
-    until: C.UntilOpt = None,
-    workload: C.WorkloadOpt = None,
+    run: common.RunsOpt = None,
+    since: common.SinceOpt = None,
+    until: common.UntilOpt = None,
+    workload: common.WorkloadOpt = None,
     last: Annotated[int | None, typer.Option("--last", "-n", metavar="N", show_default=False, help="Only the newest N runs (after the other filters).")] = None,
-    device: C.DeviceOpt = None,
+    device: common.DeviceOpt = None,
     plot: Annotated[str | None, typer.Option("--plot", metavar="FILE", show_default=False, help="Also draw the trend: FILE.svg or FILE.png (time axis, one line per workload).")] = None,
     fmt: Annotated[str | None, typer.Option("--format", "-f", show_default=False, help=f"Write the points as {', '.join(ROW_FORMATS)} (json: JSON lines) instead of a terminal table.")] = None,
-    out_path: C.OutOpt = "-",
-    warehouse: C.WarehouseOpt = None,
-    json_: C.JsonOpt = False,
+    out_path: common.OutOpt = "-",
+    warehouse: common.WarehouseOpt = None,
+    json_: common.JsonOpt = False,
 ) -> None:
     """Show one metric in every run (or the chosen runs), oldest collection first.
 
@@ -49,22 +49,22 @@ def command(
 
     Example: profetl trend op:conv2d_0 --stat mean --since 30d --workload hiprof_result_dir/Ascend310/resnet50 --plot conv.svg
     """
-    wh = C.warehouse(warehouse)
-    with C.errors():
+    wh = common.warehouse(warehouse)
+    with common.errors():
         if fmt is not None and json_:
             raise UsageError("give either --json or --format")
-        t = trend(wh, metric, stat, C.selection(run, since, until, workload, last), device)
+        t = trend(wh, metric, stat, common.selection(run, since, until, workload, last), device)
         if plot:
             write_plot(t, plot)
         if fmt is not None:
             write_table(_table(t), fmt, out_path)
     for w in t.warnings:
-        C.err.print(f"profetl: warning: {w}", highlight=False, markup=False)
+        common.err.print(f"profetl: warning: {w}", highlight=False, markup=False)
     if json_:
-        C.print_json(t.as_dict())
+        common.print_json(t.as_dict())
     elif fmt is None:
-        C.print_table(f"{t.label}: {t.meaning}", ["Run ID", "Collected (UTC)", "Workload", "Value", "Count"],
+        common.print_table(f"{t.label}: {t.meaning}", ["Run ID", "Collected (UTC)", "Workload", "Value", "Count"],
                       [[p.run_id, p.collected_at.strftime("%Y-%m-%d %H:%M:%S") if p.collected_at else "N/A",
                         p.workload or "N/A", cell(p.value), cell(p.count)] for p in t.points])
     if plot and plot != "-":
-        C.err.print(f"wrote the plot to {plot}", highlight=False, markup=False)
+        common.err.print(f"wrote the plot to {plot}", highlight=False, markup=False)

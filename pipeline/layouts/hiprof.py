@@ -142,11 +142,6 @@ GE_MODEL_LOAD = Layout(  # Framework.model_load_info_<a>.<dev>.slice_N, formats.
 
 # --- device TLV streams (docs/formats.md#tlv) ------------------------------------------
 
-TLV_HEADER = struct(
-    [("mode", "u1", 0), ("tag", "u1", 1), ("buf_size", "<u2", 2), ("reserved", "<u4", 4)], 8
-)
-TLV_HEADER_SIZE = 8
-
 _HDR = [("mode", "u1", 0), ("tag", "u1", 1), ("buf_size", "<u2", 2)]
 
 TIME_LINE = Layout(

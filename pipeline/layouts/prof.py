@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipeline.layouts import Layout, struct
-from pipeline.layouts import hiprof as G1
+from pipeline.layouts import hiprof as hiprof_layouts
 
 DEVICE_MAGIC = 0x6BD3  # u16 at bytes 2-3 of HWTS, AI Core PMU, STARS SoC and FFTS records (docs/formats.md#conventions)
 EVENT_FLAG = 0xFFFFFFFFFFFFFFFF  # api_event u64 @24 of an EVENT record (docs/formats.md#api-event)
@@ -102,8 +102,8 @@ _TS = [("mode", "u1", 0), ("tag", "u1", 1), ("buf_size", "<u2", 2), ("timestamp"
 
 # Tags 10 (step trace) and 11 (TS memcpy) have the same 40-byte layout as generation 1's
 # TLV records of those tags (docs/formats.md#step-trace-record, #ts-memcpy).
-TS_STEP_TRACE = G1.STEP_TRACE
-TS_MEMCPY = G1.TS_MEMCPY
+TS_STEP_TRACE = hiprof_layouts.STEP_TRACE
+TS_MEMCPY = hiprof_layouts.TS_MEMCPY
 TS_TASK_TYPE = Layout(
     "ts_task_type",
     struct(_TS + [("stream_id", "<u2", 16), ("task_id", "<u2", 18), ("task_type", "<u2", 20),

@@ -145,12 +145,6 @@ class StartInfo(_Open):
     clock_monotonic_raw_ns: Counter | None = Field(default=None, alias="clockMonotonicRaw")
 
 
-class EndInfo(_Open):
-    collection_date_end: str | None = Field(default=None, alias="collectionDateEnd")
-    collection_time_end_us: TimeUs | None = Field(default=None, alias="collectionTimeEnd")
-    clock_monotonic_raw_ns: Counter | None = Field(default=None, alias="clockMonotonicRaw")
-
-
 class SyncLog(BaseModel):
     """``host_start.log(.N)`` or ``dev_start.log.N``: ``key: value`` lines, maybe under a section.
 
@@ -225,10 +219,6 @@ def read_sample(path: Path) -> SampleJson:
 
 def read_start_info(path: Path) -> StartInfo:
     return _model(StartInfo, path)
-
-
-def read_end_info(path: Path) -> EndInfo:
-    return _model(EndInfo, path)
 
 
 _LINE = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_ ]*?)\s*:\s*(-?\d+)\s*$")

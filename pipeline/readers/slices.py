@@ -106,7 +106,7 @@ class SliceStream:
 
     def source_files(self, offsets: np.ndarray) -> pa.DictionaryArray:
         """``source_file`` of records starting at the given stream offsets (vectorised), as
-        indices into the stream's file names: written to Parquet as they are (pipeline.sink),
+        indices into the stream's file names: written to Parquet as they are (pipeline.warehouse.sink),
         with no string per record."""
         names = pa.array([f.rel for f in self.files], pa.string())
         idx = pa.array(self.file_index(offsets).astype(np.int32))

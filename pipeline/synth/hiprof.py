@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.layouts import HOST_MAGIC
-from pipeline.layouts import hiprof as L
+from pipeline.layouts import hiprof as hiprof_layouts
 from pipeline.synth.prof import block_cycles
 from pipeline.synth.truth import ApiCall, DeviceTruth, Inference, Op, Pmu, TaskInstance, TaskState, Truth, training_marks
 
@@ -147,7 +147,7 @@ def _device(out: Path, cfg: HiprofConfig, d: int, truth: Truth) -> None:
             recv = _r10(launch[1] + 500)
             start = recv + 500
             end = start + rng.randint(50, 500) * 10
-            instances.append(TaskInstance(d, k, memcpy_task[0], memcpy_task[1], L.MEMCPY_TASK_TYPE, "ts_memcpy", None,
+            instances.append(TaskInstance(d, k, memcpy_task[0], memcpy_task[1], hiprof_layouts.MEMCPY_TASK_TYPE, "ts_memcpy", None,
                                           recv, None, start, end))
             last_end = max(last_end, end)
             cursor += 2_000
@@ -169,14 +169,14 @@ def _device(out: Path, cfg: HiprofConfig, d: int, truth: Truth) -> None:
     pmu_rng = random.Random(cfg.seed * 7919 + d + 104_729)  # PMU values only: the timeline does not depend on them
     for x in instances:
         if x.kind == "ts_memcpy":
-            seq = [(L.WAITING, x.waiting_ns), (L.RUNNING, x.running_ns), (L.COMPLETE, x.complete_ns)]
+            seq = [(hiprof_layouts.WAITING, x.waiting_ns), (hiprof_layouts.RUNNING, x.running_ns), (hiprof_layouts.COMPLETE, x.complete_ns)]
         else:
-            seq = [(L.WAITING, x.waiting_ns), (L.PENDING, x.pending_ns), (L.RUNNING, x.running_ns)]
+            seq = [(hiprof_layouts.WAITING, x.waiting_ns), (hiprof_layouts.PENDING, x.pending_ns), (hiprof_layouts.RUNNING, x.running_ns)]
             if x.task_type == AI_CORE_TASK:
-                seq.append((L.AI_CORE_START, x.running_ns + 100))
+                seq.append((hiprof_layouts.AI_CORE_START, x.running_ns + 100))
                 if x.complete_ns is not None:
-                    seq.append((L.AI_CORE_DONE, x.complete_ns - 100))
-            seq.append((L.COMPLETE, x.complete_ns))
+                    seq.append((hiprof_layouts.AI_CORE_DONE, x.complete_ns - 100))
+            seq.append((hiprof_layouts.COMPLETE, x.complete_ns))
         for state, ts in seq:
             if ts is not None:
                 states.append(TaskState(d, x.stream_id, x.task_id, x.task_type, state, ts, x.kind))
@@ -254,8 +254,8 @@ def _write_slices(out: Path, namer, data: bytes, slice_bytes: int) -> None:
 
 
 def _api_bytes(calls: list[ApiCall]) -> bytes:
-    a = L.ACL_API.zeros(len(calls))
-    a["magic"], a["data_tag"] = HOST_MAGIC, L.ACL_API.tag
+    a = hiprof_layouts.ACL_API.zeros(len(calls))
+    a["magic"], a["data_tag"] = HOST_MAGIC, hiprof_layouts.ACL_API.tag
     for i, c in enumerate(calls):
         a[i]["api_type"], a[i]["begin"], a[i]["end"] = c.api_type, c.start_ns, c.end_ns
         a[i]["pid"], a[i]["tid"], a[i]["api_name"] = c.pid, c.tid, c.name.encode()
@@ -263,12 +263,12 @@ def _api_bytes(calls: list[ApiCall]) -> bytes:
 
 
 def _runtime_bytes(calls: list[ApiCall]) -> bytes:
-    a = L.RUNTIME_API.zeros(len(calls))
-    a["magic"], a["data_tag"] = HOST_MAGIC, L.RUNTIME_API.tag
+    a = hiprof_layouts.RUNTIME_API.zeros(len(calls))
+    a["magic"], a["data_tag"] = HOST_MAGIC, hiprof_layouts.RUNTIME_API.tag
     for i, c in enumerate(calls):
         a[i]["tid"], a[i]["entry"], a[i]["exit"] = c.tid, c.start_ns, c.end_ns
         a[i]["api_name"] = c.name.encode()
-        a[i]["stream_id"] = L.NO_STREAM if c.stream_id is None else c.stream_id
+        a[i]["stream_id"] = hiprof_layouts.NO_STREAM if c.stream_id is None else c.stream_id
         a[i]["task_num"] = len(c.task_ids)
         for j, task in enumerate(c.task_ids):
             a[i]["task_pairs"][j] = (task, 0)
@@ -293,8 +293,8 @@ def _write_host(out, cfg, d, acl, rt, ops, desc_ts, infers, load, rng) -> None:
         _write_slices(out, _name(cfg, f"AclModule.{ACL_CATEGORY[cat]}", d), _api_bytes(calls), cfg.slice_bytes)
     _write_slices(out, _name(cfg, "Runtime.api", d, "Runtime.runtime.data"), _runtime_bytes(rt), cfg.slice_bytes)
 
-    g = L.GE_TASK_DESC.zeros(len(ops))
-    g["magic"], g["data_tag"] = HOST_MAGIC, L.GE_TASK_DESC.tag
+    g = hiprof_layouts.GE_TASK_DESC.zeros(len(ops))
+    g["magic"], g["data_tag"] = HOST_MAGIC, hiprof_layouts.GE_TASK_DESC.tag
     for i, op in enumerate(ops):
         g[i]["task_type"] = 1 if op.task_type == "AI_CPU" else 0
         name_field(g[i], "op_name", op.op_name, cfg.hashed_names and i % 3 == 2)
@@ -303,8 +303,8 @@ def _write_host(out, cfg, d, acl, rt, ops, desc_ts, infers, load, rng) -> None:
         g[i]["stream_id"], g[i]["task_id"], g[i]["tid"] = op.stream_id, op.task_id, 4322
     _write_slices(out, _name(cfg, "Framework.task_desc_info", d), g.tobytes(), cfg.slice_bytes)
 
-    m = L.GE_MODEL_TIME.zeros(len(infers))
-    m["magic"], m["data_tag"] = HOST_MAGIC, L.GE_MODEL_TIME.tag
+    m = hiprof_layouts.GE_MODEL_TIME.zeros(len(infers))
+    m["magic"], m["data_tag"] = HOST_MAGIC, hiprof_layouts.GE_MODEL_TIME.tag
     for i, x in enumerate(infers):
         m[i]["model_id"], m[i]["request_id"], m[i]["tid"] = x.model_id, x.infer_id, 4322
         name_field(m[i], "model_name", x.model_name, cfg.hashed_names and d % 2 == 1)
@@ -313,8 +313,8 @@ def _write_host(out, cfg, d, acl, rt, ops, desc_ts, infers, load, rng) -> None:
         m[i]["output_start"], m[i]["output_end"] = x.output
     _write_slices(out, _name(cfg, "Framework.model_time_info_1_0", d), m.tobytes(), cfg.slice_bytes)
 
-    ld = L.GE_MODEL_LOAD.zeros(1)
-    ld["magic"], ld["data_tag"], ld["model_id"] = HOST_MAGIC, L.GE_MODEL_LOAD.tag, 1
+    ld = hiprof_layouts.GE_MODEL_LOAD.zeros(1)
+    ld["magic"], ld["data_tag"], ld["model_id"] = HOST_MAGIC, hiprof_layouts.GE_MODEL_LOAD.tag, 1
     name_field(ld[0], "model_name", "resnet50", False)
     ld["start"], ld["end"] = load
     _write_slices(out, _name(cfg, "Framework.model_load_info_1", d), ld.tobytes(), cfg.slice_bytes)
@@ -368,7 +368,7 @@ def _write_device(out: Path, cfg: HiprofConfig, dev: DeviceTruth, states, pmu, i
     tl = [s for s in states if s.kind == "time_line"]
     mc = [s for s in states if s.kind == "ts_memcpy"]
     parts = []
-    a = _tlv(L.TIME_LINE, len(tl))
+    a = _tlv(hiprof_layouts.TIME_LINE, len(tl))
     if tl:
         ts = np.array([s.ts_ns for s in tl], np.int64)
         a["task_type"] = [s.task_type for s in tl]
@@ -379,9 +379,9 @@ def _write_device(out: Path, cfg: HiprofConfig, dev: DeviceTruth, states, pmu, i
         a["device_id"] = d
         parts.append((a, _late(ts, cfg.late_states if d == 0 else 0)))
     if mc:
-        m = _tlv(L.TS_MEMCPY, len(mc))
+        m = _tlv(hiprof_layouts.TS_MEMCPY, len(mc))
         ts = np.array([s.ts_ns for s in mc], np.int64)
-        inverse = {v: k for k, v in L.MEMCPY_STATE_TO_TASK_STATE.items()}
+        inverse = {v: k for k, v in hiprof_layouts.MEMCPY_STATE_TO_TASK_STATE.items()}
         m["task_state"] = [inverse[s.state] for s in mc]
         m["stream_id"] = [s.stream_id for s in mc]
         m["task_id"] = [s.task_id for s in mc]
@@ -392,7 +392,7 @@ def _write_device(out: Path, cfg: HiprofConfig, dev: DeviceTruth, states, pmu, i
         # (infer, tag, stream, ns): MODEL_START, the training records, MODEL_END
         recs = [(x, tag, stream, ns) for x in steps
                 for tag, stream, ns in [(0, 0, x.step[0]), *x.marks, (1, 0, x.step[1])]]
-        st = _tlv(L.STEP_TRACE, len(recs))
+        st = _tlv(hiprof_layouts.STEP_TRACE, len(recs))
         ts = np.array([r[3] for r in recs], np.int64)
         st["timestamp"] = _syscnt(dev, ts)
         st["index_id"] = [r[0].infer_id for r in recs]
@@ -402,7 +402,7 @@ def _write_device(out: Path, cfg: HiprofConfig, dev: DeviceTruth, states, pmu, i
         parts.append((st, ts))
     _write_slices(out, _name(cfg, "ts_track.data", d, "ts_track.data.50"), _interleave(parts), cfg.slice_bytes)
     if cfg.aicore and pmu:
-        e = _tlv(L.EVENT_COUNT, len(pmu))
+        e = _tlv(hiprof_layouts.EVENT_COUNT, len(pmu))
         ts = np.array([p.ts_ns for p in pmu], np.int64)
         e["stream_id"] = [p.stream_id for p in pmu]
         e["task_id"] = [p.task_id for p in pmu]

@@ -51,7 +51,7 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.layouts import HOST_MAGIC
-from pipeline.layouts import prof as P
+from pipeline.layouts import prof as prof_layouts
 from pipeline.synth.truth import training_marks
 
 HOST_DEVICE = 64
@@ -421,8 +421,8 @@ def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, tr
         ev = (acl1 + 1_000, acl1 + 3_000)
         api("acl", "aclrtSynchronizeStream", *ev, kind="event_pair")
         lv, ty = API_TYPE["aclrtSynchronizeStream"]
-        host.api.append((lv, ty, tid, k, host.units(ev[0]), P.EVENT_FLAG, 0))
-        host.api.append((lv, ty, tid, k, host.units(ev[1]), P.EVENT_FLAG, 0))
+        host.api.append((lv, ty, tid, k, host.units(ev[0]), prof_layouts.EVENT_FLAG, 0))
+        host.api.append((lv, ty, tid, k, host.units(ev[1]), prof_layouts.EVENT_FLAG, 0))
         step = (_r20(m0 + 200), _r20(m1 - 100))
         truth.iterations.append(Iteration(d, k, 1, (acl0, acl1), inp, (m0, m1), outp, step,
                                           training_marks(step) if cfg.training else []))
@@ -574,8 +574,8 @@ def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, 
     # (iteration, tag, stream, ns): MODEL_START, the training records, MODEL_END
     marks = [(it, tag, stream, ns) for it in iterations
              for tag, stream, ns in [(0, 0, it.step[0]), *it.marks, (1, 0, it.step[1])]]
-    st = P.TS_STEP_TRACE.zeros(len(marks))
-    st["mode"], st["tag"], st["buf_size"] = 1, P.TS_STEP_TRACE.tag, 40
+    st = prof_layouts.TS_STEP_TRACE.zeros(len(marks))
+    st["mode"], st["tag"], st["buf_size"] = 1, prof_layouts.TS_STEP_TRACE.tag, 40
     st["timestamp"] = _syscnt(dev, [m[3] for m in marks])
     st["index_id"] = [m[0].infer_id for m in marks]
     st["model_id"] = 1
@@ -583,14 +583,14 @@ def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, 
     st["stream_id"] = [m[2] for m in marks]
     recs += [(int(ts), r.tobytes()) for ts, r in zip(st["timestamp"], st)]
     if flips and spec.drv_version is not None:
-        f = P.TS_FLIP.zeros(len(flips))
-        f["mode"], f["tag"], f["buf_size"] = 1, P.TS_FLIP.tag, 40
+        f = prof_layouts.TS_FLIP.zeros(len(flips))
+        f["mode"], f["tag"], f["buf_size"] = 1, prof_layouts.TS_FLIP.tag, 40
         f["timestamp"] = _syscnt(dev, [x[1] for x in flips])
         f["stream_id"] = [x[0] for x in flips]
         f["flip_num"] = [x[2] for x in flips]
         recs += [(int(ts), r.tobytes()) for ts, r in zip(f["timestamp"], f)]
-    tt = P.TS_TASK_TYPE.zeros(len(launches))
-    tt["mode"], tt["tag"], tt["buf_size"] = 1, P.TS_TASK_TYPE.tag, 40
+    tt = prof_layouts.TS_TASK_TYPE.zeros(len(launches))
+    tt["mode"], tt["tag"], tt["buf_size"] = 1, prof_layouts.TS_TASK_TYPE.tag, 40
     tt["timestamp"] = _syscnt(dev, [_r20(x.end_ns) for x in launches])
     tt["stream_id"] = [x.stream_id for x in launches]
     tt["task_id"] = [x.task_id for x in launches]
@@ -598,40 +598,40 @@ def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, 
     tt["task_state"] = 2
     recs += [(int(ts), r.tobytes()) for ts, r in zip(tt["timestamp"], tt)]
     if cfg.other_records:
-        old = np.zeros(1, P.TS_HEADER)
+        old = np.zeros(1, prof_layouts.TS_HEADER)
         old["mode"], old["tag"], old["buf_size"] = 1, 13, 40
         recs.append((0, old.tobytes()))
     recs.sort(key=lambda x: x[0])
     _write_slices(data, f"ts_track.data.{d}", b"".join(r for _, r in recs), cfg.slice_bytes)
 
     if spec.family == "hwts":
-        h = P.HWTS_LOG.zeros(len(logs) + (2 if cfg.other_records else 0))
+        h = prof_layouts.HWTS_LOG.zeros(len(logs) + (2 if cfg.other_records else 0))
         for i, x in enumerate(logs):
             h[i]["head"] = (1 if x.is_end else 0) | ((i % 16) << 4)
             h[i]["task_type"] = 1 if x.task_type_name == "AI_CPU" else 0
             h[i]["task_id"], h[i]["stream_id"] = x.task_id, x.stream_id
             h[i]["syscnt"] = _syscnt(dev, x.ts_ns)
-        h["magic"] = P.DEVICE_MAGIC
+        h["magic"] = prof_layouts.DEVICE_MAGIC
         for i in range(len(logs), len(h)):  # log types 2 and 3 (block start / end): counted, not read
             h[i]["head"] = 2 + (i - len(logs))
             h[i]["syscnt"] = _syscnt(dev, logs[-1].ts_ns)
         _write_slices(data, f"hwts.data.{d}", h.tobytes(), cfg.slice_bytes)
         if cfg.sample_based:
-            a = P.AIC_SAMPLE.zeros(len(samples))
+            a = prof_layouts.AIC_SAMPLE.zeros(len(samples))
             for i, x in enumerate(samples):
                 a[i]["mode"], a[i]["core_id"], a[i]["count_num"] = 1, x.core_id, 1
                 a[i]["task_cyc"], a[i]["counters"] = x.total_cycles, x.counters
                 a[i]["timestamp"] = _syscnt(dev, x.ts_ns)
         else:
-            a = P.AIC_PMU.zeros(len(pmu))
-            a["magic"] = P.DEVICE_MAGIC
+            a = prof_layouts.AIC_PMU.zeros(len(pmu))
+            a["magic"] = prof_layouts.DEVICE_MAGIC
             for i, p in enumerate(pmu):
                 a[i]["head"] = (i % 16) << 4
                 a[i]["task_id"], a[i]["stream_id"] = p.task_id, p.stream_id
                 a[i]["total_cycle"], a[i]["counters"] = p.total_cycles, p.counters
         _write_slices(data, f"aicore.data.{d}", a.tobytes(), cfg.slice_bytes)
     else:
-        s = P.STARS_ACSQ.zeros(len(logs) + (1 if cfg.other_records else 0))
+        s = prof_layouts.STARS_ACSQ.zeros(len(logs) + (1 if cfg.other_records else 0))
         for i, x in enumerate(logs):
             sqe = 1 if x.task_type_name == "AI_CPU" else 0
             s[i]["head"] = (1 if x.is_end else 0) | ((i % 16) << 6) | (sqe << 10)
@@ -640,27 +640,27 @@ def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, 
             s[i]["stream_id"] = x.stream_id | (0x1000 | (x.task_id & 0xE000) if i % 2 else 0)
             s[i]["task_id"] = x.task_id
             s[i]["syscnt"] = _syscnt(dev, x.ts_ns)
-        s["magic"] = P.DEVICE_MAGIC
+        s["magic"] = prof_layouts.DEVICE_MAGIC
         if cfg.other_records:
             s[len(logs)]["head"] = 0b000011  # another func type: counted, not read
         raw = s.tobytes()
-        drop = cfg.aged_records * P.STARS_ACSQ.size + 7 if cfg.aged_records else 0
+        drop = cfg.aged_records * prof_layouts.STARS_ACSQ.size + 7 if cfg.aged_records else 0
         _write_slices(data, f"stars_soc.data.{d}", raw, cfg.slice_bytes, drop_head=drop)
-        f = P.FFTS_PMU.zeros(len(pmu) + (1 if cfg.other_records else 0))
+        f = prof_layouts.FFTS_PMU.zeros(len(pmu) + (1 if cfg.other_records else 0))
         by_key = {(x.stream_id, x.task_id, x.end_ns): x for x in launches}
         for i, p in enumerate(pmu):
             x = by_key[(p.stream_id, p.task_id, p.ts_ns)]
-            f[i]["head"] = P.FFTS_CONTEXT_PMU | ((i % 16) << 6)
+            f[i]["head"] = prof_layouts.FFTS_CONTEXT_PMU | ((i % 16) << 6)
             f[i]["stream_id"] = p.stream_id | (0x1000 | (p.task_id & 0xE000) if i % 3 == 0 else 0)
             f[i]["task_id"] = p.task_id
             f[i]["total_cycle"], f[i]["counters"] = p.total_cycles, p.counters
             f[i]["start_syscnt"] = _syscnt(dev, x.start_ns if x.start_ns is not None else x.end_ns)
             f[i]["end_syscnt"] = _syscnt(dev, p.ts_ns)
         if cfg.other_records:
-            f[len(pmu)]["head"] = P.FFTS_BLOCK_PMU  # a block PMU record: counted, not read
-        f["magic"] = P.DEVICE_MAGIC
+            f[len(pmu)]["head"] = prof_layouts.FFTS_BLOCK_PMU  # a block PMU record: counted, not read
+        f["magic"] = prof_layouts.DEVICE_MAGIC
         _write_slices(data, f"ffts_profile.data.{d}", f.tobytes(), cfg.slice_bytes)
-        lp = P.LPM_FREQ.zeros(2)
+        lp = prof_layouts.LPM_FREQ.zeros(2)
         lp[0]["count"], lp[1]["count"] = 1, len(freq) - 1
         for i, (_, ts, mhz) in enumerate(freq):
             rec, k = (0, 0) if i == 0 else (1, i - 1)
@@ -680,30 +680,30 @@ def _write_host(prof: Path, cfg: ProfConfig, spec: ChipSpec, host: _Host, truth:
     (data / "unaging.additional.hash_dic.slice_0").write_text("".join(f"{k}:{v}\n" for k, v in host.hashes.items()))
 
     per_slice = lambda size: max(1, cfg.slice_bytes // size) * size  # noqa: E731 - host slices hold whole records
-    a = P.API_EVENT.zeros(len(host.api))
+    a = prof_layouts.API_EVENT.zeros(len(host.api))
     a["magic"] = HOST_MAGIC
     for i, (lv, ty, tid, req, b, e, item) in enumerate(host.api):
         a[i]["level"], a[i]["type"], a[i]["tid"], a[i]["request_id"] = lv, ty, tid, req
         a[i]["begin"], a[i]["end"], a[i]["item_id"] = b, e, item
     order = np.argsort(a["begin"], kind="stable")
-    _write_slices(data, "aging.api_event.data", a[order].tobytes(), per_slice(P.API_EVENT.size))
+    _write_slices(data, "aging.api_event.data", a[order].tobytes(), per_slice(prof_layouts.API_EVENT.size))
 
-    t = P.TASK_TRACK.zeros(len(host.tracks))
-    t["magic"], t["level"], t["type"], t["data_len"] = HOST_MAGIC, P.RUNTIME_LEVEL, COMPACT_TASK_TRACK_TYPE, 40
+    t = prof_layouts.TASK_TRACK.zeros(len(host.tracks))
+    t["magic"], t["level"], t["type"], t["data_len"] = HOST_MAGIC, prof_layouts.RUNTIME_LEVEL, COMPACT_TASK_TRACK_TYPE, 40
     for i, (ts, dev, s, task, batch, ttype, kernel, tid) in enumerate(host.tracks):
         t[i]["timestamp"], t[i]["device_id"], t[i]["stream_id"], t[i]["task_id"] = ts, dev, s, task
         t[i]["batch_id"], t[i]["task_type"], t[i]["kernel_name"], t[i]["tid"] = batch, ttype, kernel, tid
-    _write_slices(data, "aging.compact.task_track", t.tobytes(), per_slice(P.TASK_TRACK.size))
+    _write_slices(data, "aging.compact.task_track", t.tobytes(), per_slice(prof_layouts.TASK_TRACK.size))
 
-    n = P.NODE_BASIC_INFO.zeros(len(host.nodes))
-    n["magic"], n["level"], n["type"], n["data_len"] = HOST_MAGIC, P.NODE_LEVEL, NODE_BASIC_INFO_TYPE, 40
+    n = prof_layouts.NODE_BASIC_INFO.zeros(len(host.nodes))
+    n["magic"], n["level"], n["type"], n["data_len"] = HOST_MAGIC, prof_layouts.NODE_LEVEL, NODE_BASIC_INFO_TYPE, 40
     for i, (ts, op, ge, op_type, block, tid) in enumerate(host.nodes):
         n[i]["timestamp"], n[i]["op_name"], n[i]["task_type"], n[i]["op_type"] = ts, op, ge, op_type
         n[i]["block_num"], n[i]["tid"] = block, tid
-    _write_slices(data, "unaging.compact.node_basic_info", n.tobytes(), per_slice(P.NODE_BASIC_INFO.size))
+    _write_slices(data, "unaging.compact.node_basic_info", n.tobytes(), per_slice(prof_layouts.NODE_BASIC_INFO.size))
 
-    g = P.GRAPH_ID_MAP.zeros(len(host.graphs))
-    g["magic"], g["level"], g["data_len"] = HOST_MAGIC, P.MODEL_LEVEL, 16
+    g = prof_layouts.GRAPH_ID_MAP.zeros(len(host.graphs))
+    g["magic"], g["level"], g["data_len"] = HOST_MAGIC, prof_layouts.MODEL_LEVEL, 16
     for i, (ts, name, graph, model, tid) in enumerate(host.graphs):
         g[i]["timestamp"], g[i]["model_name"], g[i]["graph_id"], g[i]["model_id"], g[i]["tid"] = ts, name, graph, model, tid
-    _write_slices(data, "unaging.additional.graph_id_map", g.tobytes(), per_slice(P.GRAPH_ID_MAP.size))
+    _write_slices(data, "unaging.additional.graph_id_map", g.tobytes(), per_slice(prof_layouts.GRAPH_ID_MAP.size))

@@ -26,8 +26,8 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.layouts import Layout
-from pipeline.layouts import hiprof as L
-from pipeline.layouts import prof as P
+from pipeline.layouts import hiprof as hiprof_layouts
+from pipeline.layouts import prof as prof_layouts
 from pipeline.readers.decode import tlv_runs
 
 SLICE_RE = re.compile(r"^(?P<stem>.+)\.slice_(?P<n>\d+)$")
@@ -56,23 +56,23 @@ def _fixed_positions(n: int, size: int, layout: Layout, names: list[str]) -> lis
 
 # stem prefix -> (layout, host time fields, iteration fields, batch fields); None: written once
 HIPROF_FIXED = {
-    "AclModule.": (L.ACL_API, ["begin", "end"], [], []),
-    "Runtime.api.": (L.RUNTIME_API, ["entry", "exit"], [], []),
-    "Runtime.task_track.": (L.RUNTIME_TASK_TRACK, ["timestamp"], [], []),
-    "Framework.task_desc_info.": (L.GE_TASK_DESC, ["timestamp"], ["cur_iter"], []),
-    "Framework.model_time_info": (L.GE_MODEL_TIME, ["input_start", "input_end", "infer_start", "infer_end",
+    "AclModule.": (hiprof_layouts.ACL_API, ["begin", "end"], [], []),
+    "Runtime.api.": (hiprof_layouts.RUNTIME_API, ["entry", "exit"], [], []),
+    "Runtime.task_track.": (hiprof_layouts.RUNTIME_TASK_TRACK, ["timestamp"], [], []),
+    "Framework.task_desc_info.": (hiprof_layouts.GE_TASK_DESC, ["timestamp"], ["cur_iter"], []),
+    "Framework.model_time_info": (hiprof_layouts.GE_MODEL_TIME, ["input_start", "input_end", "infer_start", "infer_end",
                                                    "output_start", "output_end"], ["request_id"], []),
 }
 PROF_HOST = {
-    "api_event": (P.API_EVENT, ["begin", "end"], [], []),
-    "compact.task_track": (P.TASK_TRACK, ["timestamp"], [], ["batch_id"]),
-    "compact.node_basic_info": (P.NODE_BASIC_INFO, ["timestamp"], [], []),
+    "api_event": (prof_layouts.API_EVENT, ["begin", "end"], [], []),
+    "compact.task_track": (prof_layouts.TASK_TRACK, ["timestamp"], [], ["batch_id"]),
+    "compact.node_basic_info": (prof_layouts.NODE_BASIC_INFO, ["timestamp"], [], []),
 }
 PROF_DEVICE = {
-    "stars_soc.data": (P.STARS_ACSQ, ["syscnt"]),
-    "hwts.data": (P.HWTS_LOG, ["syscnt"]),
-    "ffts_profile.data": (P.FFTS_PMU, ["start_syscnt", "end_syscnt"]),
-    "aicore.data": (P.AIC_PMU, []),
+    "stars_soc.data": (prof_layouts.STARS_ACSQ, ["syscnt"]),
+    "hwts.data": (prof_layouts.HWTS_LOG, ["syscnt"]),
+    "ffts_profile.data": (prof_layouts.FFTS_PMU, ["start_syscnt", "end_syscnt"]),
+    "aicore.data": (prof_layouts.AIC_PMU, []),
 }
 
 
@@ -94,8 +94,8 @@ def _edits_for(name: str, buf: np.ndarray) -> FieldEdits | None:
             e.record = layout.size
             rec = np.frombuffer(buf, layout.dtype, count=n)
             for (pos, fmt), fname in zip(_fixed_positions(n, layout.size, layout, host), host):
-                if layout is P.API_EVENT and fname == "end":
-                    pos = pos[rec["end"] != np.uint64(P.EVENT_FLAG)]  # EVENT records: the end is a flag
+                if layout is prof_layouts.API_EVENT and fname == "end":
+                    pos = pos[rec["end"] != np.uint64(prof_layouts.EVENT_FLAG)]  # EVENT records: the end is a flag
                 e.add(pos, fmt, "host")
             for pos, fmt in _fixed_positions(n, layout.size, layout, batches):
                 e.add(pos, fmt, "batch")
@@ -107,22 +107,22 @@ def _edits_for(name: str, buf: np.ndarray) -> FieldEdits | None:
                 e.add(pos, fmt, "dev")
             return e
     if name.startswith("ts_track.data") and _is_prof_ts(buf):
-        n = n_bytes // P.TS_TRACK_SIZE
-        base = np.arange(n, dtype=np.int64) * P.TS_TRACK_SIZE
+        n = n_bytes // prof_layouts.TS_TRACK_SIZE
+        base = np.arange(n, dtype=np.int64) * prof_layouts.TS_TRACK_SIZE
         tags = buf[base + 1]
-        known = np.isin(tags, list(P.TS_LAYOUTS))
+        known = np.isin(tags, list(prof_layouts.TS_LAYOUTS))
         e.add(base[known] + 8, "<u8", "dev")
-        e.add(base[tags == P.TS_STEP_TRACE.tag] + 16, "<u8", "iter")
+        e.add(base[tags == prof_layouts.TS_STEP_TRACE.tag] + 16, "<u8", "iter")
         return e
     if name.startswith("ts_track.data") or name.startswith("aicore.data"):  # generation-1 TLV streams
-        runs, consumed, error = tlv_runs(buf, L.DECODED_TAGS, L.COUNTED_TAGS)
+        runs, consumed, error = tlv_runs(buf, hiprof_layouts.DECODED_TAGS, hiprof_layouts.COUNTED_TAGS)
         if error is not None or consumed != n_bytes:
             raise ValueError(f"{name}: base stream does not frame ({error})")
         by: dict[tuple[int, str, str], list[np.ndarray]] = {}
         for r in runs:
-            if r.tag not in L.DECODED_TAGS:
+            if r.tag not in hiprof_layouts.DECODED_TAGS:
                 continue
-            layout = L.DECODED_TAGS[r.tag]
+            layout = hiprof_layouts.DECODED_TAGS[r.tag]
             starts = r.pos + np.arange(r.count, dtype=np.int64) * r.size
             for fname, kind in (("timestamp", "dev"), ("index_id", "iter")):
                 if fname in layout.dtype.names:
@@ -136,10 +136,10 @@ def _edits_for(name: str, buf: np.ndarray) -> FieldEdits | None:
 
 def _is_prof_ts(buf: np.ndarray) -> bool:
     """A 40-byte generation-2/3 ts_track stream (every record's byte 0..3 are not a TLV header of its size)."""
-    if len(buf) % P.TS_TRACK_SIZE or len(buf) < 4:
+    if len(buf) % prof_layouts.TS_TRACK_SIZE or len(buf) < 4:
         return False
     size = int(buf[2]) | (int(buf[3]) << 8)
-    return size == P.TS_TRACK_SIZE or int(buf[1]) in P.TS_LAYOUTS and int(buf[1]) not in L.DECODED_TAGS
+    return size == prof_layouts.TS_TRACK_SIZE or int(buf[1]) in prof_layouts.TS_LAYOUTS and int(buf[1]) not in hiprof_layouts.DECODED_TAGS
 
 
 @dataclass

@@ -3,7 +3,7 @@
 -- Grain:   (device_id, record_kind, seq)
 -- Sources: stg_pmu_records, stg_task_ops
 -- Stored:  no, a view: read by two marts, one of which needs a single column of it; cheaper
---          to compute in each than to store its wide rows (pipeline/transforms.py)
+--          to compute in each than to store its wide rows (pipeline/jobs/transforms.py)
 -- Follows: docs/formats.md#rule-op-name with the descriptions of stg_task_ops, as
 --          int_task_executions applies it to executions: the description of the record's
 --          (device, stream, task) valid last at or before the record's time ts_ns (the task's
@@ -12,7 +12,7 @@
 --          (docs/formats.md#rule-pmu-record-time).
 --          How: by a hash join on the key where every description of the task says the same
 --          and the first is valid from the start, else by the ASOF join on valid_from_ns; same
---          rows (pipeline/transforms.py).
+--          rows (pipeline/jobs/transforms.py).
 -- Columns:
 --   device_id          -       device
 --   seq                -       record index within the aicore stream

@@ -5,7 +5,7 @@
 -- Sources: stg_task_instances, stg_task_launches, stg_task_ops
 -- Stored:  no, a view: each mart runs it for the columns it reads (hash joins on small
 --          per-task tables, in the common case); storing its rows, one per task instance, cost
---          a build more than it saved the marts (bench/HISTORY.md, pipeline/transforms.py)
+--          a build more than it saved the marts (bench/HISTORY.md, pipeline/jobs/transforms.py)
 -- Follows: the one place where an execution meets its launch and its operator; every mart and
 --          the timeline read them from here.
 --          Launch (docs/formats.md#rule-api-launch, on CANN 7+ data found by
@@ -27,7 +27,7 @@
 --          How: a (device, stream, task) whose launches all name one API (descriptions one op
 --          and the first valid from the start; the common case) takes it by a hash join on the
 --          key; only the other tasks' instances and launches (descriptions) go through an ASOF
---          join; same rows (pipeline/transforms.py).
+--          join; same rows (pipeline/jobs/transforms.py).
 -- Columns:
 --   device_id       -       device
 --   record_kind     -       time_line, ts_memcpy or task_run (stg_task_instances)
@@ -58,7 +58,7 @@
 --   block_dim       blocks  blocks the operator ran
 
 with instances as not materialized (
-    -- read by three branches: inlined rather than stored first (pipeline/transforms.py)
+    -- read by three branches: inlined rather than stored first (pipeline/jobs/transforms.py)
     select
         device_id, record_kind, stream_id, task_id, instance_no, batch_id, task_type, task_type_name,
         waiting_ns, pending_ns, running_ns, complete_ns, is_complete, has_states,

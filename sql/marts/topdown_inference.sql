@@ -104,7 +104,7 @@ runtime_rows as (
 ),
 
 instances as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
+    -- read by two branches: inlined rather than stored first (pipeline/jobs/transforms.py)
     select
         device_id,
         coalesce(running_ns, pending_ns, waiting_ns) as start_ns,
@@ -123,7 +123,7 @@ by_iteration as (
 
 by_window as (
     -- devices without iterations only, chosen before the join, as by_iteration's are
-    -- (pipeline/transforms.py: filter before an ASOF join)
+    -- (pipeline/jobs/transforms.py: filter before an ASOF join)
     select windows.device_id, windows.infer_id, instances.start_ns, instances.complete_ns
     from (
         select * from instances where device_id not in (select device_id from stg_iterations)

@@ -3,7 +3,7 @@
 -- Grain:   (device_id, level, source_file, seq)
 -- Sources: api_calls
 -- Stored:  no, a view: a projection of api_calls, cheaper to compute than to store
---          (pipeline/transforms.py)
+--          (pipeline/jobs/transforms.py)
 -- Follows: AscendCL type names of msprof's AclApiTag (docs/formats.md#api-event); a duration is
 --          exit - entry of the same record (docs/formats.md#rule-api-duration).
 -- Columns:

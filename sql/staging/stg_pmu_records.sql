@@ -48,7 +48,7 @@
 --                              bandwidth rule (sql/macros/pmu.sql)
 
 with task_pmu as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
+    -- read by two branches: inlined rather than stored first (pipeline/jobs/transforms.py)
     select *
     from pmu_counters
     where record_kind in ('event_count', 'aic_pmu', 'ffts_pmu') and task_type = 0
@@ -66,7 +66,7 @@ ai_core_ends as (
 ),
 
 timed as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
+    -- read by two branches: inlined rather than stored first (pipeline/jobs/transforms.py)
     -- (so generation 2's window below runs twice; one ASOF over all devices instead of the two
     -- branches would cost a run without frequency samples a full sort)
     -- only generation 2's aicore.data records take their time from the k-th execution

@@ -73,7 +73,7 @@ with task_types(code, name) as (
 ),
 
 states as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
+    -- read by two branches: inlined rather than stored first (pipeline/jobs/transforms.py)
     select device_id, record_kind = 'ts_memcpy' as is_memcpy, stream_id, task_id, task_type, task_state, ts_ns, seq,
         instance_no
     from task_states

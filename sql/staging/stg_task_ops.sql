@@ -58,7 +58,7 @@
 --   source         -       ge_task_desc, task_track (associated as above), ms_task_desc or export
 
 with ge as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
+    -- read by two branches: inlined rather than stored first (pipeline/jobs/transforms.py)
     select
         device_id,
         stream_id,
@@ -77,7 +77,7 @@ with ge as not materialized (
 ),
 
 tracks as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
+    -- read by two branches: inlined rather than stored first (pipeline/jobs/transforms.py)
     select
         device_id,
         stream_id,
@@ -105,7 +105,7 @@ tracks as not materialized (
 ),
 
 nodes as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
+    -- read by two branches: inlined rather than stored first (pipeline/jobs/transforms.py)
     select tid, item, start_ns, end_ns, seq
     from api_calls
     where level = 'node' and record_kind is not null
@@ -120,7 +120,7 @@ models as (
 ),
 
 basic_info as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
+    -- read by two branches: inlined rather than stored first (pipeline/jobs/transforms.py)
     select tid, op_name, op_type, task_type, block_dim, ts_ns
     from task_ops
     where source = 'node_basic_info'
@@ -304,7 +304,7 @@ mindspore as (
 ),
 
 export_runs as not materialized (
-    -- read by two branches: inlined rather than stored first (pipeline/transforms.py)
+    -- read by two branches: inlined rather than stored first (pipeline/jobs/transforms.py)
     select *
     from task_runs
     where source in ('db_task', 'timeline', 'kernel_details', 'op_summary', 'task_time_csv')

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from pipeline.layouts import hiprof as L
+from pipeline.layouts import hiprof as hiprof_layouts
 from pipeline.readers.clock import DeviceClock
 from pipeline.readers.columns import base_columns
 from pipeline.readers.decode import Batch
@@ -41,7 +41,7 @@ def memcpy_states(b: Batch, stream: SliceStream, device_id: int, clock: DeviceCl
     """TS memcpy receive / start / end as WAITING / RUNNING / COMPLETE of a memory copy task."""
     r = b.records
     lut = np.full(256, -1, np.int32)
-    for k, v in L.MEMCPY_STATE_TO_TASK_STATE.items():
+    for k, v in hiprof_layouts.MEMCPY_STATE_TO_TASK_STATE.items():
         lut[k] = v
     state = lut[r["task_state"]]
     state = np.where(state < 0, 1000 + r["task_state"].astype(np.int32), state)  # unknown: kept, 1000+raw
@@ -50,7 +50,7 @@ def memcpy_states(b: Batch, stream: SliceStream, device_id: int, clock: DeviceCl
         "record_kind": "ts_memcpy",
         "stream_id": (r["stream_id"] % 2048).astype(np.int32),
         "task_id": r["task_id"].astype(np.int32),
-        "task_type": np.full(len(r), L.MEMCPY_TASK_TYPE, np.int32),
+        "task_type": np.full(len(r), hiprof_layouts.MEMCPY_TASK_TYPE, np.int32),
         "task_state": state,
         "timestamp_syscnt": r["timestamp"].astype(I64),
         "ts_ns": ns(clock, r["timestamp"]),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from pipeline.layouts import hiprof as L
+from pipeline.layouts import hiprof as hiprof_layouts
 from pipeline.readers.columns import base_columns
 from pipeline.readers.decode import Batch
 from pipeline.readers.distinct import map_distinct
@@ -49,13 +49,13 @@ def acl_calls(b: Batch, stream: SliceStream, device_id: int, acl_hash: dict[int,
 def runtime_calls(b: Batch, stream: SliceStream, device_id: int, log: IssueLog) -> dict:
     r = b.records
     sid = r["stream_id"].astype(I64)
-    impossible = (sid > np.iinfo(np.int32).max) & (r["stream_id"] != L.NO_STREAM)
+    impossible = (sid > np.iinfo(np.int32).max) & (r["stream_id"] != hiprof_layouts.NO_STREAM)
     if impossible.any():  # a record misread after damage: no stream rather than a wrong one
         n = int(impossible.sum())
         where, at = stream.locate(int(b.offsets[np.argmax(impossible)]))
         log.add(Issue(where, "bad_value", f"{n} runtime API record(s) with a stream id above 2^31 (damaged data): "
                       f"stream id NULL", device_id=device_id, byte_offset=at, count=n))
-    stream_id = pa.array(np.where(impossible, 0, sid), mask=(r["stream_id"] == L.NO_STREAM) | impossible).cast(pa.int32())
+    stream_id = pa.array(np.where(impossible, 0, sid), mask=(r["stream_id"] == hiprof_layouts.NO_STREAM) | impossible).cast(pa.int32())
     task_num = np.clip(r["task_num"].astype(I64), 0, 10)
     offsets = np.concatenate(([0], np.cumsum(task_num))).astype(np.int32)
     keep = np.arange(10)[None, :] < task_num[:, None]

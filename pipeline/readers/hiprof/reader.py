@@ -9,12 +9,12 @@ from typing import Protocol
 import numpy as np
 
 from pipeline.errors import InputError
-from pipeline.layouts import hiprof as L
-from pipeline.readers import metadata as M
+from pipeline.layouts import hiprof as hiprof_layouts
+from pipeline.readers import metadata
 from pipeline.readers.clock import DeviceClock, host_monotonic_ns
 from pipeline.readers.decode import decode_fixed, decode_tlv
-from pipeline.readers.hiprof import device as D
-from pipeline.readers.hiprof import host as H
+from pipeline.readers.hiprof import device as hiprof_device
+from pipeline.readers.hiprof import host as hiprof_host
 from pipeline.readers.hiprof.files import Layout1Files, Stream, rel_name, scan
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.names import read_hash_dic
@@ -60,7 +60,7 @@ def _load(reader, path: Path | None, root: Path, log: IssueLog, device_id: int |
         return None
     try:
         return reader(path)
-    except M.MetadataError as e:
+    except metadata.MetadataError as e:
         log.add(Issue(_rel(root, path), "bad_metadata", str(e), device_id=device_id))
         return None
 
@@ -68,11 +68,11 @@ def _load(reader, path: Path | None, root: Path, log: IssueLog, device_id: int |
 def _device_row(files: Layout1Files, device_id: int, log: IssueLog, meta: RunMeta) -> tuple[dict, DeviceClock]:
     root = files.root
     info_p = _pick(files, "info", device_id)
-    info = _load(M.read_info, info_p, root, log, device_id, f"info.json.{device_id}", True)
-    sample = _load(M.read_sample, _pick(files, "sample", device_id), root, log, device_id, "sample.json", True)
-    start = _load(M.read_start_info, _pick(files, "start_info", device_id), root, log, device_id, f"start_info.{device_id}", False)
-    host_sync = _load(M.read_sync_log, _pick(files, "host_start", device_id), root, log, device_id, f"host_start.log.{device_id}", True)
-    dev_sync = _load(M.read_sync_log, _pick(files, "dev_start", device_id), root, log, device_id, f"dev_start.log.{device_id}", True)
+    info = _load(metadata.read_info, info_p, root, log, device_id, f"info.json.{device_id}", True)
+    sample = _load(metadata.read_sample, _pick(files, "sample", device_id), root, log, device_id, "sample.json", True)
+    start = _load(metadata.read_start_info, _pick(files, "start_info", device_id), root, log, device_id, f"start_info.{device_id}", False)
+    host_sync = _load(metadata.read_sync_log, _pick(files, "host_start", device_id), root, log, device_id, f"host_start.log.{device_id}", True)
+    dev_sync = _load(metadata.read_sync_log, _pick(files, "dev_start", device_id), root, log, device_id, f"dev_start.log.{device_id}", True)
 
     dinfo = info.device_info[0] if info and info.device_info else None
     if info is not None and dinfo is None:
@@ -93,7 +93,7 @@ def _device_row(files: Layout1Files, device_id: int, log: IssueLog, meta: RunMet
     if sample is not None:
         try:
             events = sample.event_ids()
-        except M.MetadataError as e:
+        except metadata.MetadataError as e:
             log.add(Issue(_rel(root, _pick(files, "sample", device_id)), "bad_metadata", str(e), device_id=device_id))
     wall_offset = None
     if start is not None and start.collection_time_begin_us is not None and start.clock_monotonic_raw_ns is not None:
@@ -102,17 +102,17 @@ def _device_row(files: Layout1Files, device_id: int, log: IssueLog, meta: RunMet
             meta.collection_start_us = start.collection_time_begin_us
     if info is not None and meta.platform_version is None:
         meta.platform_version = info.platform_version
-        meta.chip = M.CHIPS.get(info.platform_version, f"platform {info.platform_version}")
+        meta.chip = metadata.CHIPS.get(info.platform_version, f"platform {info.platform_version}")
     if sample is not None and meta.metric_set_raw is None:
         meta.metric_set_raw = sample.ai_core_metrics
-        meta.metric_set = M.normalise_metric_set(sample.ai_core_metrics)
+        meta.metric_set = metadata.normalise_metric_set(sample.ai_core_metrics)
         meta.pmu_event_ids = events
         meta.ai_core_profiling_mode = sample.ai_core_profiling_mode
     row = {
         "device_id": [device_id],
         "source_file": [_rel(root, info_p) if info_p else None],
         "platform_version": [info.platform_version if info else None],
-        "chip": [M.CHIPS.get(info.platform_version) if info else None],
+        "chip": [metadata.CHIPS.get(info.platform_version) if info else None],
         "hwts_freq_mhz": [hwts],
         "aic_freq_mhz": [dinfo.aic_mhz if dinfo else None],
         "ai_core_num": [dinfo.ai_core_num if dinfo else None],
@@ -122,7 +122,7 @@ def _device_row(files: Layout1Files, device_id: int, log: IssueLog, meta: RunMet
         "wall_offset_ns": [wall_offset],
         "pid": [info.pid_int if info else None],
         "ai_core_profiling_mode": [sample.ai_core_profiling_mode if sample else None],
-        "metric_set": [M.normalise_metric_set(sample.ai_core_metrics) if sample else None],
+        "metric_set": [metadata.normalise_metric_set(sample.ai_core_metrics) if sample else None],
         "metric_set_raw": [sample.ai_core_metrics if sample else None],
         "pmu_event_ids": [events],
     }
@@ -163,24 +163,24 @@ def read_result_dir(root: Path, sink: Sink, log: IssueLog) -> RunMeta:
             stream = SliceStream(s.files, log=log, device_id=dev)
             meta.data_bytes += stream.total
             if s.kind == "acl":
-                for b in decode_fixed(stream, L.ACL_API, log, dev):
-                    sink.write("api_calls", H.acl_calls(b, stream, dev, acl_hash, log))
+                for b in decode_fixed(stream, hiprof_layouts.ACL_API, log, dev):
+                    sink.write("api_calls", hiprof_host.acl_calls(b, stream, dev, acl_hash, log))
             elif s.kind == "runtime_api":
-                for b in decode_fixed(stream, L.RUNTIME_API, log, dev):
-                    sink.write("api_calls", H.runtime_calls(b, stream, dev, log))
+                for b in decode_fixed(stream, hiprof_layouts.RUNTIME_API, log, dev):
+                    sink.write("api_calls", hiprof_host.runtime_calls(b, stream, dev, log))
             elif s.kind == "runtime_track":
-                for b in decode_fixed(stream, L.RUNTIME_TASK_TRACK, log, dev):
-                    sink.write("task_ops", H.runtime_track_ops(b, stream, dev, log))
+                for b in decode_fixed(stream, hiprof_layouts.RUNTIME_TASK_TRACK, log, dev):
+                    sink.write("task_ops", hiprof_host.runtime_track_ops(b, stream, dev, log))
             elif s.kind == "ge_task_desc":
-                for b in decode_fixed(stream, L.GE_TASK_DESC, log, dev):
-                    sink.write("task_ops", H.ge_task_ops(b, stream, dev, ge_hash, log))
+                for b in decode_fixed(stream, hiprof_layouts.GE_TASK_DESC, log, dev):
+                    sink.write("task_ops", hiprof_host.ge_task_ops(b, stream, dev, ge_hash, log))
             elif s.kind == "ge_model_time":
-                for b in decode_fixed(stream, L.GE_MODEL_TIME, log, dev):
-                    sink.write("inferences", H.model_phases(b, stream, dev, ge_hash, log, next_infer))
+                for b in decode_fixed(stream, hiprof_layouts.GE_MODEL_TIME, log, dev):
+                    sink.write("inferences", hiprof_host.model_phases(b, stream, dev, ge_hash, log, next_infer))
                     next_infer += len(b.records)
             elif s.kind == "ge_model_load":
-                for b in decode_fixed(stream, L.GE_MODEL_LOAD, log, dev):
-                    sink.write("inferences", H.model_loads(b, stream, dev, ge_hash, log))
+                for b in decode_fixed(stream, hiprof_layouts.GE_MODEL_LOAD, log, dev):
+                    sink.write("inferences", hiprof_host.model_loads(b, stream, dev, ge_hash, log))
             elif s.kind in ("ts_track", "aicore"):
                 _read_tlv(stream, dev, clock, sink, log)
     return meta
@@ -188,20 +188,20 @@ def read_result_dir(root: Path, sink: Sink, log: IssueLog) -> RunMeta:
 
 def _read_tlv(stream: SliceStream, dev: int, clock: DeviceClock, sink: Sink, log: IssueLog) -> None:
     unknown_states = 0
-    for by_tag in decode_tlv(stream, L.DECODED_TAGS, L.COUNTED_TAGS, log, dev):
+    for by_tag in decode_tlv(stream, hiprof_layouts.DECODED_TAGS, hiprof_layouts.COUNTED_TAGS, log, dev):
         for tag, b in by_tag.items():
-            if tag == L.TIME_LINE.tag:
-                cols = D.time_line_states(b, stream, dev, clock)
-                unknown_states += int((~np.isin(cols["task_state"], list(L.KNOWN_TASK_STATES))).sum())
+            if tag == hiprof_layouts.TIME_LINE.tag:
+                cols = hiprof_device.time_line_states(b, stream, dev, clock)
+                unknown_states += int((~np.isin(cols["task_state"], list(hiprof_layouts.KNOWN_TASK_STATES))).sum())
                 sink.write("task_states", cols)
-            elif tag == L.TS_MEMCPY.tag:
-                cols = D.memcpy_states(b, stream, dev, clock)
+            elif tag == hiprof_layouts.TS_MEMCPY.tag:
+                cols = hiprof_device.memcpy_states(b, stream, dev, clock)
                 unknown_states += int((cols["task_state"] >= 1000).sum())
                 sink.write("task_states", cols)
-            elif tag == L.STEP_TRACE.tag:
-                sink.write("step_trace", D.step_keypoints(b, stream, dev, clock))
-            elif tag == L.EVENT_COUNT.tag:
-                sink.write("pmu_counters", D.event_counts(b, stream, dev, clock))
+            elif tag == hiprof_layouts.STEP_TRACE.tag:
+                sink.write("step_trace", hiprof_device.step_keypoints(b, stream, dev, clock))
+            elif tag == hiprof_layouts.EVENT_COUNT.tag:
+                sink.write("pmu_counters", hiprof_device.event_counts(b, stream, dev, clock))
     if unknown_states:
         log.add(Issue(stream.files[0].rel, "unknown_state",
                       f"{unknown_states} task state record(s) with an unrecognised state were kept but take no part in the Task Scheduler",

@@ -19,12 +19,12 @@ import numpy as np
 import pyarrow as pa
 
 from pipeline.layouts import Layout
-from pipeline.layouts import prof as P
+from pipeline.layouts import prof as prof_layouts
 from pipeline.readers.clock import DeviceClock
 from pipeline.readers.columns import base_columns
 from pipeline.readers.decode import Batch
 from pipeline.readers.distinct import map_distinct
-from pipeline.readers.hiprof import device as G1
+from pipeline.readers.hiprof import device as hiprof_device
 from pipeline.readers.hiprof.device import ns
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.prof.files import Stream
@@ -36,7 +36,7 @@ from pipeline.readers.slices import SliceStream
 I64 = np.int64
 # a 40-byte record as raw bytes, with its tag: the tag's own layout is applied per tag
 TS_GENERIC = Layout("ts_track", np.dtype({"names": ["raw", "tag"], "formats": ["V40", "u1"], "offsets": [0, 1],
-                                          "itemsize": P.TS_TRACK_SIZE}))
+                                          "itemsize": prof_layouts.TS_TRACK_SIZE}))
 
 
 def _as(records: np.ndarray, layout: Layout) -> np.ndarray:
@@ -51,20 +51,20 @@ def read_ts_track(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) 
     flips = {"stream_id": [], "ts": [], "task_id": [], "flip_num": []}
     for b in batches:
         tag = b.records["tag"]
-        for t, layout in P.TS_LAYOUTS.items():
+        for t, layout in prof_layouts.TS_LAYOUTS.items():
             m = tag == t
             if not m.any():
                 continue
             tagged = b.where(m)
             sub = Batch(_as(tagged.records, layout), tagged.offsets, tagged.seq)
             r = sub.records
-            if t == P.TS_STEP_TRACE.tag:
-                sink.write("step_trace", {**G1.step_keypoints(sub, stream, dev, clock), "raw_tag_id": r["tag_id"].astype(I64)})
-            elif t == P.TS_MEMCPY.tag:
-                sink.write("task_states", G1.memcpy_states(sub, stream, dev, clock))
-            elif t == P.TS_TASK_TYPE.tag:
-                sink.write("task_states", G1.time_line_states(sub, stream, dev, clock, "ts_task_type"))
-            elif t == P.TS_FLIP.tag:
+            if t == prof_layouts.TS_STEP_TRACE.tag:
+                sink.write("step_trace", {**hiprof_device.step_keypoints(sub, stream, dev, clock), "raw_tag_id": r["tag_id"].astype(I64)})
+            elif t == prof_layouts.TS_MEMCPY.tag:
+                sink.write("task_states", hiprof_device.memcpy_states(sub, stream, dev, clock))
+            elif t == prof_layouts.TS_TASK_TYPE.tag:
+                sink.write("task_states", hiprof_device.time_line_states(sub, stream, dev, clock, "ts_task_type"))
+            elif t == prof_layouts.TS_FLIP.tag:
                 sink.write("task_states", {
                     **base_columns(sub, stream, dev),
                     "record_kind": "task_flip",
@@ -78,7 +78,7 @@ def read_ts_track(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) 
                 flips["ts"].append(r["timestamp"].astype(I64))
                 flips["task_id"].append(r["task_id"].astype(I64))
                 flips["flip_num"].append(r["flip_num"].astype(I64))
-            elif t == P.TS_BLOCK_NUM.tag:
+            elif t == prof_layouts.TS_BLOCK_NUM.tag:
                 sink.write("task_ops", {
                     **base_columns(sub, stream, dev),
                     "source": "ts_block_num",
@@ -87,11 +87,11 @@ def read_ts_track(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) 
                     "block_dim": r["block_num"].astype(np.int32),
                     "ts_ns": ns(clock, r["timestamp"]),
                 })
-        other = ~np.isin(tag, list(P.TS_LAYOUTS))
+        other = ~np.isin(tag, list(prof_layouts.TS_LAYOUTS))
         if other.any():
             for t in np.unique(tag[other]).tolist():
-                what = P.TS_IGNORED_TAGS.get(t, f"unknown ts_track tag {t}")
-                tally.add(stream, b.offsets[other & (tag == t)], P.TS_TRACK_SIZE, what)
+                what = prof_layouts.TS_IGNORED_TAGS.get(t, f"unknown ts_track tag {t}")
+                tally.add(stream, b.offsets[other & (tag == t)], prof_layouts.TS_TRACK_SIZE, what)
     tally.flush(log, dev)
     return {k: np.concatenate(v) if v else np.zeros(0, I64) for k, v in flips.items()}
 
@@ -106,7 +106,7 @@ def _read_start_end(s: Stream, dev: int, log: IssueLog, layout, kind_of, start: 
     """Start and end logs of one device's task log stream, in chunks of about ``CHUNK_LOGS``
     logs (whole decoded batches, one Logs each: Pairer.feed joins them once, with its carry);
     records of other kinds are counted."""
-    stream, batches = read_fixed(s.files, layout, log, dev, aged=True, device_magic=P.DEVICE_MAGIC)
+    stream, batches = read_fixed(s.files, layout, log, dev, aged=True, device_magic=prof_layouts.DEVICE_MAGIC)
 
     def chunks() -> Iterator[list[Logs]]:
         tally = Tally()
@@ -137,7 +137,7 @@ def _read_start_end(s: Stream, dev: int, log: IssueLog, layout, kind_of, start: 
 def read_hwts(s: Stream, dev: int, log: IssueLog) -> tuple[SliceStream, Iterator[list[Logs]]]:
     """HWTS task start (log type 0) and end (1) logs; other log types are counted."""
     return _read_start_end(
-        s, dev, log, P.HWTS_LOG, lambda r: r["head"] & 7, P.HWTS_START, P.HWTS_END, lambda k: f"HWTS log type {k}",
+        s, dev, log, prof_layouts.HWTS_LOG, lambda r: r["head"] & 7, prof_layouts.HWTS_START, prof_layouts.HWTS_END, lambda k: f"HWTS log type {k}",
         lambda r: ((r["stream_id"] % 2048).astype(I64), r["task_id"].astype(I64)),
         lambda r: r["task_type"].astype(np.int32))
 
@@ -156,7 +156,7 @@ def stars_ids(stream_raw: np.ndarray, task_raw: np.ndarray) -> tuple[np.ndarray,
 def read_stars(s: Stream, dev: int, log: IssueLog) -> tuple[SliceStream, Iterator[list[Logs]]]:
     """ACSQ task start (func type 0) and end (1) logs of ``stars_soc``; other func types are counted."""
     return _read_start_end(
-        s, dev, log, P.STARS_ACSQ, lambda r: r["head"] & 0x3F, P.ACSQ_START, P.ACSQ_END,
+        s, dev, log, prof_layouts.STARS_ACSQ, lambda r: r["head"] & 0x3F, prof_layouts.ACSQ_START, prof_layouts.ACSQ_END,
         lambda k: f"stars_soc func type {k:06b}", lambda r: stars_ids(r["stream_id"], r["task_id"]),
         lambda r: (r["head"] >> 10).astype(np.int32))
 
@@ -195,7 +195,7 @@ def _pmu_columns(b: Batch, stream: SliceStream, dev: int, kind: str, counters: n
 
 def read_aicore(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog, sample_based: bool) -> None:
     if sample_based:
-        stream, batches = read_fixed(s.files, P.AIC_SAMPLE, log, dev, aged=True)
+        stream, batches = read_fixed(s.files, prof_layouts.AIC_SAMPLE, log, dev, aged=True)
         for b in batches:
             r = b.records
             sink.write("pmu_counters", {
@@ -206,7 +206,7 @@ def read_aicore(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog, sa
                 "ts_ns": ns(clock, r["timestamp"]),
             })
         return
-    stream, batches = read_fixed(s.files, P.AIC_PMU, log, dev, aged=True, device_magic=P.DEVICE_MAGIC)
+    stream, batches = read_fixed(s.files, prof_layouts.AIC_PMU, log, dev, aged=True, device_magic=prof_layouts.DEVICE_MAGIC)
     for b in batches:
         r = b.records
         sink.write("pmu_counters", {
@@ -220,16 +220,16 @@ def read_aicore(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog, sa
 
 def read_ffts(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) -> None:
     """Context PMU records; block PMU records are counted, overflowed ones reported (msprof drops them)."""
-    stream, batches = read_fixed(s.files, P.FFTS_PMU, log, dev, aged=True, device_magic=P.DEVICE_MAGIC)
+    stream, batches = read_fixed(s.files, prof_layouts.FFTS_PMU, log, dev, aged=True, device_magic=prof_layouts.DEVICE_MAGIC)
     tally = Tally()
     overflow = 0
     for b in batches:
         r = b.records
         func = r["head"] & 0x3F
-        ctx = func == P.FFTS_CONTEXT_PMU
+        ctx = func == prof_layouts.FFTS_CONTEXT_PMU
         for k in np.unique(func[~ctx]).tolist():
-            tally.add(stream, b.offsets[func == k], P.FFTS_PMU.size,
-                      "FFTS block PMU" if k == P.FFTS_BLOCK_PMU else f"ffts_profile func type {k:06b}")
+            tally.add(stream, b.offsets[func == k], prof_layouts.FFTS_PMU.size,
+                      "FFTS block PMU" if k == prof_layouts.FFTS_BLOCK_PMU else f"ffts_profile func type {k:06b}")
         ov = ctx & (((r["subtask"] >> 10) & 1) == 1)
         overflow += int(ov.sum())
         keep = ctx & ~ov
@@ -258,12 +258,12 @@ def read_ffts(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) -> N
 
 
 def read_lpm(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) -> int:
-    stream, batches = read_fixed(s.files, P.LPM_FREQ, log, dev, aged=True)
+    stream, batches = read_fixed(s.files, prof_layouts.LPM_FREQ, log, dev, aged=True)
     rows = 0
     for b in batches:
         r = b.records
-        count = np.minimum(r["count"].astype(I64), P.LPM_FREQ_ENTRIES)
-        keep = np.arange(P.LPM_FREQ_ENTRIES)[None, :] < count[:, None]
+        count = np.minimum(r["count"].astype(I64), prof_layouts.LPM_FREQ_ENTRIES)
+        keep = np.arange(prof_layouts.LPM_FREQ_ENTRIES)[None, :] < count[:, None]
         syscnt = r["entries"]["syscnt"][keep].astype(I64)
         mhz = r["entries"]["freq_mhz"][keep].astype(np.float64)
         rec = np.repeat(np.arange(len(r)), count)
@@ -277,7 +277,7 @@ def read_lpm(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) -> in
             "aic_freq_mhz": mhz,
         })
         rows += len(syscnt)
-        bad = int((r["count"] > P.LPM_FREQ_ENTRIES).sum())
+        bad = int((r["count"] > prof_layouts.LPM_FREQ_ENTRIES).sum())
         if bad:
             log.add(Issue(s.name, "bad_record", f"{bad} lpmFreqConv record(s) claim more than 55 entries; 55 read",
                           device_id=dev, count=bad))
@@ -294,14 +294,14 @@ def read_training_trace(s: Stream, dev: int, clock: DeviceClock, sink, log: Issu
     a start is even and an end odd, as msprof's all-reduce tags are (10000 opens, 10001 closes);
     model id is the job id of the step, index id the step number.
     """
-    stream, batches = read_fixed(s.files, P.TRAINING_TRACE, log, dev, aged=False)
+    stream, batches = read_fixed(s.files, prof_layouts.TRAINING_TRACE, log, dev, aged=False)
     steps = 0
     job = 0
     for b in batches:
         r = b.records
         tag = r["tag"].astype(np.uint64)
-        start = (tag > P.TRAINING_TRACE_END) | (tag == 0)
-        mapped = np.select([start, tag == P.TRAINING_TRACE_END, tag == 1, tag == 2],
+        start = (tag > prof_layouts.TRAINING_TRACE_END) | (tag == 0)
+        mapped = np.select([start, tag == prof_layouts.TRAINING_TRACE_END, tag == 1, tag == 2],
                            [0, 1, 2, 3], default=10000 - 3 + np.minimum(tag, 1 << 20).astype(I64))
         idx = steps + np.cumsum(start)
         steps = int(idx[-1]) if len(idx) else steps

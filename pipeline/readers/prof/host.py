@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from pipeline.layouts import prof as P
+from pipeline.layouts import prof as prof_layouts
 from pipeline.readers.decode import Batch
 from pipeline.readers.distinct import map_distinct, merge_by_mask
 from pipeline.readers.issues import Issue, IssueLog
@@ -113,7 +113,7 @@ def thread_devices(streams: list[Stream], log: IssueLog) -> dict[int, int]:
     """threadId -> the device its task_track records launched on most often."""
     counts: dict[int, Counter] = {}
     for s in streams:
-        _, batches = read_fixed(s.files, P.TASK_TRACK, IssueLog(), HOST_ID, aged=s.family == "aging",
+        _, batches = read_fixed(s.files, prof_layouts.TASK_TRACK, IssueLog(), HOST_ID, aged=s.family == "aging",
                                 host_magic=True)  # a first pass: issues and bytes are counted by the second
         for b in batches:
             r = b.records
@@ -124,7 +124,7 @@ def thread_devices(streams: list[Stream], log: IssueLog) -> dict[int, int]:
 
 
 def task_track_rows(s: Stream, ctx: HostContext, log: IssueLog):
-    stream, batches = read_fixed(s.files, P.TASK_TRACK, log, HOST_ID, aged=s.family == "aging", host_magic=True)
+    stream, batches = read_fixed(s.files, prof_layouts.TASK_TRACK, log, HOST_ID, aged=s.family == "aging", host_magic=True)
     for b in batches:
         r = b.records
         rel = s.name
@@ -137,7 +137,7 @@ def task_track_rows(s: Stream, ctx: HostContext, log: IssueLog):
             "task_id": r["task_id"].astype(np.int32),
             "batch_id": r["batch_id"].astype(np.int32),
             "op_name": ctx.names(r["kernel_name"], rel, "kernel name"),
-            "task_type": ctx.type_names(np.full(len(r), P.RUNTIME_LEVEL), r["task_type"], rel),
+            "task_type": ctx.type_names(np.full(len(r), prof_layouts.RUNTIME_LEVEL), r["task_type"], rel),
             "task_type_code": r["task_type"].astype(I64),
             "tid": r["tid"].astype(I64),
             "ts_ns": ctx.clock.to_ns(r["timestamp"]),
@@ -145,8 +145,8 @@ def task_track_rows(s: Stream, ctx: HostContext, log: IssueLog):
 
 
 def node_basic_info_rows(s: Stream, ctx: HostContext, log: IssueLog):
-    stream, batches = read_fixed(s.files, P.NODE_BASIC_INFO, log, HOST_ID, aged=s.family == "aging", host_magic=True)
-    ge = np.array(P.GE_TASK_TYPES, dtype=object)
+    stream, batches = read_fixed(s.files, prof_layouts.NODE_BASIC_INFO, log, HOST_ID, aged=s.family == "aging", host_magic=True)
+    ge = np.array(prof_layouts.GE_TASK_TYPES, dtype=object)
     for b in batches:
         r = b.records
         rel = s.name
@@ -174,12 +174,12 @@ def _api_columns(stream: SliceStream, ctx: HostContext, rel: str, r: np.ndarray,
                  seq: np.ndarray, begin: np.ndarray, end: np.ndarray, kind: str) -> dict:
     level = r["level"].astype(I64)
     typ = r["type"].astype(I64)
-    is_acl = level == P.ACL_LEVEL
-    is_model = level == P.MODEL_LEVEL
+    is_acl = level == prof_layouts.ACL_LEVEL
+    is_model = level == prof_layouts.MODEL_LEVEL
     # MODEL level: itemId is the model id (docs/formats.md#api-event); elsewhere a hash id
     item = merge_by_mask(is_model, map_distinct(r["item_id"][is_model], str),
                          ctx.names(r["item_id"][~is_model], rel, "item"))
-    level_names = map_distinct(level, lambda lv: P.LEVELS.get(lv, str(lv)))
+    level_names = map_distinct(level, lambda lv: prof_layouts.LEVELS.get(lv, str(lv)))
     return {
         "device_id": ctx.device_of(r["tid"]),
         "source_file": stream.source_files(offsets),
@@ -201,13 +201,13 @@ def api_event_rows(s: Stream, ctx: HostContext, log: IssueLog):
     """API records as calls; EVENT records paired into calls (formats.md#api-event) as they come: per key, the
     1st and 2nd records are one call, the 3rd and 4th the next, ...; a key's odd record waits
     for the next batch, and one still waiting at the end of the stream is reported."""
-    stream, batches = read_fixed(s.files, P.API_EVENT, log, HOST_ID, aged=s.family == "aging", host_magic=True)
+    stream, batches = read_fixed(s.files, prof_layouts.API_EVENT, log, HOST_ID, aged=s.family == "aging", host_magic=True)
     rel = s.name
     invalid = 0
     waiting = None  # (records, offsets, seq) of EVENT records whose pair has not come yet
     for b in batches:
         r = b.records
-        is_event = r["end"] == np.uint64(P.EVENT_FLAG)
+        is_event = r["end"] == np.uint64(prof_layouts.EVENT_FLAG)
         api = ~is_event & (r["begin"] != 0)
         invalid += int((~is_event & (r["begin"] == 0)).sum())
         if api.any():
@@ -254,7 +254,7 @@ def _pair_events(rec: np.ndarray, offs: np.ndarray, seq: np.ndarray):
 
 
 def graph_id_rows(s: Stream, ctx: HostContext, log: IssueLog):
-    stream, batches = read_fixed(s.files, P.GRAPH_ID_MAP, log, HOST_ID, aged=s.family == "aging", host_magic=True)
+    stream, batches = read_fixed(s.files, prof_layouts.GRAPH_ID_MAP, log, HOST_ID, aged=s.family == "aging", host_magic=True)
     for b in batches:
         r = b.records
         ts = ctx.clock.to_ns(r["timestamp"])

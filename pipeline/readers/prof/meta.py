@@ -17,14 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
-from pipeline.readers import metadata as M
+from pipeline.readers import metadata
 from pipeline.readers.clock import DeviceClock, host_monotonic_ns
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.prof.files import HOST_ID, CollectionDir, rel_name
 
-# platform_version -> chip name (docs/formats.md#chips); M.CHIPS names the common ones
+# platform_version -> chip name (docs/formats.md#chips); metadata.CHIPS names the common ones
 STARS_PLATFORMS = {"5", "7", "8", "9", "11", "15", "16"}
-CHIP_PLATFORM = {name.lower(): pv for pv, name in M.CHIPS.items()}
+CHIP_PLATFORM = {name.lower(): pv for pv, name in metadata.CHIPS.items()}
 
 # HWTS counter frequency to use when a dump has no info.json. Ascend910A: 100 MHz, the
 # hwts_frequency of real Ascend910 info.json.N files (the mindinsight captures of README,
@@ -70,7 +70,7 @@ def generation(platform_version: str | None) -> int | None:
 def chip_name(platform_version: str | None) -> str | None:
     if platform_version is None:
         return None
-    return M.CHIPS.get(platform_version, f"platform {platform_version}")
+    return metadata.CHIPS.get(platform_version, f"platform {platform_version}")
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def _load(reader, path: Path | None, root: Path, log: IssueLog, device_id: int, 
         return None
     try:
         return reader(path)
-    except M.MetadataError as e:
+    except metadata.MetadataError as e:
         log.add(Issue(rel_name(root, path), "bad_metadata", str(e), device_id=device_id))
         return None
 
@@ -158,16 +158,16 @@ def collection_meta(root: Path, cd: CollectionDir, device_id: int, log: IssueLog
     where = (cd.rel + "/") if cd.rel else ""
     suffix = "" if host else f".{device_id}"
     info_p = _pick(cd, "info", None if host else device_id)
-    info = _load(M.read_info, info_p, root, log, device_id, f"{where}info.json{suffix}", not default_chip)
-    sample = _load(M.read_sample, _pick(cd, "sample", None if host else device_id), root, log, device_id,
+    info = _load(metadata.read_info, info_p, root, log, device_id, f"{where}info.json{suffix}", not default_chip)
+    sample = _load(metadata.read_sample, _pick(cd, "sample", None if host else device_id), root, log, device_id,
                    f"{where}sample.json", not default_chip and not host)
-    start = _load(M.read_start_info, _pick(cd, "start_info", None if host else device_id), root, log, device_id,
+    start = _load(metadata.read_start_info, _pick(cd, "start_info", None if host else device_id), root, log, device_id,
                   f"{where}start_info{suffix}", False)
-    host_sync = _load(M.read_sync_log, _pick(cd, "host_start", None if host else device_id), root, log, device_id,
+    host_sync = _load(metadata.read_sync_log, _pick(cd, "host_start", None if host else device_id), root, log, device_id,
                       f"{where}host_start.log{suffix}", True)
     dev_sync = None
     if not host:
-        dev_sync = _load(M.read_sync_log, _pick(cd, "dev_start", device_id), root, log, device_id,
+        dev_sync = _load(metadata.read_sync_log, _pick(cd, "dev_start", device_id), root, log, device_id,
                          f"{where}dev_start.log{suffix}", not default_chip)
 
     pv = info.platform_version if info else None
@@ -229,7 +229,7 @@ def collection_meta(root: Path, cd: CollectionDir, device_id: int, log: IssueLog
     if sample is not None:
         try:
             events = sample.event_ids()
-        except M.MetadataError as e:
+        except metadata.MetadataError as e:
             log.add(Issue(rel_name(root, _pick(cd, "sample", device_id)), "bad_metadata", str(e), device_id=device_id))
     meta.events = events
     meta.profiling_mode = sample.ai_core_profiling_mode if sample else None
@@ -254,7 +254,7 @@ def collection_meta(root: Path, cd: CollectionDir, device_id: int, log: IssueLog
         "wall_offset_ns": [wall],
         "pid": [meta.pid],
         "ai_core_profiling_mode": [meta.profiling_mode],
-        "metric_set": [M.normalise_metric_set(meta.metric_set_raw)],
+        "metric_set": [metadata.normalise_metric_set(meta.metric_set_raw)],
         "metric_set_raw": [meta.metric_set_raw],
         "pmu_event_ids": [events],
         "collection_dir": [cd.rel],

@@ -61,13 +61,6 @@ class Runs:
         return len(self.seq)
 
 
-def pair(logs: Logs, by_time: bool) -> Runs:
-    """Start/end logs into executions (see the module doc); every start no end closed is an orphan."""
-    runs, open_starts = _pair(logs, by_time)
-    runs.orphan_starts = np.sort(np.concatenate([runs.orphan_starts, logs.offset[open_starts]]))
-    return runs
-
-
 def _pair(logs: Logs, by_time: bool) -> tuple[Runs, np.ndarray]:
     """Executions of the logs, and the indices of the starts still open at the end (the last log
     of their key is a start): a later chunk may close them. Runs.orphan_starts holds the others."""
@@ -113,7 +106,7 @@ def _key_order(logs: Logs, by_time: bool) -> np.ndarray:
 class Pairer:
     """Pairs a stream's logs chunk by chunk: the start still open at the end of a chunk, per key,
     is carried into the next (as msprof's STARS parser carries its last unmatched start). The
-    result equals ``pair`` over the whole stream when each key's logs arrive in order across chunks."""
+    result equals feeding the whole stream as one chunk when each key's logs arrive in order across chunks."""
 
     def __init__(self, by_time: bool):
         self.by_time = by_time

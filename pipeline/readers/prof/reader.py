@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 
 from pipeline.errors import InputError
-from pipeline.layouts import prof as P
-from pipeline.readers import metadata as M
+from pipeline.layouts import prof as prof_layouts
+from pipeline.readers import metadata
 from pipeline.readers.hiprof.reader import RunMeta, Sink, _read_tlv
 from pipeline.readers.issues import Issue, IssueLog
-from pipeline.readers.prof import device as D
-from pipeline.readers.prof import host as H
+from pipeline.readers.prof import device as prof_device
+from pipeline.readers.prof import host as prof_host
 from pipeline.readers.prof.files import (DEVICE_KINDS, HOST_ID, HOST_KINDS, STARS_KINDS, CollectionDir, ProfDump,
                                          Stream, scan)
 from pipeline.readers.prof.meta import DEFAULT_TAG_CHIP, CollectionMeta, ReadOptions, chip_name, collection_meta, generation
@@ -32,8 +32,8 @@ def _first_platform(dump: ProfDump) -> str | None:
     for cd in sorted(dump.collections, key=lambda c: c.is_host):
         for p in cd.control["info"].values():
             try:
-                return M.read_info(p).platform_version
-            except M.MetadataError:
+                return metadata.read_info(p).platform_version
+            except metadata.MetadataError:
                 continue
     return None
 
@@ -98,7 +98,7 @@ def _run_level(meta: RunMeta, cm: CollectionMeta) -> None:
         meta.chip = chip_name(cm.platform_version)
     if meta.metric_set_raw is None and cm.metric_set_raw is not None:
         meta.metric_set_raw = cm.metric_set_raw
-        meta.metric_set = M.normalise_metric_set(cm.metric_set_raw)
+        meta.metric_set = metadata.normalise_metric_set(cm.metric_set_raw)
         meta.pmu_event_ids = cm.events
         meta.ai_core_profiling_mode = cm.profiling_mode
     if cm.start_us is not None and (meta.collection_start_us is None or cm.start_us < meta.collection_start_us):
@@ -126,26 +126,26 @@ def _read_host(cd: CollectionDir, cm: CollectionMeta, prof_devices: list[int], s
     by_kind: dict[str, list[Stream]] = {}
     for s in cd.streams:
         by_kind.setdefault(s.kind, []).append(s)
-    ctx = H.HostContext(pid=cm.pid, clock=cm.host_clock)
+    ctx = prof_host.HostContext(pid=cm.pid, clock=cm.host_clock)
     meta.data_bytes += sum(f.size for s in cd.streams if s.kind in HOST_KINDS for f in s.files)
     for s in by_kind.get("hash_dic", []):
-        ctx.hashes.update(H.read_hashes(s, log))
+        ctx.hashes.update(prof_host.read_hashes(s, log))
     for s in by_kind.get("type_info_dic", []):
-        ctx.types.update(H.read_type_info(s, log))
-    ctx.tid_device = H.thread_devices(by_kind.get("task_track", []), log)
+        ctx.types.update(prof_host.read_type_info(s, log))
+    ctx.tid_device = prof_host.thread_devices(by_kind.get("task_track", []), log)
     if len(prof_devices) == 1:
         ctx.fallback_device = prof_devices[0]
     for s in by_kind.get("task_track", []):
-        for cols in H.task_track_rows(s, ctx, log):
+        for cols in prof_host.task_track_rows(s, ctx, log):
             sink.write("task_ops", cols)
     for s in by_kind.get("node_basic_info", []):
-        for cols in H.node_basic_info_rows(s, ctx, log):
+        for cols in prof_host.node_basic_info_rows(s, ctx, log):
             sink.write("task_ops", cols)
     for s in by_kind.get("api_event", []):
-        for cols in H.api_event_rows(s, ctx, log):
+        for cols in prof_host.api_event_rows(s, ctx, log):
             sink.write("api_calls", cols)
     for s in by_kind.get("graph_id_map", []):
-        for cols in H.graph_id_rows(s, ctx, log):
+        for cols in prof_host.graph_id_rows(s, ctx, log):
             sink.write("inferences", cols)
     for kind, streams in by_kind.items():
         if kind in DEVICE_KINDS:
@@ -186,30 +186,30 @@ def _read_device(cd: CollectionDir, dev: int, cm: CollectionMeta, sink: Sink, lo
 
     flips = None
     for s in by_kind.get("ts_track", []):
-        f = D.read_ts_track(s, dev, clock, sink, log)
+        f = prof_device.read_ts_track(s, dev, clock, sink, log)
         flips = f if flips is None else {k: np.concatenate([flips[k], f[k]]) for k in f}
     lpm_rows = 0
     for s in by_kind.get("lpm_freq", []):
-        lpm_rows += D.read_lpm(s, dev, clock, sink, log)
+        lpm_rows += prof_device.read_lpm(s, dev, clock, sink, log)
     cm.row["aic_freq_source"] = ["lpmFreqConv (info.json aic_frequency before the first sample)" if lpm_rows
                                  else ("info.json" if cm.aic_mhz else None)]
-    for kind, reader, names, by_time in (("hwts", D.read_hwts, P.HWTS_SQE_TYPES, False),
-                                         ("stars_soc", D.read_stars, P.STARS_SQE_TYPES, True)):
+    for kind, reader, names, by_time in (("hwts", prof_device.read_hwts, prof_layouts.HWTS_SQE_TYPES, False),
+                                         ("stars_soc", prof_device.read_stars, prof_layouts.STARS_SQE_TYPES, True)):
         for s in by_kind.get(kind, []):
             stream, chunks = reader(s, dev, log)
             _write_runs(stream, chunks, by_time, flips, cm, dev, clock, names, kind, sink, log, s)
     sample_based = (cm.profiling_mode or "").strip().lower() == "sample-based"
     for s in by_kind.get("aicore", []):
-        D.read_aicore(s, dev, clock, sink, log, sample_based)
+        prof_device.read_aicore(s, dev, clock, sink, log, sample_based)
     for s in by_kind.get("ffts_profile", []):
-        D.read_ffts(s, dev, clock, sink, log)
+        prof_device.read_ffts(s, dev, clock, sink, log)
     for s in by_kind.get("training_trace", []):
-        D.read_training_trace(s, dev, clock, sink, log)
+        prof_device.read_training_trace(s, dev, clock, sink, log)
     op_types: dict[str, str] = {}
     for s in by_kind.get("ms_graph_desc", []):
-        op_types.update(D.read_ms_graph_desc(s, log))
+        op_types.update(prof_device.read_ms_graph_desc(s, log))
     for s in by_kind.get("ms_task_desc", []):
-        D.read_ms_task_desc(s, dev, op_types, sink, log)
+        prof_device.read_ms_task_desc(s, dev, op_types, sink, log)
     if gen is None and set(by_kind) & STARS_KINDS:
         gen = 3
     return gen
@@ -242,12 +242,12 @@ def _write_runs(stream, chunks: Iterator[list[Logs]], by_time: bool, flips, cm: 
             batch = batch_from_wraps(runs.stream_id, runs.task_id, ts, wraps)
             cm.row["batch_id_source"] = ["task id wrap-around per stream"]
         if len(runs):
-            sink.write("task_runs", D.run_rows(runs, batch, stream, dev, clock, names, source))
+            sink.write("task_runs", prof_device.run_rows(runs, batch, stream, dev, clock, names, source))
         lone += int((runs.start_syscnt < 0).sum())
         orphans.append(runs.orphan_starts)
     orphans.append(pairer.finish())
     orphan_starts = np.concatenate(orphans)
-    size = P.HWTS_LOG.size
+    size = prof_layouts.HWTS_LOG.size
     if lone:
         log.add(Issue(s.name, "end_without_start", f"{lone} task end log(s) without a start: executions with start NULL",
                       device_id=dev, count=lone))

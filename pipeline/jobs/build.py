@@ -1,0 +1,294 @@
+"""Build: the run's raw tables through ``sql/staging``, ``sql/intermediate`` and ``sql/marts``
+into mart part files."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.analysis.advice import configured as advice_thresholds, set_thresholds
+from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
+from pipeline.errors import GrainViolated, TransformFailed, UsageError
+from pipeline.warehouse.faults import checkpoint
+from pipeline.limits import DEFAULT_MEMORY_LIMIT
+from pipeline.progress import report
+from pipeline.warehouse.raw_reads import raw_select
+from pipeline.warehouse.sink import parquet_writer
+from pipeline.jobs.transforms import TABLE_LAYERS, SqlFile, run_table_layers, sql_files, transform_failed
+from pipeline.warehouse.store import Warehouse, new_id
+
+try:
+    import resource
+except ImportError:  # Windows: no per-step memory there
+    resource = None
+
+
+@dataclass
+class BuildResult:
+    run_id: str
+    build_id: str
+    rows_by_mart: dict[str, int] = field(default_factory=dict)
+    issues: list[str] = field(default_factory=list)  # build_issues rows, one line each
+    seconds: float = 0.0
+    # where the time went: "staging/<table>" and "intermediate/<table>" (made and stored, or
+    # a view made), "marts/<table>" (its SQL run while its rows stream into the part file,
+    # then the audit of its grain)
+    seconds_by_step: dict[str, float] = field(default_factory=dict)
+    # the process's peak resident memory (bytes, a high-water mark) when each step ended, in
+    # step order: the build's peak is in the first step that reaches the last value (empty
+    # where the system does not report it)
+    max_rss_by_step: dict[str, int] = field(default_factory=dict)
+    # where the staging tables were kept: "memory" (temporary tables) or "file" (the build's
+    # database file, compressed): see staging_storage
+    staging: str = "memory"
+
+
+def connect(workdir: Path, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB for one build in ``workdir``: its staging tables live in the buffer pool as
+    temporary tables and spill to ``workdir`` beyond the memory limit, or for a big run are
+    tables of ``workdir/build.duckdb`` (staging_storage)."""
+    if threads is not None and threads < 0:
+        check_settings(memory_limit, threads)
+    try:
+        con = duckdb.connect(str(workdir / "build.duckdb"),
+                             config={"memory_limit": memory_limit, "temp_directory": str(workdir / "spill")})
+    except duckdb.Error:
+        check_settings(memory_limit, threads)  # a setting DuckDB refuses: UsageError naming it
+        raise  # (checked only on failure: a DuckDB of its own would cost every build time)
+    # The block allocator keeps the memory of DuckDB's buffers once touched instead of giving it
+    # back to the system and faulting it in again at the next spill (fewer page faults on a big
+    # build, for a little more peak memory). It reserves address space, not memory, so small builds do not grow to the limit. A limit larger than
+    # the address space cannot be reserved; the build then allocates as before.
+    limit = con.execute("select current_setting('memory_limit')").fetchall()[0][0]
+    try:
+        con.execute(f"set block_allocator_memory = '{limit}'")
+    except duckdb.Error:
+        pass
+    if threads:
+        con.execute(f"set threads = {int(threads)}")
+    return con
+
+
+def _build_dir(wh: Warehouse) -> Path:
+    """A scratch folder for one build's DuckDB files: in the warehouse's ``.tmp``, unless the
+    warehouse's path holds a ``?``. DuckDB reads what follows a ``?`` in a database path as
+    URI parameters (its write-ahead log then goes to another folder), links included, as it
+    resolves them; such a warehouse's builds use a folder in the system's temporary folder."""
+    if "?" not in str(Path(wh.path).absolute()):
+        return wh.temp_dir()
+    import tempfile
+
+    return Path(tempfile.mkdtemp(prefix="profetl-build-"))
+
+
+def check_settings(memory_limit: str, threads: int | None = None) -> None:
+    """Raise UsageError for a memory limit or thread count DuckDB would refuse, before any work."""
+    if threads is not None and threads < 0:
+        raise UsageError(f"threads {threads}: must be 0 (one per core) or more")
+    try:
+        duckdb.connect(config={"memory_limit": memory_limit}).close()
+    except duckdb.Error as e:
+        raise UsageError(f"memory limit {memory_limit!r}: {str(e).splitlines()[0]}") from None
+
+
+# Staging tables stay in DuckDB's memory (temporary tables, spilled beyond the memory limit as
+# they are, uncompressed) unless they would take more than twice the limit: then they are
+# tables of the build's database file, which DuckDB compresses as it writes them, so the
+# marts read a fraction of the bytes back. Compressing costs more than spilling a little and
+# saves more than spilling a lot. The size is estimated from the records the ingest decoded:
+# staging tables hold about 55 bytes per raw record (hiprof and STARS alike).
+STAGING_BYTES_PER_RECORD = 55
+STAGING_IN_FILE_ABOVE = 2.0  # times the memory limit
+
+
+def staging_storage(con: duckdb.DuckDBPyConnection, run: dict) -> str:
+    """"file" when the run's staging tables would take more than STAGING_IN_FILE_ABOVE times
+    DuckDB's memory limit, else "memory" (also when the run's record count is unknown)."""
+    records = run.get("records_decoded")
+    if not records:
+        return "memory"
+    limit = _setting_bytes(con.execute("select current_setting('memory_limit')").fetchall()[0][0])
+    return "file" if records * STAGING_BYTES_PER_RECORD > STAGING_IN_FILE_ABOVE * limit else "memory"
+
+
+_UNITS = {"bytes": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50,
+          "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15}
+
+
+def _setting_bytes(text: str) -> float:
+    """DuckDB's rendering of a size setting ("305.1 MiB", "1.0 GiB", "512 bytes") in bytes."""
+    try:
+        number, unit = text.split()
+        return float(number) * _UNITS[unit.lower()]
+    except (ValueError, KeyError):  # a rendering not known here: as if unlimited
+        return float("inf")
+
+
+def staging_table_kind(storage: str) -> str:
+    """The kind of DuckDB table a stored staging table is created as."""
+    return "table" if storage == "file" else "temp table"
+
+
+def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> BuildResult:
+    """Build every mart of one run into new part files; the caller commits the run row."""
+    t0 = time.monotonic()
+    run_id = run["run_id"]
+    build_id = new_id()
+    thresholds = advice_thresholds(wh)  # a bad advice.toml fails before any work
+    workdir = _build_dir(wh)
+    tmp = con = None
+    try:
+        con = connect(workdir, memory_limit, threads)
+        set_thresholds(con, thresholds)
+        for table in RAW_TABLES:
+            con.execute(f"create view {table} as {raw_select(wh, table, run)}")
+        result = BuildResult(run_id, build_id)
+        result.staging = staging_storage(con, run)
+
+        marts = sql_files("marts")
+        report(phase="build", total=sum(len(sql_files(layer)) for layer in TABLE_LAYERS) + len(marts), unit="steps")
+
+        def staged(step: str) -> None:
+            _note_max_rss(result, step)
+            report(advance=1, step=step)
+
+        result.seconds_by_step.update(
+            run_table_layers(con, on_step=staged, stored_as=staging_table_kind(result.staging)))
+        tmp = wh.temp_dir()
+        written = []
+        # each mart's query (with the macros run_layer loaded) streamed once into its file
+        for mart in marts:
+            name = mart.name
+            report(step=f"marts/{name}")
+            if name not in contracts("marts"):
+                raise TransformFailed(f"sql/marts/{name}.sql has no contract schemas/marts/{name}.toml")
+            out = tmp / f"{name}.parquet"
+            t_mart = time.monotonic()
+            result.rows_by_mart[name] = _write_mart(con, mart, out)
+            check_grain(con, name, out)
+            result.seconds_by_step[f"marts/{name}"] = time.monotonic() - t_mart
+            _note_max_rss(result, f"marts/{name}")
+            report(advance=1)
+            written.append((name, out))
+        # the issues as written (running the mart's query again would cost as much as the first time)
+        issues = pq.read_table(dict(written)["build_issues"], columns=["device_id", "kind", "count", "message"])
+        for device_id, kind, count, message in zip(*(col.to_pylist() for col in issues.columns)):
+            result.issues.append(f"device {device_id}: {kind}: {count} {message}")
+        for name, out in written:
+            final = wh.part("marts", name, run_id, build_id)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            out.replace(final)
+        checkpoint("marts_written")
+    finally:
+        if con is not None:
+            con.close()
+        for d in (workdir, tmp):
+            if d is not None and d.parent == wh.path / ".tmp":
+                wh.drop_temp(d)
+            elif d is not None:
+                shutil.rmtree(d, ignore_errors=True)
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def _note_max_rss(result: BuildResult, step: str) -> None:
+    if resource is not None:
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        result.max_rss_by_step[step] = peak if sys.platform == "darwin" else peak * 1024  # bytes there, KiB elsewhere
+
+
+# A mart's rows come from DuckDB in small Arrow batches (the larger a batch, the more of the
+# result is held twice, in DuckDB and in Arrow) and go to Parquet in row groups of 100k rows (small row groups are slower
+# to write and to read).
+FETCH_ROWS = 20_000
+ROW_GROUP_ROWS = 100_000
+
+
+def _write_mart(con: duckdb.DuckDBPyConnection, mart: SqlFile, out) -> int:
+    """The mart's query, run once as its rows are written (not made a view first: DuckDB would
+    bind the query twice)."""
+    name = mart.name
+    c = contract("marts", name)
+    schema = pa.schema([f for f in c.schema if f.name != "run_id"])
+    try:
+        reader = con.sql(mart.text).to_arrow_reader(FETCH_ROWS)
+        got = [f.name for f in reader.schema]
+        if got != schema.names:
+            raise TransformFailed(
+                f"sql/marts/{name}.sql returns columns {got}, its contract schemas/marts/{name}.toml lists {schema.names}")
+        rows = 0
+        with parquet_writer(out, schema) as w:
+            group: list[pa.RecordBatch] = []
+            group_rows = 0
+            for batch in reader:
+                try:
+                    group.append(batch.cast(schema))
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                    raise TransformFailed(f"mart {name} does not fit its contract: {e}") from None
+                rows += batch.num_rows
+                group_rows += batch.num_rows
+                if group_rows >= ROW_GROUP_ROWS:
+                    w.write_table(pa.Table.from_batches(group, schema))
+                    group, group_rows = [], 0
+            if group:
+                w.write_table(pa.Table.from_batches(group, schema))
+    except duckdb.Error as e:  # the mart's SQL runs here
+        raise transform_failed(con, f"sql/marts/{name}.sql", e) from None
+    return rows
+
+
+def check_grain(con: duckdb.DuckDBPyConnection, name: str, part: Path) -> None:
+    """Raise GrainViolated unless the rows of mart ``name`` in the Parquet file ``part`` hold
+    its contract's grain: every grain column is a column of the table, no two rows share a
+    key (NULL counting as a value), and no grain column is NULL unless the contract lets it
+    be (``grain_nullable``). dbt's unique and not_null tests, run after every build."""
+    c = contract("marts", name)
+    keys = c.grain_columns
+    where = f"schemas/marts/{name}.toml"
+    unknown = [k for k in keys + c.grain_nullable_columns if k not in c.column_names]
+    if unknown:
+        raise GrainViolated(f"mart {name}: grain column(s) {', '.join(unknown)} of {where} are not columns "
+                            f"of the table", table=name)
+    if not keys:
+        raise GrainViolated(f"mart {name}: {where} declares no grain", table=name)
+    strict = [k for k in keys if k not in c.grain_nullable_columns]
+    cols = ", ".join(f'"{k}"' for k in keys)
+    null_test = " or ".join(f'"{k}" is null' for k in strict) or "false"
+    path = str(part).replace("'", "''")
+    try:
+        bad = con.execute(
+            f"select {cols}, count(*) as rows_, bool_or({null_test}) as has_null_ "
+            f"from read_parquet('{path}') group by all having count(*) > 1 or bool_or({null_test}) limit 1"
+        ).fetchall()
+    except duckdb.Error as e:
+        raise transform_failed(con, f"the grain audit of mart {name}", e) from None
+    if not bad:
+        return
+    *values, rows, has_null = bad[0]
+    key = dict(zip(keys, values))
+    shown = ", ".join(f"{k}={v!r}" for k, v in key.items())
+    if has_null:
+        nulls = ", ".join(k for k in strict if key[k] is None)
+        raise GrainViolated(f"mart {name}: grain column(s) {nulls} NULL in the key ({shown}); {where} does "
+                            f"not let them be NULL", table=name, key=key)
+    raise GrainViolated(f"mart {name}: {rows} rows share the grain key ({shown}) declared in {where}",
+                        table=name, key=key)
+
+
+def with_build(row: dict, result: BuildResult, tables_filled_raw: list[str]) -> dict:
+    """The run row after a build: new build id, status, timings and filled tables."""
+    row = dict(row)
+    row["build_id"] = result.build_id
+    row["built_at"] = datetime.now(timezone.utc)
+    row["build_seconds"] = result.seconds
+    row["status"] = "built"
+    row["tables_filled"] = sorted(set(tables_filled_raw) | {m for m, n in result.rows_by_mart.items() if n and m != "build_issues"})
+    return row

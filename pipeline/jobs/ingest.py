@@ -1,0 +1,257 @@
+"""Ingest: one dump directory into the warehouse's raw tables, as one run.
+
+The raw part files are written into a temporary folder inside the warehouse, then
+renamed into their partitions under a fresh ingest id. Nothing is visible until the
+run's commit record names that id (``Warehouse.commit``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from pipeline import __version__
+from pipeline.warehouse.contracts import RAW_TABLES
+from pipeline.jobs.dumps import detect, discover, fingerprint, fingerprint_file, run_id as make_run_id, same_content, unchanged
+from pipeline.errors import DamagedRun, InputError, ReplacementRefused
+from pipeline.warehouse.faults import checkpoint
+from pipeline.paths import display
+from pipeline.progress import report
+from pipeline.readers import exported, prof
+from pipeline.readers.hiprof.files import rel_name, scan
+from pipeline.readers.instance_numbers import InstanceNumbers, RunNumbers
+from pipeline.readers.issues import IssueLog
+from pipeline.warehouse.sink import ParquetSink
+from pipeline.warehouse.store import Warehouse, new_id
+
+
+@dataclass
+class IngestResult:
+    run_id: str
+    source_path: str
+    skipped: bool = False  # unchanged dump already in the warehouse
+    row: dict = field(default_factory=dict)  # the runs row to commit
+    rows_by_table: dict[str, int] = field(default_factory=dict)
+    issues: list[str] = field(default_factory=list)  # one line each
+    losses: dict[str, int] = field(default_factory=dict)  # issues that stand for data lost, by kind
+    replaced: dict | None = None  # the commit record this ingest replaces (a changed dump), if any
+
+
+def identify(dump: Path) -> tuple[str, int | None, dict[str, str]]:
+    """Run id, collection start and control-file texts, read before any data file."""
+    layout = detect(dump)
+    if layout in exported.LAYOUTS:
+        return export_identity(dump)
+    if layout in prof.LAYOUTS:
+        controls = prof.control_files(prof.scan(dump))
+    else:
+        files = scan(dump)
+        controls = [(kind, p) for kind, by_dev in files.control.items()
+                    for _, p in sorted(by_dev.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))]
+    texts: dict[str, str] = {}
+    start_us = None
+    for kind, p in controls:
+        start_us = _read_control(kind, p, rel_name(dump, p), texts, start_us)
+    return make_run_id(start_us, texts), start_us, texts
+
+
+def _read_control(kind: str, p: Path, rel: str, texts: dict[str, str], start_us: int | None) -> int | None:
+    """Add a control file's text to ``texts`` (an unreadable one is left out); returns the
+    collection start, taken from the first readable start_info."""
+    # imported here: commands that only build or read the warehouse do not load the metadata
+    # models (pydantic, ~60 ms of every start-up)
+    from pipeline.readers.metadata import MetadataError, read_start_info, read_text
+
+    try:
+        texts[rel] = read_text(p)
+    except MetadataError:
+        return start_us
+    if kind == "start_info" and start_us is None:
+        try:
+            return read_start_info(p).collection_time_begin_us
+        except MetadataError:
+            pass
+    return start_us
+
+
+def export_identity(dump: Path) -> tuple[str, int | None, dict[str, str]]:
+    """Run id of an export dump: exports have few control files (a bare folder of CSVs has none),
+    so the names, sizes and edges of the exported files stand in for them; the collection start
+    comes from a start_info or the database's session start when there is one."""
+    ed = exported.scan(dump)
+    texts: dict[str, str] = {}
+    start_us = None
+    for f in ed.files:
+        rel = rel_name(dump, f.path)
+        if f.group == "control":
+            start_us = _read_control(f.kind, f.path, rel, texts, start_us)
+        else:
+            texts[rel] = f"{f.path.stat().st_size}:{fingerprint_file(f.path)}"
+    if start_us is None:
+        from pipeline.readers.exported.reader import profiler_info_start_us, session_start_us
+        start_us = session_start_us(ed)
+        if start_us is None:
+            start_us = profiler_info_start_us(ed)
+    return make_run_id(start_us, texts), start_us, texts
+
+
+def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
+    """Read ``dump`` into new raw part files; the caller commits (or builds, then commits)."""
+    dump = Path(dump)
+    if not dump.exists():
+        raise InputError("does not exist", path=display(dump))
+    if not dump.is_dir():
+        raise InputError("is not a directory", path=display(dump))
+    layout = detect(dump)
+    if layout is None:
+        inside = discover(dump, max_depth=3)
+        if inside:  # e.g. msprof's output folder holding one PROF_* tree
+            names = ", ".join(display(d) for d in inside[:3]) + (", ..." if len(inside) > 3 else "")
+            raise InputError(f"is not a dump itself but holds {len(inside)}: {names}; ingest one of them, "
+                             f"or all with `profetl run {display(dump)}`", path=display(dump))
+        raise InputError("is not a dump profetl can read (no PROF_* tree, profiler_default_tag files, exported "
+                         "msprof / torch_npu outputs, or result_dir "
+                         "data/ folder with hiprof-era files)", path=display(dump))
+    t0 = time.monotonic()
+    report(phase="ingest", total=sum(f.stat().st_size for f in dump.rglob("*") if f.is_file()), unit="bytes")
+    run_id, start_us, texts = identify(dump)
+    fp = fingerprint(dump)
+    content = fp.split(":", 1)[0]
+    if not texts:  # no control file to tell it from another dump started alike: its content does
+        run_id = make_run_id(start_us, {"content key": content})
+    existing = _existing(wh, run_id, force)
+    if (existing and not same_content(existing["fingerprint"], fp)
+            and not same_source(existing["source_path"], dump)):
+        # the same control files but other data, from another folder: another dump (a copy of
+        # a collection's control files, two dumps started alike), so another run
+        run_id = f"{run_id}-{content[:8]}"
+        existing = _existing(wh, run_id, force)
+    if existing and unchanged(existing["fingerprint"], fp) and not force:
+        return IngestResult(run_id, display(dump), skipped=True, row=existing)
+
+    ingest_id = new_id()
+    tmp = wh.temp_dir()
+    try:
+        paths = {t: tmp / f"{t}.parquet" for t in RAW_TABLES}
+        sink = ParquetSink(paths, derive={"task_states": InstanceNumbers().add, "task_runs": RunNumbers().add})
+        log = IssueLog()
+        try:
+            meta = _read(layout, dump, sink, log)
+            sink.write("ingest_issues", _issue_columns(log))
+            sink.close()
+        except BaseException:
+            sink.abort()
+            raise
+        checkpoint("raw_written")
+        rows = dict(sink.rows)
+        decoded = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
+        if existing and not force:
+            lost = replacement_losses(existing, decoded, log.bytes_skipped(), texts, meta, rows)
+            if lost:
+                raise ReplacementRefused(
+                    f"refused to replace run {run_id} (from {existing['source_path']}, ingested "
+                    f"{existing['ingested_at']:%Y-%m-%d %H:%M:%S} UTC): the dump now {'; '.join(lost)}; "
+                    "--force replaces it anyway", path=display(dump))
+        for table, p in paths.items():
+            final = wh.part("raw", table, run_id, ingest_id)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            p.replace(final)
+        checkpoint("raw_moved")
+    finally:
+        wh.drop_temp(tmp)
+
+    row = {
+        "run_id": run_id,
+        "ingest_id": ingest_id,
+        "build_id": None,
+        "source_path": display(dump),
+        "fingerprint": fp,
+        "layout_generation": meta.layout_generation,
+        "layout": meta.layout,
+        "platform_version": meta.platform_version,
+        "chip": meta.chip,
+        "devices": meta.devices,
+        "metric_set": meta.metric_set,
+        "metric_set_raw": meta.metric_set_raw,
+        "pmu_event_ids": meta.pmu_event_ids,
+        "ai_core_profiling_mode": meta.ai_core_profiling_mode,
+        "collection_start_us": meta.collection_start_us,
+        "ingested_at": datetime.now(timezone.utc),
+        "built_at": None,
+        "ingest_seconds": time.monotonic() - t0,
+        "build_seconds": None,
+        "data_bytes": meta.data_bytes,
+        "records_decoded": decoded,
+        "bytes_decoded": log.bytes_decoded,
+        "bytes_skipped": log.bytes_skipped(),
+        "issues": len(log),
+        "tables_filled": sorted(t for t, n in rows.items() if n and t != "ingest_issues"),
+        "status": "ingested",
+        "metadata_json": json.dumps(texts, sort_keys=True),
+        "sources": meta.sources,
+        "notes": meta.notes,
+        "profetl_version": __version__,
+    }
+    return IngestResult(run_id, display(dump), row=row, rows_by_table=rows, issues=[i.line() for i in log.issues],
+                        losses=log.losses(), replaced=existing)
+
+
+def _existing(wh: Warehouse, run_id: str, force: bool) -> dict | None:
+    try:
+        return wh.run(run_id)
+    except DamagedRun:
+        if not force:
+            raise
+        return None  # --force: the new commit record replaces the unreadable one
+
+
+def same_source(recorded: str, dump: Path) -> bool:
+    """Whether a run's recorded source path is the folder ``dump`` (compared as absolute paths
+    from the current folder, as the nightly job runs from one)."""
+    return os.path.abspath(recorded) == os.path.abspath(display(dump))
+
+
+def replacement_losses(old: dict, decoded: int, skipped: int, texts: dict, meta, rows: dict) -> list[str]:
+    """What a new ingest of a changed dump would lose against the run it replaces, in words;
+    empty when nothing is lost (the dump grew, or changed without shrinking)."""
+    lost = []
+    if decoded < (old.get("records_decoded") or 0):
+        lost.append(f"decodes {decoded} records, not {old['records_decoded']}")
+    if skipped > (old.get("bytes_skipped") or 0):
+        lost.append(f"skips {skipped} bytes, not {old.get('bytes_skipped') or 0}")
+    try:
+        old_texts = set(json.loads(old.get("metadata_json") or "{}"))
+    except ValueError:
+        old_texts = set()
+    if gone := sorted(old_texts - set(texts)):
+        lost.append(f"lacks the readable control file(s) {', '.join(gone[:5])}")
+    for name in ("chip", "platform_version", "collection_start_us"):
+        if old.get(name) is not None and getattr(meta, name, None) is None:
+            lost.append(f"has no {name}")
+    filled = {t for t, n in rows.items() if n and t != "ingest_issues"}
+    if gone := sorted(set(old.get("tables_filled") or ()) & set(RAW_TABLES) - filled):
+        lost.append(f"fills no {', '.join(gone)}")
+    return lost
+
+
+def _read(layout: str, dump: Path, sink: ParquetSink, log: IssueLog):
+    """Decode ``dump`` with its generation's reader, imported here: a process that reads one
+    generation (or only builds) does not load the others' readers."""
+    if layout in exported.LAYOUTS:
+        from pipeline.readers.exported.reader import read_export
+        return read_export(dump, sink, log, layout)
+    if layout in prof.LAYOUTS:
+        from pipeline.readers.prof.reader import read_prof
+        return read_prof(dump, sink, log, layout)
+    from pipeline.readers.hiprof.reader import read_result_dir
+    return read_result_dir(dump, sink, log)
+
+
+def _issue_columns(log: IssueLog) -> dict:
+    rows = [i.as_row() for i in log.issues]
+    keys = ["device_id", "source_file", "byte_offset", "byte_length", "kind", "count", "message"]
+    return {k: [r[k] for r in rows] for k in keys}

@@ -1,0 +1,117 @@
+"""The units of work the commands run: ingest a dump, build a run, or both for every dump under roots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pipeline.warehouse.contracts import RAW_TABLES
+from pipeline.jobs.dumps import discover
+from pipeline.errors import PipelineError
+from pipeline.jobs.ingest import IngestResult, ingest
+from pipeline.limits import DEFAULT_MEMORY_LIMIT
+from pipeline.paths import display
+from pipeline.warehouse.store import Warehouse
+
+if TYPE_CHECKING:
+    from pipeline.jobs.build import BuildResult
+
+
+def _build(wh: Warehouse, run: dict, tables_filled: list[str], memory_limit: str,
+           threads: int | None) -> tuple[BuildResult, dict]:
+    """Build one run: the result and the run row after it. pipeline.jobs.build, and with it DuckDB,
+    loads at the first job that builds, so `profetl ingest` starts without them."""
+    from pipeline.jobs.build import build, with_build
+
+    b = build(wh, run, memory_limit, threads)
+    return b, with_build(run, b, tables_filled)
+
+
+@dataclass
+class Outcome:
+    """What happened to one dump."""
+
+    source_path: str
+    status: str  # built, ingested, unchanged, failed
+    run_id: str | None = None
+    error: str | None = None
+    ingest: IngestResult | None = None
+    build: BuildResult | None = None
+    issues: list[str] = field(default_factory=list)
+
+    @property
+    def losses(self) -> dict[str, int]:
+        """Data lost in what this outcome read (nothing when the dump was not read again)."""
+        return self.ingest.losses if self.ingest is not None and not self.ingest.skipped else {}
+
+
+def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool = True,
+                memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> Outcome:
+    """Ingest one dump (and build it), committing the run once at the end. Hold the writer lock."""
+    res = ingest(dump, wh, force=force)
+    if res.skipped:
+        status = "unchanged"
+        if then_build and res.row.get("build_id") is None:
+            b, row = _build(wh, res.row, res.row["tables_filled"], memory_limit, threads)
+            wh.commit(row)
+            return Outcome(display(dump), "built", res.run_id, ingest=res, build=b, issues=b.issues)
+        return Outcome(display(dump), status, res.run_id, ingest=res)
+    row = res.row
+    b = None
+    try:
+        if then_build:
+            b, row = _build(wh, row, row["tables_filled"], memory_limit, threads)
+        wh.commit(row)
+    except BaseException:
+        wh.discard_uncommitted(res.run_id)  # the new raw files (and marts) no commit names
+        raise
+    issues = res.issues + (b.issues if b else [])
+    return Outcome(display(dump), "built" if b else "ingested", res.run_id, ingest=res, build=b, issues=issues)
+
+
+def rebuild(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> Outcome:
+    raw_filled = [t for t in run["tables_filled"] if t in RAW_TABLES]
+    b, row = _build(wh, run, raw_filled, memory_limit, threads)
+    wh.commit(row)
+    return Outcome(run["source_path"], "built", run["run_id"], build=b, issues=b.issues)
+
+
+def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build: bool = True,
+              memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None,
+              on_dump=None) -> list[Outcome]:
+    """Every dump under every root, each its own run; a failing dump does not stop the others."""
+    if then_build:
+        from pipeline.jobs.build import check_settings
+
+        check_settings(memory_limit, threads)  # a bad setting fails every dump: say so once, up front
+        from pipeline.analysis.advice import configured
+
+        configured(wh)  # so does a bad advice.toml
+    outcomes: list[Outcome] = []
+    dumps: list[Path] = []
+    for root in roots:
+        unreadable: list = []
+        try:
+            found = discover(Path(root), unreadable=unreadable)
+        except PipelineError as e:
+            outcomes.append(Outcome(display(root), "failed", error=str(e)))
+            continue
+        for path, reason in unreadable:  # a folder that may hold dumps no one will see: a failure
+            outcomes.append(Outcome(display(path), "failed", error=f"{display(path)}: cannot be searched for dumps "
+                                                                   f"({reason}); the rest of {display(root)} was"))
+        if not found and not unreadable:
+            outcomes.append(Outcome(display(root), "failed", error=f"{display(root)}: no dump found (a result_dir holds data/ with hiprof-era files)"))
+        dumps.extend(found)
+    for dump in dumps:
+        if on_dump:
+            on_dump(dump)
+        try:
+            outcomes.append(ingest_dump(wh, dump, force, then_build, memory_limit, threads))
+        except PipelineError as e:
+            outcomes.append(Outcome(display(dump), "failed", error=str(e)))
+        except OSError as e:
+            outcomes.append(Outcome(display(dump), "failed", error=f"{display(e.filename or dump)}: {e.strerror}"))
+        except Exception as e:  # noqa: BLE001 - one dump's bug must not stop the night's other dumps
+            outcomes.append(Outcome(display(dump), "failed", error=f"internal error: {type(e).__name__}: {e}"))
+    return outcomes

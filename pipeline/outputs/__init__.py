@@ -1,0 +1,3 @@
+"""What leaves the warehouse: table exports (``export``) and their row formats (``formats``), the
+``query`` command (``query``), the terminal sections of ``show`` (``sections``), a run's Chrome
+trace (``trace``) and trend plots (``plot``)."""

@@ -1,0 +1,169 @@
+"""Export a table of one or more runs as CSV (for spreadsheets), JSON lines or Parquet, atomically.
+
+CSV carries the profiling tool's display headers ("Time(%)", "Stream ID") unless snake_case
+column names are asked for; Parquet and JSON lines always use the column names, and Parquet
+the contract's types.
+
+CSV is written for spreadsheets, which keep 15 significant digits: every time column's header
+names its unit ("Start Time(ns)"), and a time point on the wall clock (an exported run's
+19-digit ns since 1970) is written as ISO 8601 UTC text exact to the ns
+("2026-01-01T00:00:00.123456789Z") instead of a number the spreadsheet would round. An
+export of several runs adds each run's collection time after its id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pyarrow as pa
+
+from pipeline.warehouse.contracts import Contract, contract, contracts
+from pipeline.errors import UnknownTable, UsageError
+from pipeline.outputs.formats import ROW_FORMATS, atomic_write, check_format, csv_cell, csv_text
+from pipeline.outputs.query import write_consistent
+from pipeline.warehouse.views import read_consistent
+from pipeline.warehouse.store import Warehouse
+
+FORMATS = ROW_FORMATS
+HEADERS = ("display", "snake")
+__all__ = ["FORMATS", "HEADERS", "atomic_write", "csv_cell", "export", "fetch", "select_sql", "stream_runs",
+           "table_contract", "to_csv"]
+
+
+def table_contract(table: str) -> Contract:
+    for layer in ("marts", "raw"):
+        if table in contracts(layer):
+            return contract(layer, table)
+    known = sorted(contracts("marts")) + sorted(contracts("raw"))
+    raise UnknownTable(f"no table named {table!r}; known: {', '.join(known)}")
+
+
+def _columns(c: Contract) -> list[str]:
+    return ["run_id"] + [col.name for col in c.columns if col.name != "run_id"]
+
+
+# rows per batch read from DuckDB and written out: an export holds about this many rows at a time
+BATCH_ROWS = 100_000
+
+
+def select_sql(c: Contract, names: list[str], devices: list[int] | None, items: list[str] | None = None) -> str:
+    """SELECT of ``names`` (or the expressions ``items``) from the table of one run, ``$run``;
+    optionally only some devices."""
+    where = ""
+    if devices:
+        if "device_id" not in {col.name for col in c.columns}:
+            raise UsageError(f"{c.name} has no device_id column; leave out --device")
+        where = " AND device_id IN (" + ", ".join(str(int(d)) for d in devices) + ")"
+    return f"SELECT {', '.join(items or names)} FROM {c.name} WHERE run_id = $run{where}"
+
+
+def stream_runs(con, sql: str, run_ids: list[str]) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+    """The rows of ``sql`` for each run in turn (in the order the build wrote them), as the
+    schema and a lazy stream of batches: one run's reader is open at a time."""
+    first = con.sql(sql, params={"run": run_ids[0] if run_ids else None}).to_arrow_reader(BATCH_ROWS)
+
+    def batches() -> Iterator[pa.RecordBatch]:
+        yield from first
+        for run_id in run_ids[1:]:
+            yield from con.sql(sql, params={"run": run_id}).to_arrow_reader(BATCH_ROWS)
+
+    return first.schema, batches()
+
+
+def fetch(wh: Warehouse, table: str, run_ids: list[str], devices: list[int] | None = None) -> tuple[Contract, pa.Table]:
+    """The table's rows for the given runs (in that order), in the order the build wrote them;
+    optionally only some devices. In memory: for small tables and tests; ``export`` streams."""
+    c = table_contract(table)
+    sql = select_sql(c, _columns(c), devices)
+
+    def read(con):
+        schema, batches = stream_runs(con, sql, run_ids)
+        return pa.Table.from_batches(list(batches), schema)
+
+    return c, read_consistent(wh, read, run_ids, {c.name})
+
+
+def _keep(c: Contract, with_run: bool) -> list[str]:
+    cols = [col.name for col in c.columns if col.name != "run_id"]
+    return (["run_id"] if with_run or c.name == "runs" else []) + cols
+
+
+# units a display header must name when it does not already ("Start Time" -> "Start Time(ns)")
+_TIME_UNITS = {"ns", "us", "ms", "s", "us^2"}
+# time points at or after 2000-01-01 are wall clock (ns since 1970), earlier ones a monotonic clock
+WALL_CLOCK_NS = 946_684_800 * 10**9
+COLLECTED = "collected_at"  # the run's collection time, added after run_id to multi-run exports
+
+
+def _time_point(c: Contract, name: str) -> bool:
+    """A column that holds an instant in ns (not a duration)."""
+    col = next((x for x in c.columns if x.name == name), None)
+    return col is not None and col.unit == "ns" and (name == "ts_ns" or name.endswith(("start_ns", "end_ns")))
+
+
+def _header(c: Contract, names: list[str], headers: str) -> list[str]:
+    """CSV header cells: the tool's display names, each time column's with its unit, or the
+    column names."""
+    if headers == "snake":
+        return names
+    cols = {col.name: col for col in c.columns}
+    out = []
+    for n in names:
+        if n == "run_id":
+            out.append("Run ID")
+        elif n == COLLECTED:
+            out.append("Collected (UTC)")
+        else:
+            out.append(display_header(cols[n]))
+    return out
+
+
+def display_header(col) -> str:
+    """A column's display name, with its unit when it is a time the name does not qualify."""
+    display = col.display or col.name
+    if col.unit in _TIME_UNITS and not display.endswith(")"):
+        display += f"({col.unit})"
+    return display
+
+
+def _csv_select(c: Contract, names: list[str]) -> list[str]:
+    """SELECT items for a CSV: wall-clock time points as exact ISO 8601 UTC text."""
+    items = []
+    for n in names:
+        if _time_point(c, n):
+            items.append(
+                f"CASE WHEN {n} >= {WALL_CLOCK_NS} THEN strftime(make_timestamp(({n} // 1000000000) * 1000000), "
+                f"'%Y-%m-%dT%H:%M:%S') || '.' || lpad(({n} % 1000000000)::VARCHAR, 9, '0') || 'Z' "
+                f"ELSE {n}::VARCHAR END AS {n}")
+        elif n == COLLECTED:
+            items.append(f"(SELECT make_timestamptz(collection_start_us) FROM _run_records WHERE run_id = $run) AS {n}")
+        else:
+            items.append(n)
+    return items
+
+
+def to_csv(c: Contract, t: pa.Table, headers: str = "display", with_run: bool = False) -> str:
+    names = _keep(c, with_run)
+    return csv_text(t.select(names), _header(c, names, headers))
+
+
+def export(wh: Warehouse, table: str, run_ids: list[str], fmt: str, out: str, headers: str = "display",
+           devices: list[int] | None = None) -> int:
+    """Write the table of ``run_ids`` to ``out`` (``-`` is standard output); returns the row count.
+
+    A run_id column, and the run's collection time after it, are added when more than one
+    run is exported. Rows stream from the part files to ``out`` a batch at a time, so memory
+    does not grow with the table.
+    """
+    check_format(fmt, FORMATS)
+    if headers not in HEADERS:
+        raise UsageError(f"headers {headers!r}; use display or snake")
+    c = table_contract(table)
+    names = _keep(c, len(run_ids) > 1)
+    if len(run_ids) > 1 and c.name != "runs":
+        names.insert(names.index("run_id") + 1, COLLECTED)
+    items = _csv_select(c, names) if fmt == "csv" else [
+        i if n == COLLECTED else n for n, i in zip(names, _csv_select(c, names))]
+    sql = select_sql(c, names, devices, items)
+    head = _header(c, names, headers) if fmt == "csv" else None
+    return write_consistent(wh, lambda con: stream_runs(con, sql, run_ids), fmt, out, head, run_ids, {c.name})

@@ -1,0 +1,526 @@
+"""The unified SQLite database of msprof (``msprof_*.db``) and torch_npu (``ascend_pytorch_profiler*.db``).
+
+Older msprof versions named it ``report_*.db`` and called the API table ``API``. Facts about
+the schema: docs/formats.md#export-db. The file is opened read-only and
+``immutable`` (nothing is ever written beside it, not even a lock or a WAL index), and every
+table is read column-wise in chunks of ``CHUNK_ROWS`` rows, strings resolved through
+``STRING_IDS`` by joins inside SQLite.
+
+What each canonical table takes:
+
+* task_runs    <- TASK: one row per execution; ``seq`` is the TASK rowid, so the op and
+  metric rows of an execution carry the same ``seq`` as its run.
+* task_ops     <- COMPUTE_TASK_INFO (and COMMUNICATION_SCHEDULE_TASK_INFO) joined to TASK on
+  globalTaskId: one row per execution described, with the execution's device, stream, task,
+  context and start, so staging joins description and execution exactly.
+* task_metrics <- TASK_PMU_INFO joined to TASK the same way (long format).
+* api_calls    <- CANN_API (``API`` in report_*.db), level named by ENUM_API_TYPE, device 64.
+* step_trace   <- STEP_TIME (torch_npu): a start (tag 0) and an end (tag 1) keypoint per step.
+
+Units of TASK_PMU_INFO. msprof's ``UnifiedPmuProcessor::UpdateColumnName`` stores each
+MetricSummary column under its column name: a name ending in ``_time`` multiplied by 1000
+(microseconds -> nanoseconds), ``(ms)`` stripped and the value multiplied by 1e6, ``(GB/s)``
+stripped and multiplied by 1024**3, ``_extra`` stripped. The MetricSummary columns are created
+with ``(ms)`` and ``(GB/s)`` already removed from their names, so in practice only the ``_time``
+rule applies: time metrics are nanoseconds (checked on real data: ``aiv_total_time`` of a task
+is within 1 % of its TASK duration in ns) and bandwidths stay GB/s, whatever the docs say
+(docs/formats.md#export-db). profetl stores every metric in the unit its name states, with the names
+kernel_details.csv / op_summary.csv give the same values, so a database and a CSV export
+of one run produce the same ``metric`` rows:
+
+* ``*_time``: divided by 1000 and named ``*_time_us`` (``aic_mac_time`` -> ``aic_mac_time_us``);
+  ``total_time`` / ``aic_total_time`` -> ``aicore_time_us`` and ``aiv_total_time`` ->
+  ``aiv_time_us``, as msprof's own header decoration names them;
+* names holding ``bw``: GB/s as stored, named ``*_gbps``; names holding ``datas``: KB, ``*_kb``;
+* anything else (ratios as fractions 0-1, cycles, miss rates) as stored;
+* a name already carrying a unit in parentheses gets that unit as suffix ('(us)' -> ``_us``, ...).
+
+``label`` keeps the name exactly as the database wrote it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import struct
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from pipeline.readers.exported import values as export_values
+from pipeline.readers.exported.context import ExportContext, SourceResult
+from pipeline.readers.issues import Issue
+
+CHUNK_ROWS = 200_000
+NO_ID = 4294967295  # UINT32_MAX: "none" for contextId / modelId
+HOST_DEVICE = 64
+SOURCE_TASK = "db_task"
+SOURCE_OPS = "export"
+RECORD_KIND_API = "db_cann_api"
+# ENUM_API_TYPE as msprof writes it, for a database without the table
+API_LEVELS = {20000: "acl", 15000: "model", 10000: "node", 5500: "hccl", 5000: "runtime"}
+
+# logical column -> names it has had, preferred first. blockNum is the block count wherever it
+# exists; newer databases then use blockDim for something else (beside gridDim).
+TASK_REQUIRED = {"start": ("startNs",), "end": ("endNs",), "device": ("deviceId",), "gid": ("globalTaskId",),
+                 "stream": ("streamId",), "task": ("taskId",)}
+TASK_OPTIONAL = {"type": ("taskType",), "context": ("contextId",), "model": ("modelId",),
+                 "connection": ("connectionId",)}
+COMPUTE_REQUIRED = {"gid": ("globalTaskId",), "name": ("name", "opName")}
+COMPUTE_OPTIONAL = {"block": ("blockNum", "blockDim", "block_dim", "block_num"),
+                    "mix_block": ("mixBlockNum", "mixBlockDim", "mix_block_dim", "mix_block_num"),
+                    "type": ("taskType",), "op_type": ("opType",), "op_state": ("opState",),
+                    "input_shapes": ("inputShapes",), "input_data_types": ("inputDataTypes",),
+                    "input_formats": ("inputFormats",), "output_shapes": ("outputShapes",),
+                    "output_data_types": ("outputDataTypes",), "output_formats": ("outputFormats",)}
+PMU_REQUIRED = {"gid": ("globalTaskId",), "name": ("name",), "value": ("value",)}
+API_REQUIRED = {"start": ("startNs",), "end": ("endNs",), "type": ("type",), "name": ("name",)}
+API_OPTIONAL = {"tid": ("globalTid",), "connection": ("connectionId",)}
+STEP_REQUIRED = {"id": ("id", "stepId"), "start": ("startNs",), "end": ("endNs",)}
+STRING_REQUIRED = {"id": ("id",), "value": ("value",)}
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+class _Damaged(Exception):
+    """The file cannot be read as a database (message says why)."""
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass
+class _Table:
+    name: str  # as the database spells it
+    cols: dict[str, str]  # logical -> actual column name, or missing from the dict
+
+
+class _Db:
+    """An open database, its tables and columns (names compared without case, as SQLite does)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        uri = "file:" + urllib.parse.quote(str(path.resolve())) + "?mode=ro&immutable=1"
+        self.con = sqlite3.connect(uri, uri=True)
+        self.tables: dict[str, tuple[str, dict[str, str]]] = {}
+        rows = self.con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
+        for (name,) in rows:
+            cols = [r[1] for r in self.con.execute(f"PRAGMA table_info({_q(name)})").fetchall()]
+            self.tables[name.lower()] = (name, {c.lower(): c for c in cols})
+        self.version = self._schema_version()
+
+    def _schema_version(self) -> str | None:
+        t = self.tables.get("meta_data")
+        if t is None or not {"name", "value"} <= set(t[1]):
+            return None
+        row = self.con.execute(f"SELECT value FROM {_q(t[0])} WHERE name = 'SCHEMA_VERSION' LIMIT 1").fetchone()
+        return str(row[0]) if row else None
+
+    def has(self, name: str) -> bool:
+        return name.lower() in self.tables
+
+    def resolve(self, names: tuple[str, ...], required: dict, optional: dict | None = None
+                ) -> tuple[_Table | None, list[str]]:
+        """The first of ``names`` present, its columns by logical name, and the required ones it lacks."""
+        for n in names:
+            if n.lower() in self.tables:
+                actual, cols = self.tables[n.lower()]
+                found: dict[str, str] = {}
+                missing = []
+                for group, need in ((required, True), (optional or {}, False)):
+                    for logical, aliases in group.items():
+                        col = next((cols[a.lower()] for a in aliases if a.lower() in cols), None)
+                        if col is not None:
+                            found[logical] = col
+                        elif need:
+                            missing.append("/".join(aliases))
+                return _Table(actual, found), missing
+        return None, []
+
+    def close(self) -> None:
+        self.con.close()
+
+
+def _header_problem(path: Path) -> str | None:
+    """Why the file cannot be a complete SQLite database, from its 100-byte header; None if it can."""
+    size = path.stat().st_size
+    if size == 0:
+        return "empty file (0 bytes): the writer may not have started"
+    with open(path, "rb") as f:
+        head = f.read(100)
+    if len(head) < 100 or not head.startswith(_SQLITE_MAGIC):
+        return f"file is not a database (no SQLite header in its first {len(head)} bytes)"
+    page_size = struct.unpack(">H", head[16:18])[0]
+    page_size = 65536 if page_size == 1 else page_size
+    change, pages = struct.unpack(">II", head[24:32])
+    valid_for = struct.unpack(">I", head[92:96])[0]
+    if page_size < 512 or page_size & (page_size - 1):
+        return f"database disk image is malformed (page size {page_size} in the header)"
+    if size % page_size:
+        return f"truncated: {size} bytes is not a whole number of {page_size}-byte pages"
+    if pages and valid_for == change and pages * page_size > size:
+        return (f"truncated: the header counts {pages} pages of {page_size} bytes ({pages * page_size} bytes), "
+                f"the file has {size}")
+    return None
+
+
+def _chunks(cur: sqlite3.Cursor):
+    """Column lists of each chunk of a query's rows."""
+    while True:
+        rows = cur.fetchmany(CHUNK_ROWS)
+        if not rows:
+            return
+        yield [list(c) for c in zip(*rows)]
+
+
+class _Reader:
+    def __init__(self, path: Path, ctx: ExportContext, db: _Db):
+        self.path, self.ctx, self.db = path, ctx, db
+        self.rel = ctx.rel(path)
+        self.res = SourceResult()
+        strings, missing = db.resolve(("STRING_IDS",), STRING_REQUIRED)
+        self.strings = strings if strings is not None and not missing else None
+        self._strings_reported = False
+
+    # --- helpers -------------------------------------------------------------------------------
+    def schema_issue(self, what: str, device: int | None = None) -> None:
+        v = f" (META_DATA SCHEMA_VERSION {self.db.version})" if self.db.version else " (no META_DATA SCHEMA_VERSION)"
+        self.ctx.log.add(Issue(self.rel, "unknown_schema", what + v, device_id=device))
+
+    def table(self, names: tuple[str, ...], required: dict, optional: dict | None, fills: str
+              ) -> _Table | None:
+        t, missing = self.db.resolve(names, required, optional)
+        if t is not None and missing:
+            self.schema_issue(f"table {t.name} has no column {', '.join(missing)} "
+                              f"(it has {', '.join(sorted(self.db.tables[t.name.lower()][1].values()))}): "
+                              f"{fills} not read from it")
+            return None
+        return t
+
+    def string(self, expr: str, alias: str) -> tuple[str, str]:
+        """(join clause, select expression) turning a STRING_IDS id column into its text."""
+        if self.strings is None:
+            if not self._strings_reported:
+                self._strings_reported = True
+                self.schema_issue("no STRING_IDS table with id and value columns: names and types stored "
+                                  "as ids are NULL")
+            return "", f"CASE WHEN typeof({expr}) = 'text' THEN {expr} END"
+        s = self.strings
+        join = (f" LEFT JOIN {_q(s.name)} AS {alias} ON {alias}.{_q(s.cols['id'])} = {expr}"
+                f" AND typeof({expr}) = 'integer'")
+        return join, f"coalesce({alias}.{_q(s.cols['value'])}, CASE WHEN typeof({expr}) = 'text' THEN {expr} END)"
+
+    def write(self, table: str, cols: dict) -> int:
+        n = len(next(v for v in cols.values() if not isinstance(v, str)))
+        if n:
+            cols["source_file"] = self.rel
+            self.ctx.sink.write(table, cols)
+            self.res.add_rows(table, n)
+        return n
+
+    def task_expr(self, t: _Table, logical: str, alias: str = "t", none_id: bool = False) -> str:
+        if logical not in t.cols:
+            return "NULL"
+        e = f"{alias}.{_q(t.cols[logical])}"
+        return f"nullif({e}, {NO_ID})" if none_id else e
+
+    # --- run facts -----------------------------------------------------------------------------
+    def facts(self, task: _Table | None) -> None:
+        db = self.db
+        if db.has("SESSION_TIME_INFO"):
+            t, missing = db.resolve(("SESSION_TIME_INFO",), {"start": ("startTimeNs",)})
+            if t is not None and not missing:
+                row = db.con.execute(f"SELECT min({_q(t.cols['start'])}) FROM {_q(t.name)}").fetchone()
+                self.res.start_ns = int(row[0]) if row and isinstance(row[0], int) else None
+        if task is not None:
+            rows = db.con.execute(f"SELECT DISTINCT {_q(task.cols['device'])} FROM {_q(task.name)}").fetchall()
+            self.res.devices |= {int(r[0]) for r in rows if isinstance(r[0], int)}
+        t, missing = db.resolve(("NPU_INFO",), {"id": ("id",), "name": ("name",)})
+        if t is not None and not missing:
+            join, name = self.string(f"n.{_q(t.cols['name'])}", "s")
+            rows = db.con.execute(f"SELECT n.{_q(t.cols['id'])}, {name} FROM {_q(t.name)} AS n{join}").fetchall()
+            chips = {r[0]: r[1] for r in rows if r[1]}
+            mine = [chips[d] for d in sorted(self.res.devices) if d in chips]
+            self.res.chip = (mine or list(chips.values()) or [None])[0]
+
+    def single_device(self) -> int | None:
+        devices = self.res.devices - {HOST_DEVICE}
+        if len(devices) == 1:
+            return next(iter(devices))
+        for name, col in (("RANK_DEVICE_MAP", "deviceId"), ("NPU_INFO", "id")):
+            t, missing = self.db.resolve((name,), {"d": (col,)})
+            if t is not None and not missing:
+                rows = self.db.con.execute(f"SELECT DISTINCT {_q(t.cols['d'])} FROM {_q(t.name)}").fetchall()
+                if len(rows) == 1 and isinstance(rows[0][0], int):
+                    return rows[0][0]
+        return self.ctx.default_device
+
+    # --- tables --------------------------------------------------------------------------------
+    def task_runs(self, t: _Table) -> None:
+        join, type_name = self.string(self.task_expr(t, "type"), "s") if "type" in t.cols else ("", "NULL")
+        sql = (f"SELECT t.rowid, t.{_q(t.cols['device'])}, t.{_q(t.cols['stream'])}, t.{_q(t.cols['task'])}, "
+               f"t.{_q(t.cols['start'])}, t.{_q(t.cols['end'])}, {type_name}, "
+               f"{self.task_expr(t, 'context', none_id=True)}, {self.task_expr(t, 'model')}, "
+               f"{self.task_expr(t, 'connection')} "
+               f"FROM {_q(t.name)} AS t{join} ORDER BY t.rowid")
+        for c in _chunks(self.db.con.execute(sql)):
+            self.write("task_runs", {
+                "seq": pa.array(c[0], pa.int64()), "device_id": pa.array(c[1], pa.int64()),
+                "stream_id": pa.array(c[2], pa.int64()), "task_id": pa.array(c[3], pa.int64()),
+                "start_ns": pa.array(c[4], pa.int64()), "end_ns": pa.array(c[5], pa.int64()),
+                "task_type_name": pa.array(c[6], pa.string()), "context_id": pa.array(c[7], pa.int64()),
+                "model_id": pa.array(c[8], pa.int64()), "connection_id": pa.array(c[9], pa.int64()),
+                "source": SOURCE_TASK})
+
+    def _executions(self, t: _Table) -> str:
+        """Columns of the TASK row an op or metric row belongs to, in the order ``_exec_cols`` reads."""
+        return (f"t.rowid, t.{_q(t.cols['device'])}, t.{_q(t.cols['stream'])}, t.{_q(t.cols['task'])}, "
+                f"t.{_q(t.cols['start'])}, {self.task_expr(t, 'context', none_id=True)}")
+
+    @staticmethod
+    def _exec_cols(c: list) -> dict:
+        return {"seq": pa.array(c[0], pa.int64()), "device_id": pa.array(c[1], pa.int64()),
+                "stream_id": pa.array(c[2], pa.int64()), "task_id": pa.array(c[3], pa.int64()),
+                "start_ns": pa.array(c[4], pa.int64()), "context_id": pa.array(c[5], pa.int64())}
+
+    def task_ops(self, t: _Table) -> None:
+        compute = self.table(("COMPUTE_TASK_INFO",), COMPUTE_REQUIRED, COMPUTE_OPTIONAL, "task_ops")
+        schedule = self.table(("COMMUNICATION_SCHEDULE_TASK_INFO",), COMPUTE_REQUIRED,
+                              {k: COMPUTE_OPTIONAL[k] for k in ("type", "op_type")}, "task_ops")
+        strings = ("name", "op_type", "type", "op_state", "input_shapes", "input_data_types", "input_formats",
+                   "output_shapes", "output_data_types", "output_formats")
+        for info in (compute, schedule):
+            if info is None:
+                continue
+            joins, exprs = [], []
+            for i, logical in enumerate(strings):
+                if logical in info.cols:
+                    j, e = self.string(f"c.{_q(info.cols[logical])}", f"s{i}")
+                    joins.append(j)
+                    exprs.append(e)
+                else:
+                    exprs.append("NULL")
+            ints = [f"CASE WHEN typeof(c.{_q(info.cols[k])}) = 'integer' THEN c.{_q(info.cols[k])} END"
+                    if k in info.cols else "NULL" for k in ("block", "mix_block")]
+            sql = (f"SELECT {self._executions(t)}, {self.task_expr(t, 'model')}, {', '.join(ints)}, "
+                   f"{', '.join(exprs)} FROM {_q(t.name)} AS t CROSS JOIN {_q(info.name)} AS c "
+                   f"ON c.{_q(info.cols['gid'])} = t.{_q(t.cols['gid'])}{''.join(joins)} ORDER BY t.rowid")
+            for c in _chunks(self.db.con.execute(sql)):
+                cols = self._exec_cols(c)
+                text = {k: export_values.clean(pa.array(c[9 + i], pa.string())) for i, k in enumerate(strings)}
+                cols.update({
+                    "model_id": pa.array(c[6], pa.int64()),
+                    "block_dim": pa.array(c[7], pa.int64()), "mix_block_dim": pa.array(c[8], pa.int64()),
+                    "op_name": text["name"], "op_type": text["op_type"], "task_type": text["type"],
+                    "accelerator_core": text["type"], "op_state": text["op_state"],
+                    **{k: text[k] for k in strings[4:]},
+                    "source": SOURCE_OPS})
+                self.write("task_ops", cols)
+
+    def task_metrics(self, t: _Table) -> None:
+        p = self.table(("TASK_PMU_INFO",), PMU_REQUIRED, None, "task_metrics")
+        if p is None:
+            return
+        db = self.db
+        join, label = self.string(f"p.{_q(p.cols['name'])}", "s")
+        names = [r[0] for r in db.con.execute(
+            f"SELECT DISTINCT {label} FROM (SELECT DISTINCT {_q(p.cols['name'])} FROM {_q(p.name)}) AS p{join}"
+        ).fetchall()]
+        known = [n for n in names if n is not None]
+        metric_of = pa.array([pmu_metric(n)[0] for n in known], pa.string())
+        scale_of = pa.array([pmu_metric(n)[1] for n in known], pa.float64())
+        value = f"CASE WHEN typeof(p.{_q(p.cols['value'])}) IN ('integer', 'real') THEN p.{_q(p.cols['value'])} END"
+        gid_t, gid_p = f"t.{_q(t.cols['gid'])}", f"p.{_q(p.cols['gid'])}"
+        repeated = db.con.execute(f"SELECT 1 FROM {_q(t.name)} GROUP BY {_q(t.cols['gid'])} HAVING count(*) > 1 "
+                                  f"LIMIT 1").fetchone()
+        if repeated is None:
+            sql = (f"SELECT {self._executions(t)}, {label}, {value} FROM {_q(t.name)} AS t "
+                   f"CROSS JOIN {_q(p.name)} AS p ON {gid_p} = {gid_t}{join} ORDER BY t.rowid")
+        else:
+            # executions sharing a globalTaskId (replays of a static graph): the k-th PMU row of a
+            # name goes with the k-th execution in time, the order msprof wrote them in
+            sql = (f"WITH t AS (SELECT rowid AS rid, *, row_number() OVER (PARTITION BY {_q(t.cols['gid'])} "
+                   f"ORDER BY {_q(t.cols['start'])}, rowid) AS k FROM {_q(t.name)}), "
+                   f"p AS (SELECT *, row_number() OVER (PARTITION BY {_q(p.cols['gid'])}, {_q(p.cols['name'])} "
+                   f"ORDER BY rowid) AS k FROM {_q(p.name)}) "
+                   f"SELECT {self._executions(t).replace('t.rowid', 't.rid')}, {label}, {value} FROM t "
+                   f"JOIN p ON {gid_p} = {gid_t} AND p.k = t.k{join} ORDER BY t.rid")
+            self.res.notes.append(f"task_metrics: {self.rel} has executions sharing a globalTaskId; their "
+                                  "TASK_PMU_INFO rows were paired with them in time order")
+        for c in _chunks(db.con.execute(sql)):
+            cols = self._exec_cols(c)
+            labels = pa.array(c[6], pa.string())
+            idx = pc.index_in(labels, value_set=pa.array(known, pa.string()))
+            cols["label"] = labels
+            cols["metric"] = pc.take(metric_of, idx)
+            cols["value"] = pc.multiply(pa.array(c[7], pa.float64()), pc.take(scale_of, idx))
+            self.write("task_metrics", cols)
+
+    def api_calls(self) -> None:
+        a = self.table(("CANN_API", "API"), API_REQUIRED, API_OPTIONAL, "api_calls")
+        if a is None:
+            return
+        join, name = self.string(f"a.{_q(a.cols['name'])}", "s")
+        typ = f"a.{_q(a.cols['type'])}"
+        fallback = "CASE " + " ".join(f"WHEN {typ} = {k} THEN '{v}'" for k, v in API_LEVELS.items()) + " END"
+        e, missing = self.db.resolve(("ENUM_API_TYPE",), {"id": ("id",), "name": ("name",)})
+        if e is not None and not missing:
+            join += f" LEFT JOIN {_q(e.name)} AS e ON e.{_q(e.cols['id'])} = {typ}"
+            level = f"coalesce(e.{_q(e.cols['name'])}, {fallback})"
+        else:
+            level = fallback
+        tid = f"a.{_q(a.cols['tid'])}" if "tid" in a.cols else "NULL"
+        conn = f"a.{_q(a.cols['connection'])}" if "connection" in a.cols else "NULL"
+        sql = (f"SELECT a.{_q(a.cols['start'])}, a.{_q(a.cols['end'])}, {typ}, {level}, {name}, "
+               f"{tid} >> 32, {tid} & 4294967295, {conn} FROM {_q(a.name)} AS a{join} ORDER BY a.rowid")
+        seq0 = 0
+        for c in _chunks(self.db.con.execute(sql)):
+            n = len(c[0])
+            self.write("api_calls", {
+                "seq": np.arange(seq0, seq0 + n, dtype=np.int64), "device_id": np.full(n, HOST_DEVICE, np.int32),
+                "start_ns": pa.array(c[0], pa.int64()), "end_ns": pa.array(c[1], pa.int64()),
+                "api_type": pa.array(c[2], pa.int64()), "level": pa.array(c[3], pa.string()),
+                "api_name": pa.array(c[4], pa.string()), "pid": pa.array(c[5], pa.int64()),
+                "tid": pa.array(c[6], pa.int64()), "connection_id": pa.array(c[7], pa.int64()),
+                "record_kind": RECORD_KIND_API})
+            seq0 += n
+        if seq0:
+            self.res.devices.add(HOST_DEVICE)
+
+    def step_trace(self) -> None:
+        s = self.table(("STEP_TIME",), STEP_REQUIRED, None, "step_trace")
+        if s is None:
+            return
+        rows = self.db.con.execute(f"SELECT {_q(s.cols['id'])}, {_q(s.cols['start'])}, {_q(s.cols['end'])} "
+                                   f"FROM {_q(s.name)} ORDER BY rowid").fetchall()
+        if not rows:
+            return
+        device = self.single_device()
+        if device is None:
+            self.ctx.log.add(Issue(self.rel, "unknown_device", "STEP_TIME rows not read: the database names no "
+                                   "single device (TASK, RANK_DEVICE_MAP, NPU_INFO) and the export none either",
+                                   count=len(rows)))
+            return
+        ids, starts, ends = (np.array(c, dtype=object) for c in zip(*rows))
+        n = len(rows)
+        self.write("step_trace", {
+            "seq": np.arange(2 * n, dtype=np.int64), "device_id": np.full(2 * n, device, np.int32),
+            "index_id": pa.array(np.repeat(ids, 2).tolist(), pa.int64()),
+            "tag_id": np.tile(np.array([0, 1], np.int32), n),
+            "ts_ns": pa.array(np.column_stack([starts, ends]).ravel().tolist(), pa.int64())})
+
+
+def pmu_metric(name: str) -> tuple[str, float]:
+    """(metric, factor) of a TASK_PMU_INFO name: the profetl metric name (values.metric_name, the
+    CSV headers' rule) and the factor that turns the stored value into the unit that name states
+    (module docstring): msprof stores ``*_time`` columns without their unit, in ns."""
+    s = export_values.metric_name(name)
+    if "(" in name:  # the name states its unit
+        return s, 1.0
+    s = s.removesuffix("_extra")
+    if s.endswith("_time") or s == "time":
+        if s in ("total_time", "aic_total_time"):
+            return "aicore_time_us", 1e-3
+        if s == "aiv_total_time":
+            return "aiv_time_us", 1e-3
+        return s + "_us", 1e-3  # stored in ns (x1000 of msprof's us)
+    if "bw" in s.split("_"):
+        return s + "_gbps", 1.0
+    if "datas" in s:
+        return s + "_kb", 1.0
+    return s, 1.0
+
+
+def _side_files(path: Path, ctx: ExportContext, rel: str) -> None:
+    for suffix, what in (("-journal", "a rollback journal"), ("-wal", "a write-ahead log")):
+        side = path.with_name(path.name + suffix)
+        if side.exists():
+            ctx.log.add(Issue(rel, "unfinished_write",
+                              f"{side.name} beside it is {what}: the writer may not have finished; the database "
+                              "is read as it is on disk, without what the side file holds"))
+
+
+def read_db(path: Path, ctx: ExportContext) -> SourceResult | None:
+    path = Path(path)
+    rel = ctx.rel(path)
+    _side_files(path, ctx, rel)
+    try:
+        size = path.stat().st_size
+        why = _header_problem(path)
+    except OSError as e:
+        ctx.log.add(Issue(rel, "unreadable_file", f"cannot be opened: {e.strerror or e}"))
+        return None
+    db = None
+    try:
+        if why is not None:
+            raise _Damaged(why)
+        db = _Db(path)
+    except (_Damaged, sqlite3.Error) as e:
+        if db is not None:
+            db.close()
+        ctx.log.add(Issue(rel, "unreadable_file", f"not read: {e}", byte_length=size))
+        return None
+    try:
+        return _read(path, ctx, db, size)
+    finally:
+        db.close()
+
+
+def _read(path: Path, ctx: ExportContext, db: _Db, size: int) -> SourceResult:
+    r = _Reader(path, ctx, db)
+    step = "the table list"
+    try:
+        wanted = sorted({"task_runs", "task_ops", "task_metrics"} & ctx.tables)
+        task, missing = db.resolve(("TASK",), TASK_REQUIRED, TASK_OPTIONAL)
+        if task is None and wanted:
+            r.schema_issue(f"no TASK table: {', '.join(wanted)} not read from it")
+        elif task is not None and missing:
+            if wanted:
+                r.schema_issue(f"table {task.name} has no column {', '.join(missing)}: {', '.join(wanted)} "
+                               "not read from it")
+            task = None
+        step = "SESSION_TIME_INFO / NPU_INFO"
+        r.facts(task)
+        for table, fn in (("task_runs", r.task_runs), ("task_ops", r.task_ops), ("task_metrics", r.task_metrics)):
+            if table in ctx.tables and task is not None:
+                step = table
+                fn(task)
+        if "api_calls" in ctx.tables:
+            step = "api_calls"
+            r.api_calls()
+        if "step_trace" in ctx.tables:
+            step = "step_trace"
+            r.step_trace()
+    except sqlite3.Error as e:
+        ctx.log.add(Issue(r.rel, "unreadable_file",
+                          f"failed while reading {step}: {e}; rows of the tables before it are kept",
+                          byte_length=size))
+        r.res.notes.append(f"{r.rel}: damaged, read only up to {step}")
+        return r.res
+    ctx.log.decoded(size)
+    return r.res
+
+
+def session_start_ns(path: Path) -> int | None:
+    """SESSION_TIME_INFO.startTimeNs, or None when the file has no readable session table."""
+    path = Path(path)
+    try:
+        if _header_problem(path) is not None:
+            return None
+        db = _Db(path)
+    except (OSError, sqlite3.Error):
+        return None
+    try:
+        t, missing = db.resolve(("SESSION_TIME_INFO",), {"start": ("startTimeNs",)})
+        if t is None or missing:
+            return None
+        row = db.con.execute(f"SELECT min({_q(t.cols['start'])}) FROM {_q(t.name)}").fetchone()
+        return int(row[0]) if row and isinstance(row[0], int) else None
+    except sqlite3.Error:
+        return None
+    finally:
+        db.close()

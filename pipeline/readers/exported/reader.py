@@ -1,0 +1,254 @@
+"""Read an export dump: pick the most detailed source for each canonical table, read it, say what was used.
+
+Preference per table (the issue's order: database, then event timeline, then summary CSV; a
+source is only a candidate for the tables it holds):
+
+| table        | database          | timeline                               | summary CSV                              |
+|--------------|-------------------|----------------------------------------|------------------------------------------|
+| api_calls    | CANN_API / API    | CANN events of trace_view / msprof_*   | -- (api_statistic holds totals only)     |
+| task_runs    | TASK              | Ascend Hardware events                 | kernel_details, op_summary, task_time    |
+| task_ops     | COMPUTE_TASK_INFO | (timeline names only: after the CSVs)  | kernel_details, op_summary, task_time    |
+| task_metrics | TASK_PMU_INFO     | --                                     | kernel_details, op_summary               |
+| step_trace   | STEP_TIME         | ProfilerStep / Iteration events        | --                                       |
+
+task_ops and task_metrics rows name the execution they describe by (device, stream, task,
+start_ns), so a task from the timeline and its op and PMU values from kernel_details meet
+exactly in staging. The run's ``sources`` lists the choice per table, its ``notes`` what no
+source could supply and why.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pipeline.errors import InputError
+from pipeline.readers import metadata
+from pipeline.readers.exported import csvs, db, timeline_json
+from pipeline.readers.exported.context import ExportContext, SourceResult
+from pipeline.readers.exported.files import ExportDump, ExportFile, nested_runs, not_read_reason, scan
+from pipeline.readers.hiprof.files import rel_name
+from pipeline.readers.hiprof.reader import RunMeta, Sink
+from pipeline.readers.issues import Issue, IssueLog
+
+DB_KINDS = ("msprof_db", "pytorch_db", "report_db")
+# several databases of one kind are several ranks / devices and are all read; the pre-2024
+# report_*.db beside an msprof_*.db is the same run in an older schema and is not
+DATABASES = [("msprof_db", "pytorch_db"), ("report_db",)]
+# table -> candidate kinds, most detailed first; each entry is one alternative
+# Timeline kinds are alternatives of their own: torch_npu's trace_view.json holds the CANN and
+# Ascend Hardware events of msprof's msprof_*.json (the same run exported twice), and msprof's
+# per-iteration timeline/msprof_<dev>_<model>_<iter>.json holds every task of task_time_* and the
+# iteration of step_trace_* (each step_trace_* file repeats all iterations): reading two of them
+# would count every task and step twice.
+TIMELINES = [("trace_view",), ("msprof_json",)]
+PREFERENCE: dict[str, list[tuple[str, ...]]] = {
+    "api_calls": [*DATABASES, *TIMELINES],
+    "task_runs": [*DATABASES, *TIMELINES, ("task_time_json",), ("kernel_details",), ("op_summary",),
+                  ("task_time_csv",)],
+    "task_ops": [*DATABASES, ("kernel_details",), ("op_summary",), ("task_time_csv",), *TIMELINES,
+                 ("task_time_json",)],
+    "task_metrics": [*DATABASES, ("kernel_details",), ("op_summary",)],
+    "step_trace": [*DATABASES, *TIMELINES, ("step_trace_json",)],
+}
+WHY_MISSING = {
+    "api_calls": "no API events in this export (a database CANN_API table or timeline CANN events); "
+                 "Runtime API, AscendCL and top-down API rows are empty",
+    "task_runs": "no device task executions in this export",
+    "task_ops": "no operator descriptions in this export: op names and types are NULL",
+    "task_metrics": "no AI Core PMU values in this export (collected without aic-metrics, or a database "
+                    "level without TASK_PMU_INFO): AI Core metrics are empty",
+    "step_trace": "no step or iteration boundaries in this export: top-down has no per-step rows",
+}
+ALWAYS_MISSING = [
+    "task_states: exported outputs carry no TS task states, so Task Scheduler waiting_ns and pending_ns are NULL",
+    "pmu_counters: exported outputs carry computed metrics (task_metrics), not the 8 raw counters",
+]
+
+
+def _group_label(f: ExportFile) -> str:
+    return {"database": "database", "timeline": "event timeline", "summary": "summary CSV"}[f.group]
+
+
+def choose(dump: ExportDump) -> dict[str, list[ExportFile]]:
+    """For each table, the files of its most detailed available source kind."""
+    chosen: dict[str, list[ExportFile]] = {}
+    for table, alternatives in PREFERENCE.items():
+        for kinds in alternatives:
+            files = dump.of(*kinds)
+            if files:
+                chosen[table] = files
+                break
+    return chosen
+
+
+def read_export(root: Path, sink: Sink, log: IssueLog, layout: str | None = None) -> RunMeta:
+    root = Path(root)
+    dump = scan(root, layout)
+    if not any(f.group != "control" for f in dump.files):
+        raise InputError("holds no exported profiling file (msprof_*.db, trace_view.json, kernel_details.csv, ...)",
+                         path=str(root))
+    meta = RunMeta(layout_generation=4, layout=dump.layout)
+    default_device = _default_device(dump, log)
+    chosen = choose(dump)
+    by_file: dict[Path, set[str]] = {}
+    for table, files in chosen.items():
+        for f in files:
+            by_file.setdefault(f.path, set()).add(table)
+
+    results: dict[Path, SourceResult] = {}
+    for f in dump.files:
+        tables = by_file.get(f.path)
+        if f.group == "control":
+            continue
+        if not tables:
+            why = not_read_reason(f.path.name) or "a more detailed source of the same data was read instead"
+            log.add(Issue(rel_name(root, f.path), "not_read", why, device_id=f.device_id))
+            continue
+        ctx = ExportContext(root, sink, log, frozenset(tables),
+                            f.device_id if f.device_id is not None else default_device)
+        res = _read_one(f, ctx)
+        # every byte of a file chosen as a source is decoded (the reader calls log.decoded) or
+        # reported skipped (an issue of a BYTE_KINDS kind), also when the reader gives up on it
+        meta.data_bytes += f.path.stat().st_size
+        if res is None:
+            continue
+        results[f.path] = res
+    runs = nested_runs(dump)
+    for p in dump.nested:
+        if p in runs:
+            why = ("msprof's raw data of the same collection: a run of its own, which `profetl run` finds "
+                   "beside this folder (`profetl ingest` takes it by its path)")
+        else:
+            why = ("no raw data left: msprof's export of what ASCEND_PROFILER_OUTPUT holds, not a run of its "
+                   "own (`profetl ingest` that folder to read msprof's export as a separate run)")
+        log.add(Issue(rel_name(root, p), "not_read", why))
+    for p in dump.others:
+        why = not_read_reason(p.name)
+        log.add(Issue(rel_name(root, p), "not_read" if why else "unknown_file",
+                      why or "not a file profetl reads: left alone"))
+
+    _run_level(meta, dump, chosen, results, default_device, sink, root, log)
+    return meta
+
+
+def _read_one(f: ExportFile, ctx: ExportContext) -> SourceResult | None:
+    if f.group == "database":
+        return db.read_db(f.path, ctx)
+    if f.group == "timeline":
+        return timeline_json.read_timeline(f.path, f.kind, ctx)
+    return csvs.read_summary(f.path, f.kind, ctx)
+
+
+def _default_device(dump: ExportDump, log: IssueLog) -> int | None:
+    """The device of a single-rank export whose files do not name one: torch_npu's profiler_info
+    holds the rank; the device folder (device_N) wins where there is one."""
+    for f in dump.of("profiler_info"):
+        try:
+            info = json.loads(metadata.read_text(f.path))
+        except (metadata.MetadataError, ValueError):
+            log.add(Issue(rel_name(dump.root, f.path), "bad_metadata", "not JSON: rank and device unknown"))
+            continue
+        rank = info.get("rank_id") if isinstance(info, dict) else None
+        if isinstance(rank, int) and rank >= 0:
+            return rank
+    return None
+
+
+def _run_level(meta: RunMeta, dump: ExportDump, chosen: dict[str, list[ExportFile]],
+               results: dict[Path, SourceResult], default_device: int | None, sink: Sink, root: Path,
+               log: IssueLog) -> None:
+    devices: set[int] = set()
+    starts = [r.start_ns for r in results.values() if r.start_ns is not None]
+    for r in results.values():
+        devices |= {d for d in r.devices if d != 64}
+        meta.chip = meta.chip or r.chip
+        meta.notes.extend(n for n in r.notes if n not in meta.notes)
+    if not devices and default_device is not None:
+        devices = {default_device}
+    meta.devices = sorted(devices)
+    if starts:
+        meta.collection_start_us = min(starts) // 1000
+    for table in PREFERENCE:
+        files = chosen.get(table, [])
+        filled = sum(results[f.path].rows.get(table, 0) for f in files if f.path in results)
+        if files and filled:
+            names = sorted({rel_name(root, f.path) for f in files})
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            meta.sources.append(f"{table}: {_group_label(files[0])} {shown}")
+        else:
+            meta.notes.append(f"{table}: {WHY_MISSING[table]}")
+    meta.notes.extend(ALWAYS_MISSING)
+    control = _device_control(dump, log)
+    for d in meta.devices:
+        row = {"device_id": [d], "source_file": [""], "chip": [meta.chip], "platform_source": ["export"]}
+        row.update(control.get(d, {}))
+        meta.chip = meta.chip or row["chip"][0]
+        meta.platform_version = meta.platform_version or (row.get("platform_version") or [None])[0]
+        sink.write("devices", row)
+    starts_us = [c["start_us"][0] for c in control.values() if c.get("start_us", [None])[0] is not None]
+    if starts_us and meta.collection_start_us is None:
+        meta.collection_start_us = min(starts_us)
+
+
+def _device_control(dump: ExportDump, log: IssueLog) -> dict[int, dict]:
+    """What the device folders' info.json.N and start_info.N still say beside an export (msprof
+    keeps them): chip, frequencies, core count, pid, and the monotonic-to-wall offset."""
+    from pipeline.readers.prof.meta import chip_name
+
+    out: dict[int, dict] = {}
+    for f in dump.of("info_json", "start_info"):
+        dev = f.device_id if f.device_id is not None else _suffix_device(f.path.name)
+        if dev is None:
+            continue
+        row = out.setdefault(dev, {})
+        try:
+            if f.kind == "info_json":
+                info = metadata.read_info(f.path)
+                di = info.device_info[0] if info.device_info else None
+                row.update({"source_file": [rel_name(dump.root, f.path)], "platform_version": [info.platform_version],
+                            "chip": [chip_name(info.platform_version)], "platform_source": ["info.json"],
+                            "pid": [info.pid_int], "host_freq_mhz": [info.host_freq_mhz],
+                            "hwts_freq_mhz": [di.hwts_mhz if di else None],
+                            "aic_freq_mhz": [di.aic_mhz if di else None],
+                            "ai_core_num": [di.ai_core_num if di else None],
+                            "hwts_freq_source": ["info.json" if di and di.hwts_mhz else None]})
+            else:
+                start = metadata.read_start_info(f.path)
+                row["start_us"] = [start.collection_time_begin_us]
+                if start.collection_time_begin_us is not None and start.clock_monotonic_raw_ns is not None:
+                    row["wall_offset_ns"] = [start.collection_time_begin_us * 1000 - start.clock_monotonic_raw_ns]
+                    row["host_mon_ns"] = [start.clock_monotonic_raw_ns]
+        except metadata.MetadataError as e:
+            log.add(Issue(rel_name(dump.root, f.path), "bad_metadata", str(e), device_id=dev))
+    return out
+
+
+def _suffix_device(name: str) -> int | None:
+    tail = name.rsplit(".", 1)[-1]
+    return int(tail) if tail.isdigit() else None
+
+
+def session_start_us(dump: ExportDump) -> int | None:
+    """Collection start from the first database's session table, for the run id; None without one."""
+    for f in dump.of(*DB_KINDS):
+        ns = db.session_start_ns(f.path)
+        if ns is not None:
+            return ns // 1000
+    return None
+
+
+def profiler_info_start_us(dump: ExportDump) -> int | None:
+    """Collection start from torch_npu's profiler_info*.json: its wall-clock end
+    (end_info.collectionTimeEnd, ns) less the monotonic time between start and end."""
+    for f in dump.of("profiler_info"):
+        try:
+            info = json.loads(metadata.read_text(f.path))
+            end = info["end_info"]
+            wall_end = int(end["collectionTimeEnd"])
+            elapsed = int(end["MonotonicTimeEnd"]) - int(info["start_info"]["start_monotonic"])
+        except (metadata.MetadataError, ValueError, KeyError, TypeError):
+            continue
+        if elapsed >= 0:
+            return (wall_end - elapsed) // 1000
+    return None

@@ -1,0 +1,31 @@
+"""One committed run's raw tables as SQL, for the build and the timeline (which read a single
+run's part files directly, not through the read side's views)."""
+
+from __future__ import annotations
+
+import pyarrow.parquet as pq
+
+from pipeline import __version__
+from pipeline.errors import TransformFailed
+from pipeline.warehouse.contracts import contract
+from pipeline.warehouse.store import Warehouse
+from pipeline.warehouse.views import quote
+
+
+def raw_select(wh: Warehouse, table: str, run: dict) -> str:
+    """One run's raw table as its contract has it now, without ``run_id``: what the build and
+    the timeline read. A run ingested by an older profetl lacks the tables and columns added
+    since: those read as empty / NULL, so old runs still rebuild."""
+    c = contract("raw", table)
+    run_id = run["run_id"]
+    path = wh.part("raw", table, run_id, run["ingest_id"])
+    wanted = [col for col in c.columns if col.name != "run_id"]
+    if not path.exists():
+        if run.get("profetl_version") == __version__:
+            raise TransformFailed(f"run {run_id} has no raw part file for {table} ({path})")
+        cols = ", ".join(f"NULL::{col.sql_type} AS {col.name}" for col in wanted)
+        return f"select {cols} where false"
+    have = set(pq.read_schema(path).names)
+    cols = ", ".join(col.name if col.name in have else f"NULL::{col.sql_type} AS {col.name}"
+                     for col in wanted)
+    return f"select {cols} from read_parquet({quote(path)})"

@@ -1,0 +1,117 @@
+"""Terminal output at a real width: no value split across lines, runs one line each, and
+progress that names the phase and counts bytes and steps."""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+from pipeline import progress
+from pipeline.cli import common
+from pipeline.cli.main import app
+from pipeline.outputs.export import fetch
+from pipeline.jobs.runner import run_roots
+from pipeline.warehouse.store import Warehouse
+from tests.helpers.history import build_history
+
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
+
+
+@pytest.fixture(scope="module")
+def three(tmp_path_factory):
+    return build_history(tmp_path_factory.mktemp("term"), [{"seed": 1, "devices": 2}, {"seed": 2}, {"seed": 3}])
+
+
+def _at_width(monkeypatch, width: int) -> io.StringIO:
+    buf = io.StringIO()
+    monkeypatch.setattr(common, "out", common._StdoutConsole(file=buf, width=width, soft_wrap=True, force_terminal=False,
+                                                  color_system=None))
+    return buf
+
+
+def _run(*args) -> None:
+    r = CliRunner().invoke(app, [str(a) for a in args])
+    assert r.exit_code == 0, r.output
+
+
+def test_show_at_120_columns_splits_no_value(three, monkeypatch):
+    wh, nights = three
+    buf = _at_width(monkeypatch, 120)
+    _run("show", nights[0].run_id, "ai_core_metrics", "--limit", "5", "--warehouse", wh.path)
+    text = buf.getvalue()
+    lines = text.splitlines()
+    assert max(len(ln) for ln in lines) <= 120
+    assert "more column(s) not shown" in text and "--json" in text
+    # every row of the table is one line holding each shown value whole
+    _, t = fetch(wh, "ai_core_metrics", [nights[0].run_id], devices=[0])
+    body = [ln for ln in lines if ln.startswith("│")]
+    assert len(body) == 5 * 2  # five rows for each of the two devices
+    for row, line in zip(t.to_pylist()[:5], body):
+        cells = [c.strip() for c in line.strip("│").split("│")]
+        assert cells[2] == row["op_name"] and cells[3] == str(row["ts_ns"])
+
+
+def test_runs_is_one_line_per_run_at_100_columns(three, monkeypatch):
+    wh, nights = three
+    buf = _at_width(monkeypatch, 100)
+    _run("runs", "--warehouse", wh.path)
+    lines = buf.getvalue().splitlines()
+    assert max(len(ln) for ln in lines) <= 100
+    for n in nights:
+        (line,) = [ln for ln in lines if n.run_id in ln]  # the whole id, on one line
+        assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", line) and "built" in line
+    assert len([ln for ln in lines if ln.startswith("│")]) == len(nights)
+    assert "profetl runs --json" in buf.getvalue()
+
+
+def test_fit_columns_keeps_priority_and_never_narrows_a_value():
+    headers = ["Run ID", "Source", "Status"]
+    rows = [["r" * 24, "s" * 60, "built"]]
+    shown, hidden = common.fit_columns(headers, rows, 40, priority=[0, 2, 1])
+    assert shown == [0, 2] and hidden == [1]
+    assert common.fit_columns(headers, rows, 200) == ([0, 1, 2], [])
+    assert common._header_lines("Bytes skipped", 5) == "Bytes\nskipped"
+
+
+def test_progress_reports_phases_bytes_and_steps(tmp_path):
+    seen = []
+    previous = progress.listen(lambda **kw: seen.append(kw))
+    try:
+        wh = Warehouse(tmp_path / "wh")
+        with wh.writer():
+            (o,) = run_roots(wh, [SAMPLE])
+    finally:
+        progress.listen(previous)
+    assert o.status == "built"
+    phases = [(k["phase"], k["total"], k["unit"]) for k in seen if "phase" in k]
+    assert [p for p, _, _ in phases] == ["ingest", "build"]
+    size = sum(f.stat().st_size for f in SAMPLE.rglob("*") if f.is_file())
+    assert phases[0][1:] == (size, "bytes") and phases[1][2] == "steps"
+    start = next(i for i, k in enumerate(seen) if k.get("phase") == "build")
+    decoded = sum(k.get("advance", 0) for k in seen[:start])
+    assert decoded == o.ingest.row["bytes_decoded"] > 0 and decoded <= size
+    steps = [k for k in seen[start:] if k.get("advance")]
+    assert len(steps) == phases[1][1]
+    assert any(str(k.get("step", "")).startswith("marts/") for k in seen[start:])
+
+
+def test_progress_line_on_a_terminal(tmp_path, monkeypatch):
+    """The live line itself: phase, amount and step, rendered by rich on stderr."""
+    buf = io.StringIO()
+    monkeypatch.setattr(common, "err", Console(file=buf, width=120, force_terminal=True, color_system=None))
+    monkeypatch.setattr(common, "interactive", lambda: True)
+    with common.job_progress() as next_dump:
+        next_dump("d")
+        progress.report(phase="ingest", total=4096, unit="bytes")
+        progress.report(advance=2048)
+        progress.report(phase="build", total=3, unit="steps")
+        progress.report(advance=1, step="staging/stg_x")
+    assert progress._listener is None
+    text = buf.getvalue()
+    assert "dump 1 d: build" in text and "1/3 steps" in text and "staging/stg_x" in text
+    assert "2.0 KB of 4.0 KB" in text or "ingest" in text

@@ -1,0 +1,1 @@
+"""Helpers the tests share (oracles, small warehouses, checks); no tests here."""

@@ -1,0 +1,46 @@
+"""Helpers for the warehouse tests: run the CLI in a subprocess, check consistency."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from pipeline.warehouse.contracts import RAW_TABLES
+from pipeline.warehouse.views import connect
+from pipeline.warehouse.store import Warehouse
+
+COUNTED = ("api_calls", "task_states", "pmu_counters", "task_scheduler", "ai_core_metrics")
+
+
+def profetl(*args, env: dict | None = None, wait: bool = True, **kw):
+    cmd = [sys.executable, "-m", "pipeline.cli", *[str(a) for a in args]]
+    full_env = {**os.environ, **(env or {})}
+    if wait:
+        return subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=120, **kw)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env, **kw)
+
+
+def counts(wh_path: Path) -> dict[str, int]:
+    con = connect(Warehouse(wh_path))
+    try:
+        return {t: con.execute(f"select count(*) from {t}").fetchone()[0] for t in COUNTED}
+    finally:
+        con.close()
+
+
+def assert_consistent(wh_path: Path) -> None:
+    """Every committed run names part files that exist, for every raw table and mart it claims."""
+    wh = Warehouse(wh_path)
+    for r in wh.runs():
+        for t in RAW_TABLES:
+            assert wh.part("raw", t, r["run_id"], r["ingest_id"]).exists(), (r["run_id"], t)
+        if r["build_id"]:
+            for f in wh.current_files("marts", "task_scheduler", [r]):
+                assert f.exists()
+            assert wh.current_files("marts", "task_scheduler", [r]), "built run without marts"
+
+
+def part_files(wh_path: Path) -> list[Path]:
+    return sorted(p for layer in ("raw", "marts") for p in (wh_path / layer).glob("*/run_id=*/*"))

@@ -1,0 +1,208 @@
+"""profetl report: one self-contained HTML file per run, checked as text and in headless Chromium."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import statistics
+import subprocess
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from pipeline.outputs.html_report import chart_ids, write_report
+from pipeline.jobs.runner import ingest_dump, run_roots
+from pipeline.synth.hiprof import HiprofConfig, generate
+from pipeline.warehouse.store import Warehouse
+from tests.helpers.built import table_rows
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "data" / "sample"
+SAMPLE_CHARTS = ["top-ops", "task-states", "pipe-ratios", "memory-bound", "topdown"]
+MAX_BYTES = 6_000_000  # the Plotly library (~4.8 MB) and the aggregated figures
+
+
+@pytest.fixture(scope="module")
+def sample_report(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("report")
+    wh = Warehouse(tmp / "wh")
+    with wh.writer():
+        outcomes = run_roots(wh, [SAMPLE])
+    run_id = outcomes[0].run_id
+    written = write_report(wh, tmp / "report.html", run_id)
+    return wh, run_id, written, written.path.read_text(encoding="utf-8")
+
+
+class _Refs(HTMLParser):
+    """Every src and href attribute, and the ids of the chart divs."""
+
+    def __init__(self):
+        super().__init__()
+        self.refs, self.charts = [], []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        self.refs += [a[k] for k in ("src", "href") if a.get(k)]
+        if tag == "div" and "chart" in (a.get("class") or "").split():
+            self.charts.append(a["id"])
+
+
+def test_the_report_is_one_file_that_loads_nothing(sample_report):
+    _, _, written, html = sample_report
+    p = _Refs()
+    p.feed(html)
+    assert all(r.startswith("#") for r in p.refs), [r for r in p.refs if not r.startswith("#")]
+    assert "<script src" not in html and "<link" not in html
+    assert html.count("Plotly=") + html.count("plotly.js") >= 1  # the library is inside
+    assert written.bytes == len(html.encode("utf-8")) < MAX_BYTES
+
+
+def test_the_report_shows_the_run_its_accounting_and_its_advice(sample_report):
+    wh, run_id, written, html = sample_report
+    run = wh.run(run_id)
+    assert run_id in html and run["chip"] in html
+    assert f"{run['bytes_decoded']:,} bytes" in html and f"{run['records_decoded']:,}" in html
+    assert "dropped_task_instances" in html  # the build issues of the sample
+    advice = table_rows(wh, run_id)("advice")
+    assert advice and written.findings == len(advice)  # one run: no regression rule
+    for r in advice:
+        assert r["evidence"].replace("'", "&#39;") in html
+    assert "no run of workload" in html  # why regressions were not checked
+
+
+def test_every_chart_has_a_div(sample_report):
+    _, _, written, html = sample_report
+    p = _Refs()
+    p.feed(html)
+    assert chart_ids(html) == p.charts == SAMPLE_CHARTS
+    assert written.charts == len(SAMPLE_CHARTS)
+
+
+def _runs_of_one_workload(tmp_path, slow_op: str, factor: float):
+    """Four nights of one workload; the last with ``slow_op`` ``factor`` times slower."""
+    wh = Warehouse(tmp_path / "wh")
+    truths = []
+    with wh.writer():
+        for night in range(4):
+            cfg = HiprofConfig(devices=1, inferences=3, tasks=6, seed=night, start_us=1_767_225_600_000_000 + night * 86_400_000_000,
+                               op_scale={slow_op: factor} if night == 3 else {})
+            dump = tmp_path / f"night{night}"
+            truths.append(generate(dump, cfg))
+            o = ingest_dump(wh, dump)
+            assert o.status == "built", o.error
+            last = o.run_id
+    return wh, last, truths
+
+
+@pytest.fixture(scope="module")
+def nights_report(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("nights")
+    wh, run_id, truths = _runs_of_one_workload(tmp, "conv2d_0", 4.0)
+    written = write_report(wh, tmp / "r.html", run_id)
+    return wh, truths, written, written.path.read_text(encoding="utf-8")
+
+
+def test_trend_and_regression_over_earlier_runs(nights_report):
+    wh, truths, written, html = nights_report
+    assert chart_ids(html) == SAMPLE_CHARTS + ["trend"]
+    one = write_report(wh, written.path.with_name("one.html"), trend_runs=1)
+    assert one.charts == len(SAMPLE_CHARTS)  # --trend-runs 1: this run only, no trend
+
+    def mean(truth, op):  # mean running time of the op's complete instances, from the events
+        runs = [x.complete_ns - x.running_ns for x in truth.instances if x.op_name == op and x.complete_ns is not None]
+        return sum(runs) / len(runs)
+
+    before = statistics.median(mean(t, "conv2d_0") for t in truths[:3])
+    ratio = mean(truths[3], "conv2d_0") / before
+    assert ratio > 1.1
+    regression = re.search(r"regression</td>\s*<td>op <b>conv2d_0</b></td>\s*<td class=\"num\">([0-9.]+) ratio", html)
+    assert regression, "no regression finding for conv2d_0"
+    assert float(regression.group(1)) == pytest.approx(ratio, rel=1e-3)
+
+
+def test_a_missing_out_folder_is_a_usage_error(sample_report, tmp_path):
+    from pipeline.errors import UsageError
+
+    wh, run_id, _, _ = sample_report
+    with pytest.raises(UsageError, match="does not exist"):
+        write_report(wh, tmp_path / "missing" / "r.html", run_id)
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+@pytest.mark.skipif(_chromium() is None, reason="no Chromium on this machine (Debian: apt-get install chromium)")
+@pytest.mark.parametrize("which", ["sample_report", "nights_report"])
+def test_headless_chromium_draws_every_chart_offline(which, request, tmp_path):
+    written, html = request.getfixturevalue(which)[-2:]
+    charts = chart_ids(html)
+    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
+           f"--user-data-dir={tmp_path / 'profile'}",
+           # no network: no proxy answers, no name resolves; and a network namespace of its own where allowed
+           "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
+           "--virtual-time-budget=10000", "--window-size=1300,3000", "--dump-dom", written.path.as_uri()]
+    if shutil.which("unshare") and subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
+        cmd = ["unshare", "-n"] + cmd
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    dom = p.stdout
+    body = re.search(r'<body data-charts="(\d+)" data-errors="([^"]*)"', dom)
+    assert body, dom[:500]
+    assert body.group(2) == "", body.group(2)
+    assert int(body.group(1)) == len(charts) >= len(SAMPLE_CHARTS)
+    for chart in charts:  # each chart div holds Plotly's drawing
+        start = dom.index(f'id="{chart}"')
+        assert 'class="main-svg"' in dom[start:start + 20_000], chart
+    console = [line for line in p.stderr.splitlines() if "CONSOLE" in line and "source: file://" in line]
+    assert console == []
+
+
+def test_the_command_writes_the_file_and_says_what_it_wrote(sample_report, tmp_path):
+    import json
+
+    from typer.testing import CliRunner
+
+    from pipeline.cli.main import app
+
+    wh, run_id, _, _ = sample_report
+    out = tmp_path / "cli.html"
+    r = CliRunner().invoke(app, ["report", run_id, "--out", str(out), "--json", "-w", str(wh.path)])
+    assert r.exit_code == 0, r.output
+    said = json.loads(r.stdout)
+    assert said == {"path": str(out), "bytes": out.stat().st_size, "charts": len(SAMPLE_CHARTS),
+                    "findings": len(table_rows(wh, run_id)("advice"))}
+    r = CliRunner().invoke(app, ["report", "--out", str(out), "-w", str(tmp_path / "typo")])
+    assert r.exit_code == 2 and "no warehouse at" in r.output
+
+
+def test_a_training_run_charts_its_iterations(tmp_path):
+    """A dump with FP, BP and all-reduce records gets the step-trace chart; its bars are the
+    parts of each iteration the synthetic records say (truth.training_marks: FP 1 us after the
+    start, BP 1 us before the end, two all-reduce ranges of 2 us each)."""
+    wh = Warehouse(tmp_path / "wh")
+    dump = tmp_path / "train"
+    truth = generate(dump, HiprofConfig(devices=1, inferences=3, tasks=4, seed=3, training=True))
+    with wh.writer():
+        o = ingest_dump(wh, dump)
+    assert o.status == "built", o.error
+    html = write_report(wh, tmp_path / "t.html", o.run_id).path.read_text(encoding="utf-8")
+    assert "step-trace" in chart_ids(html)
+    blob = html[html.index('id="report-charts"'):]
+    blob = blob[blob.index(">") + 1: blob.index("</script>")]
+    fig = next(c for c in json.loads(blob) if c["id"] == "step-trace")["figure"]
+    by_name = {t["name"]: t["y"] for t in fig["data"]}
+    steps = [i.step for i in truth.inferences if i.step is not None]
+    assert len(by_name["FP to BP"]) == len(steps)
+    for k, (start, end) in enumerate(steps):
+        assert by_name["start to FP"][k] == pytest.approx(1.0)
+        assert by_name["FP to BP"][k] == pytest.approx((end - start - 2_000) / 1e3)
+        assert by_name["refresh after BP"][k] == pytest.approx(1.0)
+        assert by_name["all-reduce (sum of ranges)"][k] == pytest.approx(4.0)
+
+
+def test_an_inference_run_has_no_step_trace_chart(sample_report):
+    _, _, _, html = sample_report
+    assert "step-trace" not in chart_ids(html)  # step trace without FP / BP: nothing to break down

@@ -1,0 +1,90 @@
+"""Golden CSVs, reviewed like code: `pytest --update-goldens` rewrites them.
+
+Every mart's golden is data/sample's but two that data/sample has no rows of (a golden
+without rows cannot fail): ai_core_samples (data/sample is task-based) and step_trace_reduces
+(an inference dump has no all-reduce), whose goldens are small PROF_* dumps synth writes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.outputs.export import fetch, to_csv
+from pipeline.jobs.runner import run_roots
+from pipeline.warehouse.contracts import contracts
+from pipeline.synth import prof as synth_prof
+from pipeline.synth.hiprof import HiprofConfig, generate
+from pipeline.warehouse.store import Warehouse
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "data" / "sample"
+GOLDEN = REPO / "tests" / "golden"
+
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
+
+# marts whose golden comes from a synth dump rather than data/sample, and the dump's options
+FROM_SYNTH = {"ai_core_samples": synth_prof.ProfConfig(chip="ascend910a", devices=1, inferences=2, tasks=3,
+                                                       sample_based=True, sample_cores=2, seed=7),
+              "step_trace_reduces": synth_prof.ProfConfig(chip="ascend910a", devices=1, inferences=2, tasks=3,
+                                                          training=True, seed=7)}
+
+
+def _built(wh: Warehouse, root: Path) -> str:
+    with wh.writer():
+        outcomes = run_roots(wh, [root])
+    assert [o.status for o in outcomes] == ["built"], [o.error for o in outcomes]
+    return outcomes[0].run_id
+
+
+@pytest.fixture(scope="module")
+def sample_run(tmp_path_factory):
+    wh = Warehouse(tmp_path_factory.mktemp("wh"))
+    return wh, _built(wh, SAMPLE)
+
+
+@pytest.fixture(scope="module")
+def synth_runs(tmp_path_factory):
+    runs = {}
+    for table, cfg in FROM_SYNTH.items():
+        d = tmp_path_factory.mktemp(f"golden-{table}")
+        synth_prof.generate(d / "dump", cfg)
+        wh = Warehouse(d / "wh")
+        runs[table] = wh, _built(wh, d / "dump")
+    return runs
+
+
+@pytest.mark.parametrize("table", sorted(contracts("marts")))
+def test_golden_csv(request, table, update_goldens):
+    wh, run_id = request.getfixturevalue("synth_runs")[table] if table in FROM_SYNTH else request.getfixturevalue("sample_run")
+    c, t = fetch(wh, table, [run_id])
+    text = to_csv(c, t)
+    path = GOLDEN / f"{table}.csv"
+    if update_goldens:
+        path.write_text(text)
+    assert path.exists(), f"{path} missing: run pytest --update-goldens and review it"
+    assert text == path.read_text()
+    assert len(text.splitlines()) > 1, f"{path} holds no rows: a golden that cannot fail"
+
+
+def test_the_sample_has_no_rows_of_the_synth_goldens(sample_run):
+    """data/sample is task-based (its AI Core counters are per task, ai_core_metrics) and an
+    inference dump (step trace without all-reduce): those two tables are empty for it."""
+    wh, run_id = sample_run
+    assert [fetch(wh, t, [run_id])[1].num_rows for t in sorted(FROM_SYNTH)] == [0, 0]
+    assert fetch(wh, "ai_core_metrics", [run_id])[1].num_rows > 0
+
+
+def test_sample_is_small_and_made_by_synth(tmp_path):
+    """data/sample is exactly what `profetl synth` writes for its documented options."""
+    size = sum(p.stat().st_size for p in SAMPLE.rglob("*") if p.is_file())
+    assert size < 2 * 1024 * 1024
+    made = tmp_path / "resnet50_2dev"
+    generate(made, HiprofConfig(devices=2, inferences=4, tasks=10, drop_complete=1, seed=7))
+    sample = SAMPLE / "resnet50_2dev"
+    names = sorted(p.relative_to(sample) for p in sample.rglob("*") if p.is_file())
+    assert names == sorted(p.relative_to(made) for p in made.rglob("*") if p.is_file())
+    for rel in names:
+        assert (sample / rel).read_bytes() == (made / rel).read_bytes(), rel

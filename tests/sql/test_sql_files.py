@@ -1,0 +1,148 @@
+"""SQL files: one table each, documented headers, layers respected, marts match their contracts."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from pipeline.warehouse.contracts import RAW_TABLES, contracts
+from pipeline.resources import SQL_DIR
+from pipeline.jobs.transforms import run_layer, run_table_layers, sql_files
+from tests.helpers.empty_raw import empty_raw_tables
+
+STAGING = [f.name for f in sql_files("staging")]
+INTERMEDIATE = [f.name for f in sql_files("intermediate")]
+MARTS = [f.name for f in sql_files("marts")]
+ALL_FILES = sql_files("staging") + sql_files("intermediate") + sql_files("marts")
+TABLE_REF = re.compile(r"\b(?:from|join)\s+([a-z_][a-z0-9_]*)", re.IGNORECASE)
+DISTINCT_FROM = re.compile(r"\bis\s+(?:not\s+)?distinct\s+from\b", re.IGNORECASE)  # an operator, not a table
+
+
+def _references(text: str) -> set[str]:
+    body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+    body = DISTINCT_FROM.sub("=", body)
+    ctes = set(re.findall(r"\b([a-z_][a-z0-9_]*)(?:\([^)]*\))?\s+as\s*(?:not\s+)?(?:materialized\s*)?\(", body, re.IGNORECASE))
+    refs = {t for t in TABLE_REF.findall(body)} - ctes
+    # a table macro of sql/macros (``from step_marks()``) reads what its body reads
+    for name in refs & set(TABLE_MACROS):
+        refs = (refs - {name}) | TABLE_MACROS[name]
+    return refs
+
+
+def _table_macros() -> dict[str, set[str]]:
+    """Table macros of sql/macros/*.sql by name, with the tables each one's body reads."""
+    out = {}
+    for path in sorted((SQL_DIR / "macros").glob("*.sql")):
+        text = path.read_text(encoding="utf-8")
+        parts = re.split(r"create\s+(?:or\s+replace\s+)?macro\s+", text, flags=re.IGNORECASE)
+        for part in parts[1:]:
+            m = re.match(r"([a-z_][a-z0-9_]*)\s*\([^)]*\)\s+as\s+table\b", part, re.IGNORECASE)
+            if m:
+                out[m.group(1)] = _references(part[m.end():])
+    return out
+
+
+TABLE_MACROS: dict[str, set[str]] = {}
+TABLE_MACROS.update(_table_macros())
+
+
+@pytest.mark.parametrize("f", ALL_FILES, ids=lambda f: f"{f.layer}/{f.name}")
+def test_header_block(f):
+    header = "\n".join(f.header())
+    assert header.startswith(f"{f.name}: "), "the header starts by naming the table and what one row is"
+    for section in ("Grain:", "Sources:", "Follows:", "Columns:"):
+        assert section in header, f"{section} missing from the header of {f.path.name}"
+    assert f.documented_columns(), "no columns documented"
+
+
+@pytest.mark.parametrize("f", sql_files("staging"), ids=lambda f: f.name)
+def test_staging_reads_raw_only(f):
+    refs = _references(f.text)
+    assert refs and refs <= set(RAW_TABLES), f"{f.name} reads {sorted(refs - set(RAW_TABLES))}"
+
+
+@pytest.mark.parametrize("f", sql_files("intermediate"), ids=lambda f: f.name)
+def test_intermediate_reads_staging_only(f):
+    refs = _references(f.text)
+    assert refs and refs <= set(STAGING), f"{f.name} reads {sorted(refs - set(STAGING))}"
+
+
+@pytest.mark.parametrize("f", sql_files("marts"), ids=lambda f: f.name)
+def test_marts_read_staging_or_intermediate_only(f):
+    refs = _references(f.text)
+    allowed = set(STAGING) | set(INTERMEDIATE)
+    assert refs and refs <= allowed, f"{f.name} reads {sorted(refs - allowed)}"
+
+
+def test_nothing_reads_a_mart():
+    """A mart is the end of the line: no SQL file reads one (the read side reads the part files)."""
+    for f in ALL_FILES:
+        assert not _references(f.text) & set(MARTS), f"{f.layer}/{f.name} reads a mart"
+
+
+def test_layer_names_are_prefixed():
+    """Staging tables start with stg_, intermediate ones with int_, so a reference says its layer."""
+    assert all(n.startswith("stg_") for n in STAGING)
+    assert INTERMEDIATE and all(n.startswith("int_") for n in INTERMEDIATE)
+    assert not any(n.startswith(("stg_", "int_")) for n in MARTS)
+
+
+@pytest.mark.parametrize("f", sql_files("marts"), ids=lambda f: f.name)
+def test_mart_contract_matches_header(f):
+    c = contracts("marts").get(f.name)
+    assert c is not None, f"schemas/marts/{f.name}.toml missing"
+    assert list(f.documented_columns()) == c.column_names
+    for col in c.columns:
+        unit, _ = f.documented_columns()[col.name]
+        assert unit == col.unit, f"{col.name}: header unit {unit!r}, contract unit {col.unit!r}"
+
+
+def test_every_contract_has_a_file():
+    assert set(contracts("marts")) == set(MARTS)
+
+
+def test_staging_columns_match_headers():
+    """Build empty raw tables from the contracts and check each staging, intermediate and mart
+    table's real columns."""
+    con = empty_raw_tables()
+    run_table_layers(con)
+    for f in sql_files("staging") + sql_files("intermediate"):
+        got = [r[0] for r in con.execute(f"describe {f.name}").fetchall()]
+        assert got == list(f.documented_columns()), f.name
+    run_layer(con, "marts")
+    for f in sql_files("marts"):
+        got = [r[0] for r in con.execute(f"describe {f.name}").fetchall()]
+        assert got == list(f.documented_columns()), f.name
+
+
+def test_staging_tables_are_stored_unless_their_header_says_no():
+    """'Stored: no' in a header makes the table a view; every other staging or intermediate
+    table is stored as a temporary table."""
+    tables = set(STAGING) | set(INTERMEDIATE)
+    not_stored = {f.name for f in sql_files("staging") + sql_files("intermediate")
+                  if any(line.startswith("Stored:  no") for line in f.header())}
+    assert {"stg_api_calls", "int_pmu_records_ops"} <= not_stored
+    con = empty_raw_tables()
+    run_table_layers(con)
+    views = {r[0] for r in con.execute("select view_name from duckdb_views() where not internal").fetchall()}
+    temp_tables = {r[0] for r in con.execute("select table_name from duckdb_tables() where temporary").fetchall()}
+    assert views & tables == not_stored
+    assert temp_tables == tables - not_stored
+
+
+def _names(text: str) -> set[str]:
+    return set(re.findall(r"[a-z_][a-z0-9_]*", text))
+
+
+@pytest.mark.parametrize("f", ALL_FILES, ids=lambda f: f"{f.layer}/{f.name}")
+def test_sources_name_every_table_read(f):
+    """The header's Sources line and the contract's sources (docs/tables.md) name every table
+    the SQL reads."""
+    header = "\n".join(f.header())
+    m = re.search(r"Sources:(.*?)(?:\n\s*[A-Z][a-z]+:|\Z)", header, re.S)
+    refs = _references(f.text)
+    assert m and refs <= _names(m.group(1)), f"Sources: of {f.path.name} omits {sorted(refs - _names(m.group(1) if m else ''))}"
+    c = contracts(f.layer).get(f.name)
+    if c is not None:
+        assert refs <= _names(c.sources), f"{f.layer}/{f.name}.toml sources omit {sorted(refs - _names(c.sources))}"

@@ -1,0 +1,127 @@
+"""Synth options that make runs with known differences (a distinct start, a slower op), and
+PROF_* dumps whose control files and options are what msprof's parser and profetl expect."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pipeline.jobs.runner import ingest_dump
+from pipeline.synth import prof
+from pipeline.synth.hiprof import HiprofConfig, generate
+from pipeline.warehouse.store import Warehouse
+
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
+
+def _durations(truth, op_name: str) -> list[int]:
+    return [x.complete_ns - x.running_ns for x in truth.instances if x.op_name == op_name]
+
+
+def test_op_scale_multiplies_one_op_and_leaves_the_rest(tmp_path):
+    base = generate(tmp_path / "a", HiprofConfig(seed=4))
+    slow = generate(tmp_path / "b", HiprofConfig(seed=4, op_scale={"conv2d_0": 1.3}))
+    before, after = _durations(base, "conv2d_0"), _durations(slow, "conv2d_0")
+    assert before and len(before) == len(after)
+    for b, a in zip(before, after):
+        assert a == round(b * 1.3) // 10 * 10  # scaled, kept on the 10 ns device tick
+    for op in {o.op_name for o in base.ops} - {"conv2d_0"}:
+        assert _durations(base, op) == _durations(slow, op)
+
+
+def test_start_changes_the_run_id(synth_run):
+    a = synth_run()
+    b = synth_run(start_us=1_767_312_000_000_000)  # one day later
+    assert a.run_id != b.run_id
+    assert a.run_id.startswith("20260101T000000") and b.run_id.startswith("20260102T000000")
+    assert len(a.wh.runs()) == 2
+
+
+def test_synth_cli_start_and_op_scale(tmp_path):
+    from typer.testing import CliRunner
+
+    from pipeline.cli.main import app
+
+    out = tmp_path / "d"
+    r = CliRunner().invoke(app, ["synth", str(out), "--start", "2026-03-02T01:00:00", "--op-scale", "relu_3=2", "--json"])
+    assert r.exit_code == 0, r.output
+    assert '"collectionTimeBegin":"1772413200000000"' in (out / "start_info.0").read_text()
+    r = CliRunner().invoke(app, ["synth", str(tmp_path / "e"), "--op-scale", "relu_3"])
+    assert r.exit_code == 2 and "OP=FACTOR" in r.stderr
+
+
+# --- PROF_* control files and options ------------------------------------------------------
+
+def _json(path):
+    return json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("chip", list(prof.CHIPS))
+def test_prof_control_files_carry_what_real_ones_carry(tmp_path, chip):
+    """The host folder names the host (device 64), sample.json has the AI Vector fields, info.json
+    a drvVersion: what msprof's parser needs to take the dump as a real one."""
+    truth = prof.generate(tmp_path / "d", prof.ProfConfig(chip=chip))
+    root = tmp_path / "d" / truth.root
+    assert _json(root / "host" / "info.json")["devices"] == "64"
+    assert _json(root / "host" / "sample.json")["devices"] == "64"
+    for d in truth.devices:
+        ddir = root / f"device_{d.device_id}"
+        info, sample = _json(ddir / f"info.json.{d.device_id}"), _json(ddir / "sample.json")
+        assert info["devices"] == sample["devices"] == str(d.device_id)
+        assert info["drvVersion"] >= 0x072211 and truth.drv_version == info["drvVersion"]
+        assert sample["aiv_metrics"] == sample["ai_core_metrics"] == truth.metric_set
+        assert sample["aiv_profiling_events"] == sample["ai_core_profiling_events"]
+        assert sample["aiv_profiling_mode"] == sample["ai_core_profiling_mode"] == "task-based"
+
+
+def test_prof_old_driver_writes_no_drv_version(tmp_path):
+    truth = prof.generate(tmp_path / "d", prof.ProfConfig(chip="ascend310p", old_driver=True))
+    root = tmp_path / "d" / truth.root
+    assert truth.drv_version is None
+    assert all("drvVersion" not in _json(p) for p in root.rglob("info.json*") if not p.name.endswith(".done"))
+
+
+@pytest.mark.parametrize("chip", list(prof.CHIPS))
+def test_prof_metric_set_is_honoured(tmp_path, chip):
+    truth = prof.generate(tmp_path / "d", prof.ProfConfig(chip=chip, metric_set="Memory", devices=1))
+    sample = _json(tmp_path / "d" / truth.root / "device_0" / "sample.json")
+    assert sample["ai_core_metrics"] == truth.metric_set == "Memory"
+    assert sample["ai_core_profiling_events"] == "0x15,0x16,0x31,0x32,0xf,0x10,0x12,0x13"
+    assert truth.event_ids == [0x15, 0x16, 0x31, 0x32, 0xF, 0x10, 0x12, 0x13]
+    with pytest.raises(ValueError, match="aicorePipeline"):
+        prof.generate(tmp_path / "e", prof.ProfConfig(chip=chip, metric_set="aicorePipeline"))
+
+
+def test_synth_cli_metric_set_with_layout_prof(tmp_path):
+    from typer.testing import CliRunner
+
+    from pipeline.cli.main import app
+
+    r = CliRunner().invoke(app, ["synth", "--layout", "prof", "--chip", "ascend910b", "--metric-set", "Memory", "--json",
+                                 str(tmp_path / "d")])
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["metric_set"] == "Memory"
+    r = CliRunner().invoke(app, ["synth", "--layout", "prof", "--metric-set", "aicoreMemoryBandwidth", str(tmp_path / "e")])
+    assert r.exit_code == 2 and "PipeUtilization, Memory" in r.stderr
+    r = CliRunner().invoke(app, ["synth", "--old-driver", str(tmp_path / "f")])
+    assert r.exit_code == 2 and "--layout prof" in r.stderr
+
+
+@pytest.mark.parametrize("chip", list(prof.CHIPS))
+def test_prof_synth_dumps_ingest_clean(tmp_path, chip):
+    """A 4-device dump of each chip: no byte skipped, no issue. The records of documented types no
+    table uses are written only on request; then they are the bytes the reader counts as skipped."""
+    sizes = {"ascend910a": 40 + 2 * 64, "ascend310p": 40 + 2 * 64, "ascend910b": 40 + 64 + 128}
+    for other, skipped in ((False, 0), (True, 4 * sizes[chip])):
+        out = tmp_path / f"d{int(other)}"
+        truth = prof.generate(out, prof.ProfConfig(chip=chip, devices=4, other_records=other))
+        wh = Warehouse(tmp_path / f"wh{int(other)}")
+        with wh.writer():
+            o = ingest_dump(wh, out / truth.root, then_build=False)
+        run = wh.run(o.run_id)
+        assert run["bytes_skipped"] == skipped and run["bytes_decoded"] == run["data_bytes"] - skipped
+        if other:
+            assert o.issues and all(": counted_tag: " in line for line in o.issues)
+        else:
+            assert o.issues == [] and run["issues"] == 0

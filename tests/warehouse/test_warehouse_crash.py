@@ -1,0 +1,241 @@
+"""A writer killed at any moment leaves the previous run or the new one; the next run completes."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pipeline.warehouse.faults import POINTS
+from pipeline.synth.hiprof import HiprofConfig, generate
+from pipeline.warehouse.store import Warehouse
+from tests.helpers.warehouse_checks import assert_consistent, counts, part_files, profetl
+
+pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
+
+
+@pytest.fixture(scope="module")
+def versions(tmp_path_factory):
+    """One dump in two versions (same collection, more data in v2), and the counts each gives."""
+    base = tmp_path_factory.mktemp("crash")
+    v1, v2 = base / "v1", base / "v2"
+    generate(v1, HiprofConfig(inferences=3, seed=21))
+    generate(v2, HiprofConfig(inferences=6, seed=21))
+    expected = {}
+    for name, d in (("v1", v1), ("v2", v2)):
+        wh = base / f"wh-{name}"
+        assert profetl("run", d, "--warehouse", wh).returncode == 0
+        expected[name] = counts(wh)
+    assert expected["v1"] != expected["v2"]
+    return base, v1, v2, expected
+
+
+def _warehouse_with_v1(tmp_path, versions):
+    base, v1, v2, expected = versions
+    dump = tmp_path / "dump"
+    shutil.copytree(v1, dump)
+    wh = tmp_path / "wh"
+    assert profetl("run", dump, "--warehouse", wh).returncode == 0
+    shutil.rmtree(dump)
+    shutil.copytree(v2, dump)  # the dump changed since the last night
+    return dump, wh, expected
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_killed_at_each_stage(tmp_path, versions, point):
+    dump, wh, expected = _warehouse_with_v1(tmp_path, versions)
+    crashed = profetl("run", dump, "--warehouse", wh, env={"PROFETL_CRASH_AT": point})
+    assert crashed.returncode == 137, crashed.stderr
+    assert_consistent(wh)
+    after = counts(wh)
+    assert after == (expected["v2"] if point == "after_commit" else expected["v1"])
+    again = profetl("run", dump, "--warehouse", wh)
+    assert again.returncode == 0, again.stderr
+    assert "died without releasing" in again.stderr
+    assert counts(wh) == expected["v2"]
+    assert_consistent(wh)
+    # leftovers of the dead writer are gone: one part file per table and run
+    assert len(part_files(wh)) == len({p.parent for p in part_files(wh)})
+
+
+def test_killed_at_random_moments(tmp_path, versions):
+    dump, wh, expected = _warehouse_with_v1(tmp_path, versions)
+    rng = random.Random(5)
+    for _ in range(6):
+        p = profetl("run", dump, "--warehouse", wh, "--force", wait=False)
+        time.sleep(rng.uniform(0.05, 1.5))
+        if p.poll() is None:
+            os.kill(p.pid, signal.SIGKILL)
+        p.wait()
+        assert_consistent(wh)
+        assert counts(wh) in (expected["v1"], expected["v2"])
+    final = profetl("run", dump, "--warehouse", wh, "--force")
+    assert final.returncode == 0, final.stderr
+    assert counts(wh) == expected["v2"]
+    assert len(part_files(wh)) == len({p.parent for p in part_files(wh)})
+
+
+def _two_runs(tmp_path):
+    """A warehouse with two runs of distinct collections; the dumps and the part files of each."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    generate(a, HiprofConfig(inferences=2, seed=31, start_us=1_767_225_600_000_000))
+    generate(b, HiprofConfig(inferences=2, seed=32, start_us=1_767_312_000_000_000))
+    wh = tmp_path / "wh"
+    done = profetl("run", a, b, "--warehouse", wh)
+    assert done.returncode == 0, done.stderr
+    runs = sorted(p.parent.name.split("=", 1)[1] for p in (wh / "runs").glob("run_id=*/run.parquet"))
+    assert len(runs) == 2
+    return a, b, wh, runs
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "other_run"])
+def test_unreadable_commit_record_keeps_its_run(tmp_path, damage):
+    """A commit record that cannot be read is reported and its files survive every writer;
+    only `drop` (or a forced re-ingest) removes or replaces them."""
+    a, b, wh, (victim, other) = _two_runs(tmp_path)
+    record = wh / "runs" / f"run_id={victim}" / "run.parquet"
+    data = record.read_bytes()
+    record.write_bytes({"truncated": data[: len(data) // 2], "garbage": b"\x00garbage" * 50, "empty": b"",
+                        "other_run": (wh / "runs" / f"run_id={other}" / "run.parquet").read_bytes()}[damage])
+    files = sorted(p for p in part_files(wh) if f"run_id={victim}" in str(p))
+    assert files
+
+    listed = profetl("runs", "--warehouse", wh, "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert victim in listed.stderr and "cannot be read" in listed.stderr
+    assert [r["run_id"] for r in json.loads(listed.stdout)] == [other]
+
+    # a writer (with its sweep) leaves the run's files alone, and says why the run is missing
+    again = profetl("run", b, "--warehouse", wh)
+    assert again.returncode == 0, again.stderr
+    assert victim in again.stderr
+    assert sorted(p for p in part_files(wh) if f"run_id={victim}" in str(p)) == files
+
+    # re-ingesting the same dump without --force is refused, with the way out named
+    same = profetl("run", a, "--warehouse", wh)
+    assert same.returncode == 1 and "--force" in same.stdout + same.stderr
+    assert sorted(p for p in part_files(wh) if f"run_id={victim}" in str(p)) == files
+
+    dropped = profetl("drop", victim, "--warehouse", wh)
+    assert dropped.returncode == 0, dropped.stderr
+    assert not [p for p in part_files(wh) if f"run_id={victim}" in str(p)] and not record.exists()
+    clean = profetl("runs", "--warehouse", wh)
+    assert clean.returncode == 0 and victim not in clean.stderr
+
+
+def test_forced_reingest_repairs_an_unreadable_commit_record(tmp_path):
+    a, b, wh, (victim, other) = _two_runs(tmp_path)
+    fresh = tmp_path / "fresh"
+    assert profetl("run", a, b, "--warehouse", fresh).returncode == 0
+    (wh / "runs" / f"run_id={victim}" / "run.parquet").write_bytes(b"PAR1")
+    repaired = profetl("run", a, "--force", "--warehouse", wh)
+    assert repaired.returncode == 0, repaired.stderr
+    with Warehouse(wh).writer():  # the next writer sweeps the files the repair superseded
+        pass
+    assert counts(wh) == counts(fresh)
+    assert len(part_files(wh)) == len(part_files(fresh))
+
+
+class _ReplacedWhileListing(Warehouse):
+    """A warehouse whose run ``victim`` is re-ingested by a writer right after a reader has
+    read the commit records (the first time only): the reader's list is then stale."""
+
+    def __init__(self, path, dump, victim):
+        super().__init__(path)
+        self.dump, self.victim, self.fired = dump, victim, False
+
+    def runs(self):
+        rows = super().runs()
+        if not self.fired and any(r["run_id"] == self.victim for r in rows):
+            self.fired = True
+            from pipeline.jobs.runner import ingest_dump
+
+            with Warehouse(self.path).writer() as w:
+                ingest_dump(w, self.dump, force=True)
+        return rows
+
+
+def test_reader_never_answers_from_a_stale_list(tmp_path):
+    """A writer replaces a run between a reader's listing and its read: the reader must see
+    every run (here: read again on a new snapshot), not silently leave the run out."""
+    from pipeline.outputs.query import query
+
+    a, b, wh, (victim, other) = _two_runs(tmp_path)
+    expected = counts(wh)
+    dump = next(d for d in (a, b) if Warehouse(wh).run(victim)["source_path"].endswith(d.name))
+    racing = _ReplacedWhileListing(wh, dump, victim)
+    res = query(racing, "select count(distinct run_id), count(*) from task_states")
+    assert racing.fired
+    assert res.rows == [(2, expected["task_states"])]
+
+
+def test_reader_fails_clearly_when_the_warehouse_keeps_changing(tmp_path, monkeypatch):
+    from pipeline.outputs.query import query
+    from pipeline.errors import QueryFailed
+
+    _, _, wh, (victim, _) = _two_runs(tmp_path)
+    real = Warehouse.run
+
+    def replaced_every_time(self, run_id):  # every re-read of the record finds a new ingest
+        row = real(self, run_id)
+        return {**row, "ingest_id": "x" + row["ingest_id"]}
+
+    part = next((wh / "raw" / "task_states" / f"run_id={victim}").glob("part-*"))
+    part.rename(part.with_suffix(".moved"))
+    monkeypatch.setattr(Warehouse, "run", replaced_every_time)
+    with pytest.raises(QueryFailed, match="changed under 3 attempts"):
+        query(Warehouse(wh), "select count(distinct run_id) from task_states")
+    monkeypatch.undo()
+    # the record unchanged and its file gone: a clear error, and a non-zero exit from the CLI
+    p = profetl("query", "select count(distinct run_id) from task_states", "--warehouse", wh)
+    assert p.returncode == 1 and "missing" in p.stderr and victim in p.stderr, p.stderr
+
+
+def test_readers_racing_a_writer_never_get_a_partial_answer(tmp_path, versions):
+    """A writer replaces one run over and over (its old parts deleted at each commit) while
+    readers count runs and rows: each answer is a whole snapshot or a clear failure."""
+    from pipeline.errors import QueryFailed
+    from pipeline.outputs.query import query
+
+    base, v1, v2, expected = versions
+    wh = tmp_path / "wh"
+    others = []
+    for i, start in enumerate((1_767_398_400_000_000, 1_767_484_800_000_000)):
+        d = tmp_path / f"other{i}"
+        generate(d, HiprofConfig(inferences=1, seed=40 + i, start_us=start))
+        others.append(d)
+    dump = tmp_path / "dump"
+    shutil.copytree(v1, dump)
+    assert profetl("run", dump, *others, "--warehouse", wh).returncode == 0
+    rest = counts(wh)["task_states"] - expected["v1"]["task_states"]
+    allowed = {(3, rest + expected["v1"]["task_states"]), (3, rest + expected["v2"]["task_states"])}
+    writer_script = (
+        "import shutil, subprocess, sys\n"
+        "for i in range(6):\n"
+        "    src = sys.argv[1 + i % 2]\n"
+        "    shutil.rmtree(sys.argv[3]); shutil.copytree(src, sys.argv[3])\n"
+        "    subprocess.run([sys.executable, '-m', 'pipeline.cli', 'run', sys.argv[3], '-w', sys.argv[4], '--force', '--wait', '30'], check=True, capture_output=True)\n")
+    writer = subprocess.Popen([sys.executable, "-c", writer_script, str(v2), str(v1), str(dump), str(wh)],
+                              env={**os.environ}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    answers, failures = set(), 0
+    deadline = time.monotonic() + 90
+    try:
+        while writer.poll() is None and time.monotonic() < deadline:
+            try:
+                answers.add(query(Warehouse(wh), "select count(distinct run_id), count(*) from task_states").rows[0])
+            except QueryFailed as e:
+                failures += 1
+                assert "run the command again" in str(e)
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+        writer.wait()
+    assert writer.returncode == 0, writer.stderr.read()
+    assert answers and answers <= allowed, (answers, allowed, failures)
