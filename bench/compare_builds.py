@@ -53,7 +53,7 @@ def _dumps(out: Path, extra: list[Path]) -> dict[str, Path]:
 
 def _build(src: Path, dump: Path, wh: Path, trace: Path) -> None:
     r = _cli(src, "run", str(dump), "--warehouse", str(wh))
-    if r.returncode:
+    if r.returncode not in (0, 5):  # 5: built, with data lost (the dump's own damage, counted)
         sys.exit(f"{src}: run {dump} failed ({r.returncode}): {r.stderr.strip()}")
     r = _cli(src, "timeline", "latest", "--warehouse", str(wh), "--out", str(trace))
     if r.returncode:

@@ -4,7 +4,7 @@ Each file under ``sql/staging``, ``sql/intermediate`` and ``sql/marts`` holds on
 whose result is the table named after the file. The runner, not the file, creates the
 table, so a file only defines what its table holds. The layers run in that order (dbt's
 staging -> intermediate -> marts): staging files read raw tables only; intermediate files
-read staging tables only and hold each rule that joins staging tables which several marts
+read staging tables (and the intermediate files before them in name order) and hold each rule that joins staging tables which several marts
 (and the timeline) need, e.g. what ran a task execution, once; mart files read staging and
 intermediate tables (tests/sql/test_sql_files.py checks all three).
 
@@ -40,7 +40,6 @@ import duckdb
 from pipeline.errors import TransformFailed
 from pipeline.resources import SQL_DIR, folder
 
-LAYERS = ("staging", "intermediate", "marts")
 # the layers made as tables (or views) before the marts, in order
 TABLE_LAYERS = ("staging", "intermediate")
 

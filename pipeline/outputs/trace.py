@@ -18,7 +18,7 @@ device; its tracks (threads), in this order:
 
 Task instances, their ops and launching APIs come from the same SQL as the reports: the
 staging tables and ``int_task_executions`` (``sql/intermediate``), made by the build's own
-code (pipeline.transforms.run_table_layers), so the trace and the tables agree.
+code (pipeline.jobs.transforms.run_table_layers), so the trace and the tables agree.
 
 Every track is a row of slices that never overlap nor touch: a slice that would start
 before (or exactly when) the track's last slice ends goes to the track's next lane
@@ -148,7 +148,8 @@ def _us(ns: int) -> float:
 
 
 # the staging and intermediate tables the trace reads, with those they are made from
-_TABLES = {"stg_api_calls", "stg_task_instances", "stg_task_launches", "stg_task_ops", "int_task_executions"}
+_TABLES = {"stg_api_calls", "stg_task_instances", "stg_task_launches", "stg_task_ops", "int_op_keys",
+           "int_task_executions"}
 
 
 def _connect_run(wh: Warehouse, run: dict, workdir: Path, memory_limit: str, threads: int | None) -> duckdb.DuckDBPyConnection:

@@ -1,7 +1,7 @@
 -- int_pmu_records_ops: one row per AI Core task PMU record with the operator in force at its time.
 --
 -- Grain:   (device_id, record_kind, seq)
--- Sources: stg_pmu_records, stg_task_ops
+-- Sources: stg_pmu_records, stg_task_ops, int_op_keys
 -- Stored:  no, a view: read by two marts, one of which needs a single column of it; cheaper
 --          to compute in each than to store its wide rows (pipeline/jobs/transforms.py)
 -- Follows: docs/formats.md#rule-op-name with the descriptions of stg_task_ops, as
@@ -45,35 +45,17 @@
 --   op_name            -       operator name; NULL when no description is in force
 --   op_block_dim       blocks  block dim of that operator
 
-with op_keys as (
-    -- per (device, stream, task): its (op name, block dim) when every description of it says
-    -- the same and the first is valid from the start; the other tasks take the ASOF join
-    select
-        device_id,
-        stream_id,
-        task_id,
-        min(op) as op,
-        count(*) = 1 and min(valid_from_ns) = -9223372036854775808 as is_single
-    from (
-        select device_id, stream_id, task_id, min(valid_from_ns) as valid_from_ns,
-            {'op_name': op_name, 'block_dim': block_dim} as op
-        from stg_task_ops
-        group by device_id, stream_id, task_id, op_name, block_dim
-    )
-    group by device_id, stream_id, task_id
-),
-
-multi_keys as (
-    select device_id, stream_id, task_id from op_keys where not is_single
+with multi_keys as (
+    select device_id, stream_id, task_id from int_op_keys where not is_single
 )
 
 select
     pmu.*,
     -- a record without a time has no description in force (as in the ASOF join)
-    case when pmu.ts_ns is not null then ok.op.op_name end as op_name,
-    case when pmu.ts_ns is not null then ok.op.block_dim end as op_block_dim
+    case when pmu.ts_ns is not null then ok.op_name end as op_name,
+    case when pmu.ts_ns is not null then ok.block_dim end as op_block_dim
 from (select * from stg_pmu_records anti join multi_keys using (device_id, stream_id, task_id)) as pmu
-left join op_keys as ok
+left join int_op_keys as ok
     on pmu.device_id = ok.device_id
     and pmu.stream_id = ok.stream_id
     and pmu.task_id = ok.task_id

@@ -2,7 +2,7 @@
 -- that launched it and the operator it ran.
 --
 -- Grain:   (device_id, record_kind, stream_id, task_id, instance_no)
--- Sources: stg_task_instances, stg_task_launches, stg_task_ops
+-- Sources: stg_task_instances, stg_task_launches, stg_task_ops, int_op_keys
 -- Stored:  no, a view: each mart runs it for the columns it reads (hash joins on small
 --          per-task tables, in the common case); storing its rows, one per task instance, cost
 --          a build more than it saved the marts (bench/HISTORY.md, pipeline/jobs/transforms.py)
@@ -136,43 +136,18 @@ with_api as (
         and i.start_ns >= l.start_ns
 ),
 
-op_keys as (
-    -- per (device, stream, task): the operator of every description of it when they all say
-    -- the same and the first is valid from the start (then the ASOF join would give each
-    -- instance that one); the other tasks take the ASOF join
-    select
-        device_id,
-        stream_id,
-        task_id,
-        min(op) as op,
-        count(*) = 1 and min(valid_from_ns) = -9223372036854775808 as is_single
-    from (
-        -- one row per distinct operator of a task; min(op) then compares a few structs per
-        -- task, not one per description
-        select device_id, stream_id, task_id, min(valid_from_ns) as valid_from_ns, {
-            'model_id': model_id,
-            'op_name': op_name,
-            'op_type': op_type,
-            'ge_task_type': ge_task_type,
-            'block_dim': block_dim
-        } as op
-        from stg_task_ops
-        group by device_id, stream_id, task_id, model_id, op_name, op_type, ge_task_type, block_dim
-    )
-    group by device_id, stream_id, task_id
-),
-
 multi_op_keys as (
-    select device_id, stream_id, task_id from op_keys where not is_single
+    select device_id, stream_id, task_id from int_op_keys where not is_single
 ),
 
 with_op as (
     select
         e.*,
         -- an instance without a start has no description in force (as in the ASOF join)
-        case when e.start_ns is not null then ok.op end as op
+        case when e.start_ns is not null then {'model_id': ok.model_id, 'op_name': ok.op_name, 'op_type': ok.op_type,
+            'ge_task_type': ok.ge_task_type, 'block_dim': ok.block_dim} end as op
     from (select * from with_api anti join multi_op_keys using (device_id, stream_id, task_id)) as e
-    left join op_keys as ok
+    left join int_op_keys as ok
         on e.device_id = ok.device_id
         and e.stream_id = ok.stream_id
         and e.task_id = ok.task_id
