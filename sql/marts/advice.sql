@@ -264,7 +264,7 @@ window_launches as (
     select w.device_id, w.infer_id, c.start_ns, c.end_ns
     from (
         select * from stg_api_calls
-        where level = 'runtime' and (api_name ilike '%kernellaunch%' or api_name ilike '%launchkernel%')
+        where level = 'runtime' and is_kernel_launch(api_name)
     ) as c
     asof join windows as w
         on c.device_id = w.device_id

@@ -94,7 +94,7 @@ runtime_rows as (
         select *
         from stg_api_calls
         where level = 'runtime'
-            and (lower(api_name) like '%kernellaunch%' or lower(api_name) like '%launchkernel%')
+            and is_kernel_launch(api_name)
     ) as calls
     asof inner join windows
         on calls.device_id = windows.device_id
