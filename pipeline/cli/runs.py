@@ -23,7 +23,9 @@ def command(
 
     A warehouse folder without runs lists none; a path with no warehouse is an error (exit 2).
     A run whose commit record cannot be read is named on stderr (its files are kept; `profetl
-    drop RUN` removes it, `profetl run --force DUMP` re-ingests it).
+    drop RUN` removes it, `profetl run --force DUMP` re-ingests it). With --json it is also an
+    element of the list, whatever the filters: {"run_id": ..., "status": "unreadable",
+    "reason": the message naming the record and why}, after the readable runs.
 
     Example: profetl runs --since 7d --json
     """
@@ -35,7 +37,9 @@ def command(
         wh.runs()
         common.warn_unreadable(wh)
     if json_:
-        common.print_json([{k: v for k, v in r.items() if k != "metadata_json"} for r in runs])
+        unreadable = [{"run_id": run_id, "status": "unreadable", "reason": why}
+                      for run_id, why in sorted(wh.unreadable.items())]
+        common.print_json([{k: v for k, v in r.items() if k != "metadata_json"} for r in runs] + unreadable)
         return
     if not runs:
         common.out.print(f"no runs in {wh.path} yet (profetl run DUMP... adds some)", highlight=False, markup=False)

@@ -110,7 +110,11 @@ def test_unreadable_commit_record_keeps_its_run(tmp_path, damage):
     listed = profetl("runs", "--warehouse", wh, "--json")
     assert listed.returncode == 0, listed.stderr
     assert victim in listed.stderr and "cannot be read" in listed.stderr
-    assert [r["run_id"] for r in json.loads(listed.stdout)] == [other]
+    # --json names it too: after the readable runs, with its status and the reason
+    readable, unreadable = json.loads(listed.stdout)
+    assert readable["run_id"] == other and readable["status"] != "unreadable"
+    assert unreadable["run_id"] == victim and unreadable["status"] == "unreadable"
+    assert str(record) in unreadable["reason"] and "cannot be read" in unreadable["reason"]
 
     # a writer (with its sweep) leaves the run's files alone, and says why the run is missing
     again = profetl("run", b, "--warehouse", wh)
