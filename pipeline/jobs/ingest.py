@@ -140,7 +140,7 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
         sink = ParquetSink(paths, derive={"task_states": InstanceNumbers().add, "task_runs": RunNumbers().add})
         log = IssueLog()
         try:
-            meta = _read(layout, dump, sink, log)
+            meta = _read(layout, dump, sink, log, tmp)
             sink.write("ingest_issues", _issue_columns(log))
             sink.close()
         except BaseException:
@@ -238,12 +238,13 @@ def replacement_losses(old: dict, decoded: int, skipped: int, texts: dict, meta,
     return lost
 
 
-def _read(layout: str, dump: Path, sink: ParquetSink, log: IssueLog):
+def _read(layout: str, dump: Path, sink: ParquetSink, log: IssueLog, tmp: Path):
     """Decode ``dump`` with its generation's reader, imported here: a process that reads one
-    generation (or only builds) does not load the others' readers."""
+    generation (or only builds) does not load the others' readers. ``tmp`` is the ingest's
+    temporary folder (an export's databases are read from copies taken there)."""
     if layout in exported.LAYOUTS:
         from pipeline.readers.exported.reader import read_export
-        return read_export(dump, sink, log, layout)
+        return read_export(dump, sink, log, layout, workdir=tmp)
     if layout in prof.LAYOUTS:
         from pipeline.readers.prof.reader import read_prof
         return read_prof(dump, sink, log, layout)

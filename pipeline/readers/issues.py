@@ -66,7 +66,7 @@ class IssueLog:
 
 # Issue kinds that stand for bytes of a recognised file that were not decoded into a record.
 BYTE_KINDS = {"truncated_record", "corrupt_stream", "bad_magic", "counted_tag", "bad_hash_line", "bad_text_line",
-              "unreadable_file"}
+              "unreadable_file", "changed_while_read"}
 
 # Issue kinds that mean the run lacks data the dump was meant to hold: bytes not decoded,
 # metadata that could not be read, files or parts of files missing, a writer not finished.

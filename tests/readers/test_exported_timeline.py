@@ -159,9 +159,9 @@ def test_a_failure_in_the_second_pass_keeps_and_reports_what_was_written(tmp_pat
     p.write_text(json.dumps(HAND_TRACE))
     real, calls = timeline_json.trace_events, []
 
-    def failing(path):
+    def failing(path, **kw):
         calls.append(path)
-        for n, e in enumerate(real(path)):
+        for n, e in enumerate(real(path, **kw)):
             if len(calls) == 2 and n == 7:
                 raise OSError(5, "Input/output error")
             yield e

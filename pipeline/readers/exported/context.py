@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +30,7 @@ class ExportContext:
     log: IssueLog
     tables: frozenset[str]
     default_device: int | None = None
+    workdir: Path | None = None  # where a reader may put a private copy of its file (the ingest's temp folder)
 
     def rel(self, p: Path) -> str:
         return rel_name(self.root, p)
@@ -53,3 +56,35 @@ def file_size(path: Path) -> int | None:
         return path.stat().st_size
     except OSError:
         return None
+
+
+class _Bounded(io.RawIOBase):
+    """A file read from its start up to ``size`` bytes, never further."""
+
+    def __init__(self, path: Path, size: int):
+        self._fh = open(path, "rb")
+        self._left = max(0, int(size))
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        if not self._left:
+            return 0
+        view = memoryview(b)
+        n = self._fh.readinto(view[:min(len(view), self._left)]) or 0
+        self._left -= n
+        return n
+
+    def close(self) -> None:
+        self._fh.close()
+        super().close()
+
+
+def open_measured(path: Path, size: int | None) -> io.BufferedReader:
+    """``path`` opened for reading up to ``size`` bytes, the size the ingest measured when it
+    scanned the dump (docs/formats.md#live-dumps): bytes a producer writes later are not read.
+    ``size`` None reads to the end as it is now."""
+    if size is None:
+        size = os.stat(path).st_size
+    return io.BufferedReader(_Bounded(path, size), buffer_size=1 << 20)

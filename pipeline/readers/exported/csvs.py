@@ -37,7 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from pipeline.readers.exported import values as export_values
-from pipeline.readers.exported.context import ExportContext, SourceResult, file_size
+from pipeline.readers.exported.context import ExportContext, SourceResult, file_size, open_measured
 from pipeline.readers.issues import Issue
 
 KINDS = ("kernel_details", "op_summary", "task_time_csv")
@@ -112,14 +112,17 @@ def layout(header: list[str]) -> Layout:
     return Layout(header, roles, metrics, not_kept)
 
 
-def read_summary(path: Path, kind: str, ctx: ExportContext) -> SourceResult | None:
+def read_summary(path: Path, kind: str, ctx: ExportContext, size: int | None = None) -> SourceResult | None:
+    """``size``: the bytes measured when the dump was scanned, read and no more (None: the
+    file's size now; docs/formats.md#live-dumps)."""
     path = Path(path)
     rel = ctx.rel(path)
     res = SourceResult()
     tables = [t for t in TABLES if t in ctx.tables]
     try:
-        size = path.stat().st_size
-        header = _header(path)
+        if size is None:
+            size = path.stat().st_size
+        header = _header(path, size)
     except (OSError, UnicodeDecodeError, csv.Error) as e:
         ctx.log.add(Issue(rel, "unreadable_file", f"header not readable ({e}): file not read", byte_offset=0,
                           byte_length=file_size(path)))
@@ -145,17 +148,17 @@ def read_summary(path: Path, kind: str, ctx: ExportContext) -> SourceResult | No
 
     try:
         if size <= _IN_MEMORY:
-            batches = list(_batches(path, len(header), bad_rows.append, on_not_utf8))
+            batches = list(_batches(path, size, len(header), bad_rows.append, on_not_utf8))
             good = sum(b.num_rows for b in batches)
         else:  # a first pass checks and counts, the second converts
-            good = sum(b.num_rows for b in _batches(path, len(header), bad_rows.append, on_not_utf8))
-            batches = _batches(path, len(header), lambda row: None)
+            good = sum(b.num_rows for b in _batches(path, size, len(header), bad_rows.append, on_not_utf8))
+            batches = _batches(path, size, len(header), lambda row: None)
     except (pa.ArrowInvalid, OSError) as e:
         ctx.log.add(Issue(rel, "unreadable_file", f"not parseable as CSV: {e}: file not read",
-                          byte_offset=_row_offset(path, str(e)), byte_length=size))
+                          byte_offset=_row_offset(path, size, str(e)), byte_length=size))
         return res
 
-    skipped = _report_bad_rows(path, rel, bad_rows, ctx)
+    skipped = _report_bad_rows(path, size, rel, bad_rows, ctx)
     seqs = _good_seqs(bad_rows, good + len(bad_rows)) if bad_rows else None
     for n, (row, columns) in enumerate(sorted(not_utf8.items())):
         if n == _SHOWN_BAD_LINES:
@@ -205,8 +208,8 @@ def read_summary(path: Path, kind: str, ctx: ExportContext) -> SourceResult | No
 
 
 
-def _header(path: Path) -> list[str]:
-    with open(path, "rb") as f:
+def _header(path: Path, size: int) -> list[str]:
+    with open_measured(path, size) as f:
         first = f.readline(1 << 20)
     text = first.decode("utf-8-sig").rstrip("\r\n")
     if not text.strip():
@@ -214,24 +217,29 @@ def _header(path: Path) -> list[str]:
     return next(csv.reader(io.StringIO(text)))
 
 
-def _batches(path: Path, ncols: int, on_bad, on_not_utf8=None):
-    """The file's data rows as batches of text columns. Cells are read as bytes and made text
-    a column at a time; a column of a batch with bytes that are not UTF-8 (one bad row must not
-    cost the file) is made text cell by cell, the bad bytes replaced by U+FFFD, and
-    ``on_not_utf8(row, column)`` hears of each such cell (row: its index among the rows read)."""
+def _batches(path: Path, size: int, ncols: int, on_bad, on_not_utf8=None):
+    """The data rows of the file's first ``size`` bytes as batches of text columns. Cells are
+    read as bytes and made text a column at a time; a column of a batch with bytes that are not
+    UTF-8 (one bad row must not cost the file) is made text cell by cell, the bad bytes replaced
+    by U+FFFD, and ``on_not_utf8(row, column)`` hears of each such cell (row: its index among
+    the rows read)."""
     names = [f"c{i}" for i in range(ncols)]
 
     def handler(row):
         on_bad(row)
         return "skip"
 
-    reader = pacsv.open_csv(
-        path,
-        read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, use_threads=False, block_size=_BLOCK),
-        parse_options=pacsv.ParseOptions(invalid_row_handler=handler),
-        convert_options=pacsv.ConvertOptions(column_types={n: pa.binary() for n in names},
-                                             strings_can_be_null=False, quoted_strings_can_be_null=False),
-    )
+    with open_measured(path, size) as fh:
+        yield from _text_batches(pacsv.open_csv(
+            fh,
+            read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, use_threads=False, block_size=_BLOCK),
+            parse_options=pacsv.ParseOptions(invalid_row_handler=handler),
+            convert_options=pacsv.ConvertOptions(column_types={n: pa.binary() for n in names},
+                                                 strings_can_be_null=False, quoted_strings_can_be_null=False),
+        ), names, on_not_utf8)
+
+
+def _text_batches(reader, names: list[str], on_not_utf8):
     read = 0
     for b in reader:
         cols = []
@@ -251,7 +259,7 @@ def _batches(path: Path, ncols: int, on_bad, on_not_utf8=None):
         yield pa.RecordBatch.from_arrays(cols, names=names)
 
 
-def _report_bad_rows(path: Path, rel: str, bad_rows: list, ctx: ExportContext) -> int:
+def _report_bad_rows(path: Path, size: int, rel: str, bad_rows: list, ctx: ExportContext) -> int:
     """One bad_text_line issue per ragged row (the first few; the rest counted in one), with byte
     offsets found in the file. Returns the bytes skipped."""
     if not bad_rows:
@@ -262,7 +270,7 @@ def _report_bad_rows(path: Path, rel: str, bad_rows: list, ctx: ExportContext) -
         cursor = 0
         for i, row in enumerate(bad_rows):
             text = (row.text or "").encode("utf-8")
-            at = mm.find(text, cursor) if text else -1
+            at = mm.find(text, cursor, size) if text else -1
             length = len(text)
             if at >= 0:
                 end = at + length
@@ -299,7 +307,7 @@ def _good_seqs(bad_rows: list, total: int) -> np.ndarray | None:
 _ROW = re.compile(r"Row #(\d+)")
 
 
-def _row_offset(path: Path, message: str) -> int | None:
+def _row_offset(path: Path, size: int, message: str) -> int | None:
     """Byte offset of the line pyarrow names in an error ("Row #N", 1 = the header)."""
     m = _ROW.search(message)
     if not m:
@@ -309,7 +317,7 @@ def _row_offset(path: Path, message: str) -> int | None:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as mm:
             at = 0
             for _ in range(n - 1):
-                nl = mm.find(b"\n", at)
+                nl = mm.find(b"\n", at, size)
                 if nl < 0:
                     return None
                 at = nl + 1

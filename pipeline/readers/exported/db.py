@@ -1,8 +1,9 @@
 """The unified SQLite database of msprof (``msprof_*.db``) and torch_npu (``ascend_pytorch_profiler*.db``).
 
 Older msprof versions named it ``report_*.db`` and called the API table ``API``. Facts about
-the schema: docs/formats.md#export-db. The file is opened read-only and
-``immutable`` (nothing is ever written beside it, not even a lock or a WAL index), and every
+the schema: docs/formats.md#export-db. The file is read from a private copy of the bytes the
+ingest measured (``read_db``, docs/formats.md#live-dumps), opened read-only and ``immutable``
+(nothing is ever written beside the dump's file, not even a lock or a WAL index), and every
 table is read column-wise in chunks of ``CHUNK_ROWS`` rows, strings resolved through
 ``STRING_IDS`` by joins inside SQLite.
 
@@ -40,8 +41,10 @@ of one run produce the same ``metric`` rows:
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import struct
+import tempfile
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -444,30 +447,83 @@ def _side_files(path: Path, ctx: ExportContext, rel: str) -> None:
                               "is read as it is on disk, without what the side file holds"))
 
 
-def read_db(path: Path, ctx: ExportContext) -> SourceResult | None:
+def read_db(path: Path, ctx: ExportContext, size: int | None = None,
+            mtime_ns: int | None = None) -> SourceResult | None:
+    """Read the database as the ingest measured it (``size`` bytes, modified at ``mtime_ns``,
+    when the dump was scanned; None: as it is now). A database cannot be read in part, and a
+    writer changes pages anywhere in it, so its first ``size`` bytes are copied into
+    ``ctx.workdir`` and the copy is read only if the file was still as measured when the copy
+    ended; otherwise it is not read and that is reported (``changed_while_read``, its bytes
+    counted skipped): the next run reads it again (docs/formats.md#live-dumps)."""
     path = Path(path)
     rel = ctx.rel(path)
     _side_files(path, ctx, rel)
     try:
-        size = path.stat().st_size
-        why = _header_problem(path)
+        if size is None:
+            st = path.stat()
+            size, mtime_ns = st.st_size, st.st_mtime_ns
+        copy = _snapshot(path, size, mtime_ns, ctx.workdir)
+    except _Changed as e:
+        ctx.log.add(Issue(rel, "changed_while_read", f"{e}: a database cannot be read in part, so it is not read; "
+                          "the next run reads it again", byte_offset=0, byte_length=size))
+        return None
     except OSError as e:
-        ctx.log.add(Issue(rel, "unreadable_file", f"cannot be opened: {e.strerror or e}"))
+        ctx.log.add(Issue(rel, "unreadable_file", f"cannot be opened or copied: {e.strerror or e}",
+                          byte_length=size))
         return None
     db = None
     try:
+        why = _header_problem(copy)
         if why is not None:
             raise _Damaged(why)
-        db = _Db(path)
-    except (_Damaged, sqlite3.Error) as e:
+        db = _Db(copy)
+    except (_Damaged, sqlite3.Error, OSError) as e:
         if db is not None:
             db.close()
+        copy.unlink(missing_ok=True)
         ctx.log.add(Issue(rel, "unreadable_file", f"not read: {e}", byte_length=size))
         return None
     try:
         return _read(path, ctx, db, size)
     finally:
         db.close()
+        copy.unlink(missing_ok=True)
+
+
+class _Changed(Exception):
+    """The database is no longer as the ingest measured it (message says how)."""
+
+
+_COPY_BYTES = 8 << 20
+
+
+def _snapshot(path: Path, size: int, mtime_ns: int | None, workdir: Path | None) -> Path:
+    """A private copy of the first ``size`` bytes of ``path`` in ``workdir`` (the system's
+    temporary folder when None); ``_Changed`` when the file's size or modification time differ
+    from those measured, before the copy or once it is taken (the copy is then deleted)."""
+
+    def check(st: os.stat_result) -> None:
+        if st.st_size != size or (mtime_ns is not None and st.st_mtime_ns != mtime_ns):
+            raise _Changed(f"changed since the ingest measured it ({size} bytes then, {st.st_size} now"
+                           f"{'' if st.st_size != size else ', modified since'})")
+
+    fd, name = tempfile.mkstemp(prefix="export-", suffix=".db", dir=workdir)
+    copy = Path(name)
+    try:
+        with open(path, "rb") as src, os.fdopen(fd, "wb") as dst:
+            check(os.fstat(src.fileno()))
+            left = size
+            while left:
+                data = src.read(min(_COPY_BYTES, left))
+                if not data:
+                    break
+                dst.write(data)
+                left -= len(data)
+        check(path.stat())  # by path: a file replaced under the same name is a change too
+    except BaseException:
+        copy.unlink(missing_ok=True)
+        raise
+    return copy
 
 
 def _read(path: Path, ctx: ExportContext, db: _Db, size: int) -> SourceResult:

@@ -96,6 +96,10 @@ class ExportFile:
     group: str  # database | timeline | summary | control
     kind: str
     device_id: int | None = None  # from the path (device_N/), when it says
+    # size and modification time measured once, when the dump was scanned: what is read is
+    # bounded by them (docs/formats.md#live-dumps); None for a file that could not be stat'ed
+    size: int | None = None
+    mtime_ns: int | None = None
 
 
 @dataclass
@@ -225,7 +229,12 @@ def scan(root: Path, layout: str | None = None) -> ExportDump:
                     dump.others.append(p)
                 else:
                     rel = p.relative_to(root).parts[:-1]
-                    dump.files.append(ExportFile(p, c[0], c[1], _device_from_path(rel)))
+                    try:
+                        st = p.stat()
+                        size, mtime_ns = st.st_size, st.st_mtime_ns
+                    except OSError:
+                        size = mtime_ns = None
+                    dump.files.append(ExportFile(p, c[0], c[1], _device_from_path(rel), size, mtime_ns))
 
     walk(root, 0)
     return dump

@@ -82,7 +82,12 @@ def choose(dump: ExportDump) -> dict[str, list[ExportFile]]:
     return chosen
 
 
-def read_export(root: Path, sink: Sink, log: IssueLog, layout: str | None = None) -> RunMeta:
+def read_export(root: Path, sink: Sink, log: IssueLog, layout: str | None = None,
+                workdir: Path | None = None) -> RunMeta:
+    """Every file is read as the scan measured it, never further (docs/formats.md#live-dumps):
+    text files up to their size then, a database from a copy of those bytes taken in
+    ``workdir`` (the system's temporary folder without one) only while the file is still as
+    measured; bytes written after the scan are reported, not read."""
     root = Path(root)
     dump = scan(root, layout)
     if not any(f.group != "control" for f in dump.files):
@@ -106,11 +111,13 @@ def read_export(root: Path, sink: Sink, log: IssueLog, layout: str | None = None
             log.add(Issue(rel_name(root, f.path), "not_read", why, device_id=f.device_id))
             continue
         ctx = ExportContext(root, sink, log, frozenset(tables),
-                            f.device_id if f.device_id is not None else default_device)
+                            f.device_id if f.device_id is not None else default_device, workdir)
         res = _read_one(f, ctx)
-        # every byte of a file chosen as a source is decoded (the reader calls log.decoded) or
-        # reported skipped (an issue of a BYTE_KINDS kind), also when the reader gives up on it
-        meta.data_bytes += f.path.stat().st_size
+        # every byte of a file chosen as a source, as the scan measured it, is decoded (the
+        # reader calls log.decoded) or reported skipped (an issue of a BYTE_KINDS kind), also
+        # when the reader gives up on it
+        meta.data_bytes += f.size or 0
+        _grown(f, log, rel_name(root, f.path))
         if res is None:
             continue
         results[f.path] = res
@@ -134,10 +141,26 @@ def read_export(root: Path, sink: Sink, log: IssueLog, layout: str | None = None
 
 def _read_one(f: ExportFile, ctx: ExportContext) -> SourceResult | None:
     if f.group == "database":
-        return db.read_db(f.path, ctx)
+        return db.read_db(f.path, ctx, f.size, f.mtime_ns)
     if f.group == "timeline":
-        return timeline_json.read_timeline(f.path, f.kind, ctx)
-    return csvs.read_summary(f.path, f.kind, ctx)
+        return timeline_json.read_timeline(f.path, f.kind, ctx, f.size)
+    return csvs.read_summary(f.path, f.kind, ctx, f.size)
+
+
+def _grown(f: ExportFile, log: IssueLog, rel: str) -> None:
+    """Bytes written to a source file after the scan measured it: not read, and reported
+    (``grown_while_read``; not a loss: the dump's fingerprint has changed, so the next run
+    reads the file again)."""
+    if f.size is None:
+        return
+    try:
+        now = f.path.stat().st_size
+    except OSError:
+        return
+    if now > f.size:
+        log.add(Issue(rel, "grown_while_read", f"{now - f.size} bytes were written to it after the ingest "
+                      "measured it; not read (the dump counts as changed, the next run reads them)",
+                      device_id=f.device_id, byte_offset=f.size, byte_length=now - f.size))
 
 
 def _default_device(dump: ExportDump, log: IssueLog) -> int | None:

@@ -436,27 +436,30 @@ class _Reader:
                                   f"first event at {first} ns): the collection start is not taken from it")
 
 
-def read_timeline(path: Path, kind: str, ctx: ExportContext) -> SourceResult | None:
+def read_timeline(path: Path, kind: str, ctx: ExportContext, size: int | None = None) -> SourceResult | None:
+    """``size``: the bytes measured when the dump was scanned, read and no more (None: the
+    file's size now)."""
     path = Path(path)
     rel = ctx.rel(path)
     reader = _Reader(path, kind, ctx)
     try:
-        size = path.stat().st_size
-        res = reader.read(lambda: trace_events(path))
+        if size is None:
+            size = path.stat().st_size
+        res = reader.read(lambda: trace_events(path, size=size))
     except (OSError, TraceError) as e:
         why = (e.strerror or str(e)) if isinstance(e, OSError) else str(e)
         written = sum(reader.res.rows.values())
         if written:  # the file changed or failed in the second pass, after some batches were written
             ctx.log.add(Issue(rel, "unreadable_file", f"reading failed part way ({why}) after {written} rows were "
                                                       f"written: they are kept, the rest of the file is not read",
-                              byte_length=file_size(path)))
+                              byte_length=size if size is not None else file_size(path)))
             return reader.res
         if isinstance(e, TraceError):
             ctx.log.add(Issue(rel, "unreadable_file", f"{e}: file not read", byte_offset=e.offset,
-                              byte_length=file_size(path)))
+                              byte_length=size if size is not None else file_size(path)))
         else:
             ctx.log.add(Issue(rel, "unreadable_file", f"cannot be read ({why}): file not read",
-                              byte_length=file_size(path)))
+                              byte_length=size if size is not None else file_size(path)))
         return None
     ctx.log.decoded(size)
     return res

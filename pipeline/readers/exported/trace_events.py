@@ -24,6 +24,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
+from pipeline.readers.exported.context import open_measured
+
 CHUNK_BYTES = 16 << 20
 MAX_EVENT_BYTES = 64 << 20  # an event larger than this is taken for a broken file
 COMPACT_CHARS = 1 << 20  # consumed text is dropped once it is this long and half the buffer
@@ -40,10 +42,11 @@ class TraceError(Exception):
         self.offset = offset
 
 
-def trace_events(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[object]:
+def trace_events(path: Path, chunk_bytes: int = CHUNK_BYTES, size: int | None = None) -> Iterator[object]:
     """Every entry of the file's event list, in file order (normally dicts; anything else is
-    yielded as it is, for the caller to count)."""
-    with open(path, "rb") as fh:
+    yielded as it is, for the caller to count). With ``size``, the file is read up to that many
+    bytes (the size measured when the dump was scanned), never further."""
+    with open_measured(path, size) as fh:
         yield from _Scanner(fh, chunk_bytes).events()
 
 
