@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -121,10 +122,19 @@ def generate(base: Path, wh: Path, n: int, layout: str) -> None:
     (generate_legacy if layout == "legacy" else generate_current)(base, wh, n)
 
 
+CPU: dict[str, float] = {}
+
+
 def timed(*args: str) -> float:
+    """Wall time of one command; its CPU time (user + system, all threads) goes to ``CPU``
+    under the command's name: on a busy machine the CPU time is the steadier figure."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     profetl(*args)
-    return time.perf_counter() - t
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU[" ".join(args[:2])] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall
 
 
 def count_files(wh: Path) -> int:
@@ -149,6 +159,7 @@ def bench(wh: Path, out: Path, n: int) -> dict:
     run_id = json.loads(one)[0]["run_id"]
     sql_one = f"SELECT op_type, sum(dur_ns) FROM op_summary WHERE run_id = '{run_id}' GROUP BY 1"
     r = {"runs": n}
+    CPU.clear()
     r["runs_last20_s"] = timed("runs", "--last", "20", "-w", w)
     r["runs_json_s"] = timed("runs", "--json", "-w", w)
     r["query_all_s"] = timed("query", sql_all, "-w", w)
@@ -162,11 +173,13 @@ def bench(wh: Path, out: Path, n: int) -> dict:
     r["nightly_run_s"] = timed("run", str(dump), "-w", w)
     shutil.rmtree(dump, ignore_errors=True)
     r["files"] = count_files(wh)
+    r["cpu_s"] = {k: round(v, 2) for k, v in CPU.items()}
+    r["load"] = os.getloadavg()[0]
     return r
 
 
 COLUMNS = ["runs", "runs_last20_s", "runs_json_s", "query_all_s", "query_one_s", "export_all_s", "export_10_s",
-           "nightly_run_s", "files", "generate_s"]
+           "nightly_run_s", "files", "generate_s", "load"]
 
 
 def table(results: list[dict]) -> str:

@@ -123,7 +123,8 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
     tmp = wh.temp_dir()
     try:
         paths = {t: tmp / f"{t}.parquet" for t in RAW_TABLES}
-        sink = ParquetSink(paths, derive={"task_states": InstanceNumbers().add, "task_runs": RunNumbers().add})
+        sink = ParquetSink(paths, derive={"task_states": InstanceNumbers().add, "task_runs": RunNumbers().add},
+                          run_id=run_id)
         log = IssueLog()
         try:
             meta = _read(layout, dump, sink, log)

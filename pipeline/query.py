@@ -34,9 +34,9 @@ def raw_select(wh: Warehouse, table: str, run: dict) -> str:
     since: those read as empty / NULL, so old runs still rebuild."""
     c = contract("raw", table)
     run_id = run["run_id"]
-    path = wh.part("raw", table, run_id, run["ingest_id"])
+    path = wh.run_part("raw", table, run)
     wanted = [col for col in c.columns if col.name != "run_id"]
-    if not path.exists():
+    if path is None or not path.exists():
         if run.get("profetl_version") == __version__:
             raise TransformFailed(f"run {run_id} has no raw part file for {table} ({path})")
         cols = ", ".join(f"NULL::{col.sql_type} AS {col.name}" for col in wanted)
@@ -44,19 +44,31 @@ def raw_select(wh: Warehouse, table: str, run: dict) -> str:
     have = set(pq.read_schema(path).names)
     cols = ", ".join(col.name if col.name in have else f"NULL::{col.sql_type} AS {col.name}"
                      for col in wanted)
-    return f"select {cols} from read_parquet({_quote(path)})"
+    # a group file holds other runs too
+    where = f" where run_id = {_quote(run_id)}" if "run_id" in have else ""
+    return f"select {cols} from read_parquet({_quote(path)}){where}"
 
 
-def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict]) -> str:
+def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict] | None) -> str:
+    """The table's rows of ``runs`` (None: every run) through the files the index names."""
     files = wh.current_files(layer, c.name, runs)
     if not files:
         return _empty_view(c)
-    listing = "[" + ", ".join(_quote(f) for f in files) + "]"
     names = ", ".join(col.name for col in c.columns)
+    flat = [f for f in files if not f.parent.name.startswith("run_id=")]
+    old = [f for f in files if f.parent.name.startswith("run_id=")]
+    scans = []
+    if flat:
+        scans.append(f"SELECT * FROM read_parquet([{', '.join(_quote(f) for f in flat)}], union_by_name = true)")
+    if old:  # profetl 0.2's layout, until a writer migrates it: the run is the folder's name
+        scans.append(f"SELECT * FROM read_parquet([{', '.join(_quote(f) for f in old)}], hive_partitioning = true, "
+                     "hive_types = {'run_id': VARCHAR}, union_by_name = true)")
+    # a group file holds runs not asked for
+    where = "" if runs is None else " WHERE run_id IN (" + ", ".join(_quote(r["run_id"]) for r in runs) + ")"
     # UNION BY NAME with the empty contract: a column no part file has yet (a run written by an
     # older profetl, a column added since) reads as NULL instead of failing the whole view
-    return (f"SELECT run_id, {names} FROM (SELECT * FROM read_parquet({listing}, hive_partitioning = true, "
-            f"hive_types = {{'run_id': VARCHAR}}, union_by_name = true) UNION ALL BY NAME {_empty_view(c)})")
+    union = " UNION ALL BY NAME ".join(f"({x})" for x in scans)
+    return f"SELECT run_id, {names} FROM ({union} UNION ALL BY NAME {_empty_view(c)}){where}"
 
 
 def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None) -> duckdb.DuckDBPyConnection:
@@ -64,29 +76,41 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None) -> duc
 
     Times print in UTC. ``runs`` holds the commit records plus ``RUN_VIEW_COLUMNS``.
     ``tables`` limits the other views to those named (and what ``runs`` reads): a view
-    reads the footer of every part file it lists, so fewer views open faster over many runs.
+    reads the footer of every part file it lists, so fewer views open faster.
     """
-    only = None if tables is None else set(tables) | _RUNS_VIEW_READS
-    runs = wh.check().runs()
+    wh.check()
+    legacy = not wh.index_file.exists() and wh.legacy()
+    only = None if tables is None else set(tables) | (_RUNS_VIEW_READS if legacy else set())
+    idx = wh.index()
+    runs = None
     if run_ids is not None:
         wanted = set(run_ids)
-        runs = [r for r in runs if r["run_id"] in wanted]
+        runs = [r for r in idx.values() if r["run_id"] in wanted]
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
-    if runs:
-        listing = "[" + ", ".join(_quote(wh.run_file(r["run_id"])) for r in runs) + "]"
-        con.execute(f"CREATE VIEW _run_records AS SELECT * FROM read_parquet({listing}, hive_partitioning = false, union_by_name = true)")
+    # a query per run (export) opens the same files again: read each footer once
+    con.execute("SET parquet_metadata_cache = true")
+    record_cols = ", ".join(col.name for col in contracts("raw")["runs"].columns)
+    if not legacy and idx:
+        where = "" if runs is None else " WHERE run_id IN (" + ", ".join(_quote(r["run_id"]) for r in runs) + ")"
+        con.execute(f"CREATE VIEW _run_records AS SELECT {record_cols}, workload "
+                    f"FROM read_parquet({_quote(wh.index_file)}){where}")
+    elif idx and (runs is None or runs):
+        chosen = idx.values() if runs is None else runs
+        listing = "[" + ", ".join(_quote(wh.path / "runs" / f"run_id={r['run_id']}" / "run.parquet") for r in chosen) + "]"
+        con.execute(f"CREATE VIEW _run_records AS SELECT {record_cols}, NULL::VARCHAR AS workload "
+                    f"FROM read_parquet({listing}, hive_partitioning = false, union_by_name = true)")
     else:
         c = contracts("raw")["runs"]
         con.execute("CREATE VIEW _run_records AS SELECT " + ", ".join(
-            f"NULL::{col.sql_type} AS {col.name}" for col in c.columns) + " WHERE false")
+            f"NULL::{col.sql_type} AS {col.name}" for col in c.columns) + ", NULL::VARCHAR AS workload WHERE false")
     for name in RAW_TABLES:
         if only is None or name in only:
             con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'raw', contracts('raw')[name], runs)}")
     for name, c in contracts("marts").items():
         if only is None or name in only:
             con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'marts', c, runs)}")
-    con.execute(_RUNS_VIEW)
+    con.execute(_RUNS_VIEW_LEGACY if legacy else _RUNS_VIEW)
     return con
 
 
@@ -97,11 +121,22 @@ RUN_VIEW_COLUMNS = {
                  "<layout>/<chip>/<model names joined by +>, or <layout>/<chip>/ops-<hash of the "
                  "sorted op names> when the run has no model records"),
 }
-_RUNS_VIEW_READS = {"inferences", "task_ops"}
+_RUNS_VIEW_READS = {"inferences", "task_ops"}  # to compute workload in profetl 0.2's layout
+# The index keeps each run's workload, computed from its raw tables when it is committed
+# (Warehouse.workload); a warehouse of profetl 0.2's layout not migrated yet has none, and
+# the view computes it the same way from the raw tables.
 _RUNS_VIEW = """
 CREATE VIEW runs AS
 SELECT
-    r.*,
+    r.* EXCLUDE (workload),
+    make_timestamptz(r.collection_start_us) AS collected_at,
+    r.workload
+FROM _run_records AS r
+"""
+_RUNS_VIEW_LEGACY = """
+CREATE VIEW runs AS
+SELECT
+    r.* EXCLUDE (workload),
     make_timestamptz(r.collection_start_us) AS collected_at,
     concat_ws('/', r.layout, coalesce(r.chip, 'unknown-chip'),
               coalesce(m.models, 'ops-' || left(md5(o.ops), 8), 'empty')) AS workload
@@ -115,8 +150,6 @@ LEFT JOIN (
     FROM task_ops WHERE op_name IS NOT NULL GROUP BY run_id
 ) AS o USING (run_id)
 """
-
-
 # rows per batch streamed from DuckDB to an output file
 BATCH_ROWS = 100_000
 
