@@ -42,11 +42,11 @@ from pipeline.contracts import contract  # noqa: E402
 SAMPLE = ROOT / "data" / "sample"
 NIGHT_US = 86_400 * 1_000_000
 FIRST_US = 1_700_000_000 * 1_000_000
-ENV = dict(os.environ, PYTHONPATH=str(ROOT))
+ENV = dict(os.environ, PYTHONPATH=str(ROOT))  # --code: another checkout's profetl runs the commands
 
 
 def profetl(*args: str, capture: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], env=ENV, cwd=ROOT,
+    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], env=ENV, cwd=ENV["PYTHONPATH"],
                           capture_output=capture, text=True, check=True)
 
 
@@ -125,7 +125,7 @@ def generate(base: Path, wh: Path, n: int, layout: str) -> None:
 CPU: dict[str, float] = {}
 
 
-def timed(*args: str) -> float:
+def timed(name: str, *args: str) -> float:
     """Wall time of one command; its CPU time (user + system, all threads) goes to ``CPU``
     under the command's name: on a busy machine the CPU time is the steadier figure."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -133,7 +133,7 @@ def timed(*args: str) -> float:
     profetl(*args)
     wall = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    CPU[" ".join(args[:2])] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    CPU[name] = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return wall
 
 
@@ -160,17 +160,17 @@ def bench(wh: Path, out: Path, n: int) -> dict:
     sql_one = f"SELECT op_type, sum(dur_ns) FROM op_summary WHERE run_id = '{run_id}' GROUP BY 1"
     r = {"runs": n}
     CPU.clear()
-    r["runs_last20_s"] = timed("runs", "--last", "20", "-w", w)
-    r["runs_json_s"] = timed("runs", "--json", "-w", w)
-    r["query_all_s"] = timed("query", sql_all, "-w", w)
-    r["query_one_s"] = timed("query", sql_one, "-w", w)
-    r["export_all_s"] = timed("export", "op_summary", "--since", "2000-01-01", "--format", "parquet",
+    r["runs_last20_s"] = timed("runs_last20", "runs", "--last", "20", "-w", w)
+    r["runs_json_s"] = timed("runs_json", "runs", "--json", "-w", w)
+    r["query_all_s"] = timed("query_all", "query", sql_all, "-w", w)
+    r["query_one_s"] = timed("query_one", "query", sql_one, "-w", w)
+    r["export_all_s"] = timed("export_all", "export", "op_summary", "--since", "2000-01-01", "--format", "parquet",
                               "-o", str(out / "export.parquet"), "-w", w)
     since = time.strftime("%Y-%m-%dT%H:%M", time.gmtime((FIRST_US + (n - 10) * NIGHT_US) / 1e6))
-    r["export_10_s"] = timed("export", "op_summary", "--since", since, "--format", "parquet",
+    r["export_10_s"] = timed("export_10", "export", "op_summary", "--since", since, "--format", "parquet",
                              "-o", str(out / "export10.parquet"), "-w", w)
     dump = nightly_dump(out, n)
-    r["nightly_run_s"] = timed("run", str(dump), "-w", w)
+    r["nightly_run_s"] = timed("nightly_run", "run", str(dump), "-w", w)
     shutil.rmtree(dump, ignore_errors=True)
     r["files"] = count_files(wh)
     r["cpu_s"] = {k: round(v, 2) for k, v in CPU.items()}
@@ -196,12 +196,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", default="100,1000,10000", help="warehouse sizes in runs (comma separated)")
     ap.add_argument("--layout", choices=("current", "legacy"), default="current")
     ap.add_argument("--keep", action="store_true", help="keep the generated warehouses")
+    ap.add_argument("--code", type=Path, help="run the commands with the profetl of this checkout "
+                    "(e.g. an older commit's `git archive`, to time the layout it wrote)")
     a = ap.parse_args(argv)
+    if a.code:
+        ENV["PYTHONPATH"] = str(a.code.resolve())
     a.out.mkdir(parents=True, exist_ok=True)
     base = base_run(a.out)
     results = []
     for n in (int(x) for x in a.runs.split(",")):
-        wh = a.out / f"{a.layout}-{n}"
+        wh = a.out / f"{a.layout}-{n}{'-' + a.code.name if a.code else ''}"
         t = time.perf_counter()
         generate(base, wh, n, a.layout)
         gen = time.perf_counter() - t
@@ -211,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         if not a.keep:
             shutil.rmtree(wh, ignore_errors=True)
     print(table(results))
-    (a.out / f"results-{a.layout}.json").write_text(json.dumps(results, indent=1))
+    (a.out / f"results-{a.layout}{'-' + a.code.name if a.code else ''}.json").write_text(json.dumps(results, indent=1))
     return 0
 
 

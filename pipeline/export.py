@@ -60,8 +60,10 @@ def run_chunks(wh: Warehouse, layer: str, run_ids: list[str]) -> list[list[str]]
     would cost a plan and a pass over the group's statistics for every run."""
     from pipeline.warehouse import is_group, run_order
 
-    idx = wh.index()
     key = "raw_part" if layer == "raw" else "mart_part"
+    t = wh._table()
+    idx = ({r["run_id"]: r for r in t.select(["run_id", key, "collection_start_us"]).to_pylist()}
+           if t is not None else wh.index())
     chunks: list[list[str]] = []
     prev = None
     for run_id in run_ids:

@@ -49,9 +49,9 @@ def raw_select(wh: Warehouse, table: str, run: dict) -> str:
     return f"select {cols} from read_parquet({_quote(path)}){where}"
 
 
-def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict] | None) -> str:
-    """The table's rows of ``runs`` (None: every run) through the files the index names."""
-    files = wh.current_files(layer, c.name, runs)
+def _view_sql(wh: Warehouse, layer: str, c: Contract, run_ids: list[str] | None) -> str:
+    """The table's rows of ``run_ids`` (None: every run) through the files the index names."""
+    files = wh.current_files(layer, c.name, None if run_ids is None else [{"run_id": r} for r in run_ids])
     if not files:
         return _empty_view(c)
     names = ", ".join(col.name for col in c.columns)
@@ -64,7 +64,7 @@ def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict] | None) -
         scans.append(f"SELECT * FROM read_parquet([{', '.join(_quote(f) for f in old)}], hive_partitioning = true, "
                      "hive_types = {'run_id': VARCHAR}, union_by_name = true)")
     # a group file holds runs not asked for
-    where = "" if runs is None else " WHERE run_id IN (" + ", ".join(_quote(r["run_id"]) for r in runs) + ")"
+    where = "" if run_ids is None else " WHERE run_id IN (" + ", ".join(_quote(r) for r in run_ids) + ")"
     # UNION BY NAME with the empty contract: a column no part file has yet (a run written by an
     # older profetl, a column added since) reads as NULL instead of failing the whole view
     union = " UNION ALL BY NAME ".join(f"({x})" for x in scans)
@@ -81,23 +81,23 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None) -> duc
     wh.check()
     legacy = not wh.index_file.exists() and wh.legacy()
     only = None if tables is None else set(tables) | (_RUNS_VIEW_READS if legacy else set())
-    idx = wh.index()
+    known = wh.run_ids()
     runs = None
     if run_ids is not None:
         wanted = set(run_ids)
-        runs = [r for r in idx.values() if r["run_id"] in wanted]
+        runs = [r for r in known if r in wanted]
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     # a query per run (export) opens the same files again: read each footer once
     con.execute("SET parquet_metadata_cache = true")
     record_cols = ", ".join(col.name for col in contracts("raw")["runs"].columns)
-    if not legacy and idx:
-        where = "" if runs is None else " WHERE run_id IN (" + ", ".join(_quote(r["run_id"]) for r in runs) + ")"
+    if not legacy and known:
+        where = "" if runs is None else " WHERE run_id IN (" + ", ".join(_quote(r) for r in runs) + ")"
         con.execute(f"CREATE VIEW _run_records AS SELECT {record_cols}, workload "
                     f"FROM read_parquet({_quote(wh.index_file)}){where}")
-    elif idx and (runs is None or runs):
-        chosen = idx.values() if runs is None else runs
-        listing = "[" + ", ".join(_quote(wh.path / "runs" / f"run_id={r['run_id']}" / "run.parquet") for r in chosen) + "]"
+    elif known and (runs is None or runs):
+        chosen = known if runs is None else runs
+        listing = "[" + ", ".join(_quote(wh.path / "runs" / f"run_id={r}" / "run.parquet") for r in chosen) + "]"
         con.execute(f"CREATE VIEW _run_records AS SELECT {record_cols}, NULL::VARCHAR AS workload "
                     f"FROM read_parquet({listing}, hive_partitioning = false, union_by_name = true)")
     else:

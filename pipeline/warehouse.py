@@ -156,18 +156,53 @@ class Warehouse:
         return base.is_dir() and any(base.glob("run_id=*/run.parquet"))
 
     # --- the index -----------------------------------------------------------------
-    def index(self) -> dict[str, dict]:
-        """Every committed run's index row by run id (commit record, parts, workload)."""
-        f = self.index_file
+    def _table(self) -> pa.Table | None:
+        """The index as an Arrow table (None without one), read again only when it changed.
+        Readers work on its columns: making a dict of every run costs more than the rest of a
+        command once there are thousands."""
         try:
-            st = f.stat()
-        except FileNotFoundError:
-            return self._legacy_index() if self.legacy() else {}
+            st = self.index_file.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            return None
         key = (st.st_ino, st.st_mtime_ns, st.st_size)
         if self._cache is None or self._cache[0] != key:
-            rows = pq.read_table(f).to_pylist()
-            self._cache = (key, {r["run_id"]: r for r in rows})
-        return {k: dict(v) for k, v in self._cache[1].items()}
+            self._cache = (key, pq.read_table(self.index_file), None)
+        return self._cache[1]
+
+    def index(self) -> dict[str, dict]:
+        """Every committed run's index row by run id (commit record, parts, workload)."""
+        t = self._table()
+        if t is None:
+            return self._legacy_index() if self.legacy() else {}
+        if self._cache[2] is None:
+            self._cache = (self._cache[0], t, {r["run_id"]: r for r in t.to_pylist()})
+        return {k: dict(v) for k, v in self._cache[2].items()}
+
+    def row(self, run_id: str) -> dict | None:
+        """One run's index row."""
+        t = self._table()
+        if t is None:
+            return self.index().get(run_id)
+        rows = t.filter(pc.equal(t.column("run_id"), run_id)).to_pylist()
+        return rows[0] if rows else None
+
+    def run_ids(self) -> list[str]:
+        t = self._table()
+        return t.column("run_id").to_pylist() if t is not None else list(self.index())
+
+    def parts(self, layer: str, run_ids=None) -> list[str]:
+        """The distinct parts of ``layer`` holding the rows of ``run_ids`` (default: every run),
+        in run order."""
+        key = "raw_part" if layer == "raw" else "mart_part"
+        t = self._table()
+        if t is None:
+            rows = self.index()
+            chosen = rows.values() if run_ids is None else (rows[r] for r in run_ids if r in rows)
+            return list(dict.fromkeys(r[key] for r in chosen if r.get(key)))
+        col = t.column(key)
+        if run_ids is not None:
+            col = col.filter(pc.is_in(t.column("run_id"), value_set=pa.array(list(run_ids), pa.string())))
+        return pc.unique(col.drop_null()).to_pylist()
 
     def _legacy_index(self) -> dict[str, dict]:
         out = {}
@@ -190,13 +225,16 @@ class Warehouse:
             out[r["run_id"]] = r
         return out
 
-    def _write_index(self, idx: dict[str, dict]) -> None:
+    def _write_index(self, idx: dict[str, dict] | pa.Table) -> None:
         """The commit: the new index replaces the old one in one rename."""
         f = self.index_file
         f.parent.mkdir(parents=True, exist_ok=True)
         tmp = f.with_name(f".runs-{secrets.token_hex(4)}.tmp")
-        rows = sorted(idx.values(), key=run_order)
-        pq.write_table(pa.Table.from_pylist(rows, schema=index_schema()), tmp, compression="zstd")
+        if isinstance(idx, pa.Table):
+            table = idx
+        else:
+            table = pa.Table.from_pylist(sorted(idx.values(), key=run_order), schema=index_schema())
+        pq.write_table(table, tmp, compression="zstd")
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         checkpoint("before_commit")
@@ -208,38 +246,45 @@ class Warehouse:
     def runs(self) -> list[dict]:
         """Committed runs' commit records, oldest collection first."""
         names = contract("raw", "runs").schema.names
+        t = self._table()
+        if t is not None:  # the index is kept in this order
+            return t.select(names).to_pylist()
         rows = [{k: r.get(k) for k in names} for r in self.index().values()]
         rows.sort(key=run_order)
         return rows
 
     def run(self, run_id: str) -> dict | None:
-        r = self.index().get(check_run_id(run_id))
+        r = self.row(check_run_id(run_id))
         if r is None:
             return None
         return {k: r.get(k) for k in contract("raw", "runs").schema.names}
 
     def resolve(self, run_ref: str | None) -> dict:
         """A committed run by id, unique id prefix, or ``latest``."""
-        runs = self.runs()
-        if not runs:
+        t = self._table()
+        if t is None:
+            t = pa.Table.from_pylist(self.runs(), schema=contract("raw", "runs").schema)
+        if not t.num_rows:
             self.check(must_exist=True)
             raise UnknownRun(f"the warehouse {self.path} has no runs yet")
+        ids = t.column("run_id").to_pylist()
         if run_ref in (None, "latest"):
-            return max(runs, key=lambda r: r["ingested_at"])
-        exact = [r for r in runs if r["run_id"] == run_ref]
-        if exact:
-            return exact[0]
-        prefix = [r for r in runs if r["run_id"].startswith(run_ref)]
+            at = t.column("ingested_at").to_pylist()
+            return self.run(max(zip(at, ids), key=lambda x: (x[0] is not None, x[0]))[1]) if self._table() is not None \
+                else max(self.runs(), key=lambda r: r["ingested_at"])
+        if run_ref in ids:
+            return self.run(run_ref) if self._table() is not None else next(r for r in self.runs() if r["run_id"] == run_ref)
+        prefix = [i for i in ids if i.startswith(run_ref)]
         if len(prefix) == 1:
-            return prefix[0]
+            return self.resolve(prefix[0])
         if prefix:
-            raise UnknownRun(f"run id {run_ref!r} is ambiguous: {', '.join(r['run_id'] for r in prefix[:5])}")
+            raise UnknownRun(f"run id {run_ref!r} is ambiguous: {', '.join(prefix[:5])}")
         raise UnknownRun(f"no run {run_ref!r} in {self.path} (see `profetl runs`)")
 
     def run_part(self, layer: str, table: str, run: dict) -> Path | None:
         """The file holding ``run``'s rows of ``table`` (a group file holds other runs' too)."""
         key = "raw_part" if layer == "raw" else "mart_part"
-        r = self.index().get(run["run_id"]) or {}
+        r = self.row(run["run_id"]) or {}
         part = r.get(key) if r.get("ingest_id" if layer == "raw" else "build_id") == run.get(
             "ingest_id" if layer == "raw" else "build_id") else None
         if part is None:  # a run not committed yet (a build of a new ingest): its own files
@@ -249,33 +294,40 @@ class Warehouse:
 
     def current_files(self, layer: str, table: str, runs: list[dict] | None = None) -> list[Path]:
         """The existing files holding the rows of ``runs`` (default: all) in ``table``."""
-        key = "raw_part" if layer == "raw" else "mart_part"
-        idx = self.index()
-        parts = []
-        for r in (idx.values() if runs is None else (idx.get(x["run_id"]) or {} for x in runs)):
-            p = r.get(key)
-            if p and p not in parts:
-                parts.append(p)
+        parts = self.parts(layer, None if runs is None else [r["run_id"] for r in runs])
         files = [self.file(layer, table, p) for p in parts]
         return [f for f in files if f.exists()]
 
     def commit(self, row: dict) -> None:
         """Make ``row`` the run's current state: one atomic rename of the index."""
-        idx = self.index()
-        before = _named(idx)
         run_id = check_run_id(row["run_id"])
-        old = idx.get(run_id)
+        old = self.row(run_id)
         new = {k: row.get(k) for k in contract("raw", "runs").schema.names}
+        regroup = []
         for layer, key, id_key in LAYERS:
             same = old is not None and old.get(id_key) == new.get(id_key) and old.get(key)
             new[key] = old[key] if same else new.get(id_key)
             if old is not None and old.get(key) and old[key] != new[key] and is_group(old[key]):
-                self._regroup(idx, layer, key, old[key], drop={run_id})
+                regroup.append((layer, key, old[key]))
         same_raw = old is not None and old.get("ingest_id") == new.get("ingest_id") and old.get("workload")
         new["workload"] = old["workload"] if same_raw else self.workload(new, new["raw_part"])
-        idx[run_id] = new
-        self._write_index(idx)
-        self._drop(before - _named(idx))
+        t = self._table()
+        if regroup or t is None:  # the run leaves a group (or the old layout): every row at hand
+            idx = self.index()
+            before = _named(idx)
+            for layer, key, group in regroup:
+                self._regroup(idx, layer, key, group, drop={run_id})
+            idx[run_id] = new
+            self._write_index(idx)
+            self._drop(before - _named(idx))
+            return
+        # the common case: one row replaced or added, the other rows as they are (Arrow, no dicts)
+        rest = t.filter(pc.invert(pc.equal(t.column("run_id"), run_id))).cast(index_schema())
+        both = pa.concat_tables([rest, pa.Table.from_pylist([new], schema=index_schema())])
+        order = pc.sort_indices(both, options=pc.SortOptions(
+            [("collection_start_us", "ascending", "at_start"), ("run_id", "ascending", "at_start")]))
+        self._write_index(both.take(order))
+        self._drop(_named({run_id: old} if old else {}) - _named({run_id: new}))
 
     def _drop(self, parts: set[tuple[str, str]]) -> None:
         """Delete the files of parts the index no longer names (readers retry once)."""
@@ -379,6 +431,11 @@ class Warehouse:
     def compact(self) -> int:
         """Move small runs out of their own files into group files (see ``SMALL_RUN_BYTES``).
         Call under the lock. Returns the number of runs moved."""
+        t = self._table()
+        if t is not None:  # few runs outside groups: nothing to do, known without a dict per run
+            outside = max(sum(1 for p in t.column(key).to_pylist() if p and not is_group(p)) for _, key, _ in LAYERS)
+            if outside < KEEP_FRESH + COMPACT_BATCH:
+                return 0
         idx = self.index()
         before = _named(idx)
         order = sorted(idx.values(), key=lambda r: (str(r.get("ingested_at") or ""), r["run_id"]))
@@ -493,7 +550,7 @@ class Warehouse:
     def sweep(self) -> int:
         """Remove part files and temp files that the index does not name. Call under the lock."""
         legacy = self.legacy()
-        named = {part for _, part in _named(self.index())}
+        named = set(self.parts("raw")) | set(self.parts("marts"))
         removed = 0
         for layer, _, _ in LAYERS:
             base = self.path / layer
