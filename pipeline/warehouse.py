@@ -52,6 +52,10 @@ LAYERS = (("raw", "raw_part", "ingest_id"), ("marts", "mart_part", "build_id"))
 INDEX_EXTRA = (pa.field("raw_part", pa.string()), pa.field("mart_part", pa.string()),
                pa.field("workload", pa.string()))
 
+# Columns of the index that place runs: what readers other than `runs` read of it.
+LIGHT = ["run_id", "ingest_id", "build_id", "collection_start_us", "ingested_at", "raw_part", "mart_part", "workload"]
+INDEX_ROW_GROUP_ROWS = 256
+
 # Compaction. A run whose part files take at most SMALL_RUN_BYTES is compacted once it is
 # not among the KEEP_FRESH runs ingested last and COMPACT_BATCH such runs wait; they join the
 # newest group while it has fewer than GROUP_RUNS runs and GROUP_BYTES of files, else start a
@@ -156,18 +160,26 @@ class Warehouse:
         return base.is_dir() and any(base.glob("run_id=*/run.parquet"))
 
     # --- the index -----------------------------------------------------------------
-    def _table(self) -> pa.Table | None:
-        """The index as an Arrow table (None without one), read again only when it changed.
-        Readers work on its columns: making a dict of every run costs more than the rest of a
-        command once there are thousands."""
+    def _table(self, full: bool = True) -> pa.Table | None:
+        """The index as an Arrow table (None without one), read again only when it changed;
+        not ``full``: only the columns that place runs (``LIGHT``), which is all most readers
+        need and a fraction of the bytes. Readers work on columns: making a dict of every run
+        costs more than the rest of a command once there are thousands."""
         try:
             st = self.index_file.stat()
         except (FileNotFoundError, NotADirectoryError):
             return None
         key = (st.st_ino, st.st_mtime_ns, st.st_size)
         if self._cache is None or self._cache[0] != key:
-            self._cache = (key, pq.read_table(self.index_file), None)
-        return self._cache[1]
+            self._cache = (key, {}, None)
+        tables = self._cache[1]
+        want = "full" if full else "light"
+        if want not in tables:
+            if "full" in tables:
+                tables[want] = tables["full"].select(LIGHT)
+            else:
+                tables[want] = pq.read_table(self.index_file, columns=None if full else LIGHT)
+        return tables[want]
 
     def index(self) -> dict[str, dict]:
         """Every committed run's index row by run id (commit record, parts, workload)."""
@@ -175,26 +187,26 @@ class Warehouse:
         if t is None:
             return self._legacy_index() if self.legacy() else {}
         if self._cache[2] is None:
-            self._cache = (self._cache[0], t, {r["run_id"]: r for r in t.to_pylist()})
+            self._cache = (self._cache[0], self._cache[1], {r["run_id"]: r for r in t.to_pylist()})
         return {k: dict(v) for k, v in self._cache[2].items()}
 
     def row(self, run_id: str) -> dict | None:
         """One run's index row."""
-        t = self._table()
-        if t is None:
+        if self._table(full=False) is None:
             return self.index().get(run_id)
-        rows = t.filter(pc.equal(t.column("run_id"), run_id)).to_pylist()
+        # the index's small row groups and run_id statistics: one row group is read
+        rows = pq.read_table(self.index_file, filters=[("run_id", "=", run_id)]).to_pylist()
         return rows[0] if rows else None
 
     def run_ids(self) -> list[str]:
-        t = self._table()
+        t = self._table(full=False)
         return t.column("run_id").to_pylist() if t is not None else list(self.index())
 
     def parts(self, layer: str, run_ids=None) -> list[str]:
         """The distinct parts of ``layer`` holding the rows of ``run_ids`` (default: every run),
         in run order."""
         key = "raw_part" if layer == "raw" else "mart_part"
-        t = self._table()
+        t = self._table(full=False)
         if t is None:
             rows = self.index()
             chosen = rows.values() if run_ids is None else (rows[r] for r in run_ids if r in rows)
@@ -234,7 +246,8 @@ class Warehouse:
             table = idx
         else:
             table = pa.Table.from_pylist(sorted(idx.values(), key=run_order), schema=index_schema())
-        pq.write_table(table, tmp, compression="zstd")
+        # small row groups with run_id statistics: reading one run's row reads one of them
+        pq.write_table(table, tmp, compression="zstd", row_group_size=INDEX_ROW_GROUP_ROWS)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         checkpoint("before_commit")
@@ -261,7 +274,7 @@ class Warehouse:
 
     def resolve(self, run_ref: str | None) -> dict:
         """A committed run by id, unique id prefix, or ``latest``."""
-        t = self._table()
+        t = self._table(full=False)
         if t is None:
             t = pa.Table.from_pylist(self.runs(), schema=contract("raw", "runs").schema)
         if not t.num_rows:
@@ -270,10 +283,10 @@ class Warehouse:
         ids = t.column("run_id").to_pylist()
         if run_ref in (None, "latest"):
             at = t.column("ingested_at").to_pylist()
-            return self.run(max(zip(at, ids), key=lambda x: (x[0] is not None, x[0]))[1]) if self._table() is not None \
+            return self.run(max(zip(at, ids), key=lambda x: (x[0] is not None, x[0]))[1]) if self.index_file.exists() \
                 else max(self.runs(), key=lambda r: r["ingested_at"])
         if run_ref in ids:
-            return self.run(run_ref) if self._table() is not None else next(r for r in self.runs() if r["run_id"] == run_ref)
+            return self.run(run_ref) if self.index_file.exists() else next(r for r in self.runs() if r["run_id"] == run_ref)
         prefix = [i for i in ids if i.startswith(run_ref)]
         if len(prefix) == 1:
             return self.resolve(prefix[0])
@@ -311,7 +324,7 @@ class Warehouse:
                 regroup.append((layer, key, old[key]))
         same_raw = old is not None and old.get("ingest_id") == new.get("ingest_id") and old.get("workload")
         new["workload"] = old["workload"] if same_raw else self.workload(new, new["raw_part"])
-        t = self._table()
+        t = self._table()  # every column: the rows are written again
         if regroup or t is None:  # the run leaves a group (or the old layout): every row at hand
             idx = self.index()
             before = _named(idx)
@@ -431,7 +444,7 @@ class Warehouse:
     def compact(self) -> int:
         """Move small runs out of their own files into group files (see ``SMALL_RUN_BYTES``).
         Call under the lock. Returns the number of runs moved."""
-        t = self._table()
+        t = self._table(full=False)
         if t is not None:  # few runs outside groups: nothing to do, known without a dict per run
             outside = max(sum(1 for p in t.column(key).to_pylist() if p and not is_group(p)) for _, key, _ in LAYERS)
             if outside < KEEP_FRESH + COMPACT_BATCH:
