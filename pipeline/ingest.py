@@ -1,8 +1,8 @@
 """Ingest: one dump directory into the warehouse's raw tables, as one run.
 
 The raw part files are written into a temporary folder inside the warehouse, then
-renamed into their partitions under a fresh ingest id. Nothing is visible until the
-run's commit record names that id (``Warehouse.commit``).
+renamed into their tables' folders under a fresh ingest id. Nothing is visible until the
+run index names that id (``Warehouse.commit``).
 """
 
 from __future__ import annotations

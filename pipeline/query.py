@@ -1,7 +1,7 @@
 """Read access: an in-memory DuckDB with one view per table over the committed part files.
 
-Nothing here writes to the warehouse and no lock is taken: readers see the runs whose
-commit records exist, through the part files those records name.
+Nothing here writes to the warehouse and no lock is taken: readers see the runs the run
+index holds, through the part files it names.
 """
 
 from __future__ import annotations

@@ -335,7 +335,8 @@ class Warehouse:
             self._drop(before - _named(idx))
             return
         # the common case: one row replaced or added, the other rows as they are (Arrow, no dicts)
-        rest = t.filter(pc.invert(pc.equal(t.column("run_id"), run_id))).cast(index_schema())
+        # (conformed: an index written before a column was added gets it, NULL)
+        rest = _conform(t.filter(pc.invert(pc.equal(t.column("run_id"), run_id))), index_schema(), None)
         both = pa.concat_tables([rest, pa.Table.from_pylist([new], schema=index_schema())])
         order = pc.sort_indices(both, options=pc.SortOptions(
             [("collection_start_us", "ascending", "at_start"), ("run_id", "ascending", "at_start")]))
