@@ -81,9 +81,11 @@ def _utc(t: datetime) -> str:
     return t.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def catalog_table(wh: Warehouse) -> pa.Table:
-    """Every committed run as the ``runs`` view has it (with collected_at and workload), oldest first."""
-    sql = "SELECT * FROM runs ORDER BY collection_start_us NULLS FIRST, run_id"
+def catalog_table(wh: Warehouse, exclude: tuple[str, ...] = ()) -> pa.Table:
+    """Every committed run as the ``runs`` view has it (with collected_at and workload), oldest
+    first; without the columns in ``exclude`` (the control files' text is most of a run's bytes)."""
+    cols = f"* EXCLUDE ({', '.join(exclude)})" if exclude else "*"
+    sql = f"SELECT {cols} FROM runs ORDER BY collection_start_us NULLS FIRST, run_id"
     return read_consistent(wh, lambda con: con.sql(sql).to_arrow_table(), tables=())
 
 
@@ -92,11 +94,12 @@ def catalog(wh: Warehouse) -> list[dict]:
     return catalog_table(wh).to_pylist()
 
 
-def select_runs(wh: Warehouse, sel: RunSelection, default_latest: bool = True) -> list[dict]:
+def select_runs(wh: Warehouse, sel: RunSelection, default_latest: bool = True,
+                exclude: tuple[str, ...] = ()) -> list[dict]:
     """The runs ``sel`` names, oldest collection first. With an empty selection: the latest
     ingested run when ``default_latest``, else every run. The filters run on the columns;
     only the runs chosen become dicts (thousands of runs, a few chosen)."""
-    everything = catalog_table(wh)
+    everything = catalog_table(wh, exclude)
     if not everything.num_rows:
         wh.check(must_exist=True)
         raise UnknownRun(f"the warehouse {wh.path} has no runs yet")

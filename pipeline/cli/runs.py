@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common as C
-from pipeline.selection import catalog, select_runs
+from pipeline.selection import catalog_table, select_runs
 
 
 def command(
@@ -29,9 +29,12 @@ def command(
     with C.errors():
         wh.check(must_exist=True)
         sel = C.selection(None, since, until, workload, last)
-        runs = select_runs(wh, sel, default_latest=False) if not sel.is_empty() or catalog(wh) else []
+        # every run's control-file text is left out (not shown, and most of the index's bytes)
+        skip = ("metadata_json",)
+        runs = (select_runs(wh, sel, default_latest=False, exclude=skip) if not sel.is_empty()
+                else catalog_table(wh, skip).to_pylist())
     if json_:
-        C.print_json([{k: v for k, v in r.items() if k != "metadata_json"} for r in runs])
+        C.print_json(runs)
         return
     if not runs:
         C.out.print(f"no runs in {wh.path} yet (profetl run DUMP... adds some)", highlight=False, markup=False)
