@@ -198,6 +198,14 @@ class Warehouse:
         rows = pq.read_table(self.index_file, filters=[("run_id", "=", run_id)]).to_pylist()
         return rows[0] if rows else None
 
+    def _placing(self, run_id: str) -> dict | None:
+        """A run's placing columns (``LIGHT``) from the cached index: no file read per table."""
+        t = self._table(full=False)
+        if t is None:
+            return self.index().get(run_id)
+        rows = t.filter(pc.equal(t.column("run_id"), run_id)).to_pylist()
+        return rows[0] if rows else None
+
     def run_ids(self) -> list[str]:
         t = self._table(full=False)
         return t.column("run_id").to_pylist() if t is not None else list(self.index())
@@ -297,7 +305,7 @@ class Warehouse:
     def run_part(self, layer: str, table: str, run: dict) -> Path | None:
         """The file holding ``run``'s rows of ``table`` (a group file holds other runs' too)."""
         key = "raw_part" if layer == "raw" else "mart_part"
-        r = self.row(run["run_id"]) or {}
+        r = self._placing(run["run_id"]) or {}
         part = r.get(key) if r.get("ingest_id" if layer == "raw" else "build_id") == run.get(
             "ingest_id" if layer == "raw" else "build_id") else None
         if part is None:  # a run not committed yet (a build of a new ingest): its own files
