@@ -126,6 +126,7 @@ class Warehouse:
     def __post_init__(self) -> None:
         self.path = Path(self.path)
         self.unreadable = {}
+        self._damaged: dict[str, DamagedRun] = {}
 
     # --- paths ---------------------------------------------------------------------
     def part(self, layer: str, table: str, run_id: str, part_id: str) -> Path:
@@ -303,7 +304,7 @@ class Warehouse:
         only the folder's key and the file's metadata); one that cannot be read goes to
         ``unreadable``, with the reason."""
         out = {}
-        self.unreadable = {}
+        self.unreadable, self._damaged = {}, {}
         rows = []
         for f in sorted((self.path / "runs").glob("run_id=*/run.parquet")):
             run_id = f.parent.name.split("=", 1)[1]
@@ -311,6 +312,7 @@ class Warehouse:
                 rows.append(_read_record(f, run_id))
             except DamagedRun as e:
                 self.unreadable[run_id] = str(e)
+                self._damaged[run_id] = e
         for r in rows:
             r["raw_part"] = f"run_id={r['run_id']}/part-{r['ingest_id']}" if r.get("ingest_id") else None
             r["mart_part"] = f"run_id={r['run_id']}/part-{r['build_id']}" if r.get("build_id") else None
@@ -348,7 +350,11 @@ class Warehouse:
         return rows
 
     def run(self, run_id: str) -> dict | None:
+        """The run's commit record; None when it has none; DamagedRun when its record (profetl
+        0.2's layout) cannot be read; DamagedIndex when the index cannot be."""
         r = self.row(check_run_id(run_id))
+        if r is None and run_id in self._damaged and self._table(full=False) is None:
+            raise self._damaged[run_id]
         if r is None:
             return None
         return {k: r.get(k) for k in contract("raw", "runs").schema.names}
@@ -535,6 +541,8 @@ class Warehouse:
         """Move small runs out of their own files into group files (see ``SMALL_RUN_BYTES``).
         Call under the lock. Returns the number of runs moved."""
         t = self._table(full=False)
+        if t is None:  # no index: nothing committed yet, or profetl 0.2's layout left unmigrated
+            return 0
         if t is not None:  # few runs outside groups: nothing to do, known without a dict per run
             outside = max(sum(1 for p in t.column(key).to_pylist() if p and not is_group(p)) for _, key, _ in LAYERS)
             if outside < KEEP_FRESH + COMPACT_BATCH:

@@ -43,4 +43,5 @@ def assert_consistent(wh_path: Path) -> None:
 
 
 def part_files(wh_path: Path) -> list[Path]:
-    return sorted(p for layer in ("raw", "marts") for p in (wh_path / layer).glob("*/*") if p.is_file())
+    """Every part file (also in profetl 0.2's run_id=<id> folders)."""
+    return sorted(p for layer in ("raw", "marts") for p in (wh_path / layer).glob("*/**/*") if p.is_file())

@@ -8,13 +8,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline import warehouse as W
+from pipeline.warehouse import store as W
 from pipeline.outputs.export import export, fetch
 from pipeline.jobs.runner import run_roots
 from pipeline.warehouse.store import Warehouse, is_group
 from tests.helpers.warehouse_checks import assert_consistent, part_files
 
-SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
 TABLES = ("api_calls", "task_ops", "op_summary", "task_scheduler")
 
 
