@@ -81,7 +81,8 @@ def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict], every: b
         scans.append(f"SELECT * FROM read_parquet([{', '.join(quote(f) for f in old)}], hive_partitioning = true, "
                      "hive_types = {'run_id': VARCHAR}, union_by_name = true)")
     # a group file holds runs not asked for
-    where = "" if every else " WHERE run_id IN (SELECT run_id FROM _run_snapshot_copy)"
+    # (a list of constants, not a join: a join would not keep the files' row order)
+    where = "" if every else " WHERE run_id IN (" + ", ".join(quote(r["run_id"]) for r in runs) + ")"
     # UNION BY NAME with the empty contract: a column no part file has yet (a run written by an
     # older profetl, a column added since) reads as NULL instead of failing the whole view
     union = " UNION ALL BY NAME ".join(f"({x})" for x in scans)
