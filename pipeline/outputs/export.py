@@ -57,8 +57,10 @@ def select_sql(c: Contract, names: list[str], devices: list[int] | None, items: 
         if "device_id" not in {col.name for col in c.columns}:
             raise UsageError(f"{c.name} has no device_id column; leave out --device")
         where = " AND device_id IN (" + ", ".join(str(int(d)) for d in devices) + ")"
-    if many:
-        return (f"SELECT {', '.join(items or names)} FROM {c.name} "
+    if many:  # a stretch of runs: the run's collection time by each row's run_id
+        items = [i.replace("FROM _run_records WHERE run_id = $run)",
+                           f"FROM _run_records AS _r WHERE _r.run_id = {c.name}.run_id)") for i in items or names]
+        return (f"SELECT {', '.join(items)} FROM {c.name} "
                 f"WHERE run_id BETWEEN $lo AND $hi AND list_contains($runs, run_id){where}")
     return f"SELECT {', '.join(items or names)} FROM {c.name} WHERE run_id = $run{where}"
 

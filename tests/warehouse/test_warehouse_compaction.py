@@ -82,6 +82,9 @@ def test_export_of_many_runs_keeps_run_order(nights, tmp_path):
     out = tmp_path / "all.parquet"
     n = export(wh, "op_summary", run_ids, "parquet", str(out))
     got = pq.read_table(out).to_pylist()
+    # a multi-run export adds each run's collection time after run_id
+    starts = {r["run_id"]: r["collection_start_us"] for r in wh.runs()}
+    assert all(int(r.pop("collected_at").timestamp() * 1e6) == starts[r["run_id"]] for r in got)
     want = [dict(row, run_id=run_id) for run_id in run_ids for row in alone[run_id]["op_summary"]]
     assert n == len(want) and got == want
     # the runs in another order than the groups keep them: the order asked for
