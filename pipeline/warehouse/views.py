@@ -40,19 +40,18 @@ def _snapshot_files(wh: Warehouse, layer: str, table: str, runs: list[dict]) -> 
     that the file was lost: an error for a run of this version, which writes every table; a
     run of an older profetl may lack a table added since."""
     key = "raw_part" if layer == "raw" else "mart_part"
-    out: dict[Path, None] = {}
-    missing: dict[str, dict] = {}
+    first: dict[str, dict] = {}  # each part once (a group holds many runs), in run order
     for r in runs:
-        part = r.get(key)
-        if not part:
-            continue
+        if r.get(key) and r[key] not in first:
+            first[r[key]] = r
+    out: list[Path] = []
+    missing: dict[str, dict] = {}
+    for part, r in first.items():
         f = wh.file(layer, table, part)
-        if f in out:
-            continue
         if f.exists():
-            out[f] = None
+            out.append(f)
         else:
-            missing.setdefault(part, r)
+            missing[part] = r
     if missing:
         now = wh.index()
         for part, r in missing.items():
@@ -62,7 +61,7 @@ def _snapshot_files(wh: Warehouse, layer: str, table: str, runs: list[dict]) -> 
                 raise QueryFailed(f"run {r['run_id']}: the run index names {wh.file(layer, table, part)}, which is "
                                   f"missing; `profetl run --force DUMP` re-ingests the run, "
                                   f"`profetl drop {r['run_id']}` removes it")
-    return list(out)
+    return out
 
 
 def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict], every: bool) -> str:
@@ -116,10 +115,8 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None,
         # the index as read once, held in memory: the runs view and the part files listed
         # below are the same snapshot, whatever a writer commits meanwhile
         records = snap.select(contract("raw", "runs").schema.names + ["workload"])
-        con.register("_run_snapshot", records)
-        con.execute("CREATE TEMP TABLE _run_snapshot_copy AS SELECT * FROM _run_snapshot")
-        con.unregister("_run_snapshot")
-        con.execute("CREATE VIEW _run_records AS SELECT * FROM _run_snapshot_copy")
+        # (registered, not copied: the index's control-file text is most of its bytes)
+        con.register("_run_records", records)
         for name in RAW_TABLES:
             if only is None or name in only:
                 con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'raw', contracts('raw')[name], runs, run_ids is None)}")
