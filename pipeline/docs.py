@@ -23,7 +23,7 @@ HELP_WIDTH = 100
 # Meanings of columns that many raw tables share, used where a contract leaves one blank
 # (marked † in the docs).
 GLOSSARY = {
-    "run_id": "Run the row belongs to (the hive partition)",
+    "run_id": "Run the row belongs to (a column of every part file)",
     "device_id": "Device id (64 = host)",
     "source_file": "Raw file holding the record's first byte, relative to the run root",
     "seq": "Record index within its stream of slices (file order)",

@@ -87,3 +87,14 @@ class DamagedRun(PipelineError):
         self.run_id = run_id
         self.path = path
         self.reason = reason
+
+
+class DamagedIndex(PipelineError):
+    """The run index (``runs/runs.parquet``) exists but cannot be read: every command on the
+    warehouse stops with this error, and nothing is swept, compacted or deleted."""
+
+    def __init__(self, path, reason: str):
+        super().__init__(f"the run index {path} cannot be read ({reason}); nothing was changed: "
+                         f"restore it from a backup of the warehouse")
+        self.path = path
+        self.reason = reason

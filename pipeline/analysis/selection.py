@@ -10,6 +10,9 @@ import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta, timezone
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from pipeline.errors import UnknownRun, UsageError
 from pipeline.warehouse.views import read_consistent
 from pipeline.warehouse.store import Warehouse
@@ -78,38 +81,52 @@ def _utc(t: datetime) -> str:
     return t.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def catalog_table(wh: Warehouse, exclude: tuple[str, ...] = ()) -> pa.Table:
+    """Every committed run as the ``runs`` view has it (with collected_at and workload), oldest
+    first; without the columns in ``exclude`` (the control files' text is most of a run's bytes)."""
+    cols = f"* EXCLUDE ({', '.join(exclude)})" if exclude else "*"
+    sql = f"SELECT {cols} FROM runs ORDER BY collection_start_us NULLS FIRST, run_id"
+    return read_consistent(wh, lambda con: con.sql(sql).to_arrow_table(), tables=())
+
+
 def catalog(wh: Warehouse) -> list[dict]:
-    """Every committed run as the ``runs`` view has it (with collected_at and workload), oldest first."""
-    sql = "SELECT * FROM runs ORDER BY collection_start_us NULLS FIRST, run_id"
-    return read_consistent(wh, lambda con: con.sql(sql).to_arrow_table(), tables=()).to_pylist()
+    """``catalog_table`` as one dict per run."""
+    return catalog_table(wh).to_pylist()
 
 
-def select_runs(wh: Warehouse, sel: RunSelection, default_latest: bool = True) -> list[dict]:
+def select_runs(wh: Warehouse, sel: RunSelection, default_latest: bool = True,
+                exclude: tuple[str, ...] = ()) -> list[dict]:
     """The runs ``sel`` names, oldest collection first. With an empty selection: the latest
-    run (collected last) when ``default_latest``, else every run."""
-    rows = everything = catalog(wh)
-    if not rows:
+    run (collected last) when ``default_latest``, else every run. The filters run on the
+    columns; only the runs chosen become dicts (thousands of runs, a few chosen)."""
+    everything = catalog_table(wh, exclude)
+    if not everything.num_rows:
         wh.check(must_exist=True)
         raise UnknownRun(f"the warehouse {wh.path} has no runs yet")
     if sel.is_empty():
-        return [_by_id(rows, wh.resolve("latest")["run_id"])] if default_latest else rows
+        if default_latest:
+            latest = wh.resolve("latest")["run_id"]
+            return everything.filter(pc.equal(everything.column("run_id"), latest)).to_pylist()
+        return everything.to_pylist()
+    t = everything
     if sel.runs:
-        wanted = {wh.resolve(r)["run_id"] for r in sel.runs}
-        rows = [r for r in rows if r["run_id"] in wanted]
+        wanted = sorted({wh.resolve(r)["run_id"] for r in sel.runs})
+        t = t.filter(pc.is_in(t.column("run_id"), value_set=pa.array(wanted, pa.string())))
+    at = "collected_at"
     if sel.since:
-        rows = [r for r in rows if r["collected_at"] is not None and r["collected_at"] >= sel.since]
+        t = t.filter(pc.greater_equal(t.column(at), pa.scalar(sel.since, t.schema.field(at).type)))
     if sel.until:
-        rows = [r for r in rows if r["collected_at"] is not None and r["collected_at"] < sel.until]
+        t = t.filter(pc.less(t.column(at), pa.scalar(sel.until, t.schema.field(at).type)))
     if sel.workload:
-        rows = [r for r in rows if r["workload"] == sel.workload]
+        t = t.filter(pc.equal(t.column("workload"), sel.workload))
     if sel.last is not None:
-        rows = rows[-sel.last:]
-    if not rows:
-        collected = [r["collected_at"] for r in everything if r["collected_at"] is not None]
-        span = (f"; its {len(everything)} run(s) were collected from {_utc(min(collected))} to {_utc(max(collected))}"
-                if collected else "")
+        t = t.slice(max(t.num_rows - sel.last, 0)) if sel.last else t  # as rows[-0:]: every run
+    if not t.num_rows:
+        collected = everything.column(at).drop_null()
+        span = (f"; its {everything.num_rows} run(s) were collected from {_utc(pc.min(collected).as_py())} "
+                f"to {_utc(pc.max(collected).as_py())}" if len(collected) else "")
         raise UnknownRun(f"no run in {wh.path} matches the selection ({sel.describe()}){span} (see `profetl runs`)")
-    return rows
+    return t.to_pylist()
 
 
 def _by_id(rows: list[dict], run_id: str) -> dict:

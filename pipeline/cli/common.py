@@ -294,7 +294,18 @@ def _jsonable(v):
 
 
 def print_json(obj) -> None:
-    out.print_json(json.dumps(obj, default=_jsonable))
+    """Indented JSON: coloured on a terminal; written as it is to a pipe or file, where rich's
+    highlighting would cost seconds for thousands of runs and add nothing."""
+    text = json.dumps(obj, indent=2, ensure_ascii=False, default=_jsonable)
+    if out.is_terminal:
+        out.print_json(text)
+        return
+    try:
+        out.file.write(text + "\n")
+        out.file.flush()
+    except BrokenPipeError:
+        out.quiet = True
+        raise _pipe_closed() from None
 
 
 def build_json(b: BuildResult) -> dict:

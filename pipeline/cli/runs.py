@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common
-from pipeline.analysis.selection import catalog, select_runs
+from pipeline.analysis.selection import catalog_table, select_runs
 
 
 def command(
@@ -33,13 +33,15 @@ def command(
     with common.errors():
         wh.check(must_exist=True)
         sel = common.selection(None, since, until, workload, last)
-        runs = select_runs(wh, sel, default_latest=False) if not sel.is_empty() or catalog(wh) else []
-        wh.runs()
+        # every run's control-file text is left out (not shown, and most of the index's bytes)
+        skip = ("metadata_json",)
+        runs = (select_runs(wh, sel, default_latest=False, exclude=skip) if not sel.is_empty()
+                else catalog_table(wh, skip).to_pylist())
         common.warn_unreadable(wh)
     if json_:
         unreadable = [{"run_id": run_id, "status": "unreadable", "reason": why}
-                      for run_id, why in sorted(wh.unreadable.items())]
-        common.print_json([{k: v for k, v in r.items() if k != "metadata_json"} for r in runs] + unreadable)
+                      for run_id, why in sorted((wh.unreadable or {}).items())]
+        common.print_json(runs + unreadable)
         return
     if not runs:
         common.out.print(f"no runs in {wh.path} yet (profetl run DUMP... adds some)", highlight=False, markup=False)

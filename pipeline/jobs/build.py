@@ -21,7 +21,7 @@ from pipeline.warehouse.faults import checkpoint
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.progress import report
 from pipeline.warehouse.raw_reads import raw_select
-from pipeline.warehouse.sink import parquet_writer
+from pipeline.warehouse.sink import parquet_writer, with_run_id
 from pipeline.jobs.transforms import TABLE_LAYERS, SqlFile, run_table_layers, sql_files, transform_failed
 from pipeline.warehouse.store import Warehouse, new_id
 
@@ -172,7 +172,7 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
                 raise TransformFailed(f"sql/marts/{name}.sql has no contract schemas/marts/{name}.toml")
             out = tmp / f"{name}.parquet"
             t_mart = time.monotonic()
-            result.rows_by_mart[name] = _write_mart(con, mart, out)
+            result.rows_by_mart[name] = _write_mart(con, mart, out, run_id)
             check_grain(con, name, out)
             result.seconds_by_step[f"marts/{name}"] = time.monotonic() - t_mart
             _note_max_rss(result, f"marts/{name}")
@@ -212,12 +212,13 @@ FETCH_ROWS = 20_000
 ROW_GROUP_ROWS = 100_000
 
 
-def _write_mart(con: duckdb.DuckDBPyConnection, mart: SqlFile, out) -> int:
+def _write_mart(con: duckdb.DuckDBPyConnection, mart: SqlFile, out, run_id: str) -> int:
     """The mart's query, run once as its rows are written (not made a view first: DuckDB would
-    bind the query twice)."""
+    bind the query twice); ``run_id`` is added as the first column."""
     name = mart.name
     c = contract("marts", name)
     schema = pa.schema([f for f in c.schema if f.name != "run_id"])
+    stored = pa.schema([pa.field("run_id", pa.string())] + list(schema))
     try:
         reader = con.sql(mart.text).to_arrow_reader(FETCH_ROWS)
         got = [f.name for f in reader.schema]
@@ -225,21 +226,21 @@ def _write_mart(con: duckdb.DuckDBPyConnection, mart: SqlFile, out) -> int:
             raise TransformFailed(
                 f"sql/marts/{name}.sql returns columns {got}, its contract schemas/marts/{name}.toml lists {schema.names}")
         rows = 0
-        with parquet_writer(out, schema) as w:
+        with parquet_writer(out, stored) as w:
             group: list[pa.RecordBatch] = []
             group_rows = 0
             for batch in reader:
                 try:
-                    group.append(batch.cast(schema))
+                    group.append(with_run_id(batch.cast(schema), run_id).cast(stored))
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
                     raise TransformFailed(f"mart {name} does not fit its contract: {e}") from None
                 rows += batch.num_rows
                 group_rows += batch.num_rows
                 if group_rows >= ROW_GROUP_ROWS:
-                    w.write_table(pa.Table.from_batches(group, schema))
+                    w.write_table(pa.Table.from_batches(group, stored))
                     group, group_rows = [], 0
             if group:
-                w.write_table(pa.Table.from_batches(group, schema))
+                w.write_table(pa.Table.from_batches(group, stored))
     except duckdb.Error as e:  # the mart's SQL runs here
         raise transform_failed(con, f"sql/marts/{name}.sql", e) from None
     return rows

@@ -1,8 +1,8 @@
 """Ingest: one dump directory into the warehouse's raw tables, as one run.
 
 The raw part files are written into a temporary folder inside the warehouse, then
-renamed into their partitions under a fresh ingest id. Nothing is visible until the
-run's commit record names that id (``Warehouse.commit``).
+renamed into their tables' folders under a fresh ingest id. Nothing is visible until the
+run index names that id (``Warehouse.commit``).
 """
 
 from __future__ import annotations
@@ -137,7 +137,8 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
     tmp = wh.temp_dir()
     try:
         paths = {t: tmp / f"{t}.parquet" for t in RAW_TABLES}
-        sink = ParquetSink(paths, derive={"task_states": InstanceNumbers().add, "task_runs": RunNumbers().add})
+        sink = ParquetSink(paths, derive={"task_states": InstanceNumbers().add, "task_runs": RunNumbers().add},
+                          run_id=run_id)
         log = IssueLog()
         try:
             meta = _read(layout, dump, sink, log, tmp)

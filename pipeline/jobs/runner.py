@@ -114,4 +114,6 @@ def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build:
             outcomes.append(Outcome(display(dump), "failed", error=f"{display(e.filename or dump)}: {e.strerror}"))
         except Exception as e:  # noqa: BLE001 - one dump's bug must not stop the night's other dumps
             outcomes.append(Outcome(display(dump), "failed", error=f"internal error: {type(e).__name__}: {e}"))
+    if dumps:
+        wh.compact()  # old small runs into group files: few files however many nights
     return outcomes

@@ -46,26 +46,69 @@ def _columns(c: Contract) -> list[str]:
 BATCH_ROWS = 100_000
 
 
-def select_sql(c: Contract, names: list[str], devices: list[int] | None, items: list[str] | None = None) -> str:
+def select_sql(c: Contract, names: list[str], devices: list[int] | None, items: list[str] | None = None,
+               many: bool = False) -> str:
     """SELECT of ``names`` (or the expressions ``items``) from the table of one run, ``$run``;
-    optionally only some devices."""
+    optionally only some devices. ``many``: of the runs in the list ``$runs`` whose ids lie
+    between ``$lo`` and ``$hi`` (the range lets the reader skip the files and row groups of
+    other runs by their statistics)."""
     where = ""
     if devices:
         if "device_id" not in {col.name for col in c.columns}:
             raise UsageError(f"{c.name} has no device_id column; leave out --device")
         where = " AND device_id IN (" + ", ".join(str(int(d)) for d in devices) + ")"
+    if many:  # a stretch of runs: the run's collection time by each row's run_id
+        items = [i.replace("FROM _run_records WHERE run_id = $run)",
+                           f"FROM _run_records AS _r WHERE _r.run_id = {c.name}.run_id)") for i in items or names]
+        return (f"SELECT {', '.join(items)} FROM {c.name} "
+                f"WHERE run_id BETWEEN $lo AND $hi AND list_contains($runs, run_id){where}")
     return f"SELECT {', '.join(items or names)} FROM {c.name} WHERE run_id = $run{where}"
 
 
-def stream_runs(con, sql: str, run_ids: list[str]) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+def run_chunks(wh: Warehouse, layer: str, run_ids: list[str]) -> list[list[str]]:
+    """``run_ids`` cut into stretches that one scan returns in that order: consecutive runs
+    whose rows share a group file, in the file's order (collection order). A query per run
+    would cost a plan and a pass over the group's statistics for every run."""
+    from pipeline.warehouse.store import is_group, run_order
+
+    key = "raw_part" if layer == "raw" else "mart_part"
+    t = wh._table()
+    idx = ({r["run_id"]: r for r in t.select(["run_id", key, "collection_start_us"]).to_pylist()}
+           if t is not None else wh.index())
+    chunks: list[list[str]] = []
+    prev = None
+    for run_id in run_ids:
+        r = idx.get(run_id)
+        part = r.get(key) if r else None
+        if (chunks and prev is not None and part is not None and is_group(part) and part == prev[key]
+                and run_order(prev) < run_order(r)):
+            chunks[-1].append(run_id)
+        else:
+            chunks.append([run_id])
+        prev = r
+    return chunks
+
+
+def stream_runs(con, sql: str, run_ids: list[str], chunks: list[list[str]] | None = None,
+                many_sql: str | None = None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     """The rows of ``sql`` for each run in turn (in the order the build wrote them), as the
-    schema and a lazy stream of batches: one run's reader is open at a time."""
-    first = con.sql(sql, params={"run": run_ids[0] if run_ids else None}).to_arrow_reader(BATCH_ROWS)
+    schema and a lazy stream of batches: one reader is open at a time. With ``chunks``
+    (``run_chunks``) and ``many_sql`` (``select_sql(many=True)``), a stretch of several runs is
+    read by one query."""
+    if chunks is None or many_sql is None:
+        chunks = [[r] for r in run_ids]
+
+    def reader(chunk: list[str]):
+        if len(chunk) == 1:
+            return con.sql(sql, params={"run": chunk[0]}).to_arrow_reader(BATCH_ROWS)
+        return con.sql(many_sql, params={"runs": chunk, "lo": min(chunk), "hi": max(chunk)}).to_arrow_reader(BATCH_ROWS)
+
+    first = reader(chunks[0]) if chunks else con.sql(sql, params={"run": None}).to_arrow_reader(BATCH_ROWS)
 
     def batches() -> Iterator[pa.RecordBatch]:
         yield from first
-        for run_id in run_ids[1:]:
-            yield from con.sql(sql, params={"run": run_id}).to_arrow_reader(BATCH_ROWS)
+        for chunk in chunks[1:]:
+            yield from reader(chunk)
 
     return first.schema, batches()
 
@@ -75,9 +118,10 @@ def fetch(wh: Warehouse, table: str, run_ids: list[str], devices: list[int] | No
     optionally only some devices. In memory: for small tables and tests; ``export`` streams."""
     c = table_contract(table)
     sql = select_sql(c, _columns(c), devices)
+    many = select_sql(c, _columns(c), devices, many=True)
 
     def read(con):
-        schema, batches = stream_runs(con, sql, run_ids)
+        schema, batches = stream_runs(con, sql, run_ids, run_chunks(wh, c.layer, run_ids), many)
         return pa.Table.from_batches(list(batches), schema)
 
     return c, read_consistent(wh, read, run_ids, {c.name})
@@ -165,5 +209,7 @@ def export(wh: Warehouse, table: str, run_ids: list[str], fmt: str, out: str, he
     items = _csv_select(c, names) if fmt == "csv" else [
         i if n == COLLECTED else n for n, i in zip(names, _csv_select(c, names))]
     sql = select_sql(c, names, devices, items)
+    many = select_sql(c, names, devices, items, many=True)
     head = _header(c, names, headers) if fmt == "csv" else None
-    return write_consistent(wh, lambda con: stream_runs(con, sql, run_ids), fmt, out, head, run_ids, {c.name})
+    return write_consistent(wh, lambda con: stream_runs(con, sql, run_ids, run_chunks(wh, c.layer, run_ids), many),
+                            fmt, out, head, run_ids, {c.name})

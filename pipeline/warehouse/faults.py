@@ -12,9 +12,9 @@ import os
 
 POINTS = (
     "raw_written",  # raw part files complete in the temporary folder
-    "raw_moved",  # raw part files renamed into their partitions, not committed
-    "marts_written",  # mart part files renamed into their partitions, not committed
-    "before_commit",  # the new run.parquet written to a temporary name
+    "raw_moved",  # raw part files renamed into their tables' folders, not committed
+    "marts_written",  # mart part files renamed into their tables' folders, not committed
+    "before_commit",  # the new run index written to a temporary name
     "after_commit",  # the run is committed; the old part files are still on disk
 )
 

@@ -18,9 +18,9 @@ def raw_select(wh: Warehouse, table: str, run: dict) -> str:
     since: those read as empty / NULL, so old runs still rebuild."""
     c = contract("raw", table)
     run_id = run["run_id"]
-    path = wh.part("raw", table, run_id, run["ingest_id"])
+    path = wh.run_part("raw", table, run)
     wanted = [col for col in c.columns if col.name != "run_id"]
-    if not path.exists():
+    if path is None or not path.exists():
         if run.get("profetl_version") == __version__:
             raise TransformFailed(f"run {run_id} has no raw part file for {table} ({path})")
         cols = ", ".join(f"NULL::{col.sql_type} AS {col.name}" for col in wanted)
@@ -28,4 +28,6 @@ def raw_select(wh: Warehouse, table: str, run: dict) -> str:
     have = set(pq.read_schema(path).names)
     cols = ", ".join(col.name if col.name in have else f"NULL::{col.sql_type} AS {col.name}"
                      for col in wanted)
-    return f"select {cols} from read_parquet({quote(path)})"
+    # a group file holds other runs too
+    where = f" where run_id = {quote(run_id)}" if "run_id" in have else ""
+    return f"select {cols} from read_parquet({quote(path)}){where}"

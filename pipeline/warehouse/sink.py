@@ -52,6 +52,18 @@ def to_table(c: Contract, columns: dict) -> pa.Table:
     return pa.Table.from_arrays(arrays, names=names)
 
 
+def with_run_id(t, run_id: str | None):
+    """``t`` (a table or batch) with a first column ``run_id`` holding ``run_id`` on every row:
+    every part file names the run of each row, so a file may hold several runs (compaction)
+    and every Parquet reader sees the run without a folder convention."""
+    if run_id is None:
+        return t
+    col = pa.DictionaryArray.from_arrays(pa.array(np.zeros(t.num_rows, np.int32)), pa.array([run_id], pa.string()))
+    if isinstance(t, pa.RecordBatch):
+        return pa.RecordBatch.from_arrays([col, *t.columns], names=["run_id", *t.schema.names])
+    return t.add_column(0, "run_id", col)
+
+
 def as_stored(t: pa.Table) -> pa.Table:
     """``t`` with its plain text columns dictionary-encoded (``TEXT``), as the sink's writers
     take them."""
@@ -74,14 +86,15 @@ def parquet_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
 
     Min/max statistics are written for every column but text ones: comparing every string
     of a batch costs a large share of the encoding time, and a row group holds many names,
-    so their min/max would hardly ever let a query skip it.
+    so their min/max would hardly ever let a query skip it. ``run_id`` is the exception: a
+    file of compacted runs is sorted by it, and a query of one run skips the other row groups.
 
     Columns given as dictionary arrays (the raw tables' text, ``TEXT``) are written as
     Parquet text from their dictionary and indices, and the file keeps no Arrow schema
     of its own: it reads back as the contract's plain types."""
     encoding = {f.name: "DELTA_BINARY_PACKED" for f in schema if f.type in (pa.int64(), pa.uint64())}
     encoding |= {f.name: "BYTE_STREAM_SPLIT" for f in schema if pa.types.is_floating(f.type)}
-    stats = [f.name for f in schema if not _is_text(f.type)]
+    stats = [f.name for f in schema if not _is_text(f.type) or f.name == "run_id"]
     return pq.ParquetWriter(path, schema, compression="zstd",
                             use_dictionary=[f.name for f in schema if f.name not in encoding],
                             column_encoding=encoding,
@@ -112,8 +125,9 @@ class ParquetSink:
     QUEUE_BATCHES = 2
 
     def __init__(self, paths: dict[str, Path], layer: str = "raw",
-                 derive: dict[str, Callable[[dict], dict]] | None = None):
+                 derive: dict[str, Callable[[dict], dict]] | None = None, run_id: str | None = None):
         self.paths = paths
+        self.run_id = run_id  # written as every row's first column
         self.derive = derive or {}
         self.layer = layer
         self.writers: dict[str, pq.ParquetWriter] = {}
@@ -150,7 +164,7 @@ class ParquetSink:
         if table in self.derive:
             columns = self.derive[table](columns)
         c = contract(self.layer, table)
-        t = to_table(c, columns)
+        t = with_run_id(to_table(c, columns), self.run_id)
         self._queue.put((table, t))
         self.rows[table] += t.num_rows
 
@@ -168,7 +182,7 @@ class ParquetSink:
                 self.writers[table].close()
             else:
                 path.parent.mkdir(parents=True, exist_ok=True)
-                empty = as_stored(to_table(contract(self.layer, table), {}))
+                empty = as_stored(with_run_id(to_table(contract(self.layer, table), {}), self.run_id))
                 with parquet_writer(path, empty.schema) as w:
                     w.write_table(empty)
         self.writers.clear()

@@ -1,16 +1,25 @@
-"""The warehouse folder: hive-partitioned Parquet, one commit record per run, one writer at a time.
+"""The warehouse folder: Parquet part files, one run index, one writer at a time.
 
 Layout::
 
-    <warehouse>/raw/<table>/run_id=<id>/part-<ingest_id>.parquet
-    <warehouse>/marts/<table>/run_id=<id>/part-<build_id>.parquet
-    <warehouse>/runs/run_id=<id>/run.parquet     # the commit record, replaced atomically
-    <warehouse>/.lock                            # flock of the one writer (with one on the folder); holds its pid
+    <warehouse>/runs/runs.parquet                 # the run index: every run's commit record
+    <warehouse>/raw/<table>/part-<id>.parquet     # rows of one run (id: its ingest id) or of a
+    <warehouse>/marts/<table>/part-<id>.parquet   #   group of compacted runs (id: c<group id>)
+    <warehouse>/.lock                             # flock of the one writer (with one on the folder); holds its pid
 
-Part files carry the id of the ingest or build that wrote them. A run's ``run.parquet``
-names the current ids, so new part files can be written next to the old ones and
-become visible in one ``os.replace`` of ``run.parquet``; files no commit names are
-leftovers of an interrupted writer and are removed under the lock.
+Every part file has a ``run_id`` column. The index names, for each run, the part of each
+layer that holds its rows (``raw_part``, ``mart_part``); a group part holds exactly the rows
+of the runs the index maps to it. A writer writes new part files next to the old ones; they
+become visible in one ``os.replace`` of the index, and files the index no longer names are
+deleted after it (or, after a crash, by the next writer under the lock).
+
+Runs whose files are small are compacted: once enough of them sit in their own files, all
+but the newest move into a group file per table (``compact``). Replacing a run that is in a
+group writes the group again without it.
+
+A warehouse written by profetl 0.2 (``runs/run_id=<id>/run.parquet`` and
+``<layer>/<table>/run_id=<id>/part-<id>.parquet``, no index) is read as it is and migrated to
+this layout by the first writer that takes the lock (``migrate``).
 """
 
 from __future__ import annotations
@@ -22,19 +31,44 @@ import secrets
 import shutil
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.warehouse.contracts import contract
-from pipeline.errors import DamagedRun, UnknownRun, UsageError, WarehouseLocked
+from pipeline.errors import DamagedIndex, DamagedRun, UnknownRun, UsageError, WarehouseLocked
+from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
 from pipeline.warehouse.faults import checkpoint
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 TABLE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+LAYERS = (("raw", "raw_part", "ingest_id"), ("marts", "mart_part", "build_id"))
+
+# Columns the index keeps beside the commit record: the part of each layer that holds the
+# run's rows, and the run's workload key (documented with the runs view in pipeline/warehouse/views.py).
+INDEX_EXTRA = (pa.field("raw_part", pa.string()), pa.field("mart_part", pa.string()),
+               pa.field("workload", pa.string()))
+
+# Columns of the index that place runs: what readers other than `runs` read of it.
+LIGHT = ["run_id", "ingest_id", "build_id", "collection_start_us", "ingested_at", "raw_part", "mart_part", "workload"]
+INDEX_ROW_GROUP_ROWS = 256
+
+# Compaction. A run whose part files take at most SMALL_RUN_BYTES is compacted once it is
+# not among the KEEP_FRESH runs ingested last and COMPACT_BATCH such runs wait; they join the
+# newest group while it has fewer than GROUP_RUNS runs and GROUP_BYTES of files, else start a
+# new one. So the files stay few, a nightly commit rewrites at most one group, and replacing
+# or dropping a run rewrites only its group.
+SMALL_RUN_BYTES = 16 << 20
+KEEP_FRESH = 10
+COMPACT_BATCH = 40
+GROUP_RUNS = 1000
+GROUP_BYTES = 256 << 20
+# Row groups of group files are small enough that reading one run (whose rows the run_id
+# statistics locate) reads few rows of the others.
+GROUP_ROW_GROUP_ROWS = 8192
 
 
 def new_id() -> str:
@@ -47,26 +81,67 @@ def check_run_id(run_id: str) -> str:
     return run_id
 
 
+def is_group(part: str | None) -> bool:
+    return bool(part) and part.startswith("c")
+
+
+def is_legacy(part: str | None) -> bool:
+    return bool(part) and part.startswith("run_id=")
+
+
+def run_order(r: dict) -> tuple:
+    """How runs are listed: oldest collection first; group files hold their runs in this order."""
+    return (r.get("collection_start_us") or 0, r["run_id"])
+
+
+def layer_tables(layer: str) -> list[str]:
+    return list(RAW_TABLES) if layer == "raw" else list(contracts("marts"))
+
+
+def index_schema() -> pa.Schema:
+    s = contract("raw", "runs").schema
+    for f in INDEX_EXTRA:
+        s = s.append(f)
+    return s
+
+
+def file_schema(layer: str, table: str) -> pa.Schema:
+    """A part file's columns: run_id, then the contract's."""
+    s = contract(layer, table).schema
+    return pa.schema([pa.field("run_id", pa.string())] + [f for f in s if f.name != "run_id"])
+
+
 @dataclass
 class Warehouse:
     path: Path
     stale_lock: str | None = None  # pid left in .lock by a writer that died (set by writer())
     swept: int = 0  # leftover files removed when the lock was taken
-    upgraded: int = 0  # commit records rewritten to the current layout when the lock was taken
-    # run id -> why its commit record cannot be read, as the last ``runs()`` found it: such a
-    # run is left out of every listing, and its files are never swept (``drop`` removes them)
+    migrated: int = 0  # runs moved from profetl 0.2's layout when the lock was taken
+    # run id -> why its commit record cannot be read (profetl 0.2's layout, as the last listing
+    # found it): such a run is left out of every listing, its files are never swept, and the
+    # layout is not migrated while one is there (``drop`` removes it)
     unreadable: dict = None
+    _cache: tuple | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
         self.unreadable = {}
+        self._damaged: dict[str, DamagedRun] = {}
 
     # --- paths ---------------------------------------------------------------------
     def part(self, layer: str, table: str, run_id: str, part_id: str) -> Path:
+        """The file a run's own part ``part_id`` (its ingest or build id) has for ``table``."""
+        check_run_id(run_id)
+        return self.file(layer, table, part_id)
+
+    def file(self, layer: str, table: str, part: str) -> Path:
         if not TABLE.match(table):
             raise UsageError(f"{table!r} is not a valid table name")
-        check_run_id(run_id)
-        return self.path / layer / table / f"run_id={run_id}" / f"part-{part_id}.parquet"
+        if is_legacy(part):
+            d, name = part.split("/", 1)
+            return self.path / layer / table / d / f"{name}.parquet"
+        check_run_id(part)
+        return self.path / layer / table / f"part-{part}.parquet"
 
     def check(self, must_exist: bool = False) -> Warehouse:
         """Refuse a path that cannot be a warehouse: a file, or (``must_exist``, for commands
@@ -79,40 +154,117 @@ class Warehouse:
                              "--warehouse (-w) or $PROFETL_WAREHOUSE names another")
         return self
 
-    def run_file(self, run_id: str) -> Path:
-        return self.path / "runs" / f"run_id={check_run_id(run_id)}" / "run.parquet"
+    @property
+    def index_file(self) -> Path:
+        return self.path / "runs" / "runs.parquet"
 
-    # --- runs ----------------------------------------------------------------------
-    def runs(self) -> list[dict]:
-        """Committed runs, oldest collection first. A commit record that cannot be read
-        (truncated, garbage, no permission) is not a run here, but it is not nothing either:
-        it is kept in ``unreadable`` with the reason, for the commands to report."""
-        rows = []
-        self.unreadable = {}
+    def legacy(self) -> bool:
+        """profetl 0.2's layout: commit records per run and no index yet."""
+        if self.index_file.exists():
+            return False
         base = self.path / "runs"
-        if not base.is_dir():
-            return rows
-        for f in sorted(base.glob("run_id=*/run.parquet")):
-            run_id = f.parent.name.split("=", 1)[1]
-            try:
-                rows.append(_read_record(f, run_id))
-            except DamagedRun as e:
-                self.unreadable[run_id] = str(e)
-        rows.sort(key=lambda r: (r.get("collection_start_us") or 0, r["run_id"]))
-        return rows
+        return base.is_dir() and any(base.glob("run_id=*/run.parquet"))
 
-    def run(self, run_id: str) -> dict | None:
-        """The run's commit record; None when it has none; DamagedRun when it cannot be read."""
-        f = self.run_file(run_id)
-        if not f.exists():
+    # --- the index -----------------------------------------------------------------
+    def _table(self, full: bool = True) -> pa.Table | None:
+        """The index as an Arrow table (None without one), read again only when it changed;
+        not ``full``: only the columns that place runs (``LIGHT``), which is all most readers
+        need and a fraction of the bytes. Readers work on columns: making a dict of every run
+        costs more than the rest of a command once there are thousands."""
+        try:
+            st = self.index_file.stat()
+        except (FileNotFoundError, NotADirectoryError):
             return None
-        return _read_record(f, run_id)
+        key = (st.st_ino, st.st_mtime_ns, st.st_size)
+        if self._cache is None or self._cache[0] != key:
+            self._cache = (key, {}, None)
+        tables = self._cache[1]
+        want = "full" if full else "light"
+        if want not in tables:
+            if "full" in tables:
+                tables[want] = tables["full"].select(LIGHT)
+            else:
+                tables[want] = _read_index(self.index_file, None if full else LIGHT)
+        return tables[want]
+
+    def snapshot(self) -> pa.Table | None:
+        """The whole index as read once (None without one): what a reader lists runs and part
+        files from, whatever a writer commits meanwhile."""
+        t = self._table()
+        return None if t is None else _conform(t, index_schema(), None)
+
+    def index(self) -> dict[str, dict]:
+        """Every committed run's index row by run id (commit record, parts, workload)."""
+        t = self._table()
+        if t is None:
+            return self._legacy_index() if self.legacy() else {}
+        if self._cache[2] is None:
+            self._cache = (self._cache[0], self._cache[1], {r["run_id"]: r for r in t.to_pylist()})
+        return {k: dict(v) for k, v in self._cache[2].items()}
+
+    def row(self, run_id: str) -> dict | None:
+        """One run's index row."""
+        if self._table(full=False) is None:
+            return self.index().get(run_id)
+        # the index's small row groups and run_id statistics: one row group is read
+        try:
+            rows = pq.read_table(self.index_file, filters=[("run_id", "=", run_id)]).to_pylist()
+        except (OSError, pa.ArrowException) as e:
+            raise DamagedIndex(self.index_file, _reason(e)) from None
+        return rows[0] if rows else None
+
+    def _placing(self, run_id: str) -> dict | None:
+        """A run's placing columns (``LIGHT``) from the cached index: no file read per table."""
+        t = self._table(full=False)
+        if t is None:
+            return self.index().get(run_id)
+        rows = t.filter(pc.equal(t.column("run_id"), run_id)).to_pylist()
+        return rows[0] if rows else None
+
+    def run_ids(self) -> list[str]:
+        t = self._table(full=False)
+        return t.column("run_id").to_pylist() if t is not None else list(self.index())
+
+    def parts(self, layer: str, run_ids=None) -> list[str]:
+        """The distinct parts of ``layer`` holding the rows of ``run_ids`` (default: every run),
+        in run order."""
+        key = "raw_part" if layer == "raw" else "mart_part"
+        t = self._table(full=False)
+        if t is None:
+            rows = self.index()
+            chosen = rows.values() if run_ids is None else (rows[r] for r in run_ids if r in rows)
+            return list(dict.fromkeys(r[key] for r in chosen if r.get(key)))
+        col = t.column(key)
+        if run_ids is not None:
+            col = col.filter(pc.is_in(t.column("run_id"), value_set=pa.array(list(run_ids), pa.string())))
+        return pc.unique(col.drop_null()).to_pylist()
 
     def drop(self, run_id: str) -> int:
-        """Remove a run: its commit record first (the run is gone at once), then every part
-        file and temporary file of it. The one way a run's data is deleted on purpose, readable
-        record or not. Call under the lock. Returns the files removed."""
-        record = self.run_file(run_id)
+        """Remove a run: out of the index first (one commit; a group holding it is written again
+        without it in the same commit), then the files only it used. In profetl 0.2's layout (not
+        migrated while a commit record there cannot be read) its record and run folders go. The
+        one way a run's data is deleted on purpose, readable record or not. Call under the lock.
+        Returns the files removed."""
+        check_run_id(run_id)
+        if self._table(full=False) is None and self.legacy():
+            return self._drop_legacy(run_id)
+        idx = self.index()
+        if run_id not in idx:
+            raise UnknownRun(f"no run {run_id!r} in {self.path} (see `profetl runs`)")
+        before = _named(idx)
+        for layer, key, _ in LAYERS:
+            if is_group(idx[run_id].get(key)):
+                self._regroup(idx, layer, key, idx[run_id][key], drop={run_id})
+        del idx[run_id]
+        gone = before - _named(idx)
+        removed = sum(1 for layer, part in gone for table in self._table_dirs(layer)
+                      if self.file(layer, table, part).exists())
+        self._write_index(idx)
+        self._drop(gone)
+        return removed + 1
+
+    def _drop_legacy(self, run_id: str) -> int:
+        record = self.path / "runs" / f"run_id={run_id}" / "run.parquet"
         files = [p for layer in ("raw", "marts") for p in (self.path / layer).glob(f"*/run_id={run_id}/*")]
         if not record.exists() and not files:
             raise UnknownRun(f"no run {run_id!r} in {self.path} (see `profetl runs`)")
@@ -125,123 +277,430 @@ class Warehouse:
             p.unlink(missing_ok=True)
             removed += 1
         for d in [record.parent] + [p.parent for p in files]:
-            try:
-                d.rmdir()
-            except OSError:
-                pass
+            _rmdir(d)
         self.unreadable.pop(run_id, None)
+        if self.legacy():  # the last damaged record gone: the layout can move now
+            self.migrated = self.migrate()
         return removed
 
-    def resolve(self, run_ref: str | None) -> dict:
-        """A committed run by id, unique id prefix, or ``latest`` (the run collected last: ``latest()``)."""
-        runs = self.runs()
-        if not runs:
-            self.check(must_exist=True)
-            raise UnknownRun(f"the warehouse {self.path} has no runs yet")
-        if run_ref in (None, "latest"):
-            return latest(runs)
-        exact = [r for r in runs if r["run_id"] == run_ref]
-        if exact:
-            return exact[0]
-        prefix = [r for r in runs if r["run_id"].startswith(run_ref)]
-        if len(prefix) == 1:
-            return prefix[0]
-        if prefix:
-            raise UnknownRun(f"run id {run_ref!r} is ambiguous: {', '.join(r['run_id'] for r in prefix[:5])}")
-        raise UnknownRun(f"no run {run_ref!r} in {self.path} (see `profetl runs`)")
+    def discard_uncommitted(self, run_id: str) -> int:
+        """Remove part files the index does not name: what a writer wrote for a dump that then
+        failed (``run_id``'s), so a full disk gets its space back now, not at the next writer.
+        Nothing is removed when the index cannot be read. Call under the lock."""
+        try:
+            named = {(layer, p) for layer, _, _ in LAYERS for p in self.parts(layer)}
+        except DamagedIndex:
+            return 0
+        removed = 0
+        for layer, _, _ in LAYERS:
+            for f in (self.path / layer).glob("*/part-*.parquet"):
+                if (layer, f.name[len("part-"):-len(".parquet")]) not in named:
+                    f.unlink(missing_ok=True)
+                    removed += 1
+        return removed
 
-    def current_files(self, layer: str, table: str, runs: list[dict] | None = None) -> list[Path]:
-        key = "ingest_id" if layer == "raw" else "build_id"
-        out = []
-        for r in self.runs() if runs is None else runs:
-            if r.get(key):
-                f = self.part(layer, table, r["run_id"], r[key])
-                if f.exists():
-                    out.append(f)
+    def _legacy_index(self) -> dict[str, dict]:
+        """profetl 0.2's per-run commit records (run_id as a column, or, since it left them,
+        only the folder's key and the file's metadata); one that cannot be read goes to
+        ``unreadable``, with the reason."""
+        out = {}
+        self.unreadable, self._damaged = {}, {}
+        rows = []
+        for f in sorted((self.path / "runs").glob("run_id=*/run.parquet")):
+            run_id = f.parent.name.split("=", 1)[1]
+            try:
+                rows.append(_read_record(f, run_id))
+            except DamagedRun as e:
+                self.unreadable[run_id] = str(e)
+                self._damaged[run_id] = e
+        for r in rows:
+            r["raw_part"] = f"run_id={r['run_id']}/part-{r['ingest_id']}" if r.get("ingest_id") else None
+            r["mart_part"] = f"run_id={r['run_id']}/part-{r['build_id']}" if r.get("build_id") else None
+            r["workload"] = None
+            out[r["run_id"]] = r
         return out
 
-    def commit(self, row: dict) -> None:
-        """Make ``row`` the run's current state: one atomic rename."""
-        f = self.run_file(row["run_id"])
+    def _write_index(self, idx: dict[str, dict] | pa.Table) -> None:
+        """The commit: the new index replaces the old one in one rename."""
+        f = self.index_file
         f.parent.mkdir(parents=True, exist_ok=True)
-        tmp = f.with_name(f".run-{secrets.token_hex(4)}.tmp")
-        table = pa.Table.from_pylist([row], schema=contract("raw", "runs").schema).drop_columns(["run_id"])
-        # run_id is the folder's partition key, not a column; the file's metadata names it too,
-        # so that a record copied into another run's folder is found out (see _read_record)
-        pq.write_table(_owned_by(table, row["run_id"]), tmp)
+        tmp = f.with_name(f".runs-{secrets.token_hex(4)}.tmp")
+        if isinstance(idx, pa.Table):
+            table = idx
+        else:
+            table = pa.Table.from_pylist(sorted(idx.values(), key=run_order), schema=index_schema())
+        # small row groups with run_id statistics: reading one run's row reads one of them
+        pq.write_table(table, tmp, compression="zstd", row_group_size=INDEX_ROW_GROUP_ROWS)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         checkpoint("before_commit")
         os.replace(tmp, f)
         _fsync_dir(f.parent)
         checkpoint("after_commit")
-        self._drop_superseded(row["run_id"], {row.get("ingest_id"), row.get("build_id")})
 
-    def _drop_superseded(self, run_id: str, current: set) -> None:
-        """Part files of the run that its new commit no longer names (readers retry once)."""
-        for layer in ("raw", "marts"):
-            for f in (self.path / layer).glob(f"*/run_id={run_id}/part-*.parquet"):
-                if f.name[len("part-"):-len(".parquet")] not in current:
-                    f.unlink(missing_ok=True)
+    # --- runs ----------------------------------------------------------------------
+    def runs(self) -> list[dict]:
+        """Committed runs' commit records, oldest collection first."""
+        names = contract("raw", "runs").schema.names
+        t = self._table()
+        if t is not None:  # the index is kept in this order
+            return t.select(names).to_pylist()
+        rows = [{k: r.get(k) for k in names} for r in self.index().values()]
+        rows.sort(key=run_order)
+        return rows
 
-    def discard_uncommitted(self, run_id: str) -> int:
-        """Remove the run's part files its commit record does not name: what a writer wrote for
-        a dump that then failed, so a full disk gets its space back now, not at the next writer.
-        Nothing is removed for a run whose record cannot be read. Call under the lock."""
+    def run(self, run_id: str) -> dict | None:
+        """The run's commit record; None when it has none; DamagedRun when its record (profetl
+        0.2's layout) cannot be read; DamagedIndex when the index cannot be."""
+        r = self.row(check_run_id(run_id))
+        if r is None and run_id in self._damaged and self._table(full=False) is None:
+            raise self._damaged[run_id]
+        if r is None:
+            return None
+        return {k: r.get(k) for k in contract("raw", "runs").schema.names}
+
+    def resolve(self, run_ref: str | None) -> dict:
+        """A committed run by id, unique id prefix, or ``latest`` (the run collected last: ``latest()``)."""
+        t = self._table(full=False)
+        if t is None:
+            t = pa.Table.from_pylist(self.runs(), schema=contract("raw", "runs").schema)
+        if not t.num_rows:
+            self.check(must_exist=True)
+            raise UnknownRun(f"the warehouse {self.path} has no runs yet")
+        ids = t.column("run_id").to_pylist()
+        if run_ref in (None, "latest"):
+            cols = {k: t.column(k).to_pylist() for k in ("run_id", "collection_start_us", "ingested_at")}
+            pick = latest([dict(zip(cols, v)) for v in zip(*cols.values())])["run_id"]
+            return self.run(pick) if self.index_file.exists() else next(r for r in self.runs() if r["run_id"] == pick)
+        if run_ref in ids:
+            return self.run(run_ref) if self.index_file.exists() else next(r for r in self.runs() if r["run_id"] == run_ref)
+        prefix = [i for i in ids if i.startswith(run_ref)]
+        if len(prefix) == 1:
+            return self.resolve(prefix[0])
+        if prefix:
+            raise UnknownRun(f"run id {run_ref!r} is ambiguous: {', '.join(prefix[:5])}")
+        raise UnknownRun(f"no run {run_ref!r} in {self.path} (see `profetl runs`)")
+
+    def run_part(self, layer: str, table: str, run: dict) -> Path | None:
+        """The file holding ``run``'s rows of ``table`` (a group file holds other runs' too)."""
+        key = "raw_part" if layer == "raw" else "mart_part"
+        r = self._placing(run["run_id"]) or {}
+        part = r.get(key) if r.get("ingest_id" if layer == "raw" else "build_id") == run.get(
+            "ingest_id" if layer == "raw" else "build_id") else None
+        if part is None:  # a run not committed yet (a build of a new ingest): its own files
+            own = run.get("ingest_id" if layer == "raw" else "build_id")
+            return self.part(layer, table, run["run_id"], own) if own else None
+        return self.file(layer, table, part)
+
+    def current_files(self, layer: str, table: str, runs: list[dict] | None = None) -> list[Path]:
+        """The existing files holding the rows of ``runs`` (default: all) in ``table``."""
+        parts = self.parts(layer, None if runs is None else [r["run_id"] for r in runs])
+        files = [self.file(layer, table, p) for p in parts]
+        return [f for f in files if f.exists()]
+
+    def commit(self, row: dict) -> None:
+        """Make ``row`` the run's current state: one atomic rename of the index."""
+        run_id = check_run_id(row["run_id"])
+        if self._table(full=False) is None and self.legacy():
+            # profetl 0.2's layout left because a commit record cannot be read: only a commit
+            # replacing that very run (run --force) may move it (see ``migrate``)
+            self._legacy_index()
+            others = sorted(set(self.unreadable) - {run_id})
+            if others:
+                raise UsageError(f"{self.unreadable[others[0]]} (the warehouse is not changed until it is)")
+            self.migrate(replacing={run_id})
+        old = self.row(run_id)
+        new = {k: row.get(k) for k in contract("raw", "runs").schema.names}
+        regroup = []
+        for layer, key, id_key in LAYERS:
+            same = old is not None and old.get(id_key) == new.get(id_key) and old.get(key)
+            new[key] = old[key] if same else new.get(id_key)
+            if old is not None and old.get(key) and old[key] != new[key] and is_group(old[key]):
+                regroup.append((layer, key, old[key]))
+        same_raw = old is not None and old.get("ingest_id") == new.get("ingest_id") and old.get("workload")
+        new["workload"] = old["workload"] if same_raw else self.workload(new, new["raw_part"])
+        t = self._table()  # every column: the rows are written again
+        if regroup or t is None:  # the run leaves a group (or the old layout): every row at hand
+            idx = self.index()
+            before = _named(idx)
+            for layer, key, group in regroup:
+                self._regroup(idx, layer, key, group, drop={run_id})
+            idx[run_id] = new
+            self._write_index(idx)
+            self._drop(before - _named(idx))
+            return
+        # the common case: one row replaced or added, the other rows as they are (Arrow, no dicts)
+        # (conformed: an index written before a column was added gets it, NULL)
+        rest = _conform(t.filter(pc.invert(pc.equal(t.column("run_id"), run_id))), index_schema(), None)
+        both = pa.concat_tables([rest, pa.Table.from_pylist([new], schema=index_schema())])
+        order = pc.sort_indices(both, options=pc.SortOptions(
+            [("collection_start_us", "ascending", "at_start"), ("run_id", "ascending", "at_start")]))
+        self._write_index(both.take(order))
+        self._drop(_named({run_id: old} if old else {}) - _named({run_id: new}))
+
+    def _drop(self, parts: set[tuple[str, str]]) -> None:
+        """Delete the files of parts the index no longer names (readers retry once)."""
+        for layer, part in parts:
+            for table in self._table_dirs(layer):
+                self.file(layer, table, part).unlink(missing_ok=True)
+            if is_legacy(part):
+                for d in (self.path / layer).glob(f"*/{part.split('/', 1)[0]}"):
+                    _rmdir(d)
+
+    def _table_dirs(self, layer: str) -> list[str]:
+        base = self.path / layer
+        have = {d.name for d in base.iterdir() if d.is_dir()} if base.is_dir() else set()
+        return sorted(have | set(layer_tables(layer)))
+
+    def workload(self, run: dict, raw_part: str | None) -> str:
+        """What the run ran: <layout>/<chip>/<model names joined by +>, or
+        <layout>/<chip>/ops-<md5 of the sorted op names joined by commas, 8 digits>, or
+        <layout>/<chip>/empty; from the run's raw inferences and task ops in ``raw_part``."""
+        import hashlib
+
+        def distinct(table: str, column: str) -> list[str]:
+            f = self.file("raw", table, raw_part) if raw_part else None
+            if f is None or not f.exists():
+                return []
+            names = pq.read_schema(f).names
+            if column not in names:
+                return []
+            t = pq.read_table(f, columns=[c for c in ("run_id", column) if c in names])
+            col = t.column(column)
+            if "run_id" in names:
+                col = col.filter(pc.equal(t.column("run_id"), run["run_id"]))
+            return sorted(v for v in pc.unique(col).to_pylist() if v is not None)
+
+        models = distinct("inferences", "model_name")
+        if models:
+            what = "+".join(models)
+        else:
+            ops = distinct("task_ops", "op_name")
+            what = ("ops-" + hashlib.md5(",".join(ops).encode()).hexdigest()[:8]) if ops else "empty"
+        return "/".join(x for x in (run.get("layout"), run.get("chip") or "unknown-chip", what) if x is not None)
+
+    # --- groups --------------------------------------------------------------------
+    def _regroup(self, idx: dict[str, dict], layer: str, key: str, group: str, drop: set[str]) -> None:
+        """Write ``group`` again without the runs in ``drop``; its other runs move to the new group."""
+        members = [r for r in idx.values() if r.get(key) == group and r["run_id"] not in drop]
+        if not members:
+            return
+        gid = "c" + new_id()
+        self._write_group(layer, key, members, gid)
+        for r in members:
+            idx[r["run_id"]] = dict(r, **{key: gid})
+
+    def _write_group(self, layer: str, key: str, members: list[dict], part: str) -> None:
+        """One file per table with the rows of ``members`` (by run id), written into
+        ``.tmp`` and renamed into place: nothing names it until the index does."""
+        # runs in collection order (as every listing of runs has them), read from their
+        # current files a stretch of consecutive runs at a time
+        segments: list[tuple[str, list[str]]] = []
+        for r in sorted(members, key=run_order):
+            if segments and segments[-1][0] == r[key]:
+                segments[-1][1].append(r["run_id"])
+            else:
+                segments.append((r[key], [r["run_id"]]))
+        from pipeline.warehouse.sink import parquet_writer
+
+        tmp = self.temp_dir()
         try:
-            row = self.run(run_id)
-        except DamagedRun:
+            for table in layer_tables(layer):
+                schema = file_schema(layer, table)
+                out = tmp / f"{table}.parquet"
+                pending, n = [], 0
+                with parquet_writer(out, schema) as w:
+                    for src, run_ids in segments:
+                        f = self.file(layer, table, src)
+                        if not f.exists():
+                            continue
+                        for b in _batches(f, run_ids, schema, legacy=is_legacy(src)):
+                            pending.append(b)
+                            n += b.num_rows
+                            if n >= GROUP_ROW_GROUP_ROWS:
+                                w.write_table(pa.Table.from_batches(pending, schema), row_group_size=GROUP_ROW_GROUP_ROWS)
+                                pending, n = [], 0
+                    if pending:
+                        w.write_table(pa.Table.from_batches(pending, schema), row_group_size=GROUP_ROW_GROUP_ROWS)
+                final = self.file(layer, table, part)
+                final.parent.mkdir(parents=True, exist_ok=True)
+                out.replace(final)
+        finally:
+            self.drop_temp(tmp)
+
+    def _run_bytes(self, layer: str, part: str) -> int:
+        total = 0
+        for table in layer_tables(layer):
+            try:
+                total += self.file(layer, table, part).stat().st_size
+            except FileNotFoundError:
+                pass
+        return total
+
+    def compact(self) -> int:
+        """Move small runs out of their own files into group files (see ``SMALL_RUN_BYTES``).
+        Call under the lock. Returns the number of runs moved."""
+        t = self._table(full=False)
+        if t is None:  # no index: nothing committed yet, or profetl 0.2's layout left unmigrated
             return 0
-        current = {row.get("ingest_id"), row.get("build_id")} if row else set()
-        removed = 0
-        for layer in ("raw", "marts"):
-            for f in (self.path / layer).glob(f"*/run_id={run_id}/part-*.parquet"):
-                if f.name[len("part-"):-len(".parquet")] not in current:
-                    f.unlink(missing_ok=True)
-                    removed += 1
-        return removed
+        if t is not None:  # few runs outside groups: nothing to do, known without a dict per run
+            outside = max(sum(1 for p in t.column(key).to_pylist() if p and not is_group(p)) for _, key, _ in LAYERS)
+            if outside < KEEP_FRESH + COMPACT_BATCH:
+                return 0
+        idx = self.index()
+        before = _named(idx)
+        order = sorted(idx.values(), key=lambda r: (str(r.get("ingested_at") or ""), r["run_id"]))
+        keep = {r["run_id"] for r in order[-KEEP_FRESH:]}
+        moved = set()
+        for layer, key, _ in LAYERS:
+            waiting = []
+            for r in idx.values():
+                part = r.get(key)
+                if part and not is_group(part) and r["run_id"] not in keep:
+                    n = self._run_bytes(layer, part)
+                    if n <= SMALL_RUN_BYTES:
+                        waiting.append((r, n))
+            if len(waiting) < COMPACT_BATCH:
+                continue
+            groups: dict[str, list[dict]] = {}
+            for r in idx.values():
+                if is_group(r.get(key)):
+                    groups.setdefault(r[key], []).append(r)
+            batch: list[dict] = []
+            size = 0
+            if groups:
+                last = max(groups)  # group ids begin with their time: the newest group
+                n = self._run_bytes(layer, last)
+                if len(groups[last]) < GROUP_RUNS and n < GROUP_BYTES:
+                    batch, size = list(groups[last]), n
+            for r, n in sorted(waiting, key=lambda x: run_order(x[0])):
+                if batch and (len(batch) >= GROUP_RUNS or size + n > GROUP_BYTES):
+                    self._new_group(idx, layer, key, batch)
+                    batch, size = [], 0
+                batch.append(r)
+                size += n
+                moved.add(r["run_id"])
+            if batch:
+                self._new_group(idx, layer, key, batch)
+        if moved:
+            self._write_index(idx)
+            self._drop(before - _named(idx))
+        return len(moved)
+
+    def _new_group(self, idx: dict[str, dict], layer: str, key: str, members: list[dict]) -> None:
+        gid = "c" + new_id()
+        self._write_group(layer, key, members, gid)
+        for r in members:
+            idx[r["run_id"]] = dict(idx[r["run_id"]], **{key: gid})
+
+    def bulk_load(self, rows: list[dict], tables: dict[tuple[str, str], pa.Table]) -> None:
+        """Commit many runs at once whose rows are the same ``tables`` (one run's raw and mart
+        tables by (layer, table)): for generating big warehouses quickly (bench/). Call under
+        the lock on an empty warehouse."""
+        idx = self.index()
+        keep = rows[-KEEP_FRESH:]
+        old = rows[:-KEEP_FRESH] if len(rows) > KEEP_FRESH else []
+        chunks = [old[i:i + GROUP_RUNS] for i in range(0, len(old), GROUP_RUNS)]
+        for layer, key, id_key in LAYERS:
+            for chunk in [[r] for r in keep] + chunks:
+                part = chunk[0][id_key] if len(chunk) == 1 and chunk[0] in keep else "c" + new_id()
+                for (lay, table), t in tables.items():
+                    if lay != layer:
+                        continue
+                    schema = file_schema(layer, table)
+                    t = _conform(t, schema, None)
+                    whole = pa.concat_tables([_with_run(t, r["run_id"]) for r in chunk])
+                    f = self.file(layer, table, part)
+                    f.parent.mkdir(parents=True, exist_ok=True)
+                    from pipeline.warehouse.sink import parquet_writer
+                    with parquet_writer(f, schema) as w:
+                        w.write_table(whole, row_group_size=GROUP_ROW_GROUP_ROWS)
+                for r in chunk:
+                    idx.setdefault(r["run_id"], dict(r))[key] = part
+        last = idx[rows[-1]["run_id"]]
+        w = self.workload(last, last["raw_part"])
+        for r in rows:
+            idx[r["run_id"]]["workload"] = w
+        self._write_index(idx)
+
+    # --- upgrade and leftovers -----------------------------------------------------
+    def migrate(self, replacing: set[str] = frozenset()) -> int:
+        """Move a warehouse of profetl 0.2's layout to this one: every run's files are written
+        again with a run_id column (small runs into groups), then the index is written (the
+        commit: a crash before it leaves the old layout, whole), then the old files go."""
+        idx = self._legacy_index()
+        if not idx or set(self.unreadable) - set(replacing):  # which files a damaged record names
+            return 0  # is unknown: wait for `drop` or `run --force` to settle it; nothing is moved
+        for r in idx.values():  # from the run's own small files, before they are grouped
+            r["workload"] = self.workload(r, r.get("raw_part"))
+        before = _named(idx)
+        for layer, key, id_key in LAYERS:
+            parts = [r for r in idx.values() if r.get(key)]
+            small, batch, size = [], [], 0
+            for r in sorted(parts, key=run_order):
+                n = self._run_bytes(layer, r[key])
+                if n > SMALL_RUN_BYTES:  # stays in files of its own, now with a run_id column
+                    self._write_group(layer, key, [r], r[id_key])
+                    idx[r["run_id"]][key] = r[id_key]
+                    continue
+                if batch and (len(batch) >= GROUP_RUNS or size + n > GROUP_BYTES):
+                    small.append(batch)
+                    batch, size = [], 0
+                batch.append(r)
+                size += n
+            if batch:
+                small.append(batch)
+            for members in small:
+                self._new_group(idx, layer, key, members)
+        self._write_index(idx)
+        self._drop(before)
+        for d in (self.path / "runs").glob("run_id=*"):
+            shutil.rmtree(d, ignore_errors=True)
+        return len(idx)
 
     def sweep(self) -> int:
-        """Remove part files and temp files that no commit names. Call under the lock."""
-        current = {}
-        for r in self.runs():
-            current[r["run_id"]] = {r.get("ingest_id"), r.get("build_id")}
+        """Remove part files and temp files that the index does not name. Call under the lock."""
+        legacy = self.legacy()
+        named = set(self.parts("raw")) | set(self.parts("marts"))
         removed = 0
-        for layer in ("raw", "marts"):
-            for f in (self.path / layer).glob("*/run_id=*/*"):
-                run_id = f.parent.name.split("=", 1)[1]
-                if run_id in self.unreadable:
-                    continue  # which files its record names is unknown: keep them all
-                part_id = f.name[len("part-"):-len(".parquet")] if f.name.startswith("part-") else None
-                if part_id not in current.get(run_id, set()):
-                    f.unlink(missing_ok=True)
-                    removed += 1
-        for f in (self.path / "runs").glob("run_id=*/.run-*.tmp"):
-            f.unlink(missing_ok=True)
-            removed += 1
+        for layer, _, _ in LAYERS:
+            base = self.path / layer
+            if not base.is_dir():
+                continue
+            for d in base.iterdir():
+                if not d.is_dir():
+                    continue
+                for f in d.iterdir():
+                    if f.is_dir():  # profetl 0.2's run folders: kept until migrated
+                        if legacy and f.name.split("=", 1)[-1] in self.unreadable:
+                            continue  # which files its record names is unknown: keep them all
+                        # (after migration, what the index no longer names: all of it)
+                        part_ids = {p.split("/", 1)[1] for p in named if p.startswith(f.name + "/")}
+                        for g in f.iterdir():
+                            if g.name[:-len(".parquet")] not in part_ids:
+                                g.unlink(missing_ok=True)
+                                removed += 1
+                        _rmdir(f)
+                        continue
+                    part = f.name[len("part-"):-len(".parquet")] if f.name.startswith("part-") else None
+                    if part not in named:
+                        f.unlink(missing_ok=True)
+                        removed += 1
+        runs = self.path / "runs"
+        if runs.is_dir():
+            for f in runs.glob(".run*.tmp"):
+                f.unlink(missing_ok=True)
+                removed += 1
+            for f in runs.glob("run_id=*/.run-*.tmp"):
+                f.unlink(missing_ok=True)
+                removed += 1
+            if not legacy:  # the index holds every record (a damaged index stopped us above)
+                for d in runs.glob("run_id=*"):
+                    shutil.rmtree(d, ignore_errors=True)
         tmp = self.path / ".tmp"
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
         return removed
-
-    def upgrade_run_records(self) -> int:
-        """Rewrite commit records written before run_id left them (it is the folder's partition
-        key: a column of the same name made ``pandas.read_parquet("<warehouse>/runs")`` fail).
-        Each is replaced atomically; returns how many. Call under the lock."""
-        upgraded = 0
-        for f in sorted((self.path / "runs").glob("run_id=*/run.parquet")):
-            try:
-                if "run_id" not in pq.read_schema(f).names:
-                    continue
-                old = pq.read_table(f)
-                table = _owned_by(old.drop_columns(["run_id"]), old.column("run_id")[0].as_py())
-            except (OSError, pa.ArrowInvalid):
-                continue
-            tmp = f.with_name(f".run-{secrets.token_hex(4)}.tmp")
-            pq.write_table(table, tmp)
-            os.replace(tmp, f)
-            upgraded += 1
-        return upgraded
 
     def temp_dir(self) -> Path:
         """A new scratch folder under ``.tmp``; ``drop_temp`` removes it when the work is done."""
@@ -288,7 +747,8 @@ class Warehouse:
             os.ftruncate(fd, 0)
             os.pwrite(fd, str(os.getpid()).encode(), 0)
             self.swept = self.sweep()
-            self.upgraded = self.upgrade_run_records()
+            if self.legacy():
+                self.migrated = self.migrate()
             locked = True
             yield self
         finally:
@@ -373,9 +833,81 @@ def latest(runs: list[dict]) -> dict:
                                     r["ingested_at"]))
 
 
+def _reason(e: BaseException) -> str:
+    return getattr(e, "strerror", None) or (str(e).splitlines() or [type(e).__name__])[0]
+
+
+def _read_index(f: Path, columns: list[str] | None) -> pa.Table:
+    """The run index (some columns); DamagedIndex when it cannot be read or is not an index."""
+    try:
+        t = pq.read_table(f, columns=columns)
+    except (OSError, pa.ArrowException) as e:
+        raise DamagedIndex(f, _reason(e)) from None
+    if "run_id" not in t.column_names:
+        raise DamagedIndex(f, "it has no run_id column")
+    return t
+
+
 def _fsync_dir(path: Path) -> None:
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _rmdir(d: Path) -> None:
+    try:
+        d.rmdir()
+    except OSError:
+        pass
+
+
+def _named(idx: dict[str, dict]) -> set[tuple[str, str]]:
+    """(layer, part) of every part the index names."""
+    out = set()
+    for r in idx.values():
+        for layer, key, _ in LAYERS:
+            if r.get(key):
+                out.add((layer, r[key]))
+    return out
+
+
+def _with_run(t: pa.Table, run_id: str) -> pa.Table:
+    col = pa.array([run_id] * t.num_rows, pa.string()) if t.num_rows < 16 else \
+        pa.DictionaryArray.from_arrays(pa.array([0] * t.num_rows, pa.int32()), pa.array([run_id])).cast(pa.string())
+    if "run_id" in t.column_names:
+        return t.set_column(t.column_names.index("run_id"), "run_id", col)
+    return t.add_column(0, "run_id", col)
+
+
+def _conform(t, schema: pa.Schema, run_id: str | None):
+    """``t`` (a table or batch) with exactly ``schema``'s columns: missing ones NULL, types cast."""
+    names = t.schema.names
+    cols = []
+    for f in schema:
+        if f.name == "run_id" and run_id is not None:
+            cols.append(pa.array([run_id] * t.num_rows, pa.string()))
+        elif f.name in names:
+            col = t.column(names.index(f.name))
+            cols.append(col.cast(f.type) if col.type != f.type else col)
+        else:
+            cols.append(pa.nulls(t.num_rows, f.type))
+    if isinstance(t, pa.RecordBatch):
+        return pa.RecordBatch.from_arrays(cols, schema=schema)
+    return pa.Table.from_arrays(cols, schema=schema)
+
+
+def _batches(f: Path, run_ids: list[str], schema: pa.Schema, legacy: bool):
+    """The rows of ``run_ids`` in part file ``f``, as batches of ``schema``."""
+    pf = pq.ParquetFile(f)
+    if legacy:  # one run's file without a run_id column
+        for b in pf.iter_batches(batch_size=65_536):
+            yield _conform(b, schema, run_ids[0])
+        return
+    wanted = pa.array(sorted(set(run_ids)), pa.string())
+    for b in pf.iter_batches(batch_size=65_536):
+        if b.num_rows:
+            b = b.filter(pc.is_in(b.column(b.schema.get_field_index("run_id")), value_set=wanted))
+        if b.num_rows:
+            yield _conform(b, schema, None)

@@ -1,9 +1,9 @@
 """Read access: an in-memory DuckDB with one view per table over the committed part files, read
-from one snapshot of the commit records; a read retried on a new snapshot when a writer
-replaced a run meanwhile; and the lock-down of a connection that runs a user's SQL.
+from one snapshot of the run index; a read retried on a new snapshot when a writer replaced
+a run meanwhile; and the lock-down of a connection that runs a user's SQL.
 
-Nothing here writes to the warehouse and no lock is taken: readers see the runs whose
-commit records exist, through the part files those records name.
+Nothing here writes to the warehouse and no lock is taken: readers see the runs the run
+index holds (read once), through the part files it names.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from pipeline import __version__
-from pipeline.errors import DamagedRun, QueryFailed
+from pipeline.errors import QueryFailed
 from pipeline.warehouse.contracts import RAW_TABLES, Contract, contract, contracts
-from pipeline.warehouse.store import Warehouse
+from pipeline.warehouse.store import Warehouse, index_schema
 
 
 def quote(path) -> str:
@@ -33,41 +34,58 @@ class _Changed(Exception):
 
 
 def _snapshot_files(wh: Warehouse, layer: str, table: str, runs: list[dict]) -> list[Path]:
-    """The part files the snapshot's commit records name for ``table``. A file named but gone
-    means a writer replaced that run since its record was read (``_Changed``: read again), or,
-    when the record is still the same, that the file was lost: an error for a run of this
-    version, which writes every table; a run of an older profetl may lack a table added since."""
-    key = "ingest_id" if layer == "raw" else "build_id"
-    out = []
+    """The files the snapshot's index rows (``runs``) name for ``table``, each once (a group
+    file holds many runs). A file named but gone means a writer replaced or regrouped a run
+    since the index was read (``_Changed``: read again), or, when the index still names it,
+    that the file was lost: an error for a run of this version, which writes every table; a
+    run of an older profetl may lack a table added since."""
+    key = "raw_part" if layer == "raw" else "mart_part"
+    first: dict[str, dict] = {}  # each part once (a group holds many runs), in run order
     for r in runs:
-        if not r.get(key):
-            continue
-        f = wh.part(layer, table, r["run_id"], r[key])
+        if r.get(key) and r[key] not in first:
+            first[r[key]] = r
+    out: list[Path] = []
+    missing: dict[str, dict] = {}
+    for part, r in first.items():
+        f = wh.file(layer, table, part)
         if f.exists():
             out.append(f)
-            continue
-        try:
-            now = wh.run(r["run_id"])
-        except DamagedRun:
-            now = None
-        if now is None or now.get(key) != r[key]:
-            raise _Changed(f"run {r['run_id']} was replaced or removed while it was read")
-        if r.get("profetl_version") == __version__:
-            raise QueryFailed(f"run {r['run_id']}: its commit record names {f}, which is missing; "
-                              f"`profetl run --force DUMP` re-ingests the run, `profetl drop {r['run_id']}` removes it")
+        else:
+            missing[part] = r
+    if missing:
+        now = wh.index()
+        for part, r in missing.items():
+            if (now.get(r["run_id"]) or {}).get(key) != part:
+                raise _Changed(f"run {r['run_id']} was replaced or removed while it was read")
+            if r.get("profetl_version") == __version__:
+                raise QueryFailed(f"run {r['run_id']}: the run index names {wh.file(layer, table, part)}, which is "
+                                  f"missing; `profetl run --force DUMP` re-ingests the run, "
+                                  f"`profetl drop {r['run_id']}` removes it")
     return out
 
 
-def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict]) -> str:
+def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict], every: bool) -> str:
+    """The table's rows of ``runs`` (``every``: all the snapshot's runs) through the files the
+    snapshot names."""
     files = _snapshot_files(wh, layer, c.name, runs)
     if not files:
         return _empty_view(c)
-    listing = "[" + ", ".join(quote(f) for f in files) + "]"
     names = ", ".join(col.name for col in c.columns)
+    flat = [f for f in files if not f.parent.name.startswith("run_id=")]
+    old = [f for f in files if f.parent.name.startswith("run_id=")]
+    scans = []
+    if flat:
+        scans.append(f"SELECT * FROM read_parquet([{', '.join(quote(f) for f in flat)}], union_by_name = true)")
+    if old:  # profetl 0.2's layout, until a writer migrates it: the run is the folder's name
+        scans.append(f"SELECT * FROM read_parquet([{', '.join(quote(f) for f in old)}], hive_partitioning = true, "
+                     "hive_types = {'run_id': VARCHAR}, union_by_name = true)")
+    # a group file holds runs not asked for
+    # (a list of constants, not a join: a join would not keep the files' row order)
+    where = "" if every else " WHERE run_id IN (" + ", ".join(quote(r["run_id"]) for r in runs) + ")"
     # UNION BY NAME with the empty contract: a column no part file has yet (a run written by an
     # older profetl, a column added since) reads as NULL instead of failing the whole view
-    return (f"SELECT run_id, {names} FROM (SELECT * FROM read_parquet({listing}, hive_partitioning = true, "
-            f"hive_types = {{'run_id': VARCHAR}}, union_by_name = true) UNION ALL BY NAME {_empty_view(c)})")
+    union = " UNION ALL BY NAME ".join(f"({x})" for x in scans)
+    return f"SELECT run_id, {names} FROM ({union} UNION ALL BY NAME {_empty_view(c)}){where}"
 
 
 def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None,
@@ -75,33 +93,37 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None,
     """A connection with views ``runs``, every raw table and every mart (optionally some runs only).
 
     Times print in UTC. ``runs`` holds the commit records plus ``RUN_VIEW_COLUMNS``.
-    ``tables`` limits the other views to those named (and what ``runs`` reads): a view
-    reads the footer of every part file it lists, so fewer views open faster over many runs.
-    ``sandbox``: the connection runs SQL a user wrote (``lock_down``); ``confine`` also keeps
-    its file-reading functions inside the warehouse.
+    ``tables`` limits the other views to those named (and, in profetl 0.2's layout, what
+    ``runs`` reads): a view reads the footer of every part file it lists, so fewer views open
+    faster. ``sandbox``: the connection runs SQL a user wrote (``lock_down``); ``confine``
+    also keeps its file-reading functions inside the warehouse.
     """
-    only = None if tables is None else set(tables) | _RUNS_VIEW_READS
-    runs = wh.check().runs()
+    wh.check()
+    snap = wh.snapshot()  # the index, read once (DamagedIndex when it cannot be)
+    legacy = snap is None and wh.legacy()
+    if snap is None:
+        snap = pa.Table.from_pylist(list(wh.index().values()), schema=index_schema())
     if run_ids is not None:
-        wanted = set(run_ids)
-        runs = [r for r in runs if r["run_id"] in wanted]
+        snap = snap.filter(pc.is_in(snap.column("run_id"), value_set=pa.array(list(run_ids), pa.string())))
+    only = None if tables is None else set(tables) | (_RUNS_VIEW_READS if legacy else set())
+    runs = snap.select([c for c in ("run_id", "raw_part", "mart_part", "profetl_version")]).to_pylist()
     con = duckdb.connect(config=_SANDBOX_CONFIG if sandbox else {})
     try:
         con.execute("SET TimeZone = 'UTC'")
-        # the records as read once, held in memory: the runs view and the part files listed
+        # a query per run (export) opens the same files again: read each footer once
+        con.execute("SET parquet_metadata_cache = true")
+        # the index as read once, held in memory: the runs view and the part files listed
         # below are the same snapshot, whatever a writer commits meanwhile
-        records = pa.Table.from_pylist(runs, schema=contract("raw", "runs").schema)
-        con.register("_run_snapshot", records)
-        con.execute("CREATE TEMP TABLE _run_snapshot_copy AS SELECT * FROM _run_snapshot")
-        con.unregister("_run_snapshot")
-        con.execute("CREATE VIEW _run_records AS SELECT * FROM _run_snapshot_copy")
+        records = snap.select(contract("raw", "runs").schema.names + ["workload"])
+        # (registered, not copied: the index's control-file text is most of its bytes)
+        con.register("_run_records", records)
         for name in RAW_TABLES:
             if only is None or name in only:
-                con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'raw', contracts('raw')[name], runs)}")
+                con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'raw', contracts('raw')[name], runs, run_ids is None)}")
         for name, c in contracts("marts").items():
             if only is None or name in only:
-                con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'marts', c, runs)}")
-        con.execute(_RUNS_VIEW)
+                con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'marts', c, runs, run_ids is None)}")
+        con.execute(_RUNS_VIEW_LEGACY if legacy else _RUNS_VIEW)
     except BaseException:
         con.close()
         raise
@@ -144,11 +166,22 @@ RUN_VIEW_COLUMNS = {
                  "<layout>/<chip>/<model names joined by +>, or <layout>/<chip>/ops-<hash of the "
                  "sorted op names> when the run has no model records"),
 }
-_RUNS_VIEW_READS = {"inferences", "task_ops"}
+_RUNS_VIEW_READS = {"inferences", "task_ops"}  # to compute workload in profetl 0.2's layout
+# The index keeps each run's workload, computed from its raw tables when it is committed
+# (Warehouse.workload); a warehouse of profetl 0.2's layout not migrated yet has none, and
+# the view computes it the same way from the raw tables.
 _RUNS_VIEW = """
 CREATE VIEW runs AS
 SELECT
-    r.*,
+    r.* EXCLUDE (workload),
+    make_timestamptz(r.collection_start_us) AS collected_at,
+    r.workload
+FROM _run_records AS r
+"""
+_RUNS_VIEW_LEGACY = """
+CREATE VIEW runs AS
+SELECT
+    r.* EXCLUDE (workload),
     make_timestamptz(r.collection_start_us) AS collected_at,
     concat_ws('/', r.layout, coalesce(r.chip, 'unknown-chip'),
               coalesce(m.models, 'ops-' || left(md5(o.ops), 8), 'empty')) AS workload
@@ -169,8 +202,8 @@ READ_ATTEMPTS = 3
 
 
 def read_consistent(wh: Warehouse, read, run_ids: list[str] | None = None, tables=None, **sandbox):
-    """``read(con)`` on a snapshot of the warehouse: the commit records read once, and the
-    part files they name. ``read`` sees all of a run's old files or all of its new ones, and
+    """``read(con)`` on a snapshot of the warehouse: the run index read once, and the part
+    files it names. ``read`` sees all of a run's old files or all of its new ones, and
     every committed run; never a mix, never a run left out.
 
     A writer deletes the part files its commit superseded, so a reader that listed them

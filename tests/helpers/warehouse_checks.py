@@ -35,7 +35,7 @@ def assert_consistent(wh_path: Path) -> None:
     wh = Warehouse(wh_path)
     for r in wh.runs():
         for t in RAW_TABLES:
-            assert wh.part("raw", t, r["run_id"], r["ingest_id"]).exists(), (r["run_id"], t)
+            assert wh.run_part("raw", t, r).exists(), (r["run_id"], t)
         if r["build_id"]:
             for f in wh.current_files("marts", "task_scheduler", [r]):
                 assert f.exists()
@@ -43,4 +43,5 @@ def assert_consistent(wh_path: Path) -> None:
 
 
 def part_files(wh_path: Path) -> list[Path]:
-    return sorted(p for layer in ("raw", "marts") for p in (wh_path / layer).glob("*/run_id=*/*"))
+    """Every part file (also in profetl 0.2's run_id=<id> folders)."""
+    return sorted(p for layer in ("raw", "marts") for p in (wh_path / layer).glob("*/**/*") if p.is_file())

@@ -50,7 +50,7 @@ ATTACKS = [
 
 @pytest.mark.parametrize("sql", ATTACKS)
 def test_writing_statements_are_refused(wh, sql, tmp_path):
-    record = next((wh.path / "runs").glob("*/run.parquet"))
+    record = wh.index_file
     before = {p: p.read_bytes() for p in _files(wh.path)}
     for target in (record, tmp_path / "x.csv"):
         with pytest.raises(QueryFailed):
@@ -106,7 +106,7 @@ def test_confine_keeps_file_readers_in_the_warehouse(wh, reader):
     for escape in (wh.path / ".." / "outside.txt", "/etc/hostname"):
         with pytest.raises(QueryFailed, match="disabled by configuration"):
             query(wh, f"select count(*) from {reader.format(f=escape)}", confine=True)
-    inside = next((wh.path / "runs").glob("*/run.parquet"))
+    inside = wh.index_file
     if not reader.startswith("read_csv"):
         assert query(wh, f"select count(*) from {reader.format(f=inside)}", confine=True).rows == [(1,)]
     # the warehouse's own views still read under confinement

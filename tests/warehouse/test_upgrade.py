@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from pipeline.warehouse.contracts import contract, contracts
 from pipeline.errors import TransformFailed
 from pipeline.outputs.export import fetch
 from pipeline.jobs.runner import rebuild, run_roots
+from pipeline.outputs.query import query
+from pipeline.analysis.selection import catalog
 from pipeline.warehouse.store import Warehouse
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
@@ -47,3 +53,93 @@ def test_a_current_run_missing_a_raw_file_is_an_error(tmp_path):
     wh.part("raw", "task_metrics", o.run_id, run["ingest_id"]).unlink()
     with wh.writer(), pytest.raises(TransformFailed, match="no raw part file for task_metrics"):
         rebuild(wh, run)
+
+
+# --- the warehouse layout of profetl 0.2: a folder and a commit record per run ------------------
+
+def _night(tmp_path, i: int) -> Path:
+    """The sample dump as another night: another start_info text, so another run id."""
+    d = tmp_path / "dumps" / f"night{i}"
+    shutil.copytree(SAMPLE, d)
+    for f in d.rglob("start_info.*"):
+        if not f.name.endswith(".done"):
+            f.write_text(f.read_text() + " " * (i + 1))
+    return d
+
+
+def to_old_layout(wh: Warehouse) -> None:
+    """Rewrite a warehouse as profetl 0.2 left it: <layer>/<table>/run_id=<id>/part-<id>.parquet
+    without a run_id column, runs/run_id=<id>/run.parquet, no index."""
+    runs = wh.runs()
+    for r in runs:
+        for layer, key in (("raw", "ingest_id"), ("marts", "build_id")):
+            for d in (wh.path / layer).iterdir():
+                t = pq.read_table(wh.run_part(layer, d.name, r))
+                t = t.filter(pc.equal(t.column("run_id"), r["run_id"])).drop_columns(["run_id"])
+                out = d / f"run_id={r['run_id']}" / f"part-{r[key]}.parquet"
+                out.parent.mkdir(parents=True)
+                pq.write_table(t, out)
+        out = wh.path / "runs" / f"run_id={r['run_id']}" / "run.parquet"
+        out.parent.mkdir(parents=True)
+        pq.write_table(pa.Table.from_pylist([r], schema=contract("raw", "runs").schema), out)
+    for layer in ("raw", "marts"):
+        for f in (wh.path / layer).glob("*/part-*.parquet"):
+            f.unlink()
+    wh.index_file.unlink()
+
+
+def _everything(wh: Warehouse) -> dict:
+    """Every run's commit record as `runs` lists it and every table's rows, sorted."""
+    out = {"runs": [{k: v for k, v in r.items() if k != "collected_at"} for r in catalog(wh)]}
+    for layer in ("raw", "marts"):
+        for name in contracts(layer):
+            if name == "runs":
+                continue
+            rows = query(wh, f"select * from {name}").rows
+            out[name] = sorted(rows, key=repr)
+    return out
+
+
+@pytest.fixture
+def old_warehouse(tmp_path):
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        outcomes = run_roots(wh, [_night(tmp_path, 1), _night(tmp_path, 2)])
+    assert [o.status for o in outcomes] == ["built", "built"]
+    expected = _everything(wh)
+    to_old_layout(wh)
+    assert (tmp_path / "wh" / "runs" / f"run_id={outcomes[0].run_id}" / "run.parquet").exists()
+    return wh, expected
+
+
+def test_the_old_layout_reads_as_it_is_until_a_writer_migrates_it(old_warehouse):
+    wh, expected = old_warehouse
+    wh = Warehouse(wh.path)
+    assert wh.legacy()
+    assert _everything(wh) == expected  # readers need no migration (and do not write)
+    assert wh.legacy() and not wh.index_file.exists()
+    with wh.writer():
+        pass
+    assert wh.migrated == 2 and not wh.legacy() and wh.index_file.exists()
+    assert not list(wh.path.glob("*/*/run_id=*")) and not list(wh.path.glob("runs/run_id=*"))
+    assert _everything(Warehouse(wh.path)) == expected
+    # every part file names its rows' run: plain Parquet readers need no folder convention
+    for f in wh.path.glob("marts/op_summary/*.parquet"):
+        assert pq.read_schema(f).names[0] == "run_id"
+
+
+def test_a_migration_killed_before_its_commit_leaves_the_old_layout(old_warehouse):
+    from tests.helpers.warehouse_checks import profetl
+
+    wh, expected = old_warehouse
+    crashed = profetl("build", "--all", "--warehouse", wh.path, env={"PROFETL_CRASH_AT": "before_commit"})
+    assert crashed.returncode == 137, crashed.stderr
+    assert Warehouse(wh.path).legacy()
+    assert _everything(Warehouse(wh.path)) == expected
+    again = profetl("runs", "--warehouse", wh.path)  # a reader: still the old layout
+    assert again.returncode == 0 and Warehouse(wh.path).legacy()
+    with Warehouse(wh.path).writer() as w:
+        assert w.stale_lock and w.migrated == 2
+    assert _everything(Warehouse(wh.path)) == expected
+    named = {p for r in Warehouse(wh.path).index().values() for p in (r["raw_part"], r["mart_part"])}
+    assert {f.name[len("part-"):-len(".parquet")] for f in wh.path.glob("*/*/*.parquet")} <= named

@@ -82,24 +82,58 @@ def test_killed_at_random_moments(tmp_path, versions):
     assert len(part_files(wh)) == len({p.parent for p in part_files(wh)})
 
 
-def _two_runs(tmp_path):
-    """A warehouse with two runs of distinct collections; the dumps and the part files of each."""
+def _two_runs(tmp_path, old: bool = False):
+    """A warehouse with two runs of distinct collections; the dumps and the run ids.
+    ``old``: turned into profetl 0.2's layout (a commit record and folders per run)."""
     a, b = tmp_path / "a", tmp_path / "b"
     generate(a, HiprofConfig(inferences=2, seed=31, start_us=1_767_225_600_000_000))
     generate(b, HiprofConfig(inferences=2, seed=32, start_us=1_767_312_000_000_000))
     wh = tmp_path / "wh"
     done = profetl("run", a, b, "--warehouse", wh)
     assert done.returncode == 0, done.stderr
-    runs = sorted(p.parent.name.split("=", 1)[1] for p in (wh / "runs").glob("run_id=*/run.parquet"))
+    runs = sorted(Warehouse(wh).run_ids())
     assert len(runs) == 2
+    if old:
+        from tests.warehouse.test_upgrade import to_old_layout
+
+        to_old_layout(Warehouse(wh))
     return a, b, wh, runs
+
+
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "not_an_index"])
+def test_an_unreadable_index_stops_every_command_and_deletes_nothing(tmp_path, damage):
+    """The run index names which files hold every run: when it cannot be read, readers and
+    writers stop with an error naming it, and nothing is swept, compacted or dropped."""
+    a, b, wh, (victim, _) = _two_runs(tmp_path)
+    index = wh / "runs" / "runs.parquet"
+    data = index.read_bytes()
+    bad = {"truncated": data[: len(data) // 2], "garbage": b"\x00garbage" * 50, "empty": b"",
+           "not_an_index": (wh / "raw" / "task_states").glob("*.parquet").__next__().read_bytes()}[damage]
+    if damage == "not_an_index":  # a Parquet file, but no run_id column: another table's part
+        import pyarrow.parquet as pq
+
+        t = pq.read_table(next((wh / "raw" / "task_states").glob("*.parquet"))).drop_columns(["run_id"])
+        pq.write_table(t, index)
+        bad = index.read_bytes()
+    else:
+        index.write_bytes(bad)
+    files = {p: p.stat().st_mtime_ns for p in part_files(wh)}
+    (wh / "raw" / "task_states" / "part-leftover.parquet").write_bytes(b"x")  # what a sweep would remove
+    for args in (("runs", "--json"), ("query", "select count(*) from runs"), ("run", a, "--force"), ("drop", victim)):
+        p = profetl(*args, "--warehouse", wh)
+        assert p.returncode == 1, (args, p.stdout, p.stderr)
+        assert "runs.parquet" in p.stdout + p.stderr and "cannot be read" in p.stdout + p.stderr, (args, p.stderr)
+        assert "Traceback" not in p.stderr
+    assert index.read_bytes() == bad
+    assert (wh / "raw" / "task_states" / "part-leftover.parquet").exists()
+    assert {p: p.stat().st_mtime_ns for p in part_files(wh) if p.name != "part-leftover.parquet"} == files
 
 
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "other_run"])
 def test_unreadable_commit_record_keeps_its_run(tmp_path, damage):
     """A commit record that cannot be read is reported and its files survive every writer;
     only `drop` (or a forced re-ingest) removes or replaces them."""
-    a, b, wh, (victim, other) = _two_runs(tmp_path)
+    a, b, wh, (victim, other) = _two_runs(tmp_path, old=True)  # per-run records: profetl 0.2's layout
     record = wh / "runs" / f"run_id={victim}" / "run.parquet"
     data = record.read_bytes()
     record.write_bytes({"truncated": data[: len(data) // 2], "garbage": b"\x00garbage" * 50, "empty": b"",
@@ -135,7 +169,7 @@ def test_unreadable_commit_record_keeps_its_run(tmp_path, damage):
 
 
 def test_forced_reingest_repairs_an_unreadable_commit_record(tmp_path):
-    a, b, wh, (victim, other) = _two_runs(tmp_path)
+    a, b, wh, (victim, other) = _two_runs(tmp_path, old=True)
     fresh = tmp_path / "fresh"
     assert profetl("run", a, b, "--warehouse", fresh).returncode == 0
     (wh / "runs" / f"run_id={victim}" / "run.parquet").write_bytes(b"PAR1")
@@ -149,15 +183,15 @@ def test_forced_reingest_repairs_an_unreadable_commit_record(tmp_path):
 
 class _ReplacedWhileListing(Warehouse):
     """A warehouse whose run ``victim`` is re-ingested by a writer right after a reader has
-    read the commit records (the first time only): the reader's list is then stale."""
+    read the run index (the first time only): the reader's snapshot is then stale."""
 
     def __init__(self, path, dump, victim):
         super().__init__(path)
         self.dump, self.victim, self.fired = dump, victim, False
 
-    def runs(self):
-        rows = super().runs()
-        if not self.fired and any(r["run_id"] == self.victim for r in rows):
+    def snapshot(self):
+        rows = super().snapshot()
+        if not self.fired and self.victim in rows.column("run_id").to_pylist():
             self.fired = True
             from pipeline.jobs.runner import ingest_dump
 
@@ -185,15 +219,17 @@ def test_reader_fails_clearly_when_the_warehouse_keeps_changing(tmp_path, monkey
     from pipeline.errors import QueryFailed
 
     _, _, wh, (victim, _) = _two_runs(tmp_path)
-    real = Warehouse.run
+    real = Warehouse.index
 
-    def replaced_every_time(self, run_id):  # every re-read of the record finds a new ingest
-        row = real(self, run_id)
-        return {**row, "ingest_id": "x" + row["ingest_id"]}
+    def replaced_every_time(self):  # every re-read of the index finds a new ingest
+        idx = real(self)
+        idx[victim] = {**idx[victim], "raw_part": "x" + idx[victim]["raw_part"]}
+        return idx
 
-    part = next((wh / "raw" / "task_states" / f"run_id={victim}").glob("part-*"))
+    probe = Warehouse(wh)
+    part = probe.run_part("raw", "task_states", probe.run(victim))
     part.rename(part.with_suffix(".moved"))
-    monkeypatch.setattr(Warehouse, "run", replaced_every_time)
+    monkeypatch.setattr(Warehouse, "index", replaced_every_time)
     with pytest.raises(QueryFailed, match="changed under 3 attempts"):
         query(Warehouse(wh), "select count(distinct run_id) from task_states")
     monkeypatch.undo()

@@ -1,5 +1,6 @@
 """Every warehouse folder reads in pandas and Polars (as users point them at it), with the
-same columns and types as DuckDB gives; commit records of older warehouses are upgraded."""
+same columns and types as DuckDB gives; per-run commit records of older warehouses are
+migrated into the run index."""
 
 from __future__ import annotations
 
@@ -46,14 +47,18 @@ def wh(tmp_path_factory):
 def test_every_folder_reads_in_pandas_and_polars_with_the_same_types(wh):
     import duckdb
 
+    run_ids = set(wh.run_ids())
+    assert len(run_ids) == 2
+    read = 0
     for folder in _folders(wh.path):
-        files = sorted(folder.glob("run_id=*/*.parquet"))
+        files = sorted(folder.glob("*.parquet"))
         if not files:
             continue
-        frame = pd.read_parquet(folder)  # pandas' own hive discovery of the folder
-        lazy = pl.read_parquet(folder / "**" / "*.parquet", hive_partitioning=True)
-        glob = str(folder / "*" / "*.parquet")
-        ddb = duckdb.sql(f"select * from read_parquet('{glob}', hive_partitioning = true, union_by_name = true)").to_arrow_table()
+        read += 1
+        frame = pd.read_parquet(folder)  # pandas' own reading of the folder
+        lazy = pl.read_parquet(folder / "*.parquet")
+        glob = str(folder / "*.parquet")
+        ddb = duckdb.sql(f"select * from read_parquet('{glob}', union_by_name = true)").to_arrow_table()
         typed = pd.read_parquet(folder, dtype_backend="pyarrow")  # the Arrow type of each column
         pandas_types = {name: _kind(t.pyarrow_dtype) for name, t in typed.dtypes.items()}
         polars_types = {f.name: _kind(f.type) for f in lazy.to_arrow().schema}
@@ -62,23 +67,35 @@ def test_every_folder_reads_in_pandas_and_polars_with_the_same_types(wh):
         assert pandas_types == polars_types == duck_types, folder
         assert pandas_types["run_id"] == "string"
         if len(frame):
-            assert set(frame["run_id"].astype(str)) <= {f.parent.name.split("=", 1)[1] for f in files}
+            assert set(frame["run_id"].astype(str)) <= run_ids
+        if folder.name == "runs":
+            assert set(frame["run_id"].astype(str)) == run_ids
+    assert read > 20  # the runs index and every table's folder
 
 
-def test_commit_records_of_an_older_warehouse_are_upgraded(tmp_path):
+@pytest.mark.parametrize("record", ["run_id_column", "folder_key_only"])
+def test_per_run_commit_records_are_migrated_into_the_index(tmp_path, record):
+    """Both kinds of per-run record an older profetl wrote (run_id as a column too, which made
+    pandas refuse the runs folder; or the folder's key and the file's metadata only) become
+    rows of the run index at the first writer, and the runs folder reads in pandas."""
+    from pipeline.warehouse.store import _owned_by
+    from tests.warehouse.test_upgrade import to_old_layout
+
     wh = Warehouse(tmp_path / "wh")
     with wh.writer():
         (o,) = run_roots(wh, [SAMPLE])
-    f = wh.run_file(o.run_id)
-    assert "run_id" not in pq.read_schema(f).names
-    # what an older profetl wrote: run_id as a column of run.parquet too
-    old = pq.read_table(f)
-    pq.write_table(old.add_column(0, "run_id", pa.array([o.run_id])), f)
-    with pytest.raises(Exception):
-        pd.read_parquet(wh.path / "runs")
-    assert wh.run(o.run_id)["run_id"] == o.run_id and [r["run_id"] for r in wh.runs()] == [o.run_id]
+    before = wh.run(o.run_id)
+    to_old_layout(wh)  # runs/run_id=<id>/run.parquet with a run_id column
+    f = wh.path / "runs" / f"run_id={o.run_id}" / "run.parquet"
+    if record == "run_id_column":
+        with pytest.raises(Exception):
+            pd.read_parquet(wh.path / "runs")
+    else:
+        pq.write_table(_owned_by(pq.read_table(f).drop_columns(["run_id"]), o.run_id), f)
+    assert wh.run(o.run_id) == before and [r["run_id"] for r in wh.runs()] == [o.run_id]
     with wh.writer():
-        assert wh.upgraded == 1
-    assert "run_id" not in pq.read_schema(f).names
-    assert pq.read_table(f).equals(old)
+        assert wh.migrated == 1
+    assert not f.exists() and wh.index_file.exists()
+    assert wh.run(o.run_id) == before
     assert list(pd.read_parquet(wh.path / "runs")["run_id"].astype(str)) == [o.run_id]
+    assert pl.read_parquet(wh.path / "runs" / "*.parquet")["run_id"].to_list() == [o.run_id]

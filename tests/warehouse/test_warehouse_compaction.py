@@ -1,0 +1,119 @@
+"""Old small runs move into group files; a run in a group is still read, replaced and exported whole."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from pipeline.warehouse import store as W
+from pipeline.outputs.export import export, fetch
+from pipeline.jobs.runner import run_roots
+from pipeline.warehouse.store import Warehouse, is_group
+from tests.helpers.warehouse_checks import assert_consistent, part_files
+
+SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
+TABLES = ("api_calls", "task_ops", "op_summary", "task_scheduler")
+
+
+def _night(root: Path, i: int) -> Path:
+    """The sample dump as another night: another start_info text, so another run id."""
+    d = root / f"night{i}"
+    shutil.copytree(SAMPLE, d)
+    for f in d.rglob("start_info.*"):
+        if not f.name.endswith(".done"):
+            f.write_text(f.read_text() + " " * (i + 1))
+    return d
+
+
+def _rows(wh: Warehouse, run_id: str) -> dict:
+    return {t: fetch(wh, t, [run_id])[1].to_pylist() for t in TABLES}
+
+
+@pytest.fixture
+def small_groups(monkeypatch):
+    """Compaction at the sizes of a test: the newest run stays apart, two waiting runs are
+    compacted, a group holds at most three runs."""
+    monkeypatch.setattr(W, "KEEP_FRESH", 1)
+    monkeypatch.setattr(W, "COMPACT_BATCH", 2)
+    monkeypatch.setattr(W, "GROUP_RUNS", 3)
+
+
+@pytest.fixture
+def nights(tmp_path, small_groups):
+    """Five nights run one after the other; each run's rows read while it had files of its own."""
+    wh = Warehouse(tmp_path / "wh")
+    alone = {}
+    dumps = {}
+    for i in range(5):
+        d = _night(tmp_path / "dumps", i)
+        with wh.writer():
+            (o,) = run_roots(wh, [d])
+        assert o.status == "built"
+        dumps[o.run_id] = d
+        if not is_group(wh.index()[o.run_id]["raw_part"]):
+            alone[o.run_id] = _rows(wh, o.run_id)
+    return wh, alone, dumps
+
+
+def test_old_runs_move_into_groups_and_read_the_same(nights):
+    wh, alone, _ = nights
+    idx = wh.index()
+    assert len(idx) == 5 and len(alone) == 5  # each was read before it was compacted
+    groups = {r["raw_part"] for r in idx.values() if is_group(r["raw_part"])}
+    assert len(groups) == 2  # three runs, then one more (a group holds at most three)
+    newest = max(idx.values(), key=lambda r: r["ingested_at"])
+    assert not is_group(newest["raw_part"]) and not is_group(newest["mart_part"])
+    for run_id, rows in alone.items():
+        assert _rows(wh, run_id) == rows, run_id
+    # files: one per table and group, plus the runs not compacted yet
+    own = {r["raw_part"] for r in idx.values() if not is_group(r["raw_part"])}
+    assert len(list((wh.path / "raw" / "api_calls").iterdir())) == len(groups) + len(own)
+    for f in (wh.path / "raw" / "api_calls").iterdir():
+        assert pq.read_schema(f).names[0] == "run_id"
+    assert_consistent(wh.path)
+
+
+def test_export_of_many_runs_keeps_run_order(nights, tmp_path):
+    wh, alone, _ = nights
+    run_ids = [r["run_id"] for r in wh.runs()]
+    out = tmp_path / "all.parquet"
+    n = export(wh, "op_summary", run_ids, "parquet", str(out))
+    got = pq.read_table(out).to_pylist()
+    # a multi-run export adds each run's collection time after run_id
+    starts = {r["run_id"]: r["collection_start_us"] for r in wh.runs()}
+    assert all(int(r.pop("collected_at").timestamp() * 1e6) == starts[r["run_id"]] for r in got)
+    want = [dict(row, run_id=run_id) for run_id in run_ids for row in alone[run_id]["op_summary"]]
+    assert n == len(want) and got == want
+    # the runs in another order than the groups keep them: the order asked for
+    back = list(reversed(run_ids))
+    export(wh, "op_summary", back, "parquet", str(out))
+    assert [r["run_id"] for r in pq.read_table(out, columns=["run_id"]).to_pylist()] == \
+        [run_id for run_id in back for _ in alone[run_id]["op_summary"]]
+
+
+def test_replacing_a_run_in_a_group_rewrites_only_its_group(nights):
+    wh, alone, dumps = nights
+    idx = wh.index()
+    victim = next(r for r in idx.values() if is_group(r["raw_part"]))
+    group = victim["raw_part"]
+    mates = [r["run_id"] for r in idx.values() if r["raw_part"] == group and r["run_id"] != victim["run_id"]]
+    others = [r for r in idx.values() if r["raw_part"] != group]
+    with wh.writer():
+        (o,) = run_roots(wh, [dumps[victim["run_id"]]], force=True)
+    assert o.run_id == victim["run_id"] and o.status == "built"
+    after = wh.index()
+    assert after[victim["run_id"]]["ingest_id"] != victim["ingest_id"]
+    assert not (wh.path / "raw" / "api_calls" / f"part-{group}.parquet").exists()
+    for run_id in mates:  # moved to the group written again without the victim
+        assert after[run_id]["raw_part"] not in (group, after[victim["run_id"]]["raw_part"])
+    for r in others:  # other groups and runs untouched
+        assert after[r["run_id"]]["raw_part"] == r["raw_part"]
+    for run_id, rows in alone.items():
+        assert _rows(wh, run_id) == rows, run_id
+    # no file the index does not name
+    named = {p for r in after.values() for p in (r["raw_part"], r["mart_part"])}
+    assert {f.name[len("part-"):-len(".parquet")] for f in part_files(wh.path)} == named
+    assert_consistent(wh.path)
