@@ -145,8 +145,7 @@ op_metrics as (
         100.0 * w / nullif(sum(w) over (partition by device_id), 0) as share_pct,
         max(main_bw_gbps) over (partition by device_id) as best_bw_gbps,
         format('ai_core_metrics: device_id = {} and {} ({} records)', device_id,
-               case when scope = 'op' then format('op_name = ''{}''', replace(scope_name, '''', ''''''))
-                    else replace(replace(scope_name, 'stream ', 'stream_id = '), ' task ', ' and task_id = ') || ' and op_name is null' end,
+               advice_scope_filter(scope, scope_name),
                records) as evidence
     from op_pmu
 ),
@@ -225,8 +224,7 @@ task_metrics as (
         100.0 * run_ns / nullif(sum(run_ns) over (partition by device_id), 0) as share_pct,
         greatest(wait_ns, pend_ns) / nullif(run_ns, 0)::double as queue_ratio,
         format('task_scheduler: device_id = {} and {} ({} instances)', device_id,
-               case when scope = 'op' then format('op_name = ''{}''', replace(scope_name, '''', ''''''))
-                    else replace(replace(scope_name, 'stream ', 'stream_id = '), ' task ', ' and task_id = ') || ' and op_name is null' end,
+               advice_scope_filter(scope, scope_name),
                instances) as evidence
     from op_tasks
 ),

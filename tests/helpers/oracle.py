@@ -8,10 +8,11 @@ independently so that a test compares two computations, never one with itself.
 
 from __future__ import annotations
 
-import math
 from collections import Counter, defaultdict
 
 import pytest
+
+from tests.helpers.oracle_prof import metrics_row
 
 TASK_TYPE_NAMES = {0: "kernel AI core task", 1: "kernel AI cpu task", 5: "memory copy task"}
 ACL_TYPE_NAMES = {1: "ACL_OP", 2: "ACL_MODEL", 3: "ACL_RTS", 4: "ACL_OTHERS"}
@@ -129,38 +130,14 @@ def ai_core_metrics(truth) -> list[dict]:
     rows = []
     for p in sorted(truth.pmu, key=lambda p: (p.device_id, p.ts_ns)):
         d = devs[p.device_id]
-        ev = dict(zip(truth.event_ids, p.counters))
-        cyc = p.total_cycles
-        t_us = cyc / d.aic_mhz / p.block_dim * math.ceil(p.block_dim / d.ai_core_num)
-        # Ascend310 (every hiprof dump): msprof's rule for that chip divides by aicore_time
-        # in seconds, and counts 256*8 bytes per main-memory request
-        seconds = t_us / 1e6
-
-        def ratio(e):
-            return ev[e] / cyc if e in ev else None
-
-        def bw(e, bytes_per_request):
-            return ev[e] * bytes_per_request / seconds / 2**33 if e in ev else None
-
-        r = {"vec": ratio(0x8), "mac": ratio(0xA), "scalar": ratio(0x9),
-             "mte1": ratio(0xB), "mte2": ratio(0xC), "mte3": ratio(0xD)}
+        # Ascend310 (every hiprof dump): msprof's rule for that chip (metrics_row's ascend310)
         row = {
             "device_id": p.device_id, "task_id": p.task_id, "stream_id": p.stream_id,
             "op_name": _op_name(truth, p.device_id, p.stream_id, p.task_id), "ts_ns": p.ts_ns,
-            "block_dim": p.block_dim, "aicore_time_us": t_us, "total_cycles": cyc,
+            "block_dim": p.block_dim,
         }
-        for k, v in r.items():
-            row[f"{k}_time_us"] = v * t_us if v is not None else None
-            row[f"{k}_ratio"] = v
-        row["icache_miss_rate"] = ev[0x55] / ev[0x54] if ev.get(0x54) else None
-        biggest = max(r["mac"], r["vec"]) if r["mac"] is not None and r["vec"] is not None else None
-        row["memory_bound"] = r["mte2"] / biggest if biggest else None
-        row.update({
-            "ub_read_bw_gbps": bw(0x15, 256 * 4), "ub_write_bw_gbps": bw(0x16, 256 * 4),
-            "l1_read_bw_gbps": bw(0x31, 256 * 16), "l1_write_bw_gbps": bw(0x32, 128 * 8),
-            "l2_read_bw_gbps": bw(0xF, 256 * 8), "l2_write_bw_gbps": bw(0x10, 256 * 8),
-            "main_mem_read_bw_gbps": bw(0x12, 256 * 8), "main_mem_write_bw_gbps": bw(0x13, 256 * 8),
-        })
+        row.update(metrics_row(truth.event_ids, p.total_cycles, p.counters, p.block_dim, d.aic_mhz, d.aic_mhz,
+                               d.ai_core_num, ascend310=True))
         row["seq"] = record_index(truth.pmu, p)
         rows.append(row)
     return rows

@@ -98,10 +98,14 @@ def task_scheduler(truth) -> list[dict]:
 
 
 def metrics_row(events: list[int], cyc: int, counters: list[int], block: int, f_time: float, f_bw: float,
-                cores: int) -> dict:
+                cores: int, ascend310: bool = False) -> dict:
+    """One task's AI Core metrics from its counters. Later chips: bandwidth over core-seconds
+    (cycles / f_bw), main memory 8*8 bytes per request; ``ascend310``: msprof's rule for that
+    chip, over aicore_time in seconds, main memory 256*8 bytes per request."""
     ev = dict(zip(events, counters))
     t_us = cyc / f_time / block * math.ceil(block / cores)
-    seconds = cyc / (f_bw * 1e6)
+    seconds = t_us / 1e6 if ascend310 else cyc / (f_bw * 1e6)
+    main_bytes = 256 * 8 if ascend310 else 8 * 8
 
     def ratio(e):
         return ev[e] / cyc if e in ev else None
@@ -122,7 +126,7 @@ def metrics_row(events: list[int], cyc: int, counters: list[int], block: int, f_
         "ub_read_bw_gbps": bw(0x15, 256 * 4), "ub_write_bw_gbps": bw(0x16, 256 * 4),
         "l1_read_bw_gbps": bw(0x31, 256 * 16), "l1_write_bw_gbps": bw(0x32, 128 * 8),
         "l2_read_bw_gbps": bw(0xF, 256 * 8), "l2_write_bw_gbps": bw(0x10, 256 * 8),
-        "main_mem_read_bw_gbps": bw(0x12, 8 * 8), "main_mem_write_bw_gbps": bw(0x13, 8 * 8),
+        "main_mem_read_bw_gbps": bw(0x12, main_bytes), "main_mem_write_bw_gbps": bw(0x13, main_bytes),
     })
     return row
 
