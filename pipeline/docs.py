@@ -190,6 +190,7 @@ def cli_markdown() -> str:
         "3 the warehouse is locked by another live writer; 4 `compare` found",
         "a regression beyond `--threshold`; 5 the dumps of `run` were all built or unchanged, but",
         "some built with data lost (bytes skipped, unreadable metadata, missing files or slices);",
+        "6 the Dask scheduler given with `--scheduler` cannot be reached;",
         "141 the reader of standard output went away",
         "(`profetl export ... | head`), quietly, as for tools stopped by SIGPIPE.",
         "",

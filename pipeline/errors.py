@@ -12,6 +12,7 @@ class ExitCode:
     LOCKED = 3  # another live writer holds the warehouse lock
     REGRESSION = 4  # compare found a regression beyond --threshold (the data, not profetl, failed)
     DATA_LOSS = 5  # run: every dump built or unchanged, but some built with data lost (bytes skipped, bad metadata, missing files)
+    CLUSTER = 6  # the Dask scheduler given with --scheduler cannot be reached
     PIPE_CLOSED = 141  # the reader of standard output went away (`| head`), as for a tool stopped by SIGPIPE
 
 
@@ -98,3 +99,14 @@ class DamagedIndex(PipelineError):
                          f"restore it from a backup of the warehouse")
         self.path = path
         self.reason = reason
+
+
+class ClusterUnavailable(PipelineError):
+    """The Dask scheduler a command was pointed at cannot be reached."""
+
+    exit_code = ExitCode.CLUSTER
+
+
+class UnitFailed(PipelineError):
+    """A unit of work (a device of a dump, read or built) failed on the cluster: its run fails
+    with the reason, the job's other runs go on."""

@@ -18,15 +18,21 @@ def command(
     wait: common.WaitOpt = 0.0,
     memory_limit: common.MemoryOpt = DEFAULT_MEMORY_LIMIT,
     threads: common.ThreadsOpt = 0,
+    workers: common.WorkersOpt = None,
+    scheduler: common.SchedulerOpt = None,
     json_: common.JsonOpt = False,
 ) -> None:
     """Build the report tables (marts) of ingested runs from their raw tables.
 
+    With --workers or --scheduler each run's devices are built as Dask tasks.
+
     Example: profetl build latest
+
+    Example: profetl build --all --workers 4
     """
     wh = common.warehouse(warehouse)
     done = []
-    with common.errors(), common.writing(wh.check(must_exist=True), wait):
+    with common.errors(), common.cluster(workers, scheduler) as cluster, common.writing(wh.check(must_exist=True), wait):
         if run_ids:
             targets = [wh.resolve(r) for r in run_ids]
         else:
@@ -34,7 +40,7 @@ def command(
         with common.job_progress(len(targets), enabled=not json_) as next_run:
             for run in targets:
                 next_run(run["run_id"])
-                o = rebuild(wh, run, memory_limit, threads or None)
+                o = rebuild(wh, run, memory_limit, threads or None, cluster)
                 done.append(o)
     if json_:
         common.print_json([{"run_id": o.run_id, **common.build_json(o.build), "issues": o.issues} for o in done])

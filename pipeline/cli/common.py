@@ -18,7 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from pipeline.errors import ExitCode, PipelineError
+from pipeline.errors import ExitCode, PipelineError, UsageError
 from pipeline.warehouse.store import Warehouse
 
 if TYPE_CHECKING:
@@ -82,6 +82,23 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON 
 MemoryOpt = Annotated[str, typer.Option("--memory-limit", help="DuckDB memory limit for making the tables (spills to disk beyond it).")]
 ThreadsOpt = Annotated[int, typer.Option("--threads", help="DuckDB threads for making the tables (0: one per core).")]
 WaitOpt = Annotated[float, typer.Option("--wait", help="Seconds to wait for another writer to finish before giving up (exit 3).")]
+WorkersOpt = Annotated[int | None, typer.Option("--workers", help="Read and build each dump's devices on a local Dask cluster of N worker processes (needs profetl[dask]).", show_default=False)]
+SchedulerOpt = Annotated[str | None, typer.Option("--scheduler", help="Read and build each dump's devices on the running Dask scheduler at this address, e.g. tcp://HOST:8786 (needs profetl[dask]; the warehouse on a filesystem every worker sees; exit 6 when unreachable).", show_default=False)]
+
+
+@contextmanager
+def cluster(workers: int | None, scheduler: str | None) -> Iterator:
+    """The Dask cluster ``--workers`` / ``--scheduler`` ask for, or None (in-process); Dask is
+    imported only when one is asked for."""
+    if workers is None and scheduler is None:
+        yield None
+        return
+    if workers is not None and scheduler is not None:
+        raise UsageError("--workers starts a local cluster, --scheduler uses a running one: give one of them")
+    from pipeline.jobs.cluster import Cluster
+
+    with Cluster(workers=workers, scheduler=scheduler) as c:
+        yield c
 def complete_run(ctx: typer.Context, incomplete: str) -> list[str]:
     """Shell completion of run ids (and ``latest``) from the warehouse named so far."""
     try:
@@ -177,7 +194,7 @@ def job_progress(dumps: int | None = None, enabled: bool = True) -> Iterator:
             t = bar.tasks[0]
             if state["unit"] == "bytes":
                 return f"{_size(t.completed)} of {_size(t.total or 0)}"
-            return f"{t.completed:.0f}/{t.total or 0:.0f} steps" if state["unit"] else ""
+            return f"{t.completed:.0f}/{t.total or 0:.0f} {state['unit']}" if state["unit"] else ""
 
         def where() -> str:
             of = f"/{dumps}" if dumps else ""

@@ -21,6 +21,8 @@ def command(
     show: Annotated[bool, typer.Option("--show", help="Print the five tables of each run afterwards.")] = False,
     memory_limit: common.MemoryOpt = DEFAULT_MEMORY_LIMIT,
     threads: common.ThreadsOpt = 0,
+    workers: common.WorkersOpt = None,
+    scheduler: common.SchedulerOpt = None,
     json_: common.JsonOpt = False,
 ) -> None:
     """Ingest and build every dump found under ROOTS, each as its own run.
@@ -29,14 +31,20 @@ def command(
     built or unchanged, nothing lost; 1 some dumps failed (each is named with its reason);
     2 usage error; 3 the warehouse is locked by another live writer; 5 every dump built or
     unchanged, but some built with data lost (bytes skipped, unreadable metadata, missing
-    files or slices: each is listed with its issues).
+    files or slices: each is listed with its issues); 6 the --scheduler cannot be reached.
+
+    With --workers or --scheduler each dump's devices are read and built as Dask tasks and
+    the run is committed here, whole, when all of them are done.
 
     Example: profetl run data/sample --show
+
+    Example: profetl run /nfs/dumps/2026-12-03 --scheduler tcp://head:8786
     """
     wh = common.warehouse(warehouse)
-    with common.errors(), common.writing(wh, wait):
+    with common.errors(), common.cluster(workers, scheduler) as cluster, common.writing(wh, wait):
         with common.job_progress(enabled=not json_) as next_dump:
-            outcomes = run_roots(wh, roots, force=force, memory_limit=memory_limit, threads=threads or None, on_dump=next_dump)
+            outcomes = run_roots(wh, roots, force=force, memory_limit=memory_limit, threads=threads or None,
+                                 on_dump=next_dump, cluster=cluster)
     if json_:
         common.print_json([_summary(o) for o in outcomes])
     else:

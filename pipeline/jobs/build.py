@@ -20,8 +20,9 @@ from pipeline.errors import GrainViolated, TransformFailed, UsageError
 from pipeline.warehouse.faults import checkpoint
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.progress import report
-from pipeline.warehouse.raw_reads import raw_select
+from pipeline.warehouse.raw_reads import ALL_DEVICES, raw_select
 from pipeline.warehouse.sink import parquet_writer, with_run_id
+from pipeline.jobs.units import concat_parquet
 from pipeline.jobs.transforms import TABLE_LAYERS, SqlFile, run_table_layers, sql_files, transform_failed
 from pipeline.warehouse.store import Warehouse, new_id
 
@@ -49,6 +50,8 @@ class BuildResult:
     # where the staging tables were kept: "memory" (temporary tables) or "file" (the build's
     # database file, compressed): see staging_storage
     staging: str = "memory"
+    # the marts' files before they are moved into place (build_marts), by mart
+    files: dict[str, str] = field(default_factory=dict)
 
 
 def connect(workdir: Path, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> duckdb.DuckDBPyConnection:
@@ -137,20 +140,86 @@ def staging_table_kind(storage: str) -> str:
     return "table" if storage == "file" else "temp table"
 
 
-def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> BuildResult:
-    """Build every mart of one run into new part files; the caller commits the run row."""
+def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None,
+          cluster=None) -> BuildResult:
+    """Build every mart of one run into new part files; the caller commits the run row. With
+    ``cluster`` (pipeline.jobs.cluster.Cluster) each device's marts are made there, on its own,
+    and put together here (docs/architecture.md#cluster)."""
+    t0 = time.monotonic()
+    if cluster is None:
+        parts = [build_marts(wh, run, memory_limit, threads)]
+    else:
+        devices = run_devices(wh, run) or [ALL_DEVICES]
+        # a worker gets a Warehouse of its own (the path only, none of this one's cached index)
+        calls = [(build_marts, (Warehouse(wh.path), run, memory_limit, threads, d)) for d in devices]
+        parts = cluster.run(calls, [f"{run['source_path']}: build of {_device_label(d)}" for d in devices])
+    result = BuildResult(run["run_id"], new_id(), staging=parts[0].staging)
+    tmp = wh.temp_dir()
+    try:
+        for part in parts:
+            result.issues += part.issues
+            for name, n in part.rows_by_mart.items():
+                result.rows_by_mart[name] = result.rows_by_mart.get(name, 0) + n
+            for step, sec in part.seconds_by_step.items():  # summed over devices: work done, not wall time
+                result.seconds_by_step[step] = result.seconds_by_step.get(step, 0.0) + sec
+            for step, rss in part.max_rss_by_step.items():
+                result.max_rss_by_step[step] = max(result.max_rss_by_step.get(step, 0), rss)
+            if part.staging == "file":
+                result.staging = "file"
+        for name in parts[0].files:
+            final = wh.part("marts", name, result.run_id, result.build_id)
+            final.parent.mkdir(parents=True, exist_ok=True)
+            if len(parts) == 1:
+                Path(parts[0].files[name]).replace(final)
+            else:
+                out = tmp / f"{name}.parquet"
+                concat_parquet([Path(p.files[name]) for p in parts], out)
+                out.replace(final)
+        checkpoint("marts_written")
+    finally:
+        wh.drop_temp(tmp)
+        for part in parts:
+            folder = Path(next(iter(part.files.values()))).parent if part.files else None
+            if folder is not None and folder.parent == wh.path / ".tmp":
+                wh.drop_temp(folder)
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def _device_label(device) -> str:
+    return "every device" if device is ALL_DEVICES else f"device {device}"
+
+
+def run_devices(wh: Warehouse, run: dict) -> list:
+    """The devices the run's raw rows name (None for rows of no device), in order: the units a
+    cluster builds."""
+    con = duckdb.connect()
+    try:
+        tables = [t for t in RAW_TABLES if "device_id" in contract("raw", t).column_names]
+        sql = " union ".join(f"select distinct device_id from ({raw_select(wh, t, run)})" for t in tables)
+        return [r[0] for r in con.execute(f"select device_id from ({sql}) order by device_id nulls last").fetchall()]
+    except duckdb.Error as e:
+        raise TransformFailed(f"run {run['run_id']}: its devices cannot be listed: {str(e).splitlines()[0]}") from None
+    finally:
+        con.close()
+
+
+def build_marts(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None,
+                device=ALL_DEVICES) -> BuildResult:
+    """Every mart of one run (or of one ``device`` of it) into Parquet files in a temporary
+    folder of the warehouse, named by ``BuildResult.files``; the caller moves them into place."""
     t0 = time.monotonic()
     run_id = run["run_id"]
-    build_id = new_id()
     thresholds = advice_thresholds(wh)  # a bad advice.toml fails before any work
     workdir = _build_dir(wh)
-    tmp = con = None
+    con = None
+    tmp = wh.temp_dir()
     try:
         con = connect(workdir, memory_limit, threads)
         set_thresholds(con, thresholds)
         for table in RAW_TABLES:
-            con.execute(f"create view {table} as {raw_select(wh, table, run)}")
-        result = BuildResult(run_id, build_id)
+            con.execute(f"create view {table} as {raw_select(wh, table, run, device)}")
+        result = BuildResult(run_id, "")
         result.staging = staging_storage(con, run)
 
         marts = sql_files("marts")
@@ -162,8 +231,6 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
 
         result.seconds_by_step.update(
             run_table_layers(con, on_step=staged, stored_as=staging_table_kind(result.staging)))
-        tmp = wh.temp_dir()
-        written = []
         # each mart's query (with the macros run_layer loaded) streamed once into its file
         for mart in marts:
             name = mart.name
@@ -177,24 +244,23 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
             result.seconds_by_step[f"marts/{name}"] = time.monotonic() - t_mart
             _note_max_rss(result, f"marts/{name}")
             report(advance=1)
-            written.append((name, out))
+            result.files[name] = str(out)
         # the issues as written (running the mart's query again would cost as much as the first time)
-        issues = pq.read_table(dict(written)["build_issues"], columns=["device_id", "kind", "count", "message"])
+        issues = pq.read_table(result.files["build_issues"], columns=["device_id", "kind", "count", "message"])
         for device_id, kind, count, message in zip(*(col.to_pylist() for col in issues.columns)):
             result.issues.append(f"device {device_id}: {kind}: {count} {message}")
-        for name, out in written:
-            final = wh.part("marts", name, run_id, build_id)
-            final.parent.mkdir(parents=True, exist_ok=True)
-            out.replace(final)
-        checkpoint("marts_written")
+        if device is not ALL_DEVICES:
+            checkpoint("device_built")
+    except BaseException:
+        wh.drop_temp(tmp)
+        raise
     finally:
         if con is not None:
             con.close()
-        for d in (workdir, tmp):
-            if d is not None and d.parent == wh.path / ".tmp":
-                wh.drop_temp(d)
-            elif d is not None:
-                shutil.rmtree(d, ignore_errors=True)
+        if workdir.parent == wh.path / ".tmp":
+            wh.drop_temp(workdir)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
     result.seconds = time.monotonic() - t0
     return result
 

@@ -23,8 +23,8 @@ from pipeline.paths import display
 from pipeline.progress import report
 from pipeline.readers import exported, prof
 from pipeline.readers.hiprof.files import rel_name, scan
-from pipeline.readers.instance_numbers import InstanceNumbers, RunNumbers
 from pipeline.readers.issues import IssueLog
+from pipeline.jobs.units import ingest_units, merge_reads, raw_sink, read_dump, read_unit, unit_label
 from pipeline.warehouse.sink import ParquetSink
 from pipeline.warehouse.store import Warehouse, new_id
 
@@ -99,8 +99,9 @@ def export_identity(dump: Path) -> tuple[str, int | None, dict[str, str]]:
     return make_run_id(start_us, texts), start_us, texts
 
 
-def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
-    """Read ``dump`` into new raw part files; the caller commits (or builds, then commits)."""
+def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> IngestResult:
+    """Read ``dump`` into new raw part files; the caller commits (or builds, then commits).
+    With ``cluster`` (pipeline.jobs.cluster.Cluster) its units are read there."""
     dump = Path(dump)
     if not dump.exists():
         raise InputError("does not exist", path=display(dump))
@@ -137,18 +138,20 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False) -> IngestResult:
     tmp = wh.temp_dir()
     try:
         paths = {t: tmp / f"{t}.parquet" for t in RAW_TABLES}
-        sink = ParquetSink(paths, derive={"task_states": InstanceNumbers().add, "task_runs": RunNumbers().add},
-                          run_id=run_id)
-        log = IssueLog()
-        try:
-            meta = _read(layout, dump, sink, log, tmp)
-            sink.write("ingest_issues", _issue_columns(log))
-            sink.close()
-        except BaseException:
-            sink.abort()
-            raise
+        if cluster is None:
+            sink = raw_sink(paths, run_id)
+            log = IssueLog()
+            try:
+                meta = read_dump(layout, dump, sink, log, tmp)
+                sink.write("ingest_issues", _issue_columns(log))
+                sink.close()
+            except BaseException:
+                sink.abort()
+                raise
+            rows = dict(sink.rows)
+        else:
+            meta, log, rows = _read_on(cluster, layout, dump, run_id, tmp, paths)
         checkpoint("raw_written")
-        rows = dict(sink.rows)
         decoded = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
         if existing and not force:
             lost = replacement_losses(existing, decoded, log.bytes_skipped(), texts, meta, rows)
@@ -239,18 +242,22 @@ def replacement_losses(old: dict, decoded: int, skipped: int, texts: dict, meta,
     return lost
 
 
-def _read(layout: str, dump: Path, sink: ParquetSink, log: IssueLog, tmp: Path):
-    """Decode ``dump`` with its generation's reader, imported here: a process that reads one
-    generation (or only builds) does not load the others' readers. ``tmp`` is the ingest's
-    temporary folder (an export's databases are read from copies taken there)."""
-    if layout in exported.LAYOUTS:
-        from pipeline.readers.exported.reader import read_export
-        return read_export(dump, sink, log, layout, workdir=tmp)
-    if layout in prof.LAYOUTS:
-        from pipeline.readers.prof.reader import read_prof
-        return read_prof(dump, sink, log, layout)
-    from pipeline.readers.hiprof.reader import read_result_dir
-    return read_result_dir(dump, sink, log)
+def _read_on(cluster, layout: str, dump: Path, run_id: str, tmp: Path, paths: dict[str, Path]):
+    """Read ``dump`` unit by unit on ``cluster`` (pipeline.jobs.cluster) into the files of
+    ``paths``: the units' files put together in unit order, the issues of all of them."""
+    units = ingest_units(layout, dump)
+    calls = [(read_unit, (layout, str(dump), u, i == 0, str(tmp), run_id)) for i, u in enumerate(units)]
+    reads = cluster.run(calls, [f"{display(dump)}: {unit_label(u)}" for u in units])
+    meta, log, rows = merge_reads(layout, reads, paths)
+    sink = ParquetSink({"ingest_issues": paths["ingest_issues"]}, run_id=run_id)
+    try:
+        sink.write("ingest_issues", _issue_columns(log))
+        sink.close()
+    except BaseException:
+        sink.abort()
+        raise
+    rows["ingest_issues"] = sink.rows["ingest_issues"]
+    return meta, log, rows
 
 
 def _issue_columns(log: IssueLog) -> dict:

@@ -19,12 +19,12 @@ if TYPE_CHECKING:
 
 
 def _build(wh: Warehouse, run: dict, tables_filled: list[str], memory_limit: str,
-           threads: int | None) -> tuple[BuildResult, dict]:
+           threads: int | None, cluster=None) -> tuple[BuildResult, dict]:
     """Build one run: the result and the run row after it. pipeline.jobs.build, and with it DuckDB,
     loads at the first job that builds, so `profetl ingest` starts without them."""
     from pipeline.jobs.build import build, with_build
 
-    b = build(wh, run, memory_limit, threads)
+    b = build(wh, run, memory_limit, threads, cluster)
     return b, with_build(run, b, tables_filled)
 
 
@@ -47,13 +47,14 @@ class Outcome:
 
 
 def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool = True,
-                memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> Outcome:
-    """Ingest one dump (and build it), committing the run once at the end. Hold the writer lock."""
-    res = ingest(dump, wh, force=force)
+                memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None, cluster=None) -> Outcome:
+    """Ingest one dump (and build it), committing the run once at the end. Hold the writer lock.
+    With ``cluster`` (pipeline.jobs.cluster.Cluster) its devices are read and built there."""
+    res = ingest(dump, wh, force=force, cluster=cluster)
     if res.skipped:
         status = "unchanged"
         if then_build and res.row.get("build_id") is None:
-            b, row = _build(wh, res.row, res.row["tables_filled"], memory_limit, threads)
+            b, row = _build(wh, res.row, res.row["tables_filled"], memory_limit, threads, cluster)
             wh.commit(row)
             return Outcome(display(dump), "built", res.run_id, ingest=res, build=b, issues=b.issues)
         return Outcome(display(dump), status, res.run_id, ingest=res)
@@ -61,7 +62,7 @@ def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool
     b = None
     try:
         if then_build:
-            b, row = _build(wh, row, row["tables_filled"], memory_limit, threads)
+            b, row = _build(wh, row, row["tables_filled"], memory_limit, threads, cluster)
         wh.commit(row)
     except BaseException:
         wh.discard_uncommitted(res.run_id)  # the new raw files (and marts) no commit names
@@ -70,17 +71,19 @@ def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool
     return Outcome(display(dump), "built" if b else "ingested", res.run_id, ingest=res, build=b, issues=issues)
 
 
-def rebuild(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> Outcome:
+def rebuild(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None,
+            cluster=None) -> Outcome:
     raw_filled = [t for t in run["tables_filled"] if t in RAW_TABLES]
-    b, row = _build(wh, run, raw_filled, memory_limit, threads)
+    b, row = _build(wh, run, raw_filled, memory_limit, threads, cluster)
     wh.commit(row)
     return Outcome(run["source_path"], "built", run["run_id"], build=b, issues=b.issues)
 
 
 def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build: bool = True,
               memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None,
-              on_dump=None) -> list[Outcome]:
-    """Every dump under every root, each its own run; a failing dump does not stop the others."""
+              on_dump=None, cluster=None) -> list[Outcome]:
+    """Every dump under every root, each its own run; a failing dump does not stop the others.
+    With ``cluster`` each dump's devices are read and built there, one dump after another."""
     if then_build:
         from pipeline.jobs.build import check_settings
 
@@ -107,7 +110,7 @@ def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build:
         if on_dump:
             on_dump(dump)
         try:
-            outcomes.append(ingest_dump(wh, dump, force, then_build, memory_limit, threads))
+            outcomes.append(ingest_dump(wh, dump, force, then_build, memory_limit, threads, cluster))
         except PipelineError as e:
             outcomes.append(Outcome(display(dump), "failed", error=str(e)))
         except OSError as e:

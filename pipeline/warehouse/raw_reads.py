@@ -12,10 +12,14 @@ from pipeline.warehouse.store import Warehouse
 from pipeline.warehouse.views import quote
 
 
-def raw_select(wh: Warehouse, table: str, run: dict) -> str:
+ALL_DEVICES = object()
+
+
+def raw_select(wh: Warehouse, table: str, run: dict, device=ALL_DEVICES) -> str:
     """One run's raw table as its contract has it now, without ``run_id``: what the build and
-    the timeline read. A run ingested by an older profetl lacks the tables and columns added
-    since: those read as empty / NULL, so old runs still rebuild."""
+    the timeline read; with ``device`` (an id, or None for rows of no device) only that device's
+    rows of the tables that have a device. A run ingested by an older profetl lacks the tables
+    and columns added since: those read as empty / NULL, so old runs still rebuild."""
     c = contract("raw", table)
     run_id = run["run_id"]
     path = wh.run_part("raw", table, run)
@@ -30,4 +34,7 @@ def raw_select(wh: Warehouse, table: str, run: dict) -> str:
                      for col in wanted)
     # a group file holds other runs too
     where = f" where run_id = {quote(run_id)}" if "run_id" in have else ""
-    return f"select {cols} from read_parquet({quote(path)}){where}"
+    sql = f"select {cols} from read_parquet({quote(path)}){where}"
+    if device is not ALL_DEVICES and "device_id" in c.column_names:
+        sql = f"select * from ({sql}) where device_id is not distinct from {'NULL' if device is None else int(device)}"
+    return sql

@@ -42,6 +42,9 @@ class RunMeta:
     data_bytes: int = 0
     sources: list[str] = field(default_factory=list)  # "table: source" where a run had a choice (exports)
     notes: list[str] = field(default_factory=list)  # what the sources could not supply, and why
+    # layout generations the device directories' files showed (generation 2/3 readers); the
+    # run's is the highest (prof.reader.layout_generation)
+    device_generations: list[int] = field(default_factory=list)
 
 
 def _rel(root: Path, p: Path) -> str:
@@ -139,17 +142,30 @@ def _hashes(streams: list[Stream], kind: str, device_id: int, log: IssueLog, met
     return out
 
 
-def read_result_dir(root: Path, sink: Sink, log: IssueLog) -> RunMeta:
+def units(root: Path) -> list[int]:
+    """The dump's units of work (docs/architecture.md#cluster): its devices, each read on its own
+    with every stream that names it, host-side streams included."""
+    files = scan(Path(root))
+    return sorted({s.device_id for s in files.streams} | {d for d in files.control["info"] if d is not None})
+
+
+def read_result_dir(root: Path, sink: Sink, log: IssueLog, devices: list[int] | None = None,
+                    dump_level: bool = True) -> RunMeta:
+    """Read the dump, or only ``devices`` of it (a unit of work; ``dump_level`` says whether
+    this part also reports the files that belong to no device)."""
     root = Path(root)
     files = scan(root)
     if not files.streams:
         raise InputError("no generation-1 data files in data/", path=str(root))
     meta = RunMeta()
-    for rel in files.unknown:
-        log.add(Issue(rel, "unknown_file", "not a file the generation-1 readers recognise; not read"))
-    for rel in files.not_files:
-        log.add(Issue(rel, "unreadable_file", "not a regular file inside the dump (a directory, or a link leaving it); not read"))
+    if dump_level:
+        for rel in files.unknown:
+            log.add(Issue(rel, "unknown_file", "not a file the generation-1 readers recognise; not read"))
+        for rel in files.not_files:
+            log.add(Issue(rel, "unreadable_file", "not a regular file inside the dump (a directory, or a link leaving it); not read"))
     device_ids = sorted({s.device_id for s in files.streams} | {d for d in files.control["info"] if d is not None})
+    if devices is not None:
+        device_ids = [d for d in device_ids if d in devices]
     meta.devices = device_ids
     for dev in device_ids:
         row, clock = _device_row(files, dev, log, meta)
@@ -184,6 +200,25 @@ def read_result_dir(root: Path, sink: Sink, log: IssueLog) -> RunMeta:
             elif s.kind in ("ts_track", "aicore"):
                 _read_tlv(stream, dev, clock, sink, log)
     return meta
+
+
+def merge_metas(metas: list[RunMeta]) -> RunMeta:
+    """The run's metadata from its devices' parts, read in device order: what the whole read
+    takes from the first device that has it, from the first part that has it."""
+    out = RunMeta()
+    for m in metas:
+        if out.collection_start_us is None:
+            out.collection_start_us = m.collection_start_us
+        if out.platform_version is None and m.platform_version is not None:
+            out.platform_version, out.chip = m.platform_version, m.chip
+        if out.metric_set_raw is None and m.metric_set_raw is not None:
+            out.metric_set_raw, out.metric_set = m.metric_set_raw, m.metric_set
+            out.pmu_event_ids, out.ai_core_profiling_mode = m.pmu_event_ids, m.ai_core_profiling_mode
+        out.devices = sorted(set(out.devices) | set(m.devices))
+        out.data_bytes += m.data_bytes
+        out.sources += [x for x in m.sources if x not in out.sources]
+        out.notes += [x for x in m.notes if x not in out.notes]
+    return out
 
 
 def _read_tlv(stream: SliceStream, dev: int, clock: DeviceClock, sink: Sink, log: IssueLog) -> None:

@@ -45,8 +45,15 @@ def _device_ids(cd: CollectionDir) -> list[int]:
     return sorted(ids) or [0]
 
 
+def units(root: Path, layout: str | None = None) -> list[str]:
+    """The dump's units of work (docs/architecture.md#cluster): its collection directories
+    (each ``host`` and each ``device_N``), by their path in the dump."""
+    return [cd.rel for cd in scan(Path(root), layout).collections]
+
+
 def read_prof(root: Path, sink: Sink, log: IssueLog, layout: str | None = None,
-              options: ReadOptions | None = None) -> RunMeta:
+              options: ReadOptions | None = None, collections: list[str] | None = None) -> RunMeta:
+    """Read the dump, or only the collection directories ``collections`` of it (a unit of work)."""
     root = Path(root)
     options = options or ReadOptions.from_env()
     dump = scan(root, layout)
@@ -55,10 +62,11 @@ def read_prof(root: Path, sink: Sink, log: IssueLog, layout: str | None = None,
     meta = RunMeta(layout_generation=0, layout=dump.layout)
     fallback = _first_platform(dump)
     default_chip = DEFAULT_TAG_CHIP if dump.layout == "profiler_default_tag" and not options.chip else None
-    gens: set[int] = set()
     devices: set[int] = set()
     prof_devices = _devices_per_prof(dump)
     for cd in dump.collections:
+        if collections is not None and cd.rel not in collections:
+            continue
         _report_files(cd, log)
         for dev in _device_ids(cd):
             cm = collection_meta(root, cd, dev, log, options, fallback, default_chip)
@@ -74,10 +82,38 @@ def read_prof(root: Path, sink: Sink, log: IssueLog, layout: str | None = None,
             g = _read_device(cd, dev, cm, sink, log, meta)
             sink.write("devices", cm.row)
             if g:
-                gens.add(g)
+                meta.device_generations.append(g)
     meta.devices = sorted(devices)
-    meta.layout_generation = max(gens) if gens else (generation(meta.platform_version) or 2)
+    meta.layout_generation = layout_generation(meta)
     return meta
+
+
+def layout_generation(meta: RunMeta) -> int:
+    """The run's layout generation: the highest its device directories showed, else its platform's."""
+    return max(meta.device_generations) if meta.device_generations else (generation(meta.platform_version) or 2)
+
+
+def merge_metas(metas: list[RunMeta]) -> RunMeta:
+    """The run's metadata from its collection directories' parts, read in the dump's order:
+    what the whole read takes from the first directory that has it, from the first part that
+    has it; the collection start is the earliest."""
+    out = RunMeta(layout_generation=0, layout=metas[0].layout)
+    for m in metas:
+        if out.platform_version is None and m.platform_version is not None:
+            out.platform_version, out.chip = m.platform_version, m.chip
+        if out.metric_set_raw is None and m.metric_set_raw is not None:
+            out.metric_set_raw, out.metric_set = m.metric_set_raw, m.metric_set
+            out.pmu_event_ids, out.ai_core_profiling_mode = m.pmu_event_ids, m.ai_core_profiling_mode
+        if m.collection_start_us is not None and (out.collection_start_us is None
+                                                  or m.collection_start_us < out.collection_start_us):
+            out.collection_start_us = m.collection_start_us
+        out.devices = sorted(set(out.devices) | set(m.devices))
+        out.device_generations += m.device_generations
+        out.data_bytes += m.data_bytes
+        out.sources += [x for x in m.sources if x not in out.sources]
+        out.notes += [x for x in m.notes if x not in out.notes]
+    out.layout_generation = layout_generation(out)
+    return out
 
 
 def _prof_of(cd: CollectionDir) -> str:

@@ -1,0 +1,106 @@
+"""Runs and builds on a Dask cluster (docs/architecture.md#cluster): the optional ``dask`` extra.
+
+A ``Cluster`` runs a job's units of work (pipeline.jobs.units: a device of a dump, read or
+built) as Dask tasks, on a local cluster of worker processes or on a running scheduler. The
+process that started the job keeps what commits: it puts the units' files together and
+commits each run once, as without a cluster. Workers write into the warehouse's temporary
+folder, so the warehouse must be on a filesystem every worker sees at the same path.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from pipeline.errors import ClusterUnavailable, PipelineError, UnitFailed, UsageError
+from pipeline.paths import display
+from pipeline.progress import report
+
+CONNECT_SECONDS = 10  # how long to wait for a scheduler before saying it cannot be reached
+
+
+def _call(fn: Callable, args: tuple):
+    """Run one unit on a worker: its result, or the one-line reason it failed (a library
+    error's message; an exception's class may not rebuild from its pickle on this side)."""
+    try:
+        return True, fn(*args)
+    except PipelineError as e:
+        return False, str(e)
+    except OSError as e:
+        return False, f"{display(e.filename) if e.filename else ''}: {e.strerror or e}".lstrip(": ")
+    except Exception as e:  # noqa: BLE001 - one unit's bug fails its run, with what it was
+        return False, f"internal error: {type(e).__name__}: {e}"
+
+
+class Cluster:
+    """A Dask client: ``workers`` worker processes on this machine (a LocalCluster, one thread
+    each) or the running scheduler at ``scheduler`` (``tcp://HOST:8786``)."""
+
+    def __init__(self, workers: int | None = None, scheduler: str | None = None):
+        if (workers is None) == (scheduler is None):
+            raise UsageError("a cluster needs either a number of workers or a scheduler address, not both")
+        if workers is not None and workers < 1:
+            raise UsageError(f"--workers {workers}: must be 1 or more")
+        try:
+            from distributed import Client, LocalCluster
+        except ImportError:
+            raise UsageError("--workers and --scheduler need Dask: pip install 'profetl[dask]'") from None
+        self._local = None
+        self.address = scheduler
+        if scheduler is not None:
+            try:
+                self.client = Client(scheduler, timeout=CONNECT_SECONDS)
+            except (OSError, TimeoutError, ValueError) as e:
+                raise ClusterUnavailable(f"cannot reach the Dask scheduler at {scheduler} "
+                                         f"(waited {CONNECT_SECONDS} s): {str(e).splitlines()[0]}") from None
+        else:
+            self._local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                       dashboard_address=":0", silence_logs=logging.ERROR)
+            self.client = Client(self._local)
+            self.address = self._local.scheduler_address
+
+    def run(self, calls: Sequence[tuple[Callable, tuple]], labels: Sequence[str]) -> list:
+        """Run ``calls`` (function, arguments) as tasks; their results in order. The first
+        unit that fails (or whose worker died as often as the scheduler retries) stops the
+        rest and raises UnitFailed naming it (``labels``) with its reason."""
+        from distributed import as_completed
+
+        futures = [self.client.submit(_call, fn, args, pure=False) for fn, args in calls]
+        index = {f.key: i for i, f in enumerate(futures)}
+        report(phase="cluster", total=len(futures), unit="devices")
+        results: list = [None] * len(futures)
+        try:
+            for fut in as_completed(futures):
+                i = index[fut.key]
+                try:
+                    ok, value = fut.result()
+                except Exception as e:  # noqa: BLE001 - KilledWorker, a lost scheduler, ...
+                    raise UnitFailed(f"{labels[i]}: {_cluster_reason(e)}") from None
+                if not ok:
+                    raise UnitFailed(f"{labels[i]}: {value}")
+                results[i] = value
+                report(advance=1)
+        except BaseException:
+            self.client.cancel(futures)
+            raise
+        return results
+
+    def close(self) -> None:
+        self.client.close()
+        if self._local is not None:
+            self._local.close()
+
+    def __enter__(self) -> Cluster:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _cluster_reason(e: BaseException) -> str:
+    name = type(e).__name__
+    if name == "KilledWorker":
+        return "the worker running it died, as often as the scheduler retries a task (distributed.scheduler.allowed-failures)"
+    if name == "CancelledError":
+        return "cancelled: the scheduler lost it (was the scheduler stopped?)"
+    return f"{name}: {str(e).splitlines()[0] if str(e) else ''}"

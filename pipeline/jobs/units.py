@@ -1,0 +1,139 @@
+"""A dump's units of work: the parts of a dump a cluster reads and builds on its own
+(docs/architecture.md#cluster).
+
+An ingest reads a dump unit by unit (a hiprof-era device with its host-side streams; a PROF_*
+collection directory, ``host`` or ``device_N``; an export as a whole), each into its own
+Parquet files; the files are then put together in unit order into the run's part files, so
+the result is the same, row for row, as one read of the whole dump. A build makes each
+device's marts on its own: every mart's grain starts with the device, and no rule reads
+another device's rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from pipeline.readers import exported, prof
+from pipeline.readers.hiprof.reader import RunMeta
+from pipeline.readers.instance_numbers import InstanceNumbers, RunNumbers
+from pipeline.readers.issues import IssueLog
+from pipeline.warehouse.contracts import RAW_TABLES
+from pipeline.warehouse.faults import checkpoint
+from pipeline.warehouse.sink import ParquetSink, parquet_writer
+from pipeline.warehouse.store import new_id
+
+WHOLE = None  # the unit of a dump read in one piece (an export)
+
+
+def raw_sink(paths: dict[str, Path], run_id: str) -> ParquetSink:
+    """The sink one read of a dump (or of one unit) writes its raw tables through."""
+    return ParquetSink(paths, derive={"task_states": InstanceNumbers().add, "task_runs": RunNumbers().add},
+                       run_id=run_id)
+
+
+def read_dump(layout: str, dump: Path, sink: ParquetSink, log: IssueLog, workdir: Path, unit=WHOLE,
+              first: bool = True) -> RunMeta:
+    """Decode ``dump`` (or its ``unit``) with its generation's reader, imported here: a process
+    that reads one generation (or only builds) does not load the others' readers. ``workdir``
+    is a folder of the ingest's own (an export's databases are read from copies taken there);
+    ``first``: this unit also reports what belongs to no unit."""
+    if layout in exported.LAYOUTS:
+        from pipeline.readers.exported.reader import read_export
+        return read_export(dump, sink, log, layout, workdir=workdir)
+    if layout in prof.LAYOUTS:
+        from pipeline.readers.prof.reader import read_prof
+        return read_prof(dump, sink, log, layout, collections=None if unit is WHOLE else [unit])
+    from pipeline.readers.hiprof.reader import read_result_dir
+    return read_result_dir(dump, sink, log, devices=None if unit is WHOLE else [unit], dump_level=first)
+
+
+def ingest_units(layout: str, dump: Path) -> list:
+    """The units ``dump`` is read in, in the order a whole read takes them."""
+    if layout in exported.LAYOUTS:
+        return [WHOLE]
+    if layout in prof.LAYOUTS:
+        from pipeline.readers.prof.reader import units
+        return units(dump, layout)
+    from pipeline.readers.hiprof.reader import units
+    return units(dump)
+
+
+def unit_label(unit) -> str:
+    if unit is WHOLE:
+        return "the export"
+    return f"device {unit}" if isinstance(unit, int) else str(unit)
+
+
+@dataclass
+class UnitRead:
+    """What one unit's read wrote and learnt; picklable, it travels from a worker back."""
+
+    unit: object
+    files: dict[str, str] = field(default_factory=dict)  # raw table -> its Parquet file
+    rows: dict[str, int] = field(default_factory=dict)
+    meta: RunMeta | None = None
+    log: IssueLog | None = None
+
+
+def read_unit(layout: str, dump: str, unit, first: bool, workdir: str, run_id: str) -> UnitRead:
+    """Read one unit of ``dump`` into a fresh folder under ``workdir`` (a worker's retry after a
+    crash starts in a folder of its own, never in the dead attempt's files)."""
+    out = Path(workdir) / f"unit-{new_id()}"
+    out.mkdir(parents=True)
+    paths = {t: out / f"{t}.parquet" for t in RAW_TABLES if t != "ingest_issues"}
+    sink = raw_sink(paths, run_id)
+    log = IssueLog()
+    try:
+        meta = read_dump(layout, Path(dump), sink, log, out, unit, first)
+        sink.close()
+    except BaseException:
+        sink.abort()
+        raise
+    checkpoint("unit_read")
+    return UnitRead(unit, {t: str(p) for t, p in paths.items()}, dict(sink.rows), meta, log)
+
+
+def merge_reads(layout: str, reads: list[UnitRead], paths: dict[str, Path]) -> tuple[RunMeta, IssueLog, dict[str, int]]:
+    """Put the units' files together, in unit order, into ``paths`` (every raw table but
+    ingest_issues); the run's metadata and issues from the units'."""
+    rows = {}
+    for table, dest in paths.items():
+        if table == "ingest_issues":
+            continue
+        rows[table] = concat_parquet([Path(r.files[table]) for r in reads], dest)
+    log = IssueLog()
+    for r in reads:
+        log.issues += r.log.issues
+        log.bytes_decoded += r.log.bytes_decoded
+    metas = [r.meta for r in reads]
+    if layout in exported.LAYOUTS:
+        meta = metas[0]
+    elif layout in prof.LAYOUTS:
+        from pipeline.readers.prof.reader import merge_metas
+        meta = merge_metas(metas)
+    else:
+        from pipeline.readers.hiprof.reader import merge_metas
+        meta = merge_metas(metas)
+    return meta, log, rows
+
+
+def concat_parquet(sources: list[Path], dest: Path) -> int:
+    """The row groups of ``sources`` (files of one table, one schema) one after another in
+    ``dest``, text kept dictionary-encoded as read; returns the rows written."""
+    schema = pq.read_schema(sources[0])
+    text = [f.name for f in schema if pa.types.is_string(f.type)]
+    stored = pa.schema([f.with_type(pa.dictionary(pa.int32(), pa.string())) if f.name in text else f
+                        for f in schema])
+    rows = 0
+    with parquet_writer(dest, stored) as w:
+        for s in sources:
+            pf = pq.ParquetFile(s, read_dictionary=text)
+            for i in range(pf.num_row_groups):
+                t = pf.read_row_group(i).cast(stored)
+                w.write_table(t)
+                rows += t.num_rows
+    return rows

@@ -1,0 +1,184 @@
+"""Runs and builds on a Dask LocalCluster of 2 workers: the same warehouse as in-process, row
+for row; a worker killed in the middle of a task; a scheduler that cannot be reached."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import pytest
+
+pytest.importorskip("distributed", reason="the dask extra (pip install 'profetl[dask]') is not installed")
+
+from pipeline.errors import ClusterUnavailable, ExitCode, UsageError  # noqa: E402
+from pipeline.jobs import cluster as cluster_module  # noqa: E402
+from pipeline.jobs.cluster import Cluster  # noqa: E402
+from pipeline.jobs.runner import rebuild, run_roots  # noqa: E402
+from pipeline.synth.hiprof import HiprofConfig, generate  # noqa: E402
+from pipeline.synth.prof import ProfConfig, generate as generate_prof  # noqa: E402
+from pipeline.warehouse.contracts import RAW_TABLES, contracts  # noqa: E402
+from pipeline.warehouse.store import Warehouse  # noqa: E402
+from tests.helpers.warehouse_checks import assert_consistent, part_files, profetl  # noqa: E402
+
+pytestmark = pytest.mark.slow  # starts worker processes, ingests and builds whole dumps
+
+# what a run row says of its data: the same whichever way the dump was read
+RUN_FACTS = ("run_id", "layout_generation", "layout", "platform_version", "chip", "devices", "metric_set",
+             "metric_set_raw", "pmu_event_ids", "ai_core_profiling_mode", "collection_start_us", "data_bytes",
+             "records_decoded", "bytes_decoded", "bytes_skipped", "issues", "tables_filled", "status")
+
+
+@pytest.fixture(scope="module")
+def dumps(tmp_path_factory) -> list[Path]:
+    """A hiprof-era dump of 2 devices and a 4-device PROF_* job (two processes) of each chip family."""
+    base = tmp_path_factory.mktemp("cluster-dumps")
+    out = [base / "hiprof-2"]
+    generate(out[0], HiprofConfig(devices=2, inferences=3, seed=3))
+    for chip in ("ascend910a", "ascend310p", "ascend910b"):
+        d = base / f"prof-{chip}"
+        generate_prof(d, ProfConfig(chip=chip, devices=4, processes=2, seed=4))
+        out.append(d)
+    return out
+
+
+@pytest.fixture(scope="module")
+def local_cluster():
+    with Cluster(workers=2) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def in_process(tmp_path_factory, dumps) -> Warehouse:
+    wh = Warehouse(tmp_path_factory.mktemp("in-process") / "wh")
+    with wh.writer():
+        outcomes = run_roots(wh, dumps)
+    assert [o.status for o in outcomes] == ["built"] * len(dumps), [o.error for o in outcomes]
+    return wh
+
+
+def _differences(a: Warehouse, b: Warehouse) -> dict[str, tuple[int, int, int]]:
+    """Per table: rows only in a, rows only in b (EXCEPT ALL both ways), rows in a."""
+    con = duckdb.connect()
+    out = {}
+    tables = [("raw", t) for t in RAW_TABLES if t != "runs"] + [("marts", t) for t in contracts("marts")]
+    for layer, table in tables:
+        fa = [str(f) for f in a.current_files(layer, table)]
+        fb = [str(f) for f in b.current_files(layer, table)]
+        assert fa and fb, (layer, table)
+        only = [con.execute(f"select count(*) from (select * from read_parquet({x}, union_by_name=true) except all "
+                            f"select * from read_parquet({y}, union_by_name=true))").fetchone()[0]
+                for x, y in ((fa, fb), (fb, fa))]
+        total = con.execute(f"select count(*) from read_parquet({fa}, union_by_name=true)").fetchone()[0]
+        out[f"{layer}/{table}"] = (*only, total)
+    return out
+
+
+def _facts(wh: Warehouse) -> list[dict]:
+    return sorted(({k: r[k] for k in RUN_FACTS} for r in wh.runs()), key=lambda r: r["run_id"])
+
+
+def test_cluster_run_equals_in_process(tmp_path, dumps, local_cluster, in_process):
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        outcomes = run_roots(wh, dumps, cluster=local_cluster)
+    assert [o.status for o in outcomes] == ["built"] * len(dumps), [o.error for o in outcomes]
+    diff = _differences(in_process, wh)
+    assert {t: d for t, d in diff.items() if d[0] or d[1]} == {}
+    # the comparison compared something: every family filled the tables it has
+    for table in ("raw/task_states", "raw/api_calls", "raw/pmu_counters", "marts/task_scheduler",
+                  "marts/op_summary", "marts/ai_core_metrics", "marts/acl_api"):
+        assert diff[table][2] > 0, table
+    assert _facts(wh) == _facts(in_process)
+    assert_consistent(wh.path)
+    # every device of every dump was a unit: 2 + 3 x 4 devices (and each PROF_* job's hosts)
+    assert sorted(r["devices"] for r in wh.runs()) == sorted([[0, 1]] + [[0, 1, 2, 3]] * 3)
+
+
+def test_cluster_rebuild_equals_in_process(tmp_path, dumps, local_cluster, in_process):
+    """`build --all` on the cluster: each device's marts built on its own give the same marts."""
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        run_roots(wh, dumps, then_build=False)
+        for run in wh.runs():
+            assert rebuild(wh, run, cluster=local_cluster).status == "built"
+    diff = _differences(in_process, wh)
+    assert {t: d for t, d in diff.items() if d[0] or d[1]} == {}
+    assert not list((wh.path / ".tmp").glob("*")) if (wh.path / ".tmp").exists() else True
+
+
+@pytest.mark.parametrize("point", ["unit_read", "device_built"])
+def test_worker_killed_once_is_retried(tmp_path, dumps, in_process, point, monkeypatch):
+    """A worker dies (os._exit, as under kill -9) in the middle of its first task; the scheduler
+    gives the task to a worker again and the run comes out whole and the same."""
+    monkeypatch.setenv("PROFETL_CRASH_AT", point)
+    monkeypatch.setenv("PROFETL_CRASH_ONCE", str(tmp_path / "crashed"))
+    wh = Warehouse(tmp_path / "wh")
+    with Cluster(workers=2) as c, wh.writer():  # its workers start with the crash set
+        outcomes = run_roots(wh, dumps[:2], cluster=c)
+    assert (tmp_path / "crashed").exists()  # a worker did die
+    assert [o.status for o in outcomes] == ["built", "built"], [o.error for o in outcomes]
+    assert_consistent(wh.path)
+    for table in ("raw/task_states", "marts/task_scheduler", "marts/op_summary"):
+        layer, name = table.split("/")
+        con = duckdb.connect()
+        got = con.execute(f"select * exclude (run_id) from read_parquet({[str(f) for f in wh.current_files(layer, name)]}) "
+                          "order by all").fetchall()
+        runs = [r for r in in_process.runs() if r["source_path"] in {o.source_path for o in outcomes}]
+        assert len(runs) == 2
+        want = con.execute(f"select * exclude (run_id) from read_parquet({[str(f) for f in in_process.current_files(layer, name, runs)]}) "
+                           "order by all").fetchall()
+        assert got == want, table
+
+
+def test_worker_killed_every_time_fails_the_run_cleanly(tmp_path, dumps, monkeypatch):
+    """A unit whose worker dies at every try fails its run with the reason; no run is left
+    half-committed, and the next run leaves no part file the index does not name."""
+    import dask
+
+    monkeypatch.setenv("PROFETL_CRASH_AT", "unit_read")
+    wh = Warehouse(tmp_path / "wh")
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}):
+        with Cluster(workers=2) as c, wh.writer():
+            outcomes = run_roots(wh, dumps[:1], cluster=c)
+    assert outcomes[0].status == "failed"
+    assert "device" in outcomes[0].error and "worker running it died" in outcomes[0].error, outcomes[0].error
+    assert wh.runs() == []
+    monkeypatch.delenv("PROFETL_CRASH_AT")
+    again = profetl("run", dumps[0], "--warehouse", wh.path)
+    assert again.returncode == 0, again.stderr
+    assert_consistent(wh.path)
+    assert len(part_files(wh.path)) == len({p.parent for p in part_files(wh.path)})  # one part per table
+    assert not (wh.path / ".tmp").exists()
+
+
+def test_unreachable_scheduler_is_one_clear_error(tmp_path, dumps, monkeypatch):
+    monkeypatch.setattr(cluster_module, "CONNECT_SECONDS", 1)
+    with pytest.raises(ClusterUnavailable, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
+        Cluster(scheduler="tcp://127.0.0.1:9")
+    assert ClusterUnavailable.exit_code == ExitCode.CLUSTER == 6
+    p = profetl("run", dumps[0], "--warehouse", tmp_path / "wh", "--scheduler", "tcp://127.0.0.1:9")
+    assert p.returncode == ExitCode.CLUSTER
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("profetl: error: cannot reach the Dask scheduler"), p.stderr
+    assert not (tmp_path / "wh").exists() or Warehouse(tmp_path / "wh").runs() == []
+
+
+def test_cluster_options_are_checked():
+    with pytest.raises(UsageError, match="must be 1 or more"):
+        Cluster(workers=0)
+    with pytest.raises(UsageError):
+        Cluster(workers=2, scheduler="tcp://127.0.0.1:9")
+    p = profetl("run", "data/sample", "--workers", "2", "--scheduler", "tcp://x:1", cwd=Path(__file__).parents[2])
+    assert p.returncode == ExitCode.USAGE and "give one of them" in p.stderr
+
+
+def test_cli_run_with_workers(tmp_path, dumps):
+    """`profetl run --workers 2`: the nightly command on a local cluster, as a user runs it."""
+    p = profetl("run", dumps[0], dumps[3], "--warehouse", tmp_path / "wh", "--workers", "2", "--json")
+    assert p.returncode == 0, p.stderr
+    import json
+
+    got = json.loads(p.stdout)
+    assert [d["status"] for d in got] == ["built", "built"]
+    assert os.path.basename(got[1]["source_path"]) == "prof-ascend910b"
