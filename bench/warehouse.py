@@ -70,7 +70,8 @@ def _base_files(base: Path) -> tuple[dict, dict[tuple[str, str], Path]]:
     files = {}
     for layer in ("raw", "marts"):
         for d in sorted((base / layer).iterdir()):
-            f = wh.run_part(layer, d.name, run) if hasattr(wh, "run_part") else None
+            f = (wh.run_files(layer, d.name, run)[0] if hasattr(wh, "run_files")
+                 else wh.run_part(layer, d.name, run) if hasattr(wh, "run_part") else None)
             if f is None:
                 (f,) = d.glob("**/*.parquet")
             files[(layer, d.name)] = f

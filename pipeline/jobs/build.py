@@ -22,9 +22,8 @@ from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.progress import report
 from pipeline.warehouse.raw_reads import ALL_DEVICES, raw_select
 from pipeline.warehouse.sink import parquet_writer, with_run_id
-from pipeline.jobs.units import concat_parquet
 from pipeline.jobs.transforms import TABLE_LAYERS, SqlFile, run_table_layers, sql_files, transform_failed
-from pipeline.warehouse.store import Warehouse, new_id
+from pipeline.warehouse.store import Warehouse, check_run_id, new_id, sharded_id
 
 try:
     import resource
@@ -152,9 +151,10 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
         devices = run_devices(wh, run) or [ALL_DEVICES]
         # a worker gets a Warehouse of its own (the path only, none of this one's cached index)
         calls = [(build_marts, (Warehouse(wh.path), run, memory_limit, threads, d)) for d in devices]
-        parts = cluster.run(calls, [f"{run['source_path']}: build of {_device_label(d)}" for d in devices])
-    result = BuildResult(run["run_id"], new_id(), staging=parts[0].staging)
-    tmp = wh.temp_dir()
+        parts = cluster.run(calls, [f"{run['source_path']}: build of {_device_label(d)}" for d in devices],
+                            phase="build")
+    # one shard of the mart part per device built on its own (docs/architecture.md#cluster)
+    result = BuildResult(run["run_id"], sharded_id(new_id(), len(parts)), staging=parts[0].staging)
     try:
         for part in parts:
             result.issues += part.issues
@@ -166,18 +166,13 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
                 result.max_rss_by_step[step] = max(result.max_rss_by_step.get(step, 0), rss)
             if part.staging == "file":
                 result.staging = "file"
+        check_run_id(result.run_id)
         for name in parts[0].files:
-            final = wh.part("marts", name, result.run_id, result.build_id)
-            final.parent.mkdir(parents=True, exist_ok=True)
-            if len(parts) == 1:
-                Path(parts[0].files[name]).replace(final)
-            else:
-                out = tmp / f"{name}.parquet"
-                concat_parquet([Path(p.files[name]) for p in parts], out)
-                out.replace(final)
+            for part, final in zip(parts, wh.files("marts", name, result.build_id), strict=True):
+                final.parent.mkdir(parents=True, exist_ok=True)
+                Path(part.files[name]).replace(final)
         checkpoint("marts_written")
     finally:
-        wh.drop_temp(tmp)
         for part in parts:
             folder = Path(next(iter(part.files.values()))).parent if part.files else None
             if folder is not None and folder.parent == wh.path / ".tmp":

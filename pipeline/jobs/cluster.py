@@ -59,7 +59,7 @@ class Cluster:
             self.client = Client(self._local)
             self.address = self._local.scheduler_address
 
-    def run(self, calls: Sequence[tuple[Callable, tuple]], labels: Sequence[str]) -> list:
+    def run(self, calls: Sequence[tuple[Callable, tuple]], labels: Sequence[str], phase: str = "cluster") -> list:
         """Run ``calls`` (function, arguments) as tasks; their results in order. The first
         unit that fails (or whose worker died as often as the scheduler retries) stops the
         rest and raises UnitFailed naming it (``labels``) with its reason."""
@@ -67,7 +67,7 @@ class Cluster:
 
         futures = [self.client.submit(_call, fn, args, pure=False) for fn, args in calls]
         index = {f.key: i for i, f in enumerate(futures)}
-        report(phase="cluster", total=len(futures), unit="devices")
+        report(phase=f"{phase} on the cluster", total=len(futures), unit="devices")
         results: list = [None] * len(futures)
         try:
             for fut in as_completed(futures):

@@ -24,9 +24,8 @@ from pipeline.progress import report
 from pipeline.readers import exported, prof
 from pipeline.readers.hiprof.files import rel_name, scan
 from pipeline.readers.issues import IssueLog
-from pipeline.jobs.units import ingest_units, merge_reads, raw_sink, read_dump, read_unit, unit_label
-from pipeline.warehouse.sink import ParquetSink
-from pipeline.warehouse.store import Warehouse, new_id
+from pipeline.jobs.units import issue_columns, ingest_units, merge_reads, raw_sink, read_dump, read_unit, unit_label
+from pipeline.warehouse.store import Warehouse, check_run_id, new_id, sharded_id
 
 
 @dataclass
@@ -134,23 +133,25 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
     if existing and unchanged(existing["fingerprint"], fp) and not force:
         return IngestResult(run_id, display(dump), skipped=True, row=existing)
 
-    ingest_id = new_id()
     tmp = wh.temp_dir()
     try:
-        paths = {t: tmp / f"{t}.parquet" for t in RAW_TABLES}
         if cluster is None:
+            paths = {t: tmp / f"{t}.parquet" for t in RAW_TABLES}
             sink = raw_sink(paths, run_id)
             log = IssueLog()
             try:
                 meta = read_dump(layout, dump, sink, log, tmp)
-                sink.write("ingest_issues", _issue_columns(log))
+                sink.write("ingest_issues", issue_columns(log))
                 sink.close()
             except BaseException:
                 sink.abort()
                 raise
             rows = dict(sink.rows)
+            files = {t: [p] for t, p in paths.items()}
         else:
-            meta, log, rows = _read_on(cluster, layout, dump, run_id, tmp, paths)
+            meta, log, rows, files = _read_on(cluster, layout, dump, run_id, tmp)
+        # a part written by several units is as many files, one per unit (docs/architecture.md#cluster)
+        ingest_id = sharded_id(new_id(), len(files["devices"]))
         checkpoint("raw_written")
         decoded = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
         if existing and not force:
@@ -160,10 +161,11 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
                     f"refused to replace run {run_id} (from {existing['source_path']}, ingested "
                     f"{existing['ingested_at']:%Y-%m-%d %H:%M:%S} UTC): the dump now {'; '.join(lost)}; "
                     "--force replaces it anyway", path=display(dump))
-        for table, p in paths.items():
-            final = wh.part("raw", table, run_id, ingest_id)
-            final.parent.mkdir(parents=True, exist_ok=True)
-            p.replace(final)
+        check_run_id(run_id)
+        for table, sources in files.items():
+            for p, final in zip(sources, wh.files("raw", table, ingest_id), strict=True):
+                final.parent.mkdir(parents=True, exist_ok=True)
+                p.replace(final)
         checkpoint("raw_moved")
     finally:
         wh.drop_temp(tmp)
@@ -242,25 +244,11 @@ def replacement_losses(old: dict, decoded: int, skipped: int, texts: dict, meta,
     return lost
 
 
-def _read_on(cluster, layout: str, dump: Path, run_id: str, tmp: Path, paths: dict[str, Path]):
-    """Read ``dump`` unit by unit on ``cluster`` (pipeline.jobs.cluster) into the files of
-    ``paths``: the units' files put together in unit order, the issues of all of them."""
+def _read_on(cluster, layout: str, dump: Path, run_id: str, tmp: Path):
+    """Read ``dump`` unit by unit on ``cluster`` (pipeline.jobs.cluster): the run's metadata,
+    issues and rows from all of them, and each raw table's files, one per unit in unit order."""
     units = ingest_units(layout, dump)
     calls = [(read_unit, (layout, str(dump), u, i == 0, str(tmp), run_id)) for i, u in enumerate(units)]
-    reads = cluster.run(calls, [f"{display(dump)}: {unit_label(u)}" for u in units])
-    meta, log, rows = merge_reads(layout, reads, paths)
-    sink = ParquetSink({"ingest_issues": paths["ingest_issues"]}, run_id=run_id)
-    try:
-        sink.write("ingest_issues", _issue_columns(log))
-        sink.close()
-    except BaseException:
-        sink.abort()
-        raise
-    rows["ingest_issues"] = sink.rows["ingest_issues"]
-    return meta, log, rows
-
-
-def _issue_columns(log: IssueLog) -> dict:
-    rows = [i.as_row() for i in log.issues]
-    keys = ["device_id", "source_file", "byte_offset", "byte_length", "kind", "count", "message"]
-    return {k: [r[k] for r in rows] for k in keys}
+    reads = cluster.run(calls, [f"{display(dump)}: {unit_label(u)}" for u in units], phase="ingest")
+    meta, log, rows = merge_reads(layout, reads)
+    return meta, log, rows, {t: [Path(r.files[t]) for r in reads] for t in RAW_TABLES}

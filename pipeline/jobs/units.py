@@ -3,10 +3,10 @@
 
 An ingest reads a dump unit by unit (a hiprof-era device with its host-side streams; a PROF_*
 collection directory, ``host`` or ``device_N``; an export as a whole), each into its own
-Parquet files; the files are then put together in unit order into the run's part files, so
-the result is the same, row for row, as one read of the whole dump. A build makes each
-device's marts on its own: every mart's grain starts with the device, and no rule reads
-another device's rows.
+Parquet files, which become the shards of the run's raw part: the rows are the same, row for
+row, as one read of the whole dump writes. A build makes each device's marts on its own
+(every mart's grain starts with the device, and no rule reads another device's rows), one
+shard of the run's mart part per device.
 """
 
 from __future__ import annotations
@@ -14,16 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from pipeline.readers import exported, prof
 from pipeline.readers.hiprof.reader import RunMeta
 from pipeline.readers.instance_numbers import InstanceNumbers, RunNumbers
 from pipeline.readers.issues import IssueLog
 from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.warehouse.faults import checkpoint
-from pipeline.warehouse.sink import ParquetSink, parquet_writer
+from pipeline.warehouse.sink import ParquetSink
 from pipeline.warehouse.store import new_id
 
 WHOLE = None  # the unit of a dump read in one piece (an export)
@@ -84,11 +81,12 @@ def read_unit(layout: str, dump: str, unit, first: bool, workdir: str, run_id: s
     crash starts in a folder of its own, never in the dead attempt's files)."""
     out = Path(workdir) / f"unit-{new_id()}"
     out.mkdir(parents=True)
-    paths = {t: out / f"{t}.parquet" for t in RAW_TABLES if t != "ingest_issues"}
+    paths = {t: out / f"{t}.parquet" for t in RAW_TABLES}
     sink = raw_sink(paths, run_id)
     log = IssueLog()
     try:
         meta = read_dump(layout, Path(dump), sink, log, out, unit, first)
+        sink.write("ingest_issues", issue_columns(log))
         sink.close()
     except BaseException:
         sink.abort()
@@ -97,16 +95,13 @@ def read_unit(layout: str, dump: str, unit, first: bool, workdir: str, run_id: s
     return UnitRead(unit, {t: str(p) for t, p in paths.items()}, dict(sink.rows), meta, log)
 
 
-def merge_reads(layout: str, reads: list[UnitRead], paths: dict[str, Path]) -> tuple[RunMeta, IssueLog, dict[str, int]]:
-    """Put the units' files together, in unit order, into ``paths`` (every raw table but
-    ingest_issues); the run's metadata and issues from the units'."""
-    rows = {}
-    for table, dest in paths.items():
-        if table == "ingest_issues":
-            continue
-        rows[table] = concat_parquet([Path(r.files[table]) for r in reads], dest)
+def merge_reads(layout: str, reads: list[UnitRead]) -> tuple[RunMeta, IssueLog, dict[str, int]]:
+    """The run's metadata, issues and rows by raw table, from its units' reads."""
+    rows: dict[str, int] = {}
     log = IssueLog()
     for r in reads:
+        for table, n in r.rows.items():
+            rows[table] = rows.get(table, 0) + n
         log.issues += r.log.issues
         log.bytes_decoded += r.log.bytes_decoded
     metas = [r.meta for r in reads]
@@ -121,19 +116,8 @@ def merge_reads(layout: str, reads: list[UnitRead], paths: dict[str, Path]) -> t
     return meta, log, rows
 
 
-def concat_parquet(sources: list[Path], dest: Path) -> int:
-    """The row groups of ``sources`` (files of one table, one schema) one after another in
-    ``dest``, text kept dictionary-encoded as read; returns the rows written."""
-    schema = pq.read_schema(sources[0])
-    text = [f.name for f in schema if pa.types.is_string(f.type)]
-    stored = pa.schema([f.with_type(pa.dictionary(pa.int32(), pa.string())) if f.name in text else f
-                        for f in schema])
-    rows = 0
-    with parquet_writer(dest, stored) as w:
-        for s in sources:
-            pf = pq.ParquetFile(s, read_dictionary=text)
-            for i in range(pf.num_row_groups):
-                t = pf.read_row_group(i).cast(stored)
-                w.write_table(t)
-                rows += t.num_rows
-    return rows
+def issue_columns(log: IssueLog) -> dict:
+    """The ingest_issues table's columns of ``log``."""
+    rows = [i.as_row() for i in log.issues]
+    keys = ["device_id", "source_file", "byte_offset", "byte_length", "kind", "count", "message"]
+    return {k: [r[k] for r in rows] for k in keys}

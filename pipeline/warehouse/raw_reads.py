@@ -22,19 +22,20 @@ def raw_select(wh: Warehouse, table: str, run: dict, device=ALL_DEVICES) -> str:
     and columns added since: those read as empty / NULL, so old runs still rebuild."""
     c = contract("raw", table)
     run_id = run["run_id"]
-    path = wh.run_part("raw", table, run)
+    paths = wh.run_files("raw", table, run)
     wanted = [col for col in c.columns if col.name != "run_id"]
-    if path is None or not path.exists():
+    if not paths or not all(p.exists() for p in paths):
         if run.get("profetl_version") == __version__:
-            raise TransformFailed(f"run {run_id} has no raw part file for {table} ({path})")
+            gone = next((p for p in paths if not p.exists()), None)
+            raise TransformFailed(f"run {run_id} has no raw part file for {table} ({gone})")
         cols = ", ".join(f"NULL::{col.sql_type} AS {col.name}" for col in wanted)
         return f"select {cols} where false"
-    have = set(pq.read_schema(path).names)
+    have = set(pq.read_schema(paths[0]).names)
     cols = ", ".join(col.name if col.name in have else f"NULL::{col.sql_type} AS {col.name}"
                      for col in wanted)
     # a group file holds other runs too
     where = f" where run_id = {quote(run_id)}" if "run_id" in have else ""
-    sql = f"select {cols} from read_parquet({quote(path)}){where}"
+    sql = f"select {cols} from read_parquet([{', '.join(quote(p) for p in paths)}]){where}"
     if device is not ALL_DEVICES and "device_id" in c.column_names:
         sql = f"select * from ({sql}) where device_id is not distinct from {'NULL' if device is None else int(device)}"
     return sql

@@ -89,6 +89,29 @@ def is_legacy(part: str | None) -> bool:
     return bool(part) and part.startswith("run_id=")
 
 
+SHARDED = re.compile(r"^(?P<id>[A-Za-z0-9][A-Za-z0-9-]*)_(?P<n>[1-9][0-9]{0,5})$")
+
+
+def sharded_id(part_id: str, shards: int) -> str:
+    """The id of a part written as ``shards`` files (a cluster's units, docs/architecture.md#cluster);
+    a part of one file keeps its id."""
+    return part_id if shards == 1 else f"{part_id}_{shards}"
+
+
+def shard_count(part: str | None) -> int:
+    """How many files the part is written as: 0 for one file named by the part alone."""
+    m = SHARDED.match(part or "")
+    return int(m.group("n")) if m else 0
+
+
+def part_of(file_name: str) -> str | None:
+    """The part a flat part file belongs to (``part-<part>.parquet``, or shard
+    ``part-<part>.<k>.parquet`` of a sharded part), or None for another name."""
+    if not (file_name.startswith("part-") and file_name.endswith(".parquet")):
+        return None
+    return file_name[len("part-"):-len(".parquet")].split(".", 1)[0]
+
+
 def run_order(r: dict) -> tuple:
     """How runs are listed: oldest collection first; group files hold their runs in this order."""
     return (r.get("collection_start_us") or 0, r["run_id"])
@@ -133,6 +156,15 @@ class Warehouse:
         """The file a run's own part ``part_id`` (its ingest or build id) has for ``table``."""
         check_run_id(run_id)
         return self.file(layer, table, part_id)
+
+    def files(self, layer: str, table: str, part: str) -> list[Path]:
+        """The files of ``part`` for ``table``: one, or a sharded part's shards in order."""
+        n = shard_count(part)
+        if not n:
+            return [self.file(layer, table, part)]
+        if not TABLE.match(table):
+            raise UsageError(f"{table!r} is not a valid table name")
+        return [self.path / layer / table / f"part-{part}.{k}.parquet" for k in range(n)]
 
     def file(self, layer: str, table: str, part: str) -> Path:
         if not TABLE.match(table):
@@ -258,7 +290,7 @@ class Warehouse:
         del idx[run_id]
         gone = before - _named(idx)
         removed = sum(1 for layer, part in gone for table in self._table_dirs(layer)
-                      if self.file(layer, table, part).exists())
+                      for f in self.files(layer, table, part) if f.exists())
         self._write_index(idx)
         self._drop(gone)
         return removed + 1
@@ -294,7 +326,7 @@ class Warehouse:
         removed = 0
         for layer, _, _ in LAYERS:
             for f in (self.path / layer).glob("*/part-*.parquet"):
-                if (layer, f.name[len("part-"):-len(".parquet")]) not in named:
+                if (layer, part_of(f.name)) not in named:
                     f.unlink(missing_ok=True)
                     removed += 1
         return removed
@@ -381,21 +413,25 @@ class Warehouse:
             raise UnknownRun(f"run id {run_ref!r} is ambiguous: {', '.join(prefix[:5])}")
         raise UnknownRun(f"no run {run_ref!r} in {self.path} (see `profetl runs`)")
 
-    def run_part(self, layer: str, table: str, run: dict) -> Path | None:
-        """The file holding ``run``'s rows of ``table`` (a group file holds other runs' too)."""
+    def run_files(self, layer: str, table: str, run: dict) -> list[Path]:
+        """The files holding ``run``'s rows of ``table`` (a group file holds other runs' too;
+        a sharded part is several files)."""
         key = "raw_part" if layer == "raw" else "mart_part"
         r = self._placing(run["run_id"]) or {}
         part = r.get(key) if r.get("ingest_id" if layer == "raw" else "build_id") == run.get(
             "ingest_id" if layer == "raw" else "build_id") else None
         if part is None:  # a run not committed yet (a build of a new ingest): its own files
             own = run.get("ingest_id" if layer == "raw" else "build_id")
-            return self.part(layer, table, run["run_id"], own) if own else None
-        return self.file(layer, table, part)
+            if not own:
+                return []
+            check_run_id(run["run_id"])
+            return self.files(layer, table, own)
+        return self.files(layer, table, part)
 
     def current_files(self, layer: str, table: str, runs: list[dict] | None = None) -> list[Path]:
         """The existing files holding the rows of ``runs`` (default: all) in ``table``."""
         parts = self.parts(layer, None if runs is None else [r["run_id"] for r in runs])
-        files = [self.file(layer, table, p) for p in parts]
+        files = [f for p in parts for f in self.files(layer, table, p)]
         return [f for f in files if f.exists()]
 
     def commit(self, row: dict) -> None:
@@ -442,7 +478,8 @@ class Warehouse:
         """Delete the files of parts the index no longer names (readers retry once)."""
         for layer, part in parts:
             for table in self._table_dirs(layer):
-                self.file(layer, table, part).unlink(missing_ok=True)
+                for f in self.files(layer, table, part):
+                    f.unlink(missing_ok=True)
             if is_legacy(part):
                 for d in (self.path / layer).glob(f"*/{part.split('/', 1)[0]}"):
                     _rmdir(d)
@@ -459,17 +496,19 @@ class Warehouse:
         import hashlib
 
         def distinct(table: str, column: str) -> list[str]:
-            f = self.file("raw", table, raw_part) if raw_part else None
-            if f is None or not f.exists():
-                return []
-            names = pq.read_schema(f).names
-            if column not in names:
-                return []
-            t = pq.read_table(f, columns=[c for c in ("run_id", column) if c in names])
-            col = t.column(column)
-            if "run_id" in names:
-                col = col.filter(pc.equal(t.column("run_id"), run["run_id"]))
-            return sorted(v for v in pc.unique(col).to_pylist() if v is not None)
+            values: set = set()
+            for f in self.files("raw", table, raw_part) if raw_part else []:
+                if not f.exists():
+                    continue
+                names = pq.read_schema(f).names
+                if column not in names:
+                    continue
+                t = pq.read_table(f, columns=[c for c in ("run_id", column) if c in names])
+                col = t.column(column)
+                if "run_id" in names:
+                    col = col.filter(pc.equal(t.column("run_id"), run["run_id"]))
+                values |= set(pc.unique(col).to_pylist())
+            return sorted(v for v in values if v is not None)
 
         models = distinct("inferences", "model_name")
         if models:
@@ -511,15 +550,16 @@ class Warehouse:
                 pending, n = [], 0
                 with parquet_writer(out, schema) as w:
                     for src, run_ids in segments:
-                        f = self.file(layer, table, src)
-                        if not f.exists():
-                            continue
-                        for b in _batches(f, run_ids, schema, legacy=is_legacy(src)):
-                            pending.append(b)
-                            n += b.num_rows
-                            if n >= GROUP_ROW_GROUP_ROWS:
-                                w.write_table(pa.Table.from_batches(pending, schema), row_group_size=GROUP_ROW_GROUP_ROWS)
-                                pending, n = [], 0
+                        for f in self.files(layer, table, src):
+                            if not f.exists():
+                                continue
+                            for b in _batches(f, run_ids, schema, legacy=is_legacy(src)):
+                                pending.append(b)
+                                n += b.num_rows
+                                if n >= GROUP_ROW_GROUP_ROWS:
+                                    w.write_table(pa.Table.from_batches(pending, schema),
+                                                  row_group_size=GROUP_ROW_GROUP_ROWS)
+                                    pending, n = [], 0
                     if pending:
                         w.write_table(pa.Table.from_batches(pending, schema), row_group_size=GROUP_ROW_GROUP_ROWS)
                 final = self.file(layer, table, part)
@@ -531,10 +571,11 @@ class Warehouse:
     def _run_bytes(self, layer: str, part: str) -> int:
         total = 0
         for table in layer_tables(layer):
-            try:
-                total += self.file(layer, table, part).stat().st_size
-            except FileNotFoundError:
-                pass
+            for f in self.files(layer, table, part):
+                try:
+                    total += f.stat().st_size
+                except FileNotFoundError:
+                    pass
         return total
 
     def compact(self) -> int:
@@ -682,7 +723,7 @@ class Warehouse:
                                 removed += 1
                         _rmdir(f)
                         continue
-                    part = f.name[len("part-"):-len(".parquet")] if f.name.startswith("part-") else None
+                    part = part_of(f.name)
                     if part not in named:
                         f.unlink(missing_ok=True)
                         removed += 1

@@ -47,9 +47,9 @@ def _snapshot_files(wh: Warehouse, layer: str, table: str, runs: list[dict]) -> 
     out: list[Path] = []
     missing: dict[str, dict] = {}
     for part, r in first.items():
-        f = wh.file(layer, table, part)
-        if f.exists():
-            out.append(f)
+        files = wh.files(layer, table, part)
+        if all(f.exists() for f in files):
+            out.extend(files)
         else:
             missing[part] = r
     if missing:
@@ -58,7 +58,7 @@ def _snapshot_files(wh: Warehouse, layer: str, table: str, runs: list[dict]) -> 
             if (now.get(r["run_id"]) or {}).get(key) != part:
                 raise _Changed(f"run {r['run_id']} was replaced or removed while it was read")
             if r.get("profetl_version") == __version__:
-                raise QueryFailed(f"run {r['run_id']}: the run index names {wh.file(layer, table, part)}, which is "
+                raise QueryFailed(f"run {r['run_id']}: the run index names {next(f for f in wh.files(layer, table, part) if not f.exists())}, which is "
                                   f"missing; `profetl run --force DUMP` re-ingests the run, "
                                   f"`profetl drop {r['run_id']}` removes it")
     return out

@@ -35,7 +35,8 @@ def assert_consistent(wh_path: Path) -> None:
     wh = Warehouse(wh_path)
     for r in wh.runs():
         for t in RAW_TABLES:
-            assert wh.run_part("raw", t, r).exists(), (r["run_id"], t)
+            files = wh.run_files("raw", t, r)
+            assert files and all(f.exists() for f in files), (r["run_id"], t)
         if r["build_id"]:
             for f in wh.current_files("marts", "task_scheduler", [r]):
                 assert f.exists()

@@ -74,7 +74,8 @@ def to_old_layout(wh: Warehouse) -> None:
     for r in runs:
         for layer, key in (("raw", "ingest_id"), ("marts", "build_id")):
             for d in (wh.path / layer).iterdir():
-                t = pq.read_table(wh.run_part(layer, d.name, r))
+                (f,) = wh.run_files(layer, d.name, r)
+                t = pq.read_table(f)
                 t = t.filter(pc.equal(t.column("run_id"), r["run_id"])).drop_columns(["run_id"])
                 out = d / f"run_id={r['run_id']}" / f"part-{r[key]}.parquet"
                 out.parent.mkdir(parents=True)

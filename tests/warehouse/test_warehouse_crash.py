@@ -227,7 +227,7 @@ def test_reader_fails_clearly_when_the_warehouse_keeps_changing(tmp_path, monkey
         return idx
 
     probe = Warehouse(wh)
-    part = probe.run_part("raw", "task_states", probe.run(victim))
+    (part,) = probe.run_files("raw", "task_states", probe.run(victim))
     part.rename(part.with_suffix(".moved"))
     monkeypatch.setattr(Warehouse, "index", replaced_every_time)
     with pytest.raises(QueryFailed, match="changed under 3 attempts"):

@@ -1,0 +1,203 @@
+"""profetl on a Dask cluster against in-process: a multi-device job, and the scaling model.
+
+    python bench/cluster.py                        # a 4-device ascend910b job of ~2 GB
+    python bench/cluster.py --layout hiprof --mb 420
+    python bench/cluster.py --workers 1,2 --repeat 2
+
+A base job of ``--devices`` devices is generated with the library generator and repeated
+along its timeline to about ``--mb`` MB (``pipeline.synth.scale``, as bench/run.py does).
+Then, in turn and in the same minutes, ``profetl run JOB`` in-process and ``profetl run JOB
+--workers N`` for each N are timed as child processes, with the peak resident memory of the
+largest single process of the process tree (the coordinator or one worker) and of the tree as
+a whole, sampled from /proc. One device of the job on its own (a 1-device dump of the same
+base, scaled alike) gives the per-device time ``t_dev`` in-process.
+
+The scaling model the numbers are checked against:
+
+    T(D devices, W workers) = start + ceil(D / W) * t_task + D * merge
+
+``start`` is the cluster's start-up (workers spawned, profetl imported; measured on its
+own), ``t_task`` one device's ingest and build (the 1-device dump in-process, without its
+interpreter start-up), ``merge`` the starting process's serial share per device (putting the
+units' files together, committing), fitted from the measured points. How well one ``merge``
+fits every W is the check of the model; it then predicts other D and W (time per device
+taken as proportional to the device's bytes).
+
+Dumps and warehouses go under ``bench/out/`` (git-ignored); results are printed and written to
+``bench/out/cluster.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+
+from run import PAGE, _children, dump_bytes, machine  # noqa: E402
+
+from pipeline.synth import hiprof as synth_hiprof  # noqa: E402
+from pipeline.synth import prof as synth_prof  # noqa: E402
+from pipeline.synth.scale import scale  # noqa: E402
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm", "rb") as fh:
+            return int(fh.read().split()[1]) * PAGE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _tree(pid: int) -> list[int]:
+    kids = _children()
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+
+def measure(cmd: list[str], interval: float = 0.05) -> dict:
+    """Wall seconds, the peak RSS of the largest single process of the tree and of the whole
+    tree, and stdout of ``cmd``."""
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    peak_one, peak_tree = [0], [0]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            sizes = [_rss(p) for p in _tree(proc.pid)]
+            peak_one[0] = max(peak_one[0], max(sizes, default=0))
+            peak_tree[0] = max(peak_tree[0], sum(sizes))
+            done.wait(interval)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    out, err = proc.communicate()
+    wall = time.perf_counter() - t0
+    done.set()
+    th.join()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.decode()[-2000:]}")
+    return {"seconds": wall, "peak_rss_one": peak_one[0], "peak_rss_tree": peak_tree[0], "stdout": out.decode()}
+
+
+def make_job(layout: str, devices: int, out: Path, mb: int, inferences: int, tasks: int) -> Path:
+    """A job of ``devices`` devices of about ``mb`` MB in all (kept between runs)."""
+    base = out.with_name(out.name + "-base")
+    if not base.exists():
+        tmp = base.with_name(base.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        if layout == "hiprof":
+            synth_hiprof.generate(tmp, synth_hiprof.HiprofConfig(devices=devices, inferences=inferences, tasks=tasks,
+                                                                 slice_bytes=1 << 40))
+        else:
+            synth_prof.generate(tmp, synth_prof.ProfConfig(chip=layout, devices=devices, inferences=inferences,
+                                                           tasks=tasks, slice_bytes=1 << 40))
+        tmp.rename(base)
+    marker = out / ".complete"
+    if not marker.exists():
+        shutil.rmtree(out, ignore_errors=True)
+        copies = max(1, round(mb * 1e6 / dump_bytes(base)))
+        scale(base, out / "job", copies)
+        marker.write_text(str(copies))
+    return out / "job"
+
+
+def cluster_start(workers: int) -> float:
+    """Seconds to start a local cluster of ``workers`` and have each worker import profetl's
+    readers and build (what the first tasks would otherwise pay)."""
+    code = ("import time; t = time.perf_counter(); from pipeline.jobs.cluster import Cluster\n"
+            f"c = Cluster(workers={workers})\n"
+            "c.client.run(lambda: __import__('pipeline.jobs.build') and __import__('pipeline.readers.prof.reader'))\n"
+            "print(time.perf_counter() - t); c.close()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    return float(out.stdout.split()[-1])
+
+
+def run_job(job: Path, wh: Path, extra: list[str]) -> dict:
+    shutil.rmtree(wh, ignore_errors=True)
+    os.sync()
+    r = measure([sys.executable, "-m", "pipeline.cli", "run", str(job), "-w", str(wh), "--json", *extra])
+    (done,) = json.loads(r["stdout"])
+    assert done["status"] == "built", done
+    return {"seconds": r["seconds"], "peak_rss_one": r["peak_rss_one"], "peak_rss_tree": r["peak_rss_tree"],
+            "ingest_s": done["ingest"]["seconds"], "build_s": done["build"]["seconds"]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", type=Path, default=HERE / "out")
+    ap.add_argument("--layout", default="ascend910b", help="hiprof, or a PROF_* chip (ascend910b, ...)")
+    ap.add_argument("--devices", type=int, default=4)
+    ap.add_argument("--mb", type=int, default=2000, help="size of the whole job in MB")
+    ap.add_argument("--workers", default="1,2", help="worker counts to measure (comma separated)")
+    ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--inferences", type=int, default=20)
+    ap.add_argument("--tasks", type=int, default=300)
+    ap.add_argument("--predict", default="64x2000@16", help="DEVICESxMB_PER_DEVICE@WORKERS to predict")
+    args = ap.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+
+    tag = f"cluster-{args.layout}"
+    job = make_job(args.layout, args.devices, args.out / f"{tag}-{args.devices}dev-{args.mb}mb", args.mb,
+                   args.inferences, args.tasks)
+    one = make_job(args.layout, 1, args.out / f"{tag}-1dev-{args.mb // args.devices}mb", args.mb // args.devices,
+                   args.inferences, args.tasks)
+    job_mb, one_mb = dump_bytes(job) / 1e6, dump_bytes(one) / 1e6
+    workers = [int(w) for w in args.workers.split(",")]
+    points: dict[str, list[dict]] = {}
+    for _ in range(args.repeat):  # alternate, so every variant sees the same host
+        points.setdefault("in-process", []).append(run_job(job, args.out / f"{tag}-wh", []))
+        points.setdefault("one device", []).append(run_job(one, args.out / f"{tag}-wh", []))
+        for w in workers:
+            points.setdefault(f"--workers {w}", []).append(run_job(job, args.out / f"{tag}-wh", ["--workers", str(w)]))
+    best = {k: min(v, key=lambda r: r["seconds"]) for k, v in points.items()}
+
+    print(f"{machine()}")
+    print(f"job: {args.layout}, {args.devices} devices, {job_mb:.0f} MB; one device alone: {one_mb:.0f} MB")
+    print(f"{'variant':<14} {'seconds':>8} {'ingest s':>9} {'build s':>8} {'peak 1 proc':>12} {'peak tree':>10}")
+    for k, r in best.items():
+        print(f"{k:<14} {r['seconds']:8.1f} {r['ingest_s']:9.1f} {r['build_s']:8.1f} "
+              f"{r['peak_rss_one'] / 2**20:9.0f} MiB {r['peak_rss_tree'] / 2**20:6.0f} MiB")
+
+    # the model: T(W) = start(W) + ceil(D / W) * t_task + D * merge
+    D = args.devices
+    one_dev = best["one device"]
+    t_task = one_dev["ingest_s"] + one_dev["build_s"]  # one device's work, without interpreter start-up
+    starts = {w: cluster_start(w) for w in workers}
+    serial = {w: best[f"--workers {w}"]["seconds"] - math.ceil(D / w) * t_task - starts[w] for w in workers}
+    merge = max(0.0, sum(serial.values()) / len(serial) / D)
+    print(f"model: T = start(W) + ceil(D/W) x t_task + D x merge; t_task {t_task:.1f} s (one device of "
+          f"{one_mb:.0f} MB in-process, ingest + build), merge {merge:.2f} s per device (fitted)")
+    for w in workers:
+        m = starts[w] + math.ceil(D / w) * t_task + D * merge
+        print(f"  --workers {w}: start {starts[w]:.1f} s, model {m:.1f} s, measured {best[f'--workers {w}']['seconds']:.1f} s"
+              f" (serial share {serial[w]:.1f} s)")
+    pd, pmb, pw = (float(x) for x in args.predict.replace("@", "x").split("x"))
+    k = pmb / one_mb  # time per device grows with its bytes (bench/run.py: linear above ~100 MB)
+    predicted = max(starts.values()) + math.ceil(pd / pw) * t_task * k + pd * merge * k
+    print(f"prediction: {pd:.0f} devices x {pmb:.0f} MB on {pw:.0f} workers: {predicted / 60:.1f} min "
+          f"(in-process, one device after another: {pd * t_task * k / 60:.1f} min)")
+    model = {"t_task_s": t_task, "device_mb": one_mb, "start_s": starts, "merge_per_device_s": merge,
+             "serial_s": serial, "prediction_s": predicted}
+    (args.out / "cluster.json").write_text(json.dumps({"points": points, "model": model}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
