@@ -36,9 +36,11 @@ pytestmark = pytest.mark.slow  # ingests and builds whole dumps and starts profe
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cluster.md"
 DOC_WAREHOUSE = '"/srv/profetl/warehouse"'
 
-NIGHTS = [dict(seed=1), dict(seed=2, devices=2), dict(seed=3, inferences=3)]
-# the third night's dump delivered again with more inferences: a replacement of its run
-NIGHT_2_AGAIN = dict(seed=3, inferences=5)
+NIGHTS = [dict(seed=1), dict(seed=2, devices=2), dict(seed=3, inferences=3, devices=2)]
+# the third night's dump delivered again with more inferences and a second device: a
+# replacement of its run, read and built on a local Dask cluster, so its parts are sharded (a
+# file per device: docs/architecture.md#cluster)
+NIGHT_2_AGAIN = dict(seed=3, inferences=5, devices=2)
 
 # (layer, table, summed columns): what each comparison totals per run, besides the rows
 TABLES = [
@@ -112,12 +114,13 @@ def states(tmp_path_factory):
     shutil.rmtree(roots / "night-2")
     shutil.copytree(again, roots / "night-2")
     # killed after its part files are in the tables' folders, before the commit
-    _ok(profetl("run", roots, "--warehouse", wh, env={"PROFETL_CRASH_AT": "marts_written"}), 137)
+    _ok(profetl("run", roots, "--warehouse", wh, "--workers", "2", env={"PROFETL_CRASH_AT": "marts_written"}), 137)
     keep("uncommitted", first, both)
     # the next writer removes those, writes the run again and commits it; killed before it
     # deletes the files the commit replaced
-    _ok(profetl("run", roots, "--warehouse", wh, env={"PROFETL_CRASH_AT": "after_commit"}), 137)
+    _ok(profetl("run", roots, "--warehouse", wh, "--workers", "2", env={"PROFETL_CRASH_AT": "after_commit"}), 137)
     assert set(Warehouse(wh).run_ids()) == set(night)  # the same run, replaced
+    assert store.shard_count(Warehouse(wh).index()[night[2]]["mart_part"]) == 2  # its marts: a file per device
     keep("replaced", second, both)
     return out
 
