@@ -6,8 +6,9 @@
 
 A base job of ``--devices`` devices is generated with the library generator and repeated
 along its timeline to about ``--mb`` MB (``pipeline.synth.scale``, as bench/run.py does).
-Then, in turn and in the same minutes, ``profetl run JOB`` in-process and ``profetl run JOB
---workers N`` for each N are timed as child processes, with the peak resident memory of the
+Then, in turn and in the same minutes, ``profetl run JOB`` in-process, ``profetl run JOB
+--workers N`` for each N, and the job's units in a pool of threads of one process
+(``pipeline.jobs.cluster.Threads``: parallel decoding without Dask) are timed as child processes, with the peak resident memory of the
 largest single process of the process tree (the coordinator or one worker) and of the tree as
 a whole, sampled from /proc. One device of the job on its own (a 1-device dump of the same
 base, scaled alike) gives the per-device time ``t_dev`` in-process.
@@ -129,10 +130,28 @@ def cluster_start(workers: int) -> float:
     return float(out.stdout.split()[-1])
 
 
-def run_job(job: Path, wh: Path, extra: list[str]) -> dict:
+THREADS = """
+import json, sys
+from pathlib import Path
+from pipeline.jobs.cluster import Threads
+from pipeline.jobs.runner import run_roots
+from pipeline.warehouse.store import Warehouse
+wh = Warehouse(Path(sys.argv[2]))
+with Threads(int(sys.argv[3])) as pool, wh.writer():
+    (o,) = run_roots(wh, [Path(sys.argv[1])], cluster=pool)
+print(json.dumps([{"status": o.status, "error": o.error, "ingest": {"seconds": o.ingest.row["ingest_seconds"]},
+                   "build": {"seconds": o.build.seconds}}]))
+"""
+
+
+def run_job(job: Path, wh: Path, extra: list[str], threads: int = 0) -> dict:
+    """``profetl run JOB`` with ``extra`` options, or (``threads``) the same job through the
+    library with its units in a pool of that many threads of one process."""
     shutil.rmtree(wh, ignore_errors=True)
     os.sync()
-    r = measure([sys.executable, "-m", "pipeline.cli", "run", str(job), "-w", str(wh), "--json", *extra])
+    cmd = ([sys.executable, "-c", THREADS, str(job), str(wh), str(threads)] if threads else
+           [sys.executable, "-m", "pipeline.cli", "run", str(job), "-w", str(wh), "--json", *extra])
+    r = measure(cmd)
     (done,) = json.loads(r["stdout"])
     assert done["status"] == "built", done
     return {"seconds": r["seconds"], "peak_rss_one": r["peak_rss_one"], "peak_rss_tree": r["peak_rss_tree"],
@@ -146,6 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--devices", type=int, default=4)
     ap.add_argument("--mb", type=int, default=2000, help="size of the whole job in MB")
     ap.add_argument("--workers", default="1,2", help="worker counts to measure (comma separated)")
+    ap.add_argument("--threads", default="2", help="thread counts of the in-process unit pool to measure ('' for none)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--inferences", type=int, default=20)
     ap.add_argument("--tasks", type=int, default=300)
@@ -160,12 +180,15 @@ def main(argv: list[str] | None = None) -> int:
                    args.inferences, args.tasks)
     job_mb, one_mb = dump_bytes(job) / 1e6, dump_bytes(one) / 1e6
     workers = [int(w) for w in args.workers.split(",")]
+    threads = [int(n) for n in args.threads.split(",") if n]
     points: dict[str, list[dict]] = {}
     for _ in range(args.repeat):  # alternate, so every variant sees the same host
         points.setdefault("in-process", []).append(run_job(job, args.out / f"{tag}-wh", []))
         points.setdefault("one device", []).append(run_job(one, args.out / f"{tag}-wh", []))
         for w in workers:
             points.setdefault(f"--workers {w}", []).append(run_job(job, args.out / f"{tag}-wh", ["--workers", str(w)]))
+        for n in threads:
+            points.setdefault(f"{n} threads", []).append(run_job(job, args.out / f"{tag}-wh", [], threads=n))
     best = {k: min(v, key=lambda r: r["seconds"]) for k, v in points.items()}
 
     print(f"{machine()}")

@@ -149,8 +149,10 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
         parts = [build_marts(wh, run, memory_limit, threads)]
     else:
         devices = run_devices(wh, run) or [ALL_DEVICES]
-        # a worker gets a Warehouse of its own (the path only, none of this one's cached index)
-        calls = [(build_marts, (Warehouse(wh.path), run, memory_limit, threads, d)) for d in devices]
+        # a worker gets a Warehouse of its own (the path only, none of this one's cached index),
+        # by its absolute path: a worker runs in a folder of its own, often on another machine
+        own = Warehouse(wh.path.absolute())
+        calls = [(build_marts, (own, run, memory_limit, threads, d)) for d in devices]
         parts = cluster.run(calls, [f"{run['source_path']}: build of {_device_label(d)}" for d in devices],
                             phase="build")
     # one shard of the mart part per device built on its own (docs/architecture.md#cluster)
@@ -175,8 +177,8 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
     finally:
         for part in parts:
             folder = Path(next(iter(part.files.values()))).parent if part.files else None
-            if folder is not None and folder.parent == wh.path / ".tmp":
-                wh.drop_temp(folder)
+            if folder is not None and folder.parent.resolve() == (wh.path / ".tmp").resolve():
+                wh.drop_temp(wh.path / ".tmp" / folder.name)
     result.seconds = time.monotonic() - t0
     return result
 

@@ -65,7 +65,10 @@ class Cluster:
         rest and raises UnitFailed naming it (``labels``) with its reason."""
         from distributed import as_completed
 
-        futures = [self.client.submit(_call, fn, args, pure=False) for fn, args in calls]
+        try:
+            futures = [self.client.submit(_call, fn, args, pure=False) for fn, args in calls]
+        except Exception as e:  # noqa: BLE001 - a client closed after its scheduler went away
+            raise UnitFailed(f"{labels[0]}: not started: {_cluster_reason(e, self.address)}") from None
         index = {f.key: i for i, f in enumerate(futures)}
         report(phase=f"{phase} on the cluster", total=len(futures), unit="devices")
         results: list = [None] * len(futures)
@@ -75,13 +78,16 @@ class Cluster:
                 try:
                     ok, value = fut.result()
                 except Exception as e:  # noqa: BLE001 - KilledWorker, a lost scheduler, ...
-                    raise UnitFailed(f"{labels[i]}: {_cluster_reason(e)}") from None
+                    raise UnitFailed(f"{labels[i]}: {_cluster_reason(e, self.address)}") from None
                 if not ok:
                     raise UnitFailed(f"{labels[i]}: {value}")
                 results[i] = value
                 report(advance=1)
         except BaseException:
-            self.client.cancel(futures)
+            try:
+                self.client.cancel(futures)
+            except Exception:  # noqa: BLE001 - a client that lost its scheduler: the reason is raised
+                pass
             raise
         return results
 
@@ -97,10 +103,45 @@ class Cluster:
         self.close()
 
 
-def _cluster_reason(e: BaseException) -> str:
+def _cluster_reason(e: BaseException, address: str | None) -> str:
+    """Why a task failed on the cluster's side, in words."""
     name = type(e).__name__
     if name == "KilledWorker":
         return "the worker running it died, as often as the scheduler retries a task (distributed.scheduler.allowed-failures)"
-    if name == "CancelledError":
-        return "cancelled: the scheduler lost it (was the scheduler stopped?)"
+    if name in ("CancelledError", "FutureCancelledError", "ClosedClientError", "CommClosedError", "StreamClosedError"):
+        return f"the connection to the Dask scheduler at {address} was lost (was it stopped?)"
     return f"{name}: {str(e).splitlines()[0] if str(e) else ''}"
+
+
+class Threads:
+    """The units of a job run by a pool of ``n`` threads of this process: the interface of
+    ``Cluster`` without Dask, to measure what decoding devices side by side in one process
+    buys (bench/cluster.py)."""
+
+    def __init__(self, n: int):
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(n, thread_name_prefix="profetl-unit")
+
+    def run(self, calls: Sequence[tuple[Callable, tuple]], labels: Sequence[str], phase: str = "units") -> list:
+        report(phase=f"{phase} in threads", total=len(calls), unit="devices")
+        futures = [self._pool.submit(_call, fn, args) for fn, args in calls]
+        results = []
+        for label, fut in zip(labels, futures):
+            ok, value = fut.result()
+            if not ok:
+                for f in futures:
+                    f.cancel()
+                raise UnitFailed(f"{label}: {value}")
+            report(advance=1)
+            results.append(value)
+        return results
+
+    def close(self) -> None:
+        self._pool.shutdown(cancel_futures=True)
+
+    def __enter__(self) -> Threads:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

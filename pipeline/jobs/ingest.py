@@ -248,7 +248,9 @@ def _read_on(cluster, layout: str, dump: Path, run_id: str, tmp: Path):
     """Read ``dump`` unit by unit on ``cluster`` (pipeline.jobs.cluster): the run's metadata,
     issues and rows from all of them, and each raw table's files, one per unit in unit order."""
     units = ingest_units(layout, dump)
-    calls = [(read_unit, (layout, str(dump), u, i == 0, str(tmp), run_id)) for i, u in enumerate(units)]
+    # absolute paths: a worker runs in a folder of its own, often on another machine
+    where, work = os.path.abspath(dump), os.path.abspath(tmp)
+    calls = [(read_unit, (layout, where, u, i == 0, work, run_id)) for i, u in enumerate(units)]
     reads = cluster.run(calls, [f"{display(dump)}: {unit_label(u)}" for u in units], phase="ingest")
     meta, log, rows = merge_reads(layout, reads)
     return meta, log, rows, {t: [Path(r.files[t]) for r in reads] for t in RAW_TABLES}

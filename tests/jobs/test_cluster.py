@@ -18,7 +18,7 @@ from pipeline.jobs.runner import rebuild, run_roots  # noqa: E402
 from pipeline.synth.hiprof import HiprofConfig, generate  # noqa: E402
 from pipeline.synth.prof import ProfConfig, generate as generate_prof  # noqa: E402
 from pipeline.warehouse.contracts import RAW_TABLES, contracts  # noqa: E402
-from pipeline.warehouse.store import Warehouse  # noqa: E402
+from pipeline.warehouse.store import Warehouse, part_of  # noqa: E402
 from tests.helpers.warehouse_checks import assert_consistent, part_files, profetl  # noqa: E402
 
 pytestmark = pytest.mark.slow  # starts worker processes, ingests and builds whole dumps
@@ -182,3 +182,94 @@ def test_cli_run_with_workers(tmp_path, dumps):
     got = json.loads(p.stdout)
     assert [d["status"] for d in got] == ["built", "built"]
     assert os.path.basename(got[1]["source_path"]) == "prof-ascend910b"
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def scheduler(tmp_path):
+    """A scheduler and a worker process of 2 workers started by hand, as on a cluster
+    (`dask scheduler`, `dask worker`), in a folder of their own; stopped afterwards."""
+    import subprocess
+    import sys
+    import time
+
+    from distributed import Client
+
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    port = address.rsplit(":", 1)[1]
+    where = tmp_path / "workers"
+    where.mkdir()
+    cli = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+    procs = [subprocess.Popen([*cli, "--port", port, "--no-dashboard"], cwd=where, stderr=subprocess.DEVNULL)]
+    procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "2",
+                                   "--nthreads", "1", "--no-dashboard"], cwd=where, stderr=subprocess.DEVNULL))
+    with Client(address, timeout=30) as c:
+        c.wait_for_workers(2, timeout=60)
+    yield address, procs[0]
+    for p in reversed(procs):
+        p.terminate()
+    for p in procs:
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    time.sleep(0.5)
+
+
+def test_cli_run_on_a_running_scheduler(tmp_path, dumps, scheduler, in_process):
+    """`profetl run --scheduler`: workers started by hand in another folder (so every path the
+    tasks get must be absolute), the same runs as in-process."""
+    address, _ = scheduler
+    wh = tmp_path / "wh"
+    p = profetl("run", dumps[0], dumps[2], "--warehouse", os.path.relpath(wh), "--scheduler", address)
+    assert p.returncode == 0, p.stdout + p.stderr
+    got, want = Warehouse(wh), in_process
+    runs = [r for r in want.runs() if r["run_id"] in {r["run_id"] for r in got.runs()}]
+    assert len(runs) == 2
+    con = duckdb.connect()
+    for layer, table in (("raw", "task_states"), ("raw", "api_calls"), ("marts", "op_summary"), ("marts", "acl_api")):
+        a = con.execute(f"select * exclude (run_id) from read_parquet({[str(f) for f in got.current_files(layer, table)]}) "
+                        "order by all").fetchall()
+        b = con.execute(f"select * exclude (run_id) from read_parquet({[str(f) for f in want.current_files(layer, table, runs)]}) "
+                        "order by all").fetchall()
+        assert a == b and a, table
+    assert not (wh / ".tmp").exists()
+
+
+def test_scheduler_stopped_mid_job_fails_the_dumps_cleanly(tmp_path, dumps, scheduler):
+    """The scheduler goes away while a night runs: the dumps not done fail with the reason, no
+    run is half committed, and an in-process run afterwards finds nothing left over."""
+    import subprocess
+    import sys
+    import time
+
+    address, sched = scheduler
+    wh = tmp_path / "wh"
+    p = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", *map(str, dumps), "--warehouse", str(wh),
+                          "--scheduler", address, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(3)
+    sched.kill()
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == ExitCode.FAILED, err
+    import json
+
+    failed = [d for d in json.loads(out) if d["status"] == "failed"]
+    assert failed, out
+    assert all("connection to the Dask scheduler" in d["error"] for d in failed), failed
+    done = {d["run_id"] for d in json.loads(out) if d["status"] == "built"}
+    assert {r["run_id"] for r in Warehouse(wh).runs()} == done
+    again = profetl("run", *dumps, "--warehouse", wh)
+    assert again.returncode == 0, again.stderr
+    assert_consistent(wh)
+    assert not (wh / ".tmp").exists()
+    # every part file on disk is one the index names (the dead job's shards are gone)
+    index = Warehouse(wh).index()
+    named = {r[key] for r in index.values() for key in ("raw_part", "mart_part")}
+    assert {part_of(f.name) for f in part_files(wh)} == named
