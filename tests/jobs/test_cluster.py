@@ -273,3 +273,16 @@ def test_scheduler_stopped_mid_job_fails_the_dumps_cleanly(tmp_path, dumps, sche
     index = Warehouse(wh).index()
     named = {r[key] for r in index.values() for key in ("raw_part", "mart_part")}
     assert {part_of(f.name) for f in part_files(wh)} == named
+
+
+def test_thread_pool_of_units_equals_in_process(tmp_path, dumps, in_process):
+    """The units in a pool of threads of one process (the bench's parallel decoding without
+    Dask) write the same warehouse too."""
+    from pipeline.jobs.cluster import Threads
+
+    wh = Warehouse(tmp_path / "wh")
+    with Threads(2) as pool, wh.writer():
+        outcomes = run_roots(wh, dumps, cluster=pool)
+    assert [o.status for o in outcomes] == ["built"] * len(dumps), [o.error for o in outcomes]
+    diff = _differences(in_process, wh)
+    assert {t: d for t, d in diff.items() if d[0] or d[1]} == {}
