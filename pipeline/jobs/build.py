@@ -20,7 +20,7 @@ from pipeline.errors import GrainViolated, TransformFailed, UsageError
 from pipeline.warehouse.faults import checkpoint
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.progress import report
-from pipeline.warehouse.raw_reads import ALL_DEVICES, raw_select
+from pipeline.warehouse.raw_reads import ALL_DEVICES, device_rows, raw_select
 from pipeline.warehouse.sink import parquet_writer, with_run_id
 from pipeline.jobs.transforms import TABLE_LAYERS, SqlFile, run_table_layers, sql_files, transform_failed
 from pipeline.warehouse.store import Warehouse, check_run_id, new_id, sharded_id
@@ -236,7 +236,9 @@ def build_marts(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIM
                 raise TransformFailed(f"sql/marts/{name}.sql has no contract schemas/marts/{name}.toml")
             out = tmp / f"{name}.parquet"
             t_mart = time.monotonic()
-            result.rows_by_mart[name] = _write_mart(con, mart, out, run_id)
+            # a device's build keeps its own rows (a thread shared with other devices brings theirs in)
+            keep = None if device is ALL_DEVICES else device_rows(device)
+            result.rows_by_mart[name] = _write_mart(con, mart, out, run_id, keep)
             check_grain(con, name, out)
             result.seconds_by_step[f"marts/{name}"] = time.monotonic() - t_mart
             _note_max_rss(result, f"marts/{name}")
@@ -275,15 +277,17 @@ FETCH_ROWS = 20_000
 ROW_GROUP_ROWS = 100_000
 
 
-def _write_mart(con: duckdb.DuckDBPyConnection, mart: SqlFile, out, run_id: str) -> int:
-    """The mart's query, run once as its rows are written (not made a view first: DuckDB would
-    bind the query twice); ``run_id`` is added as the first column."""
+def _write_mart(con: duckdb.DuckDBPyConnection, mart: SqlFile, out, run_id: str, where: str | None = None) -> int:
+    """The mart's query (its rows that meet ``where``, if given), run once as its rows are
+    written (not made a view first: DuckDB would bind the query twice); ``run_id`` is added as
+    the first column."""
     name = mart.name
     c = contract("marts", name)
     schema = pa.schema([f for f in c.schema if f.name != "run_id"])
     stored = pa.schema([pa.field("run_id", pa.string())] + list(schema))
     try:
-        reader = con.sql(mart.text).to_arrow_reader(FETCH_ROWS)
+        sql = mart.text if where is None else f"select * from (\n{mart.text}\n) where {where}"
+        reader = con.sql(sql).to_arrow_reader(FETCH_ROWS)
         got = [f.name for f in reader.schema]
         if got != schema.names:
             raise TransformFailed(

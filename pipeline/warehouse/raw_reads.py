@@ -14,12 +14,35 @@ from pipeline.warehouse.views import quote
 
 ALL_DEVICES = object()
 
+# Tables of host threads' records, which the rules join to a device's records by thread (tid):
+# a task's launch, the node and model around it (docs/formats.md part 2)
+THREAD_TABLES = ("api_calls", "task_ops")
+
+
+def device_rows(device) -> str:
+    """The SQL condition for the rows of ``device`` (None: rows of no device)."""
+    return "device_id is null" if device is None else f"device_id = {int(device)}"
+
 
 def raw_select(wh: Warehouse, table: str, run: dict, device=ALL_DEVICES) -> str:
     """One run's raw table as its contract has it now, without ``run_id``: what the build and
-    the timeline read; with ``device`` (an id, or None for rows of no device) only that device's
-    rows of the tables that have a device. A run ingested by an older profetl lacks the tables
-    and columns added since: those read as empty / NULL, so old runs still rebuild."""
+    the timeline read. With ``device`` (an id, or None for rows of no device), what a build of
+    that device alone needs (docs/architecture.md#cluster): its rows of the tables that have a
+    device, and of THREAD_TABLES also every row of the threads that recorded anything for it
+    (a thread that launched on several devices is shared by their builds, each of which keeps
+    only its own device's rows of every mart). A run ingested by an older profetl lacks the
+    tables and columns added since: those read as empty / NULL, so old runs still rebuild."""
+    sql = _select(wh, table, run)
+    if device is ALL_DEVICES or "device_id" not in contract("raw", table).column_names:
+        return sql
+    mine = device_rows(device)
+    if table not in THREAD_TABLES:
+        return f"select * from ({sql}) where {mine}"
+    threads = " union ".join(f"select tid from ({_select(wh, t, run)}) where {mine}" for t in THREAD_TABLES)
+    return f"select * from ({sql}) where {mine} or tid in ({threads})"
+
+
+def _select(wh: Warehouse, table: str, run: dict) -> str:
     c = contract("raw", table)
     run_id = run["run_id"]
     paths = wh.run_files("raw", table, run)
@@ -35,7 +58,8 @@ def raw_select(wh: Warehouse, table: str, run: dict, device=ALL_DEVICES) -> str:
                      for col in wanted)
     # a group file holds other runs too
     where = f" where run_id = {quote(run_id)}" if "run_id" in have else ""
-    sql = f"select {cols} from read_parquet([{', '.join(quote(p) for p in paths)}]){where}"
-    if device is not ALL_DEVICES and "device_id" in c.column_names:
-        sql = f"select * from ({sql}) where device_id is not distinct from {'NULL' if device is None else int(device)}"
-    return sql
+    # a sharded part (docs/architecture.md#cluster) as one scan per shard: DuckDB estimates a
+    # scan of several files from the first one's rows, and a first shard without rows of the
+    # table (a device unit's API calls) would make it plan joins for an empty table (an ASOF
+    # join as a nested loop, quadratic in the rows it then meets)
+    return " union all ".join(f"select {cols} from read_parquet({quote(p)}){where}" for p in paths)

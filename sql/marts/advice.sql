@@ -128,11 +128,14 @@ op_pmu as (
         case when op_name is null then 'task' else 'op' end as scope,
         coalesce(op_name, format('stream {} task {}', stream_id, task_id)) as scope_name,
         count(*) as records,
-        sum(mac_ratio * w) / nullif(sum(w), 0) as mac_ratio,
-        sum(vec_ratio * w) / nullif(sum(w), 0) as vec_ratio,
-        sum(scalar_ratio * w) / nullif(sum(w), 0) as scalar_ratio,
-        sum(mte2_ratio * w) / nullif(sum(w), 0) as mte2_ratio,
-        sum(main_bw_gbps * bw_seconds) / nullif(sum(bw_seconds) filter (where main_bw_gbps is not null), 0) as main_bw_gbps,
+        -- floating-point sums taken in the order of their terms: the same value whatever order
+        -- the records come in (a run read in one piece or device by device)
+        sum(mac_ratio * w order by mac_ratio * w) / nullif(sum(w), 0) as mac_ratio,
+        sum(vec_ratio * w order by vec_ratio * w) / nullif(sum(w), 0) as vec_ratio,
+        sum(scalar_ratio * w order by scalar_ratio * w) / nullif(sum(w), 0) as scalar_ratio,
+        sum(mte2_ratio * w order by mte2_ratio * w) / nullif(sum(w), 0) as mte2_ratio,
+        sum(main_bw_gbps * bw_seconds order by main_bw_gbps * bw_seconds)
+            / nullif(sum(bw_seconds order by bw_seconds) filter (where main_bw_gbps is not null), 0) as main_bw_gbps,
         sum(w) as w
     from pmu_named
     group by all

@@ -7,7 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pipeline.warehouse.contracts import RAW_TABLES
+import duckdb
+
+from pipeline.warehouse.contracts import RAW_TABLES, contracts
 from pipeline.warehouse.views import connect
 from pipeline.warehouse.store import Warehouse
 
@@ -46,3 +48,20 @@ def assert_consistent(wh_path: Path) -> None:
 def part_files(wh_path: Path) -> list[Path]:
     """Every part file (also in profetl 0.2's run_id=<id> folders)."""
     return sorted(p for layer in ("raw", "marts") for p in (wh_path / layer).glob("*/**/*") if p.is_file())
+
+
+def differences(a: Warehouse, b: Warehouse) -> dict[str, tuple[int, int, int]]:
+    """Per table: rows only in a, rows only in b (EXCEPT ALL both ways), rows in a."""
+    con = duckdb.connect()
+    out = {}
+    tables = [("raw", t) for t in RAW_TABLES if t != "runs"] + [("marts", t) for t in contracts("marts")]
+    for layer, table in tables:
+        fa = [str(f) for f in a.current_files(layer, table)]
+        fb = [str(f) for f in b.current_files(layer, table)]
+        assert fa and fb, (layer, table)
+        only = [con.execute(f"select count(*) from (select * from read_parquet({x}, union_by_name=true) except all "
+                            f"select * from read_parquet({y}, union_by_name=true))").fetchone()[0]
+                for x, y in ((fa, fb), (fb, fa))]
+        total = con.execute(f"select count(*) from read_parquet({fa}, union_by_name=true)").fetchone()[0]
+        out[f"{layer}/{table}"] = (*only, total)
+    return out

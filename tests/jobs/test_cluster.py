@@ -17,9 +17,8 @@ from pipeline.jobs.cluster import Cluster  # noqa: E402
 from pipeline.jobs.runner import rebuild, run_roots  # noqa: E402
 from pipeline.synth.hiprof import HiprofConfig, generate  # noqa: E402
 from pipeline.synth.prof import ProfConfig, generate as generate_prof  # noqa: E402
-from pipeline.warehouse.contracts import RAW_TABLES, contracts  # noqa: E402
 from pipeline.warehouse.store import Warehouse, part_of  # noqa: E402
-from tests.helpers.warehouse_checks import assert_consistent, part_files, profetl  # noqa: E402
+from tests.helpers.warehouse_checks import assert_consistent, differences as _differences, part_files, profetl  # noqa: E402
 
 pytestmark = pytest.mark.slow  # starts worker processes, ingests and builds whole dumps
 
@@ -55,23 +54,6 @@ def in_process(tmp_path_factory, dumps) -> Warehouse:
         outcomes = run_roots(wh, dumps)
     assert [o.status for o in outcomes] == ["built"] * len(dumps), [o.error for o in outcomes]
     return wh
-
-
-def _differences(a: Warehouse, b: Warehouse) -> dict[str, tuple[int, int, int]]:
-    """Per table: rows only in a, rows only in b (EXCEPT ALL both ways), rows in a."""
-    con = duckdb.connect()
-    out = {}
-    tables = [("raw", t) for t in RAW_TABLES if t != "runs"] + [("marts", t) for t in contracts("marts")]
-    for layer, table in tables:
-        fa = [str(f) for f in a.current_files(layer, table)]
-        fb = [str(f) for f in b.current_files(layer, table)]
-        assert fa and fb, (layer, table)
-        only = [con.execute(f"select count(*) from (select * from read_parquet({x}, union_by_name=true) except all "
-                            f"select * from read_parquet({y}, union_by_name=true))").fetchone()[0]
-                for x, y in ((fa, fb), (fb, fa))]
-        total = con.execute(f"select count(*) from read_parquet({fa}, union_by_name=true)").fetchone()[0]
-        out[f"{layer}/{table}"] = (*only, total)
-    return out
 
 
 def _facts(wh: Warehouse) -> list[dict]:
