@@ -199,10 +199,12 @@ class Warehouse:
         return None if t is None else _conform(t, index_schema(), None)
 
     def placing(self, con, run_ids: list[str] | None = None) -> list[dict] | None:
-        """The index's ``PLACING`` columns of ``run_ids`` (default: every run), in index order,
-        read once by the DuckDB connection ``con``: neither Arrow nor the commit records' bulk
-        (their control-file text) is read. None without an index (an empty warehouse, or
-        profetl 0.2's layout); DamagedIndex when it cannot be read."""
+        """The index's ``PLACING`` columns, in index order, read once by the DuckDB connection
+        ``con``: neither Arrow nor the commit records' bulk (their control-file text) is read.
+        With ``run_ids``, the rows of those runs; without, of every run that comes first in its
+        raw or mart part (a group part holds many runs; what a reader needs to list each part
+        once). None without an index (an empty warehouse, or profetl 0.2's layout);
+        DamagedIndex when it cannot be read."""
         import duckdb
 
         f = self.index_file
@@ -212,19 +214,23 @@ class Warehouse:
         # ``snapshot`` conforms it); one without run_id is no index
         others = ", ".join(f"NULL::VARCHAR AS {c}" for c in PLACING[1:])
         path = "'" + str(f).replace("'", "''") + "'"
-        sql = (f"SELECT {', '.join(PLACING)} FROM (SELECT * FROM read_parquet({path}) "
-               f"UNION ALL BY NAME SELECT {others} WHERE false)")
-        params = None
+        rows = (f"SELECT * FROM read_parquet({path}, file_row_number = true) "
+                f"UNION ALL BY NAME SELECT {others}, NULL::BIGINT AS file_row_number WHERE false")
+        cols = ", ".join(PLACING)
         if run_ids is not None:
-            sql += " WHERE run_id IN (SELECT unnest($ids))"
-            params = {"ids": list(run_ids)}
+            where, params = "run_id IN (SELECT unnest($ids))", {"ids": list(run_ids)}
+        else:
+            where, params = ("n IN (SELECT min(n) FROM i GROUP BY raw_part) "
+                             "OR n IN (SELECT min(n) FROM i GROUP BY mart_part)"), None
+        sql = (f"WITH i AS (SELECT {cols}, file_row_number AS n FROM ({rows})) "
+               f"SELECT {cols} FROM i WHERE {where} ORDER BY n")
         try:
-            rows = con.execute(sql, params).fetchall()
+            found = con.execute(sql, params).fetchall()
         except duckdb.Error as e:
             first = (str(e).splitlines() or [type(e).__name__])[0]
             no_id = isinstance(e, duckdb.BinderException) and "run_id" in first
             raise DamagedIndex(f, "it has no run_id column" if no_id else first) from None
-        return [dict(zip(PLACING, r)) for r in rows]
+        return [dict(zip(PLACING, r)) for r in found]
 
     def index(self) -> dict[str, dict]:
         """Every committed run's index row by run id (commit record, parts, workload)."""
