@@ -75,3 +75,27 @@ def test_a_query_gets_the_views_it_names_or_every_one():
 
 def test_the_query_formats_are_the_row_formats_and_table():
     assert FORMATS == ("table",) + ROW_FORMATS
+
+
+def test_rows_are_the_values_arrow_gives_whatever_the_types(tmp_path):
+    """Rows of plain types come from DuckDB without Arrow, the others through Arrow: either
+    way each value is the one Arrow gives (what `query` showed before), the head is kept and
+    the rest counted."""
+    import duckdb
+
+    from pipeline.outputs.query import query
+    from pipeline.warehouse.store import Warehouse
+
+    wh = Warehouse(tmp_path / "wh")
+    plain = ("select i, i::DOUBLE / 3 AS d, 'x' || i AS s, i % 2 = 0 AS b, 1.25::DECIMAL(10,3) AS m, DATE '2024-01-02' AS day,"
+             " make_timestamptz(1700000000000000 + i) AS t, [i, NULL] AS l, {'k': i} AS st, NULL AS n from range(2500) r(i)")
+    other = "select INTERVAL (i) DAY AS iv, MAP {'a': i} AS mp, TIMESTAMP_NS '2024-01-02 03:04:05.123456789' AS ns from range(3) r(i)"
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")
+    for sql, n in ((plain, 2500), (other, 3)):
+        want = [tuple(r.values()) for r in con.sql(sql).to_arrow_table().to_pylist()]
+        every = query(wh, sql)
+        assert every.rows == want and every.total_rows == n
+        head = query(wh, sql, limit=2)
+        assert head.rows == want[:2] and head.total_rows == n
+        assert head.columns == con.sql(sql).columns
