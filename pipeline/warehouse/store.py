@@ -204,7 +204,8 @@ class Warehouse:
         With ``run_ids``, the rows of those runs; without, of every run that comes first in its
         raw or mart part (a group part holds many runs; what a reader needs to list each part
         once). None without an index (an empty warehouse, or profetl 0.2's layout);
-        DamagedIndex when it cannot be read."""
+        DamagedIndex when it cannot be read. DuckDB opens the file by its name more than once:
+        a commit replacing the index meanwhile is for the caller to notice (``views``)."""
         import duckdb
 
         f = self.index_file

@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 
 from pipeline import __version__
-from pipeline.errors import QueryFailed
+from pipeline.errors import DamagedIndex, QueryFailed
 from pipeline.warehouse.contracts import RAW_TABLES, Contract, contract, names
 from pipeline.warehouse.store import PLACING, Warehouse, index_schema
 
@@ -93,6 +93,32 @@ def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict], first: d
     return f"SELECT run_id, {names} FROM ({union} UNION ALL BY NAME {_empty_view(c)}){where}"
 
 
+def _identity(f: Path) -> tuple | None:
+    try:
+        st = f.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _placing(con: duckdb.DuckDBPyConnection, wh: Warehouse, run_ids: list[str] | None) -> list[dict] | None:
+    """``Warehouse.placing``, checked against a writer's commit. DuckDB opens the index by its
+    name more than once in a read (its footer when the query is planned, its rows when it
+    runs), so a commit replacing the index in between would mix two files: when the index is
+    not the same file after the read as before it, the read is not used (``_Changed``: read
+    again), and an error is only an error when the file stayed the same."""
+    before = _identity(wh.index_file)
+    try:
+        runs = wh.placing(con, run_ids)
+    except DamagedIndex:
+        if _identity(wh.index_file) == before:
+            raise
+        runs = None
+    if _identity(wh.index_file) != before:
+        raise _Changed("the run index was replaced while it was read")
+    return runs
+
+
 def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None,
             sandbox: bool = False, confine: bool = False, records: bool = True) -> duckdb.DuckDBPyConnection:
     """A connection with views ``runs``, every raw table and every mart (optionally some runs only).
@@ -111,7 +137,7 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None,
         con.execute("SET TimeZone = 'UTC'")
         # a query per run (export) opens the same files again: read each footer once
         con.execute("SET parquet_metadata_cache = true")
-        runs = None if records else wh.placing(con, run_ids)
+        runs = None if records else _placing(con, wh, run_ids)
         legacy = False
         if runs is None and (records or wh.legacy()):
             import pyarrow as pa

@@ -225,6 +225,31 @@ def test_reader_never_answers_from_a_stale_list(tmp_path, sql):
     assert res.rows == [(2, expected["task_states"])]
 
 
+class _ReplacedWhileReadingTheIndex(_ReplacedWhileListing):
+    """A writer commits while DuckDB reads the index's placing columns (it opens the file by
+    name more than once): the read fails on the mix of the two files."""
+
+    def placing(self, con, run_ids=None):
+        if not self.fired:
+            self._replace([self.victim])
+            from pipeline.errors import DamagedIndex
+
+            raise DamagedIndex(self.index_file, "a row group's offsets are past the end of the file")
+        return super().placing(con, run_ids)
+
+
+def test_a_reader_reads_the_index_again_when_a_writer_replaced_it_during_the_read(tmp_path):
+    from pipeline.outputs.query import query
+
+    a, b, wh, (victim, other) = _two_runs(tmp_path)
+    expected = counts(wh)
+    dump = next(d for d in (a, b) if Warehouse(wh).run(victim)["source_path"].endswith(d.name))
+    racing = _ReplacedWhileReadingTheIndex(wh, dump, victim)
+    res = query(racing, "select count(distinct run_id), count(*) from task_states")
+    assert racing.fired
+    assert res.rows == [(2, expected["task_states"])]
+
+
 def test_reader_fails_clearly_when_the_warehouse_keeps_changing(tmp_path, monkeypatch):
     from pipeline.outputs.query import query
     from pipeline.errors import QueryFailed
