@@ -103,7 +103,8 @@ def query(wh: Warehouse, sql: str, params: dict | None = None, limit: int | None
           confine: bool = False) -> QueryResult:
     """Run one read-only query on a locked-down connection (``lock_down``); keep every row, or
     the first ``limit`` (the rest are counted, not kept, so the head of a huge result costs the
-    memory of the head)."""
+    memory of the head: when there are more, DuckDB runs the query again as a count, or, for
+    a result read through Arrow, counts its batches)."""
     def read(con):
         check_read_only(con, sql)
         rel = con.sql(sql, params=params or None)
