@@ -14,14 +14,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
 
 from pipeline.errors import ExitCode, PipelineError, UsageError
-from pipeline.warehouse.store import Warehouse
 
 if TYPE_CHECKING:
+    from pipeline.warehouse.store import Warehouse
     from pipeline.jobs.build import BuildResult
     from pipeline.analysis.selection import RunSelection
 
@@ -43,33 +40,27 @@ def escape_controls(text: str, newlines: bool = True) -> str:
     return (_CONTROL_OR_NEWLINE if newlines else _CONTROL).sub(_escaped, text)
 
 
-class _PlainConsole(Console):
-    """A Console that prints text as text: no markup (a path holding ``[/b]`` or an op named
-    ``Re[i]lu`` prints as it is), no emoji codes, no highlighting, and control characters
-    escaped. Everything profetl prints holds data (names, paths, messages quoting them), so
-    this is the only way it prints; styled output would be built from rich objects."""
+def __getattr__(name: str):
+    """``out`` and ``err``, the consoles for standard output and error (``console``), are made
+    when first used: loading rich is left to the commands that print through it."""
+    if name in ("out", "err"):
+        return _console(name)
+    if name in ("_PlainConsole", "_StdoutConsole"):
+        from pipeline.cli import console
 
-    def __init__(self, **kw) -> None:
-        super().__init__(markup=False, emoji=False, highlight=False, **kw)
-
-    def print(self, *objects, **kw) -> None:
-        objects = tuple(escape_controls(o, newlines=False) if isinstance(o, str) else o for o in objects)
-        kw.pop("markup", None)
-        super().print(*objects, markup=False, **kw)
+        return console.PlainConsole if name == "_PlainConsole" else console.StdoutConsole
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-class _StdoutConsole(_PlainConsole):
-    """rich's Console for standard output, except when its reader goes away (`| head`): rich
-    then exits with 1, wherever the write happens; profetl stops quietly with PIPE_CLOSED (141),
-    as tools stopped by SIGPIPE do and as errors() does for other writers."""
+def _console(name: str):
+    """The console ``out`` or ``err``: made once, or as a test set it."""
+    c = globals().get(name)
+    if c is None:
+        from pipeline.cli import console
 
-    def on_broken_pipe(self) -> None:
-        self.quiet = True
-        raise _pipe_closed()
+        c = globals()[name] = console.make(name)
+    return c
 
-
-out = _StdoutConsole(soft_wrap=True, width=None if sys.stdout.isatty() else 4000)
-err = _PlainConsole(stderr=True, soft_wrap=True)
 
 WarehouseOpt = Annotated[
     Path,
@@ -103,7 +94,7 @@ def complete_run(ctx: typer.Context, incomplete: str) -> list[str]:
     """Shell completion of run ids (and ``latest``) from the warehouse named so far."""
     try:
         path = ctx.params.get("warehouse") or os.environ.get("PROFETL_WAREHOUSE") or DEFAULT_WAREHOUSE
-        ids = ["latest"] + [r["run_id"] for r in Warehouse(Path(path)).runs()]
+        ids = ["latest"] + [r["run_id"] for r in warehouse(Path(path)).runs()]
     except Exception:  # noqa: BLE001 - completion must never fail the shell
         ids = ["latest"]
     return [i for i in ids if i.startswith(incomplete)]
@@ -132,6 +123,8 @@ OutOpt = Annotated[str, typer.Option("--out", "-o", metavar="FILE", help="Output
 
 
 def warehouse(path: Path | None) -> Warehouse:
+    from pipeline.warehouse.store import Warehouse
+
     return Warehouse(path or DEFAULT_WAREHOUSE)
 
 
@@ -156,7 +149,7 @@ def progress(description: str, total: int | None = None, enabled: bool = True) -
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("{task.fields[label]}"), console=err, transient=True) as bar:
+                  TimeElapsedColumn(), TextColumn("{task.fields[label]}"), console=_console("err"), transient=True) as bar:
         task = bar.add_task(description, total=total, label="")
         yield lambda label=None: bar.update(task, advance=1, label=str(label or ""))
 
@@ -187,7 +180,7 @@ def job_progress(dumps: int | None = None, enabled: bool = True) -> Iterator:
     state = {"dump": 0, "label": "", "phase": "", "step": "", "unit": ""}
     with Progress(SpinnerColumn(), TextColumn("{task.fields[where]}"), BarColumn(bar_width=24),
                   TextColumn("{task.fields[amount]}"), TimeElapsedColumn(), TextColumn("{task.fields[step]}"),
-                  console=err, transient=True) as bar:
+                  console=_console("err"), transient=True) as bar:
         task = bar.add_task("", total=None, where="looking for dumps", amount="", step="")
 
         def amount() -> str:
@@ -227,8 +220,8 @@ def writing(wh: Warehouse, wait: float = 0.0) -> Iterator[Warehouse]:
     """The writer lock, with a warning when the previous writer died holding it."""
     with wh.writer(wait_seconds=wait):
         if wh.stale_lock:
-            err.print(f"profetl: warning: the previous writer (process {wh.stale_lock}) died without "
-                      f"releasing {wh.path / '.lock'}; removed {wh.swept} leftover file(s)", highlight=False, markup=False)
+            _console("err").print(f"profetl: warning: the previous writer (process {wh.stale_lock}) died without "
+                                  f"releasing {wh.path / '.lock'}; removed {wh.swept} leftover file(s)", highlight=False, markup=False)
         warn_unreadable(wh)
         yield wh
 
@@ -237,7 +230,7 @@ def warn_unreadable(wh: Warehouse) -> None:
     """One warning line on stderr per run whose commit record cannot be read (``wh.runs()``
     found them): such a run is missing from every listing until it is re-ingested or dropped."""
     for message in wh.unreadable.values():
-        err.print(f"profetl: warning: {message}", highlight=False, markup=False)
+        _console("err").print(f"profetl: warning: {message}", highlight=False, markup=False)
 
 
 @contextmanager
@@ -246,20 +239,20 @@ def errors() -> Iterator[None]:
     try:
         yield
     except PipelineError as e:
-        err.print(f"profetl: error: {e}", markup=False, highlight=False)
+        _console("err").print(f"profetl: error: {e}", markup=False, highlight=False)
         raise typer.Exit(e.exit_code) from None
     except BrokenPipeError:
         raise _pipe_closed() from None
     except OSError as e:
-        err.print(os_error_line(e), markup=False, highlight=False)
+        _console("err").print(os_error_line(e), markup=False, highlight=False)
         raise typer.Exit(ExitCode.FAILED) from None
     except (typer.Exit, KeyboardInterrupt):
         raise
     except Exception as e:  # a bug: still one line for cron, the traceback on request
         if os.environ.get("PROFETL_DEBUG"):
             raise
-        err.print(f"profetl: internal error: {type(e).__name__}: {e} (PROFETL_DEBUG=1 shows the traceback)",
-                  markup=False, highlight=False)
+        _console("err").print(f"profetl: internal error: {type(e).__name__}: {e} (PROFETL_DEBUG=1 shows the traceback)",
+                              markup=False, highlight=False)
         raise typer.Exit(ExitCode.FAILED) from None
 
 
@@ -314,6 +307,7 @@ def print_json(obj) -> None:
     """Indented JSON: coloured on a terminal; written as it is to a pipe or file, where rich's
     highlighting would cost seconds for thousands of runs and add nothing."""
     text = json.dumps(obj, indent=2, ensure_ascii=False, default=_jsonable)
+    out = _console("out")
     if out.is_terminal:
         out.print_json(text)
         return
@@ -370,6 +364,10 @@ def print_table(title: str | None, headers: list[str], rows: list[list[str]], ca
     (in ``priority`` order), and a caption naming the rest and ``see_all``. Every text (cells,
     headers, title, caption) is printed as it is, no markup, with control characters (line
     breaks included) escaped."""
+    from rich.table import Table
+    from rich.text import Text
+
+    out = _console("out")
     headers = [escape_controls(str(h)) for h in headers]
     rows = [["" if v is None else escape_controls(str(v)) for v in r] for r in rows]
     width = out.width

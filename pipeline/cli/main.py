@@ -117,9 +117,8 @@ def finish(code) -> None:
 def _memory_pool() -> None:
     """Arrow's default allocator (mimalloc) keeps freed batches mapped: a long ingest's resident
     memory then grows with the dump. The system allocator gives them back at the same speed
-    (bench/HISTORY.md). ARROW_DEFAULT_MEMORY_POOL
-    still wins when set."""
-    if "ARROW_DEFAULT_MEMORY_POOL" not in os.environ:
-        import pyarrow as pa
-
-        pa.set_memory_pool(pa.system_memory_pool())
+    (bench/HISTORY.md). Arrow takes its default pool from ARROW_DEFAULT_MEMORY_POOL when it first
+    allocates, so setting the variable here chooses it without loading pyarrow, which a command
+    that never uses Arrow (``query`` printing a table) then does not load; a value already set
+    still wins."""
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")

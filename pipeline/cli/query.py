@@ -11,11 +11,10 @@ import typer
 
 from pipeline.cli import common
 from pipeline.errors import UsageError
-from pipeline.outputs.formats import ROW_FORMATS
-from pipeline.outputs.query import query, query_to
-from pipeline.outputs.sections import cell
 
-FORMATS = ("table",) + ROW_FORMATS
+# (the library is imported by the command when it runs: `query --help` and a usage error load
+# neither DuckDB nor Arrow; pipeline.outputs.formats.ROW_FORMATS after "table")
+FORMATS = ("table", "csv", "json", "parquet")
 
 
 # What a --param value is bound as: the plain decimal forms SQL writes numbers in, nothing else
@@ -75,6 +74,8 @@ def command(
     Example: profetl query "select r.collected_at, t.op_name, t.avg_ns from task_scheduler t join runs r using (run_id) where t.op_name = $op" -p op=conv2d_0 -f csv
     """
     with common.errors():
+        from pipeline.outputs.query import query, query_to
+
         if fmt not in FORMATS:
             raise UsageError(f"format {fmt!r}; use one of {', '.join(FORMATS)}")
         if fmt == "table" and out_path != "-":
@@ -84,7 +85,9 @@ def command(
         else:
             n = query_to(common.warehouse(warehouse), _sql(sql), fmt, out_path, _params(param or []), confine=confine)
     if fmt == "table":
-        more = res.total_rows - res.table.num_rows
+        from pipeline.outputs.cells import cell
+
+        more = res.total_rows - len(res.rows)
         common.print_table(None, res.columns, [[cell(v) for v in row] for row in res.rows],
                       caption=f"{more} more row(s): --limit 0 shows all, --format csv writes them" if more else None)
     elif out_path != "-":

@@ -1,3 +1,4 @@
 """What leaves the warehouse: table exports (``export``) and their row formats (``formats``), the
-``query`` command (``query``), the terminal sections of ``show`` (``sections``), a run's Chrome
-trace (``trace``) and trend plots (``plot``)."""
+``query`` command (``query``), the terminal sections of ``show`` (``sections``), how a value
+shows in a terminal table (``cells``), a run's Chrome trace (``trace``) and trend plots
+(``plot``)."""

@@ -8,10 +8,9 @@ import re
 from dataclasses import dataclass
 
 import duckdb
-import pyarrow as pa
 
 from pipeline.errors import QueryFailed
-from pipeline.outputs.formats import write_batches
+from pipeline.warehouse.contracts import RAW_TABLES, names
 from pipeline.warehouse.store import Warehouse
 from pipeline.warehouse.views import read_consistent
 
@@ -23,13 +22,8 @@ BATCH_ROWS = 100_000
 @dataclass
 class QueryResult:
     columns: list[str]
-    table: pa.Table  # every row, or the first ``limit`` of them
+    rows: list[tuple]  # every row, or the first ``limit`` of them
     total_rows: int = 0  # rows the query returned
-
-    @property
-    def rows(self) -> list[tuple]:
-        cols = [self.table.column(i).to_pylist() for i in range(self.table.num_columns)]
-        return list(zip(*cols)) if cols else []
 
 
 READ_ONLY_STATEMENTS = {"SELECT", "EXPLAIN"}
@@ -78,6 +72,8 @@ def write_consistent(wh: Warehouse, select, fmt: str, out: str, headers: list[st
     there a writer replacing a run mid-way is an error instead."""
     tries = 0
 
+    from pipeline.outputs.formats import write_batches
+
     def read(con):
         nonlocal tries
         tries += 1
@@ -98,7 +94,7 @@ def query_to(wh: Warehouse, sql: str, fmt: str, out: str, params: dict | None = 
         return reader.schema, reader
 
     try:
-        return write_consistent(wh, select, fmt, out, sandbox=True, confine=confine)
+        return _on_views(sql, lambda views: write_consistent(wh, select, fmt, out, sandbox=True, confine=confine, **views))
     except duckdb.Error as e:
         raise QueryFailed(str(e).splitlines()[0]) from None
 
@@ -107,24 +103,86 @@ def query(wh: Warehouse, sql: str, params: dict | None = None, limit: int | None
           confine: bool = False) -> QueryResult:
     """Run one read-only query on a locked-down connection (``lock_down``); keep every row, or
     the first ``limit`` (the rest are counted, not kept, so the head of a huge result costs the
-    memory of the head)."""
+    memory of the head: when there are more, DuckDB runs the query again as a count, or, for
+    a result read through Arrow, counts its batches)."""
     def read(con):
         check_read_only(con, sql)
         rel = con.sql(sql, params=params or None)
         if rel is None:
-            return pa.table({}), 0
-        reader = rel.to_arrow_reader(BATCH_ROWS)
-        kept, n, total = [], 0, 0
-        for batch in reader:
-            total += batch.num_rows
-            if limit is None or n < limit:
-                part = batch if limit is None else batch.slice(0, limit - n)
-                kept.append(part)
-                n += part.num_rows
-        return pa.Table.from_batches(kept, reader.schema), total
+            return QueryResult([], [], 0)
+        if not all(_plain(t) for t in rel.types):
+            return _through_arrow(rel, limit)
+        # values DuckDB gives Python as Arrow would (``_PLAIN``): no Arrow to load
+        rows = rel.fetchall() if limit is None else rel.limit(limit + 1).fetchall()
+        if limit is None or len(rows) <= limit:
+            return QueryResult(rel.columns, rows, len(rows))
+        # more than the head: counted by DuckDB, which reads no column it does not need
+        return QueryResult(rel.columns, rows[:limit], rel.aggregate("count(*)").fetchall()[0][0])
 
     try:
-        table, total = read_consistent(wh, read, sandbox=True, confine=confine)
+        return _on_views(sql, lambda views: read_consistent(wh, read, sandbox=True, confine=confine, **views))
     except duckdb.Error as e:
         raise QueryFailed(str(e).splitlines()[0]) from None
-    return QueryResult(table.column_names, table, total)
+
+
+# DuckDB types whose Python values (``fetchall``) are those Arrow gives (``to_pylist``), lists
+# and structs of them included; a result with another (INTERVAL, MAP, TIMESTAMP_NS, a fixed
+# size array, ...) is read through Arrow, so that a value shows the same either way
+_PLAIN = {"boolean", "tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint", "uinteger",
+          "ubigint", "uhugeint", "float", "double", "decimal", "varchar", "blob", "date", "time", "timestamp",
+          "timestamp_s", "timestamp_ms", "timestamp with time zone", "enum", "null"}
+
+
+def _plain(t) -> bool:
+    if t.id in ("list", "struct"):
+        return all(_plain(child) for _, child in t.children)
+    return t.id in _PLAIN
+
+
+def _through_arrow(rel, limit: int | None) -> QueryResult:
+    """The head of ``rel`` read as Arrow batches, the rest counted batch by batch."""
+    reader = rel.to_arrow_reader(BATCH_ROWS)
+    kept, n, total = [], 0, 0
+    for batch in reader:
+        total += batch.num_rows
+        if limit is None or n < limit:
+            part = batch if limit is None else batch.slice(0, limit - n)
+            kept.append(part)
+            n += part.num_rows
+    rows = []
+    for batch in kept:
+        cols = [batch.column(i).to_pylist() for i in range(batch.num_columns)]
+        rows.extend(zip(*cols))
+    return QueryResult(reader.schema.names, rows, total)
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def named_views(sql: str) -> set[str]:
+    """The views whose names appear as words in ``sql`` (anywhere: a table named in a string,
+    as ``query_table('op_summary')`` does, counts too). Identifiers are case-insensitive in
+    DuckDB, quoted or not."""
+    words = {m.lower() for m in _WORD.findall(sql)}
+    known = set(RAW_TABLES) | set(names("marts")) | {"runs"}
+    if any(w in _CATALOGS or w.startswith(_CATALOG_PREFIXES) for w in words):
+        return known  # the query lists the database's tables: all of them are there
+    return words & known
+
+
+# what lists the tables of a DuckDB database (information_schema.tables, duckdb_views(), ...)
+_CATALOGS = {"information_schema", "pg_catalog"}
+_CATALOG_PREFIXES = ("duckdb_", "pragma_", "sqlite_", "pg_")
+
+
+def _on_views(sql: str, run):
+    """``run(views)`` with ``views`` the keyword arguments of ``read_consistent`` that make only
+    the views ``sql`` names: each view lists its part files and reads their footers when it is
+    made, and ``runs`` reads every commit record, so a query of one table opens that table
+    only. A query that still meets a table it lacks (one it builds the name of) runs again
+    with every view."""
+    views = named_views(sql)
+    try:
+        return run({"tables": views - {"runs"}, "records": "runs" in views})
+    except duckdb.CatalogException:
+        return run({})

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import pyarrow.compute as pc
 
+from pipeline.outputs.cells import cell
 from pipeline.outputs.export import display_header, select_sql, stream_runs, table_contract
 from pipeline.warehouse.views import read_consistent
 from pipeline.warehouse.store import Warehouse
@@ -37,16 +38,6 @@ class Section:
     headers: list[str]
     rows: list[list[str]]
     total_rows: int
-
-
-def cell(v) -> str:
-    if v is None:
-        return "N/A"
-    if isinstance(v, float):
-        return f"{v:.6g}" if abs(v) < 1e15 else f"{v:.0f}"
-    if isinstance(v, list):
-        return ",".join(str(x) for x in v)
-    return str(v)
 
 
 def sections(wh: Warehouse, run_id: str, table: str, limit: int | None = None,

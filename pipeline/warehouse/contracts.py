@@ -12,22 +12,30 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-import pyarrow as pa
+import re
 
 from pipeline.errors import UnknownTable
+from pipeline.lazy import lazy
 from pipeline.resources import SCHEMAS_DIR, folder
 
-_TYPES: dict[str, pa.DataType] = {
-    "int32": pa.int32(),
-    "int64": pa.int64(),
-    "uint64": pa.uint64(),
-    "float64": pa.float64(),
-    "string": pa.string(),
-    "bool": pa.bool_(),
-    "list<int32>": pa.list_(pa.int32()),
-    "list<string>": pa.list_(pa.string()),
-    "timestamp": pa.timestamp("us", tz="UTC"),
-}
+pa = lazy("pyarrow")  # only the Arrow schemas need it, not the SQL types
+
+
+@cache
+def _arrow_types() -> dict:
+    return {
+        "int32": pa.int32(),
+        "int64": pa.int64(),
+        "uint64": pa.uint64(),
+        "float64": pa.float64(),
+        "string": pa.string(),
+        "bool": pa.bool_(),
+        "list<int32>": pa.list_(pa.int32()),
+        "list<string>": pa.list_(pa.string()),
+        "timestamp": pa.timestamp("us", tz="UTC"),
+    }
+
+
 _SQL_TYPES: dict[str, str] = {
     "int32": "INTEGER",
     "int64": "BIGINT",
@@ -51,7 +59,7 @@ class Column:
 
     @property
     def arrow_type(self) -> pa.DataType:
-        return _TYPES[self.type]
+        return _arrow_types()[self.type]
 
     @property
     def sql_type(self) -> str:
@@ -127,7 +135,30 @@ def contracts(layer: str) -> dict[str, Contract]:
     return out
 
 
+def names(layer: str) -> list[str]:
+    """The tables of a layer, sorted, without reading their contracts (each file is named
+    after its table)."""
+    return sorted(p.stem for p in folder(SCHEMAS_DIR, layer).glob("*.toml"))
+
+
+_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+@cache
+def _one(layer: str, table: str) -> Contract | None:
+    """The contract in ``<layer>/<table>.toml`` alone (a reader that needs a few tables does
+    not parse every file); None when there is no such file."""
+    path = folder(SCHEMAS_DIR, layer) / f"{table}.toml"
+    if not _NAME.fullmatch(table) or not path.is_file():
+        return None
+    c = _load(path)
+    return c if c.name == table else None
+
+
 def contract(layer: str, table: str) -> Contract:
+    c = _one(layer, table)
+    if c is not None:
+        return c
     try:
         return contracts(layer)[table]
     except KeyError:

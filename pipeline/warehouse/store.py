@@ -35,13 +35,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
-
 from pipeline.errors import DamagedIndex, DamagedRun, UnknownRun, UsageError, WarehouseLocked
+from pipeline.lazy import lazy
 from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
 from pipeline.warehouse.faults import checkpoint
+
+# Arrow is loaded where the index or a part file is first read or written: a reader that
+# only names paths (``query``, whose DuckDB reads the index) never loads it
+pa = lazy("pyarrow")
+pc = lazy("pyarrow.compute")
+pq = lazy("pyarrow.parquet")
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 TABLE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -49,12 +52,14 @@ LAYERS = (("raw", "raw_part", "ingest_id"), ("marts", "mart_part", "build_id"))
 
 # Columns the index keeps beside the commit record: the part of each layer that holds the
 # run's rows, and the run's workload key (documented with the runs view in pipeline/warehouse/views.py).
-INDEX_EXTRA = (pa.field("raw_part", pa.string()), pa.field("mart_part", pa.string()),
-               pa.field("workload", pa.string()))
+INDEX_EXTRA = ("raw_part", "mart_part", "workload")  # text columns
 
 # Columns of the index that place runs: what readers other than `runs` read of it.
 LIGHT = ["run_id", "ingest_id", "build_id", "collection_start_us", "ingested_at", "raw_part", "mart_part", "workload"]
 INDEX_ROW_GROUP_ROWS = 256
+# The columns that place a run's rows and say which profetl wrote it: what a reader without the
+# ``runs`` view reads of the index (``Warehouse.placing``).
+PLACING = ("run_id", "raw_part", "mart_part", "profetl_version")
 
 # Compaction. A run whose part files take at most SMALL_RUN_BYTES is compacted once it is
 # not among the KEEP_FRESH runs ingested last and COMPACT_BATCH such runs wait; they join the
@@ -123,8 +128,8 @@ def layer_tables(layer: str) -> list[str]:
 
 def index_schema() -> pa.Schema:
     s = contract("raw", "runs").schema
-    for f in INDEX_EXTRA:
-        s = s.append(f)
+    for name in INDEX_EXTRA:
+        s = s.append(pa.field(name, pa.string()))
     return s
 
 
@@ -224,6 +229,41 @@ class Warehouse:
         files from, whatever a writer commits meanwhile."""
         t = self._table()
         return None if t is None else _conform(t, index_schema(), None)
+
+    def placing(self, con, run_ids: list[str] | None = None) -> list[dict] | None:
+        """The index's ``PLACING`` columns, in index order, read once by the DuckDB connection
+        ``con``: neither Arrow nor the commit records' bulk (their control-file text) is read.
+        With ``run_ids``, the rows of those runs; without, of every run that comes first in its
+        raw or mart part (a group part holds many runs; what a reader needs to list each part
+        once). None without an index (an empty warehouse, or profetl 0.2's layout);
+        DamagedIndex when it cannot be read. DuckDB opens the file by its name more than once:
+        a commit replacing the index meanwhile is for the caller to notice (``views``)."""
+        import duckdb
+
+        f = self.index_file
+        if not f.exists():
+            return None
+        # UNION BY NAME: an index without one of the other columns reads it as NULL (as
+        # ``snapshot`` conforms it); one without run_id is no index
+        others = ", ".join(f"NULL::VARCHAR AS {c}" for c in PLACING[1:])
+        path = "'" + str(f).replace("'", "''") + "'"
+        rows = (f"SELECT * FROM read_parquet({path}, file_row_number = true) "
+                f"UNION ALL BY NAME SELECT {others}, NULL::BIGINT AS file_row_number WHERE false")
+        cols = ", ".join(PLACING)
+        if run_ids is not None:
+            where, params = "run_id IN (SELECT unnest($ids))", {"ids": list(run_ids)}
+        else:
+            where, params = ("n IN (SELECT min(n) FROM i GROUP BY raw_part) "
+                             "OR n IN (SELECT min(n) FROM i GROUP BY mart_part)"), None
+        sql = (f"WITH i AS (SELECT {cols}, file_row_number AS n FROM ({rows})) "
+               f"SELECT {cols} FROM i WHERE {where} ORDER BY n")
+        try:
+            found = con.execute(sql, params).fetchall()
+        except duckdb.Error as e:
+            first = (str(e).splitlines() or [type(e).__name__])[0]
+            no_id = isinstance(e, duckdb.BinderException) and "run_id" in first
+            raise DamagedIndex(f, "it has no run_id column" if no_id else first) from None
+        return [dict(zip(PLACING, r)) for r in found]
 
     def index(self) -> dict[str, dict]:
         """Every committed run's index row by run id (commit record, parts, workload)."""
@@ -881,7 +921,10 @@ def _reason(e: BaseException) -> str:
 def _read_index(f: Path, columns: list[str] | None) -> pa.Table:
     """The run index (some columns); DamagedIndex when it cannot be read or is not an index."""
     try:
-        t = pq.read_table(f, columns=columns)
+        # (ParquetFile, not read_table: read_table goes through pyarrow.dataset, whose import
+        # loads pandas when it is installed, a third of a second for one file)
+        with pq.ParquetFile(f) as pf:
+            t = pf.read(columns=columns)
     except (OSError, pa.ArrowException) as e:
         raise DamagedIndex(f, _reason(e)) from None
     if "run_id" not in t.column_names:

@@ -11,13 +11,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from pipeline import __version__
-from pipeline.errors import QueryFailed
-from pipeline.warehouse.contracts import RAW_TABLES, Contract, contract, contracts
-from pipeline.warehouse.store import Warehouse, index_schema
+from pipeline.errors import DamagedIndex, QueryFailed
+from pipeline.warehouse.contracts import RAW_TABLES, Contract, contract, names
+from pipeline.warehouse.store import PLACING, Warehouse, index_schema
 
 
 def quote(path) -> str:
@@ -33,17 +31,24 @@ class _Changed(Exception):
     """The warehouse changed under a reader's snapshot: take a new one."""
 
 
-def _snapshot_files(wh: Warehouse, layer: str, table: str, runs: list[dict]) -> list[Path]:
-    """The files the snapshot's index rows (``runs``) name for ``table``, each once (a group
-    file holds many runs). A file named but gone means a writer replaced or regrouped a run
-    since the index was read (``_Changed``: read again), or, when the index still names it,
-    that the file was lost: an error for a run of this version, which writes every table; a
-    run of an older profetl may lack a table added since."""
-    key = "raw_part" if layer == "raw" else "mart_part"
-    first: dict[str, dict] = {}  # each part once (a group holds many runs), in run order
+def _first_runs(runs: list[dict], key: str) -> dict[str, dict]:
+    """Each part of a layer the snapshot's index rows (``runs``) name (``key``: raw_part or
+    mart_part), once (a group file holds many runs), in run order, with the first run it holds."""
+    first: dict[str, dict] = {}
     for r in runs:
-        if r.get(key) and r[key] not in first:
-            first[r[key]] = r
+        part = r.get(key)
+        if part and part not in first:
+            first[part] = r
+    return first
+
+
+def _snapshot_files(wh: Warehouse, layer: str, table: str, first: dict[str, dict]) -> list[Path]:
+    """The files of ``table`` for the parts the snapshot names (``_first_runs``). A file named
+    but gone means a writer replaced or regrouped a run since the index was read (``_Changed``:
+    read again), or, when the index still names it, that the file was lost: an error for a run
+    of this version, which writes every table; a run of an older profetl may lack a table
+    added since."""
+    key = "raw_part" if layer == "raw" else "mart_part"
     out: list[Path] = []
     missing: dict[str, dict] = {}
     for part, r in first.items():
@@ -64,10 +69,10 @@ def _snapshot_files(wh: Warehouse, layer: str, table: str, runs: list[dict]) -> 
     return out
 
 
-def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict], every: bool) -> str:
+def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict], first: dict[str, dict], every: bool) -> str:
     """The table's rows of ``runs`` (``every``: all the snapshot's runs) through the files the
-    snapshot names."""
-    files = _snapshot_files(wh, layer, c.name, runs)
+    snapshot names (``first``: ``_first_runs`` of ``runs``)."""
+    files = _snapshot_files(wh, layer, c.name, first)
     if not files:
         return _empty_view(c)
     names = ", ".join(col.name for col in c.columns)
@@ -88,42 +93,78 @@ def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict], every: b
     return f"SELECT run_id, {names} FROM ({union} UNION ALL BY NAME {_empty_view(c)}){where}"
 
 
+def _identity(f: Path) -> tuple | None:
+    try:
+        st = f.stat()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _placing(con: duckdb.DuckDBPyConnection, wh: Warehouse, run_ids: list[str] | None) -> list[dict] | None:
+    """``Warehouse.placing``, checked against a writer's commit. DuckDB opens the index by its
+    name more than once in a read (its footer when the query is planned, its rows when it
+    runs), so a commit replacing the index in between would mix two files: when the index is
+    not the same file after the read as before it, the read is not used (``_Changed``: read
+    again), and an error is only an error when the file stayed the same."""
+    before = _identity(wh.index_file)
+    try:
+        runs = wh.placing(con, run_ids)
+    except DamagedIndex:
+        if _identity(wh.index_file) == before:
+            raise
+        runs = None
+    if _identity(wh.index_file) != before:
+        raise _Changed("the run index was replaced while it was read")
+    return runs
+
+
 def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None,
-            sandbox: bool = False, confine: bool = False) -> duckdb.DuckDBPyConnection:
+            sandbox: bool = False, confine: bool = False, records: bool = True) -> duckdb.DuckDBPyConnection:
     """A connection with views ``runs``, every raw table and every mart (optionally some runs only).
 
     Times print in UTC. ``runs`` holds the commit records plus ``RUN_VIEW_COLUMNS``.
     ``tables`` limits the other views to those named (and, in profetl 0.2's layout, what
     ``runs`` reads): a view reads the footer of every part file it lists, so fewer views open
-    faster. ``sandbox``: the connection runs SQL a user wrote (``lock_down``); ``confine``
-    also keeps its file-reading functions inside the warehouse.
+    faster. ``records`` False leaves out the ``runs`` view: the index's placing columns are
+    then all that is read of it, by DuckDB (``Warehouse.placing``), and Arrow is not loaded.
+    ``sandbox``: the connection runs SQL a user wrote (``lock_down``); ``confine`` also keeps
+    its file-reading functions inside the warehouse.
     """
     wh.check()
-    snap = wh.snapshot()  # the index, read once (DamagedIndex when it cannot be)
-    legacy = snap is None and wh.legacy()
-    if snap is None:
-        snap = pa.Table.from_pylist(list(wh.index().values()), schema=index_schema())
-    if run_ids is not None:
-        snap = snap.filter(pc.is_in(snap.column("run_id"), value_set=pa.array(list(run_ids), pa.string())))
-    only = None if tables is None else set(tables) | (_RUNS_VIEW_READS if legacy else set())
-    runs = snap.select([c for c in ("run_id", "raw_part", "mart_part", "profetl_version")]).to_pylist()
     con = duckdb.connect(config=_SANDBOX_CONFIG if sandbox else {})
     try:
         con.execute("SET TimeZone = 'UTC'")
         # a query per run (export) opens the same files again: read each footer once
         con.execute("SET parquet_metadata_cache = true")
-        # the index as read once, held in memory: the runs view and the part files listed
-        # below are the same snapshot, whatever a writer commits meanwhile
-        records = snap.select(contract("raw", "runs").schema.names + ["workload"])
-        # (registered, not copied: the index's control-file text is most of its bytes)
-        con.register("_run_records", records)
-        for name in RAW_TABLES:
-            if only is None or name in only:
-                con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'raw', contracts('raw')[name], runs, run_ids is None)}")
-        for name, c in contracts("marts").items():
-            if only is None or name in only:
-                con.execute(f"CREATE VIEW {name} AS {_view_sql(wh, 'marts', c, runs, run_ids is None)}")
-        con.execute(_RUNS_VIEW_LEGACY if legacy else _RUNS_VIEW)
+        runs = None if records else _placing(con, wh, run_ids)
+        legacy = False
+        if runs is None and (records or wh.legacy()):
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
+            snap = wh.snapshot()  # the index, read once (DamagedIndex when it cannot be)
+            legacy = snap is None and wh.legacy()
+            if snap is None:
+                snap = pa.Table.from_pylist(list(wh.index().values()), schema=index_schema())
+            if run_ids is not None:
+                snap = snap.filter(pc.is_in(snap.column("run_id"), value_set=pa.array(list(run_ids), pa.string())))
+            runs = snap.select(list(PLACING)).to_pylist()
+            if records:
+                # the index as read once, held in memory: the runs view and the part files
+                # listed below are the same snapshot, whatever a writer commits meanwhile
+                # (registered, not copied: the index's control-file text is most of its bytes)
+                con.register("_run_records", snap.select(contract("raw", "runs").schema.names + ["workload"]))
+        only = None if tables is None else set(tables) | (_RUNS_VIEW_READS if legacy and records else set())
+        runs = runs or []
+        first = {"raw": _first_runs(runs, "raw_part"), "marts": _first_runs(runs, "mart_part")}
+        for layer, layer_names in (("raw", RAW_TABLES), ("marts", names("marts"))):
+            for name in layer_names:
+                if only is None or name in only:
+                    sql = _view_sql(wh, layer, contract(layer, name), runs, first[layer], run_ids is None)
+                    con.execute(f"CREATE VIEW {name} AS {sql}")
+        if records:
+            con.execute(_RUNS_VIEW_LEGACY if legacy else _RUNS_VIEW)
     except BaseException:
         con.close()
         raise

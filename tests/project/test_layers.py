@@ -7,7 +7,7 @@ from pathlib import Path
 
 PIPELINE = Path(__file__).resolve().parents[2] / "pipeline"
 SHARED = {"pipeline", "pipeline.__version__", "pipeline.errors", "pipeline.paths", "pipeline.limits", "pipeline.resources",
-          "pipeline.progress"}
+          "pipeline.progress", "pipeline.lazy"}
 
 # folder -> the top-level parts of pipeline it may import (besides itself and SHARED)
 MAY_USE = {

@@ -117,3 +117,30 @@ def test_replacing_a_run_in_a_group_rewrites_only_its_group(nights):
     named = {p for r in after.values() for p in (r["raw_part"], r["mart_part"])}
     assert {f.name[len("part-"):-len(".parquet")] for f in part_files(wh.path)} == named
     assert_consistent(wh.path)
+
+
+def test_a_query_without_the_runs_view_reads_the_groups_through_the_placing_columns(nights):
+    """A reader without the runs view reads only the index's placing columns (DuckDB): each
+    part once with the first run it holds, in index order; its queries read the groups whole."""
+    import duckdb
+
+    from pipeline.outputs.query import query
+
+    wh, alone, _ = nights
+    index = pq.read_table(wh.index_file).to_pylist()  # in run order, as the index is kept
+    firsts = []
+    for key in ("raw_part", "mart_part"):
+        seen = set()
+        for r in index:
+            if r[key] not in seen:
+                seen.add(r[key])
+                firsts.append(r["run_id"])
+    con = duckdb.connect()
+    placed = wh.placing(con)
+    assert [r["run_id"] for r in placed] == [r["run_id"] for r in index if r["run_id"] in firsts]
+    assert all(p[k] == r[k] for p in placed for r in index if r["run_id"] == p["run_id"] for k in p)
+    some = [index[-1]["run_id"], index[0]["run_id"]]
+    assert [r["run_id"] for r in wh.placing(con, some)] == [index[0]["run_id"], index[-1]["run_id"]]
+    for run_id, rows in alone.items():
+        res = query(wh, f"select count(*), sum(dur_ns) from op_summary where run_id = '{run_id}'")
+        assert res.rows == [(len(rows["op_summary"]), sum(r["dur_ns"] for r in rows["op_summary"]))], run_id

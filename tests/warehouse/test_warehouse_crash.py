@@ -119,7 +119,8 @@ def test_an_unreadable_index_stops_every_command_and_deletes_nothing(tmp_path, d
         index.write_bytes(bad)
     files = {p: p.stat().st_mtime_ns for p in part_files(wh)}
     (wh / "raw" / "task_states" / "part-leftover.parquet").write_bytes(b"x")  # what a sweep would remove
-    for args in (("runs", "--json"), ("query", "select count(*) from runs"), ("run", a, "--force"), ("drop", victim)):
+    for args in (("runs", "--json"), ("query", "select count(*) from runs"), ("query", "select count(*) from task_states"),
+                 ("run", a, "--force"), ("drop", victim)):
         p = profetl(*args, "--warehouse", wh)
         assert p.returncode == 1, (args, p.stdout, p.stderr)
         assert "runs.parquet" in p.stdout + p.stderr and "cannot be read" in p.stdout + p.stderr, (args, p.stderr)
@@ -189,18 +190,28 @@ class _ReplacedWhileListing(Warehouse):
         super().__init__(path)
         self.dump, self.victim, self.fired = dump, victim, False
 
-    def snapshot(self):
-        rows = super().snapshot()
-        if not self.fired and self.victim in rows.column("run_id").to_pylist():
+    def _replace(self, run_ids: list[str]) -> None:
+        if not self.fired and self.victim in run_ids:
             self.fired = True
             from pipeline.jobs.runner import ingest_dump
 
             with Warehouse(self.path).writer() as w:
                 ingest_dump(w, self.dump, force=True)
+
+    def snapshot(self):  # a reader with the runs view: the whole index, by Arrow
+        rows = super().snapshot()
+        self._replace(rows.column("run_id").to_pylist())
+        return rows
+
+    def placing(self, con, run_ids=None):  # a reader without it: the placing columns, by DuckDB
+        rows = super().placing(con, run_ids)
+        self._replace([r["run_id"] for r in rows])
         return rows
 
 
-def test_reader_never_answers_from_a_stale_list(tmp_path):
+@pytest.mark.parametrize("sql", ["select count(distinct run_id), count(*) from task_states",
+                                 "select count(distinct run_id), count(*) from task_states join runs using (run_id)"])
+def test_reader_never_answers_from_a_stale_list(tmp_path, sql):
     """A writer replaces a run between a reader's listing and its read: the reader must see
     every run (here: read again on a new snapshot), not silently leave the run out."""
     from pipeline.outputs.query import query
@@ -209,6 +220,31 @@ def test_reader_never_answers_from_a_stale_list(tmp_path):
     expected = counts(wh)
     dump = next(d for d in (a, b) if Warehouse(wh).run(victim)["source_path"].endswith(d.name))
     racing = _ReplacedWhileListing(wh, dump, victim)
+    res = query(racing, sql)
+    assert racing.fired
+    assert res.rows == [(2, expected["task_states"])]
+
+
+class _ReplacedWhileReadingTheIndex(_ReplacedWhileListing):
+    """A writer commits while DuckDB reads the index's placing columns (it opens the file by
+    name more than once): the read fails on the mix of the two files."""
+
+    def placing(self, con, run_ids=None):
+        if not self.fired:
+            self._replace([self.victim])
+            from pipeline.errors import DamagedIndex
+
+            raise DamagedIndex(self.index_file, "a row group's offsets are past the end of the file")
+        return super().placing(con, run_ids)
+
+
+def test_a_reader_reads_the_index_again_when_a_writer_replaced_it_during_the_read(tmp_path):
+    from pipeline.outputs.query import query
+
+    a, b, wh, (victim, other) = _two_runs(tmp_path)
+    expected = counts(wh)
+    dump = next(d for d in (a, b) if Warehouse(wh).run(victim)["source_path"].endswith(d.name))
+    racing = _ReplacedWhileReadingTheIndex(wh, dump, victim)
     res = query(racing, "select count(distinct run_id), count(*) from task_states")
     assert racing.fired
     assert res.rows == [(2, expected["task_states"])]
