@@ -5,10 +5,13 @@ Layout::
     <warehouse>/runs/runs.parquet                 # the run index: every run's commit record
     <warehouse>/raw/<table>/part-<id>.parquet     # rows of one run (id: its ingest id) or of a
     <warehouse>/marts/<table>/part-<id>.parquet   #   group of compacted runs (id: c<group id>)
+    <warehouse>/<layer>/<table>/part-<id>_<n>.<k>.parquet  # shard k of n: a run written by a
+                                                  #   cluster's units (docs/architecture.md#cluster)
     <warehouse>/.lock                             # flock of the one writer (with one on the folder); holds its pid
 
 Every part file has a ``run_id`` column. The index names, for each run, the part of each
-layer that holds its rows (``raw_part``, ``mart_part``); a group part holds exactly the rows
+layer that holds its rows (``raw_part``, ``mart_part``; a sharded part is its ``n`` files,
+``files``); a group part holds exactly the rows
 of the runs the index maps to it. A writer writes new part files next to the old ones; they
 become visible in one ``os.replace`` of the index, and files the index no longer names are
 deleted after it (or, after a crash, by the next writer under the lock).
