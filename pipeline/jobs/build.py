@@ -60,8 +60,11 @@ def connect(workdir: Path, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: in
     if threads is not None and threads < 0:
         check_settings(memory_limit, threads)
     try:
+        # no progress bar: DuckDB draws it on standard output for a query that runs longer than
+        # two seconds (on a cluster worker, into the output of the command that started it)
         con = duckdb.connect(str(workdir / "build.duckdb"),
                              config={"memory_limit": memory_limit, "temp_directory": str(workdir / "spill")})
+        con.execute("set enable_progress_bar = false")
     except duckdb.Error:
         check_settings(memory_limit, threads)  # a setting DuckDB refuses: UsageError naming it
         raise  # (checked only on failure: a DuckDB of its own would cost every build time)
