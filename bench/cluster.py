@@ -7,22 +7,23 @@
 A base job of ``--devices`` devices is generated with the library generator and repeated
 along its timeline to about ``--mb`` MB (``pipeline.synth.scale``, as bench/run.py does).
 Then, in turn and in the same minutes, ``profetl run JOB`` in-process, ``profetl run JOB
---workers N`` for each N, and the job's units in a pool of threads of one process
-(``pipeline.jobs.cluster.Threads``: parallel decoding without Dask) are timed as child processes, with the peak resident memory of the
+--workers N`` for each N, and ``profetl run JOB --read-threads N`` (the devices decoded side by
+side in threads of one process, built as one) are timed as child processes, with the peak resident memory of the
 largest single process of the process tree (the coordinator or one worker) and of the tree as
 a whole, sampled from /proc. One device of the job on its own (a 1-device dump of the same
 base, scaled alike) gives the per-device time ``t_dev`` in-process.
 
-The scaling model the numbers are checked against:
+Each worker's DuckDB runs on one thread (``--threads 1``), and so does the one-device
+reference, so that W workers use W cores; the in-process run has DuckDB's default, a thread
+per core. The scaling model the numbers are checked against:
 
-    T(D devices, W workers) = start + ceil(D / W) * t_task + D * merge
+    T(D devices, W workers) = c + ceil(D / W) * t
 
-``start`` is the cluster's start-up (workers spawned, profetl imported; measured on its
-own), ``t_task`` one device's ingest and build (the 1-device dump in-process, without its
-interpreter start-up), ``merge`` the starting process's serial share per device (putting the
-units' files together, committing), fitted from the measured points. How well one ``merge``
-fits every W is the check of the model; it then predicts other D and W (time per device
-taken as proportional to the device's bytes).
+``c`` is what does not divide among the workers (the cluster's start-up, the starting
+process's share, the longest unit that is not a device: a PROF_* job's host folder), ``t`` one
+device's read and build as a task; both are fitted from the W = 1 and W = 2 points, and the
+model then predicts other D and W (a task's time taken as proportional to its device's bytes).
+The cluster's start-up alone and the 1-device dump's time are printed beside them.
 
 Dumps and warehouses go under ``bench/out/`` (git-ignored); results are printed and written to
 ``bench/out/cluster.json``.
@@ -130,28 +131,11 @@ def cluster_start(workers: int) -> float:
     return float(out.stdout.split()[-1])
 
 
-THREADS = """
-import json, sys
-from pathlib import Path
-from pipeline.jobs.cluster import Threads
-from pipeline.jobs.runner import run_roots
-from pipeline.warehouse.store import Warehouse
-wh = Warehouse(Path(sys.argv[2]))
-with Threads(int(sys.argv[3])) as pool, wh.writer():
-    (o,) = run_roots(wh, [Path(sys.argv[1])], cluster=pool)
-print(json.dumps([{"status": o.status, "error": o.error, "ingest": {"seconds": o.ingest.row["ingest_seconds"]},
-                   "build": {"seconds": o.build.seconds}}]))
-"""
-
-
-def run_job(job: Path, wh: Path, extra: list[str], threads: int = 0) -> dict:
-    """``profetl run JOB`` with ``extra`` options, or (``threads``) the same job through the
-    library with its units in a pool of that many threads of one process."""
+def run_job(job: Path, wh: Path, extra: list[str]) -> dict:
+    """``profetl run JOB`` with ``extra`` options."""
     shutil.rmtree(wh, ignore_errors=True)
     os.sync()
-    cmd = ([sys.executable, "-c", THREADS, str(job), str(wh), str(threads)] if threads else
-           [sys.executable, "-m", "pipeline.cli", "run", str(job), "-w", str(wh), "--json", *extra])
-    r = measure(cmd)
+    r = measure([sys.executable, "-m", "pipeline.cli", "run", str(job), "-w", str(wh), "--json", *extra])
     (done,) = json.loads(r["stdout"])
     assert done["status"] == "built", done
     return {"seconds": r["seconds"], "peak_rss_one": r["peak_rss_one"], "peak_rss_tree": r["peak_rss_tree"],
@@ -165,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--devices", type=int, default=4)
     ap.add_argument("--mb", type=int, default=2000, help="size of the whole job in MB")
     ap.add_argument("--workers", default="1,2", help="worker counts to measure (comma separated)")
-    ap.add_argument("--threads", default="2", help="thread counts of the in-process unit pool to measure ('' for none)")
+    ap.add_argument("--read-threads", dest="threads", default="2",
+                    help="--read-threads values to measure ('' for none)")
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--inferences", type=int, default=20)
     ap.add_argument("--tasks", type=int, default=300)
@@ -184,40 +169,46 @@ def main(argv: list[str] | None = None) -> int:
     points: dict[str, list[dict]] = {}
     for _ in range(args.repeat):  # alternate, so every variant sees the same host
         points.setdefault("in-process", []).append(run_job(job, args.out / f"{tag}-wh", []))
-        points.setdefault("one device", []).append(run_job(one, args.out / f"{tag}-wh", []))
+        # a task's DuckDB on one thread, so that W workers use W cores
+        points.setdefault("one device", []).append(run_job(one, args.out / f"{tag}-wh", ["--threads", "1"]))
         for w in workers:
-            points.setdefault(f"--workers {w}", []).append(run_job(job, args.out / f"{tag}-wh", ["--workers", str(w)]))
+            points.setdefault(f"--workers {w}", []).append(
+                run_job(job, args.out / f"{tag}-wh", ["--workers", str(w), "--threads", "1"]))
         for n in threads:
-            points.setdefault(f"{n} threads", []).append(run_job(job, args.out / f"{tag}-wh", [], threads=n))
+            points.setdefault(f"--read-threads {n}", []).append(
+                run_job(job, args.out / f"{tag}-wh", ["--read-threads", str(n)]))
     best = {k: min(v, key=lambda r: r["seconds"]) for k, v in points.items()}
 
     print(f"{machine()}")
     print(f"job: {args.layout}, {args.devices} devices, {job_mb:.0f} MB; one device alone: {one_mb:.0f} MB")
-    print(f"{'variant':<14} {'seconds':>8} {'ingest s':>9} {'build s':>8} {'peak 1 proc':>12} {'peak tree':>10}")
+    print(f"{'variant':<17} {'seconds':>8} {'ingest s':>9} {'build s':>8} {'peak 1 proc':>12} {'peak tree':>10}")
     for k, r in best.items():
-        print(f"{k:<14} {r['seconds']:8.1f} {r['ingest_s']:9.1f} {r['build_s']:8.1f} "
+        print(f"{k:<17} {r['seconds']:8.1f} {r['ingest_s']:9.1f} {r['build_s']:8.1f} "
               f"{r['peak_rss_one'] / 2**20:9.0f} MiB {r['peak_rss_tree'] / 2**20:6.0f} MiB")
 
-    # the model: T(W) = start(W) + ceil(D / W) * t_task + D * merge
+    # the model: T(W) = c + ceil(D / W) * t, fitted from W = 1 and W = 2
     D = args.devices
     one_dev = best["one device"]
-    t_task = one_dev["ingest_s"] + one_dev["build_s"]  # one device's work, without interpreter start-up
-    starts = {w: cluster_start(w) for w in workers}
-    serial = {w: best[f"--workers {w}"]["seconds"] - math.ceil(D / w) * t_task - starts[w] for w in workers}
-    merge = max(0.0, sum(serial.values()) / len(serial) / D)
-    print(f"model: T = start(W) + ceil(D/W) x t_task + D x merge; t_task {t_task:.1f} s (one device of "
-          f"{one_mb:.0f} MB in-process, ingest + build), merge {merge:.2f} s per device (fitted)")
-    for w in workers:
-        m = starts[w] + math.ceil(D / w) * t_task + D * merge
-        print(f"  --workers {w}: start {starts[w]:.1f} s, model {m:.1f} s, measured {best[f'--workers {w}']['seconds']:.1f} s"
-              f" (serial share {serial[w]:.1f} s)")
-    pd, pmb, pw = (float(x) for x in args.predict.replace("@", "x").split("x"))
-    k = pmb / one_mb  # time per device grows with its bytes (bench/run.py: linear above ~100 MB)
-    predicted = max(starts.values()) + math.ceil(pd / pw) * t_task * k + pd * merge * k
-    print(f"prediction: {pd:.0f} devices x {pmb:.0f} MB on {pw:.0f} workers: {predicted / 60:.1f} min "
-          f"(in-process, one device after another: {pd * t_task * k / 60:.1f} min)")
-    model = {"t_task_s": t_task, "device_mb": one_mb, "start_s": starts, "merge_per_device_s": merge,
-             "serial_s": serial, "prediction_s": predicted}
+    t_dev = one_dev["ingest_s"] + one_dev["build_s"]  # a 1-device dump's work, one DuckDB thread
+    model: dict = {"t_dev_s": t_dev, "device_mb": one_mb, "start_s": {w: cluster_start(w) for w in workers}}
+    if 1 in workers and 2 in workers:
+        t1, t2 = best["--workers 1"]["seconds"], best["--workers 2"]["seconds"]
+        t = (t1 - t2) / (D - math.ceil(D / 2))
+        c = t1 - D * t
+        model.update(t_task_s=t, serial_s=c)
+        print(f"model: T(W) = c + ceil(D/W) x t, from W = 1 and 2: c = {c:.1f} s (what does not divide among "
+              f"workers), t = {t:.1f} s per device task (a {one_mb:.0f} MB device; alone as a 1-device dump: "
+              f"{t_dev:.1f} s); cluster start-up alone: "
+              + ", ".join(f"{model['start_s'][w]:.1f} s at W = {w}" for w in workers))
+        for w in workers:
+            print(f"  --workers {w}: model {c + math.ceil(D / w) * t:.1f} s, measured {best[f'--workers {w}']['seconds']:.1f} s")
+        pd, pmb, pw = (float(x) for x in args.predict.replace("@", "x").split("x"))
+        k = pmb / one_mb  # a task's time taken as proportional to its device's bytes; c as it is
+        predicted = c + math.ceil(pd / pw) * t * k
+        model["prediction_s"] = predicted
+        print(f"prediction: {pd:.0f} devices x {pmb:.0f} MB on {pw:.0f} workers: {predicted / 60:.1f} min "
+              f"(t = {t * k:.0f} s per device; in-process at this job's rate: "
+              f"{best['in-process']['seconds'] * pd * pmb / job_mb / 60:.0f} min)")
     (args.out / "cluster.json").write_text(json.dumps({"points": points, "model": model}, indent=1))
     return 0
 

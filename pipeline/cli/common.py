@@ -77,6 +77,24 @@ WorkersOpt = Annotated[int | None, typer.Option("--workers", help="Read and buil
 SchedulerOpt = Annotated[str | None, typer.Option("--scheduler", help="Read and build each dump's devices on the running Dask scheduler at this address, e.g. tcp://HOST:8786 (needs profetl[dask]; the warehouse on a filesystem every worker sees; exit 6 when unreachable).", show_default=False)]
 
 
+ReadThreadsOpt = Annotated[int, typer.Option("--read-threads", help="Read each dump's devices side by side in this many threads of this process (1: one after another); more memory, one part file per device.")]
+
+
+@contextmanager
+def readers(n: int) -> Iterator:
+    """A pool of ``n`` threads that read a dump's devices side by side (``--read-threads``), or
+    None for one after another."""
+    if n < 1:
+        raise UsageError(f"--read-threads {n}: must be 1 or more")
+    if n == 1:
+        yield None
+        return
+    from pipeline.jobs.cluster import Threads
+
+    with Threads(n) as pool:
+        yield pool
+
+
 @contextmanager
 def cluster(workers: int | None, scheduler: str | None) -> Iterator:
     """The Dask cluster ``--workers`` / ``--scheduler`` ask for, or None (in-process); Dask is

@@ -16,6 +16,7 @@ def command(
     warehouse: common.WarehouseOpt = None,
     wait: common.WaitOpt = 0.0,
     force: Annotated[bool, typer.Option("--force", help="Re-ingest even when the dump is unchanged; replace the run even when the changed dump now holds less.")] = False,
+    read_threads: common.ReadThreadsOpt = 1,
     json_: common.JsonOpt = False,
 ) -> None:
     """Ingest one dump into the raw tables as a run (status ingested); `build` makes its reports.
@@ -23,8 +24,8 @@ def command(
     Example: profetl ingest data/sample/resnet50_2dev
     """
     wh = common.warehouse(warehouse)
-    with common.errors(), common.writing(wh, wait):
-        o = ingest_dump(wh, dump, force=force, then_build=False)
+    with common.errors(), common.readers(read_threads) as readers, common.writing(wh, wait):
+        o = ingest_dump(wh, dump, force=force, then_build=False, readers=readers)
     row = o.ingest.row
     if json_:
         common.print_json({"run_id": o.run_id, "status": o.status, "rows": o.ingest.rows_by_table, "issues": o.issues})

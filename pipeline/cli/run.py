@@ -21,6 +21,7 @@ def command(
     show: Annotated[bool, typer.Option("--show", help="Print the five tables of each run afterwards.")] = False,
     memory_limit: common.MemoryOpt = DEFAULT_MEMORY_LIMIT,
     threads: common.ThreadsOpt = 0,
+    read_threads: common.ReadThreadsOpt = 1,
     workers: common.WorkersOpt = None,
     scheduler: common.SchedulerOpt = None,
     json_: common.JsonOpt = False,
@@ -41,10 +42,11 @@ def command(
     Example: profetl run /nfs/dumps/2026-12-03 --scheduler tcp://head:8786
     """
     wh = common.warehouse(warehouse)
-    with common.errors(), common.cluster(workers, scheduler) as cluster, common.writing(wh, wait):
+    with common.errors(), common.readers(read_threads) as readers, common.cluster(workers, scheduler) as cluster, \
+            common.writing(wh, wait):
         with common.job_progress(enabled=not json_) as next_dump:
             outcomes = run_roots(wh, roots, force=force, memory_limit=memory_limit, threads=threads or None,
-                                 on_dump=next_dump, cluster=cluster)
+                                 on_dump=next_dump, cluster=cluster, readers=readers)
     if json_:
         common.print_json([_summary(o) for o in outcomes])
     else:

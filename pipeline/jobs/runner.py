@@ -47,10 +47,12 @@ class Outcome:
 
 
 def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool = True,
-                memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None, cluster=None) -> Outcome:
+                memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None, cluster=None,
+                readers=None) -> Outcome:
     """Ingest one dump (and build it), committing the run once at the end. Hold the writer lock.
-    With ``cluster`` (pipeline.jobs.cluster.Cluster) its devices are read and built there."""
-    res = ingest(dump, wh, force=force, cluster=cluster)
+    With ``cluster`` (pipeline.jobs.cluster.Cluster) its devices are read and built there; with
+    ``readers`` (pipeline.jobs.cluster.Threads) only read there, side by side in this process."""
+    res = ingest(dump, wh, force=force, cluster=cluster or readers)
     if res.skipped:
         status = "unchanged"
         if then_build and res.row.get("build_id") is None:
@@ -81,7 +83,7 @@ def rebuild(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, 
 
 def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build: bool = True,
               memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None,
-              on_dump=None, cluster=None) -> list[Outcome]:
+              on_dump=None, cluster=None, readers=None) -> list[Outcome]:
     """Every dump under every root, each its own run; a failing dump does not stop the others.
     With ``cluster`` each dump's devices are read and built there, one dump after another."""
     if then_build:
@@ -110,7 +112,7 @@ def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build:
         if on_dump:
             on_dump(dump)
         try:
-            outcomes.append(ingest_dump(wh, dump, force, then_build, memory_limit, threads, cluster))
+            outcomes.append(ingest_dump(wh, dump, force, then_build, memory_limit, threads, cluster, readers))
         except PipelineError as e:
             outcomes.append(Outcome(display(dump), "failed", error=str(e)))
         except OSError as e:

@@ -17,7 +17,7 @@ from pipeline.jobs.cluster import Cluster  # noqa: E402
 from pipeline.jobs.runner import rebuild, run_roots  # noqa: E402
 from pipeline.synth.hiprof import HiprofConfig, generate  # noqa: E402
 from pipeline.synth.prof import ProfConfig, generate as generate_prof  # noqa: E402
-from pipeline.warehouse.store import Warehouse, part_of  # noqa: E402
+from pipeline.warehouse.store import Warehouse, part_of, shard_count as store_shards  # noqa: E402
 from tests.helpers.warehouse_checks import assert_consistent, differences as _differences, part_files, profetl  # noqa: E402
 
 pytestmark = pytest.mark.slow  # starts worker processes, ingests and builds whole dumps
@@ -268,3 +268,17 @@ def test_thread_pool_of_units_equals_in_process(tmp_path, dumps, in_process):
     assert [o.status for o in outcomes] == ["built"] * len(dumps), [o.error for o in outcomes]
     diff = _differences(in_process, wh)
     assert {t: d for t, d in diff.items() if d[0] or d[1]} == {}
+
+
+def test_read_threads_equal_in_process(tmp_path, dumps, in_process):
+    """`profetl run --read-threads 2`: devices decoded side by side in one process, built as
+    one: the same warehouse, and the ingest's parts are a file per unit."""
+    wh = Warehouse(tmp_path / "wh")
+    p = profetl("run", *dumps, "--warehouse", wh.path, "--read-threads", "2")
+    assert p.returncode == 0, p.stderr
+    diff = _differences(in_process, wh)
+    assert {t: d for t, d in diff.items() if d[0] or d[1]} == {}
+    index = wh.index()
+    assert all(part_of(f"part-{r['raw_part']}.parquet") == r["raw_part"] for r in index.values())
+    assert sorted(store_shards(r["raw_part"]) for r in index.values()) == [2, 6, 6, 6]  # units: devices (and hosts)
+    assert all(store_shards(r["mart_part"]) == 0 for r in index.values())  # built in one piece
