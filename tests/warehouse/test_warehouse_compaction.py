@@ -144,3 +144,36 @@ def test_a_query_without_the_runs_view_reads_the_groups_through_the_placing_colu
     for run_id, rows in alone.items():
         res = query(wh, f"select count(*), sum(dur_ns) from op_summary where run_id = '{run_id}'")
         assert res.rows == [(len(rows["op_summary"]), sum(r["dur_ns"] for r in rows["op_summary"]))], run_id
+
+
+def test_sharded_runs_are_compacted_and_dropped_whole(tmp_path, small_groups):
+    """Runs whose raw part is a file per device (read with a pool of readers, as on a cluster:
+    docs/architecture.md#cluster) read the same before and after compaction into a group, and
+    dropping one removes every shard of it."""
+    from pipeline.jobs.cluster import Threads
+
+    wh = Warehouse(tmp_path / "wh")
+    alone = {}
+    for i in range(4):
+        d = _night(tmp_path / "dumps", i)
+        with Threads(2) as pool, wh.writer():
+            (o,) = run_roots(wh, [d], readers=pool)
+        assert o.status == "built"
+        part = wh.index()[o.run_id]["raw_part"]
+        if not is_group(part):
+            assert W.shard_count(part) == 2  # the sample's two devices, a file each
+            alone[o.run_id] = _rows(wh, o.run_id)
+    idx = wh.index()
+    assert len(alone) == 4 and any(is_group(r["raw_part"]) for r in idx.values())
+    for run_id, rows in alone.items():
+        assert _rows(wh, run_id) == rows, run_id
+    victim = next(r for r in idx.values() if not is_group(r["raw_part"]))
+    shards = [f for t in ("api_calls", "task_states") for f in wh.files("raw", t, victim["raw_part"])]
+    assert len(shards) == 4 and all(f.exists() for f in shards)
+    with wh.writer():
+        wh.drop(victim["run_id"])
+    assert not any(f.exists() for f in shards)
+    named = {r[k] for r in wh.index().values() for k in ("raw_part", "mart_part")}
+    assert {W.part_of(f.name) for f in part_files(wh.path)} == named  # nothing else left on disk
+    assert_consistent(wh.path)
+
