@@ -49,8 +49,9 @@ class BuildResult:
     # where the staging tables were kept: "memory" (temporary tables) or "file" (the build's
     # database file, compressed): see staging_storage
     staging: str = "memory"
-    # the marts' files before they are moved into place (build_marts), by mart
+    # the marts' files before they are moved into place (build_marts), by mart, and their folder
     files: dict[str, str] = field(default_factory=dict)
+    folder: str = ""
 
 
 def connect(workdir: Path, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> duckdb.DuckDBPyConnection:
@@ -178,10 +179,8 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
                 Path(part.files[name]).replace(final)
         checkpoint("marts_written")
     finally:
-        for part in parts:
-            folder = Path(next(iter(part.files.values()))).parent if part.files else None
-            if folder is not None and folder.parent.resolve() == (wh.path / ".tmp").resolve():
-                wh.drop_temp(wh.path / ".tmp" / folder.name)
+        for part in parts:  # a worker's folder, named by its absolute path: this process's is the same
+            wh.drop_temp(wh.path / ".tmp" / Path(part.folder).name)
     result.seconds = time.monotonic() - t0
     return result
 
@@ -219,7 +218,7 @@ def build_marts(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIM
         set_thresholds(con, thresholds)
         for table in RAW_TABLES:
             con.execute(f"create view {table} as {raw_select(wh, table, run, device)}")
-        result = BuildResult(run_id, "")
+        result = BuildResult(run_id, "", folder=str(tmp))
         result.staging = staging_storage(con, run)
 
         marts = sql_files("marts")

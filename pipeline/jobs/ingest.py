@@ -23,8 +23,7 @@ from pipeline.paths import display
 from pipeline.progress import report
 from pipeline.readers import exported, prof
 from pipeline.readers.hiprof.files import rel_name, scan
-from pipeline.readers.issues import IssueLog
-from pipeline.jobs.units import issue_columns, ingest_units, merge_reads, raw_sink, read_dump, read_unit, unit_label
+from pipeline.jobs.units import ingest_units, merge_reads, read_into, read_unit, unit_label
 from pipeline.warehouse.store import Warehouse, check_run_id, new_id, sharded_id
 
 
@@ -136,22 +135,15 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
     tmp = wh.temp_dir()
     try:
         if cluster is None:
-            paths = {t: tmp / f"{t}.parquet" for t in RAW_TABLES}
-            sink = raw_sink(paths, run_id)
-            log = IssueLog()
-            try:
-                meta = read_dump(layout, dump, sink, log, tmp)
-                sink.write("ingest_issues", issue_columns(log))
-                sink.close()
-            except BaseException:
-                sink.abort()
-                raise
-            rows = dict(sink.rows)
-            files = {t: [p] for t, p in paths.items()}
+            read = read_into(tmp, layout, dump, run_id)
+            meta, log, rows = read.meta, read.log, read.rows
+            files = {t: [Path(p)] for t, p in read.files.items()}
+            shards = 1
         else:
             meta, log, rows, files = _read_on(cluster, layout, dump, run_id, tmp)
+            shards = len(files["devices"])
         # a part written by several units is as many files, one per unit (docs/architecture.md#cluster)
-        ingest_id = sharded_id(new_id(), len(files["devices"]))
+        ingest_id = sharded_id(new_id(), shards)
         checkpoint("raw_written")
         decoded = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
         if existing and not force:

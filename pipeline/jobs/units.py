@@ -76,23 +76,30 @@ class UnitRead:
     log: IssueLog | None = None
 
 
-def read_unit(layout: str, dump: str, unit, first: bool, workdir: str, run_id: str) -> UnitRead:
-    """Read one unit of ``dump`` into a fresh folder under ``workdir`` (a worker's retry after a
-    crash starts in a folder of its own, never in the dead attempt's files)."""
-    out = Path(workdir) / f"unit-{new_id()}"
-    out.mkdir(parents=True)
+def read_into(out: Path, layout: str, dump: Path, run_id: str, unit=WHOLE, first: bool = True) -> UnitRead:
+    """Read ``dump`` (or its ``unit``) into a Parquet file per raw table in the folder ``out``,
+    its issues (ingest_issues) included."""
     paths = {t: out / f"{t}.parquet" for t in RAW_TABLES}
     sink = raw_sink(paths, run_id)
     log = IssueLog()
     try:
-        meta = read_dump(layout, Path(dump), sink, log, out, unit, first)
+        meta = read_dump(layout, dump, sink, log, out, unit, first)
         sink.write("ingest_issues", issue_columns(log))
         sink.close()
     except BaseException:
         sink.abort()
         raise
-    checkpoint("unit_read")
     return UnitRead(unit, {t: str(p) for t, p in paths.items()}, dict(sink.rows), meta, log)
+
+
+def read_unit(layout: str, dump: str, unit, first: bool, workdir: str, run_id: str) -> UnitRead:
+    """Read one unit of ``dump`` into a fresh folder under ``workdir`` (a worker's retry after a
+    crash starts in a folder of its own, never in the dead attempt's files)."""
+    out = Path(workdir) / f"unit-{new_id()}"
+    out.mkdir(parents=True)
+    read = read_into(out, layout, Path(dump), run_id, unit, first)
+    checkpoint("unit_read")
+    return read
 
 
 def merge_reads(layout: str, reads: list[UnitRead]) -> tuple[RunMeta, IssueLog, dict[str, int]]:

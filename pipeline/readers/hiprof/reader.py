@@ -145,7 +145,10 @@ def _hashes(streams: list[Stream], kind: str, device_id: int, log: IssueLog, met
 def units(root: Path) -> list[int]:
     """The dump's units of work (docs/architecture.md#cluster): its devices, each read on its own
     with every stream that names it, host-side streams included."""
-    files = scan(Path(root))
+    return _device_ids(scan(Path(root)))
+
+
+def _device_ids(files: Layout1Files) -> list[int]:
     return sorted({s.device_id for s in files.streams} | {d for d in files.control["info"] if d is not None})
 
 
@@ -163,7 +166,7 @@ def read_result_dir(root: Path, sink: Sink, log: IssueLog, devices: list[int] | 
             log.add(Issue(rel, "unknown_file", "not a file the generation-1 readers recognise; not read"))
         for rel in files.not_files:
             log.add(Issue(rel, "unreadable_file", "not a regular file inside the dump (a directory, or a link leaving it); not read"))
-    device_ids = sorted({s.device_id for s in files.streams} | {d for d in files.control["info"] if d is not None})
+    device_ids = _device_ids(files)
     if devices is not None:
         device_ids = [d for d in device_ids if d in devices]
     meta.devices = device_ids
@@ -202,12 +205,14 @@ def read_result_dir(root: Path, sink: Sink, log: IssueLog, devices: list[int] | 
     return meta
 
 
-def merge_metas(metas: list[RunMeta]) -> RunMeta:
-    """The run's metadata from its devices' parts, read in device order: what the whole read
-    takes from the first device that has it, from the first part that has it."""
-    out = RunMeta()
+def merge_metas(metas: list[RunMeta], earliest_start: bool = False) -> RunMeta:
+    """The run's metadata from its units' parts, read in the dump's order: what the whole read
+    takes from the first device that has it, from the first part that has it; the collection
+    start the first one (``earliest_start``: the earliest, as the generation-2/3 reader takes it)."""
+    out = RunMeta(layout=metas[0].layout)
     for m in metas:
-        if out.collection_start_us is None:
+        if m.collection_start_us is not None and (out.collection_start_us is None or (
+                earliest_start and m.collection_start_us < out.collection_start_us)):
             out.collection_start_us = m.collection_start_us
         if out.platform_version is None and m.platform_version is not None:
             out.platform_version, out.chip = m.platform_version, m.chip
@@ -215,6 +220,7 @@ def merge_metas(metas: list[RunMeta]) -> RunMeta:
             out.metric_set_raw, out.metric_set = m.metric_set_raw, m.metric_set
             out.pmu_event_ids, out.ai_core_profiling_mode = m.pmu_event_ids, m.ai_core_profiling_mode
         out.devices = sorted(set(out.devices) | set(m.devices))
+        out.device_generations += m.device_generations
         out.data_bytes += m.data_bytes
         out.sources += [x for x in m.sources if x not in out.sources]
         out.notes += [x for x in m.notes if x not in out.notes]

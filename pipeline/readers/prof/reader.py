@@ -14,7 +14,7 @@ import numpy as np
 from pipeline.errors import InputError
 from pipeline.layouts import prof as prof_layouts
 from pipeline.readers import metadata
-from pipeline.readers.hiprof.reader import RunMeta, Sink, _read_tlv
+from pipeline.readers.hiprof.reader import RunMeta, Sink, _read_tlv, merge_metas as merge_hiprof_metas
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.prof import device as prof_device
 from pipeline.readers.prof import host as prof_host
@@ -94,24 +94,9 @@ def layout_generation(meta: RunMeta) -> int:
 
 
 def merge_metas(metas: list[RunMeta]) -> RunMeta:
-    """The run's metadata from its collection directories' parts, read in the dump's order:
-    what the whole read takes from the first directory that has it, from the first part that
-    has it; the collection start is the earliest."""
-    out = RunMeta(layout_generation=0, layout=metas[0].layout)
-    for m in metas:
-        if out.platform_version is None and m.platform_version is not None:
-            out.platform_version, out.chip = m.platform_version, m.chip
-        if out.metric_set_raw is None and m.metric_set_raw is not None:
-            out.metric_set_raw, out.metric_set = m.metric_set_raw, m.metric_set
-            out.pmu_event_ids, out.ai_core_profiling_mode = m.pmu_event_ids, m.ai_core_profiling_mode
-        if m.collection_start_us is not None and (out.collection_start_us is None
-                                                  or m.collection_start_us < out.collection_start_us):
-            out.collection_start_us = m.collection_start_us
-        out.devices = sorted(set(out.devices) | set(m.devices))
-        out.device_generations += m.device_generations
-        out.data_bytes += m.data_bytes
-        out.sources += [x for x in m.sources if x not in out.sources]
-        out.notes += [x for x in m.notes if x not in out.notes]
+    """The run's metadata from its collection directories' parts (hiprof.reader.merge_metas,
+    the earliest collection start), and its layout generation from them all."""
+    out = merge_hiprof_metas(metas, earliest_start=True)
     out.layout_generation = layout_generation(out)
     return out
 
