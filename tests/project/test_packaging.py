@@ -48,3 +48,16 @@ def test_report_templates_are_package_data():
     for t in templates:
         rel = t.relative_to(REPO / "pipeline").as_posix()
         assert any(fnmatch.fnmatch(rel, p) for p in patterns), rel
+
+
+def test_the_test_extra_is_bounded_to_the_major_versions_the_suite_passes_with():
+    """A newcomer's `pip install -e '.[test]'` takes the newest releases the bounds allow: an
+    unbounded test tool (pytest 9 changed pytest.approx) breaks the suite on a fresh machine."""
+    from packaging.requirements import Requirement
+
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    tools = [Requirement(r) for r in extras["test"] if not r.startswith("profetl")]
+    assert {t.name for t in tools} >= {"pytest", "pytest-xdist", "hypothesis"}
+    for tool in tools:
+        assert any(s.operator == "<" for s in tool.specifier), f"{tool} has no upper bound"
+        assert any(s.operator == ">=" for s in tool.specifier), f"{tool} has no lower bound"
