@@ -159,6 +159,16 @@ def csv_header(header: list[str]) -> bytes:
     return buf.getvalue().encode("utf-8")
 
 
+def text_csv_records(batch: pa.RecordBatch) -> pa.Buffer:
+    """A batch of text columns without NULLs as CSV records (UTF-8), every cell as it is
+    (no formula guard: for files whose readers expect another tool's exact text), quoted as
+    Python's csv writer quotes it."""
+    fields = [_csv_field(c.cast(pa.string())) for c in batch.columns]
+    pieces = [x for f in fields for x in (f, ",")]
+    pieces[-1] = "\n"
+    return _concat(pc.binary_join_element_wise(*pieces, ""))
+
+
 def _csv_chunks(batches: Iterable[pa.RecordBatch], header: list[str]) -> Iterator[bytes | pa.Buffer]:
     yield csv_header(header)
     for batch in batches:
