@@ -280,3 +280,26 @@ def test_file_names_as_msprof_names_them():
     assert [f.kind for f in msprof_files.files_for("Ascend310")] == list(KINDS)
     assert msprof_files.files_for("Ascend310")[-1].table == "task_scheduler"
     assert msprof_files.files_for("Ascend910B")[-1].table == "op_summary"
+
+
+def test_an_exported_run_keeps_its_wall_clock_times(tmp_path):
+    """A run read from a hand-written trace_view.json: its times are on the wall clock already
+    and go out as they came in (the trace's ts and ts + dur, in us)."""
+    from pipeline.jobs.runner import run_roots
+    from tests.readers.test_exported_timeline import HAND_TRACE
+
+    dump = tmp_path / "x_ascend_pt" / "ASCEND_PROFILER_OUTPUT"
+    dump.mkdir(parents=True)
+    (dump / "trace_view.json").write_text(json.dumps(HAND_TRACE[:12]))
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        (o,) = run_roots(wh, [tmp_path / "x_ascend_pt"])
+    assert o.status == "built"
+    out = tmp_path / "out"
+    out.mkdir()
+    export_msprof(wh, o.run_id, out)
+    (rows,) = script_reads(out, "task_time").values()
+    assert sorted((r["kernel_name"], r["task_id"], r["task_time(us)"], r["task_start(us)"], r["task_stop(us)"])
+                  for r in rows) == [
+        ("MixOp", "24", "3.000", "1780295077844870.500\t", "1780295077844873.500\t"),
+        ("aclnnAddmm_MatMulCommon_MatMulV2", "23", "6.700", "1780295077844859.030\t", "1780295077844865.730\t")]
