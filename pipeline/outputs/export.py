@@ -8,17 +8,23 @@ CSV is written for spreadsheets, which keep 15 significant digits: every time co
 names its unit ("Start Time(ns)"), and a time point on the wall clock (an exported run's
 19-digit ns since 1970) is written as ISO 8601 UTC text exact to the ns
 ("2026-01-01T00:00:00.123456789Z") instead of a number the spreadsheet would round. An
-export of several runs adds each run's collection time after its id.
+export of several runs adds each run's collection time after its id. A spreadsheet opens
+1,048,576 lines of a CSV and drops the rest: a CSV with more rows is written with a warning
+(``Exported.warnings``, for the command line to show), and ``max_rows`` splits it into numbered
+files that each open whole.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import pyarrow as pa
 
 from pipeline.warehouse.contracts import Contract, contract, contracts
 from pipeline.errors import UnknownTable, UsageError
+from pipeline.outputs import formats
 from pipeline.outputs.formats import ROW_FORMATS, atomic_write, check_format, csv_cell, csv_text
 from pipeline.outputs.query import write_consistent
 from pipeline.warehouse.views import read_consistent
@@ -26,8 +32,8 @@ from pipeline.warehouse.store import Warehouse
 
 FORMATS = ROW_FORMATS
 HEADERS = ("display", "snake")
-__all__ = ["FORMATS", "HEADERS", "atomic_write", "csv_cell", "export", "fetch", "select_sql", "stream_runs",
-           "table_contract", "to_csv"]
+__all__ = ["FORMATS", "HEADERS", "Exported", "atomic_write", "csv_cell", "export", "export_table", "fetch",
+           "select_sql", "stream_runs", "table_contract", "to_csv"]
 
 
 def table_contract(table: str) -> Contract:
@@ -191,15 +197,41 @@ def to_csv(c: Contract, t: pa.Table, headers: str = "display", with_run: bool = 
     return csv_text(t.select(names), _header(c, names, headers))
 
 
+@dataclass
+class Exported:
+    """What an export wrote: rows, the files with their row counts (none for standard output)
+    and warnings for the command line to show."""
+
+    rows: int
+    files: list[tuple[Path, int]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
 def export(wh: Warehouse, table: str, run_ids: list[str], fmt: str, out: str, headers: str = "display",
            devices: list[int] | None = None) -> int:
-    """Write the table of ``run_ids`` to ``out`` (``-`` is standard output); returns the row count.
+    """``export_table`` to one file or standard output; returns the row count."""
+    return export_table(wh, table, run_ids, fmt, out, headers, devices).rows
+
+
+def export_table(wh: Warehouse, table: str, run_ids: list[str], fmt: str, out: str, headers: str = "display",
+                 devices: list[int] | None = None, max_rows: int | None = None) -> Exported:
+    """Write the table of ``run_ids`` to ``out`` (``-`` is standard output).
 
     A run_id column, and the run's collection time after it, are added when more than one
     run is exported. Rows stream from the part files to ``out`` a batch at a time, so memory
-    does not grow with the table.
+    does not grow with the table. ``max_rows`` (CSV to a file only) splits the rows into
+    numbered files of at most that many rows, each with the header (``formats.part_path``).
+    A CSV file with more rows than a spreadsheet opens (``formats.SPREADSHEET_ROWS``, header
+    included) gets a warning.
     """
     check_format(fmt, FORMATS)
+    if max_rows is not None:
+        if fmt != "csv":
+            raise UsageError("--max-rows splits CSV files; JSON lines and Parquet have no row limit")
+        if out == "-":
+            raise UsageError("--max-rows writes numbered files; give --out a file name")
+        if max_rows < 1:
+            raise UsageError(f"--max-rows {max_rows}; use a positive number of rows")
     if headers not in HEADERS:
         raise UsageError(f"headers {headers!r}; use display or snake")
     c = table_contract(table)
@@ -211,5 +243,20 @@ def export(wh: Warehouse, table: str, run_ids: list[str], fmt: str, out: str, he
     sql = select_sql(c, names, devices, items)
     many = select_sql(c, names, devices, items, many=True)
     head = _header(c, names, headers) if fmt == "csv" else None
-    return write_consistent(wh, lambda con: stream_runs(con, sql, run_ids, run_chunks(wh, c.layer, run_ids), many),
-                            fmt, out, head, run_ids, {c.name})
+
+    def select(con):
+        return stream_runs(con, sql, run_ids, run_chunks(wh, c.layer, run_ids), many)
+
+    if max_rows is None:
+        rows = write_consistent(wh, select, fmt, out, head, run_ids, {c.name})
+        done = Exported(rows, [] if out == "-" else [(Path(out), rows)])
+    else:  # a retried read writes every file again from the start
+        rows, files = read_consistent(
+            wh, lambda con: formats.write_csv_parts(select(con)[1], head, Path(out), max_rows), run_ids, {c.name})
+        done = Exported(rows, files)
+    if fmt == "csv":
+        for path, n in done.files or [(out, rows)]:
+            warning = formats.spreadsheet_warning(str(path), n)
+            if warning:
+                done.warnings.append(warning)
+    return done

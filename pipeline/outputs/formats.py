@@ -152,10 +152,25 @@ def _concat(records: pa.Array) -> pa.Buffer:
     return pc.binary_join(one, pa.scalar("", pa.large_string()))[0].as_buffer()
 
 
-def _csv_chunks(batches: Iterable[pa.RecordBatch], header: list[str]) -> Iterator[bytes | pa.Buffer]:
+def csv_header(header: list[str]) -> bytes:
+    """The header record of a CSV (UTF-8), as Python's csv writer writes it."""
     buf = io.StringIO()
     csv.writer(buf, lineterminator="\n").writerow(header)
-    yield buf.getvalue().encode("utf-8")
+    return buf.getvalue().encode("utf-8")
+
+
+def text_csv_records(batch: pa.RecordBatch) -> pa.Buffer:
+    """A batch of text columns without NULLs as CSV records (UTF-8), every cell as it is
+    (no formula guard: for files whose readers expect another tool's exact text), quoted as
+    Python's csv writer quotes it."""
+    fields = [_csv_field(c.cast(pa.string())) for c in batch.columns]
+    pieces = [x for f in fields for x in (f, ",")]
+    pieces[-1] = "\n"
+    return _concat(pc.binary_join_element_wise(*pieces, ""))
+
+
+def _csv_chunks(batches: Iterable[pa.RecordBatch], header: list[str]) -> Iterator[bytes | pa.Buffer]:
+    yield csv_header(header)
     for batch in batches:
         if batch.num_rows and batch.num_columns:
             yield _csv_records(batch)
@@ -214,6 +229,79 @@ def atomic_write(out: Path, write: Callable[[Path], None]) -> None:
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
+
+
+# rows one sheet of a spreadsheet holds, the header row included (Excel, LibreOffice Calc):
+# a CSV with more lines opens without the rest
+SPREADSHEET_ROWS = 1_048_576
+
+
+def spreadsheet_warning(path: str, rows: int) -> str | None:
+    """The warning for a CSV of ``rows`` data rows that a spreadsheet cannot open whole, else None."""
+    if rows + 1 <= SPREADSHEET_ROWS:
+        return None
+    lost = rows + 1 - SPREADSHEET_ROWS
+    where = "standard output" if path == "-" else path
+    return (f"{where} has {rows:,} rows and a header: a spreadsheet opens {SPREADSHEET_ROWS:,} lines and "
+            f"drops the last {lost:,} rows; --max-rows {SPREADSHEET_ROWS - 1} writes numbered files that each open whole")
+
+
+def part_path(out: Path, k: int) -> Path:
+    """The k-th (from 1) file of a CSV split by rows: ``name.csv`` -> ``name-0001.csv``,
+    ``name-0002.csv``, ... (four digits at least: up to 9,999 files the names sort in order)."""
+    out = Path(out)
+    return out.with_name(f"{out.stem}-{k:04d}{out.suffix}")
+
+
+def write_csv_parts(batches: Iterable[pa.RecordBatch], header: list[str], out: Path,
+                    max_rows: int) -> tuple[int, list[tuple[Path, int]]]:
+    """Rows arriving in ``batches`` as CSV files of at most ``max_rows`` rows each, every one
+    with the header, named by ``part_path`` (one file, header only, when there are no rows).
+    Every file is written under a temporary name beside ``out`` and all are renamed once the
+    last is complete: the set appears whole or not at all. Returns the rows written and each
+    file with its row count."""
+    if max_rows < 1:
+        raise UsageError(f"--max-rows {max_rows}; use a positive number of rows")
+    out = Path(out)
+    if not out.parent.is_dir():
+        why = "is not a folder" if out.parent.exists() else "does not exist"
+        raise UsageError(f"cannot write {out}: {out.parent} {why} (profetl does not create folders for --out)")
+    head = csv_header(header)
+    token = secrets.token_hex(4)
+    parts: list[list] = []  # [final path, temporary path, open file, rows]
+
+    def new_part() -> list:
+        final = part_path(out, len(parts) + 1)
+        tmp = final.with_name(f".{final.name}.{token}.tmp")
+        f = open(tmp, "wb")
+        f.write(head)
+        parts.append([final, tmp, f, 0])
+        return parts[-1]
+
+    rows = 0
+    try:
+        part = new_part()
+        for batch in batches:
+            start = 0
+            while start < batch.num_rows:
+                if part[3] == max_rows:
+                    part[2].close()
+                    part = new_part()
+                n = min(max_rows - part[3], batch.num_rows - start)
+                if batch.num_columns:
+                    part[2].write(_csv_records(batch.slice(start, n)))
+                part[3] += n
+                rows += n
+                start += n
+        for p in parts:
+            p[2].close()
+        for final, tmp, _, _ in parts:
+            os.replace(tmp, final)
+    finally:
+        for _, tmp, f, _ in parts:
+            f.close()
+            tmp.unlink(missing_ok=True)
+    return rows, [(final, n) for final, _, _, n in parts]
 
 
 def write_bytes(out: str, data: bytes) -> None:
