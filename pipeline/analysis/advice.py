@@ -1,7 +1,8 @@
-"""Advice: the thresholds of the ``advice`` mart, and the rule that needs other runs.
+"""Advice: the thresholds of the ``advice`` marts, and the rule that needs other runs.
 
-The mart's rules (sql/marts/advice.sql, docs/formats.md#rule-advice) read their thresholds
-as DuckDB variables ``advice_<name>`` with defaults written in the SQL. A warehouse may set
+The rules (sql/intermediate/int_warnings.sql, read by the marts ``advice``, one row per
+finding, and ``advice_instances``, one per instance; docs/formats.md#rule-advice) read their
+thresholds as DuckDB variables ``advice_<name>`` with defaults written in the SQL. A warehouse may set
 them in its ``advice.toml``::
 
     [advice]
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pipeline.errors import UsageError
 from pipeline.resources import SQL_DIR, folder
@@ -35,8 +36,8 @@ REGRESSION_MIN_NS = 1000.0
 
 
 def defaults() -> dict[str, float]:
-    """Each threshold of sql/marts/advice.sql by name, with its default."""
-    text = (folder(SQL_DIR, "marts") / "advice.sql").read_text(encoding="utf-8")
+    """Each threshold of sql/intermediate/int_warnings.sql by name, with its default."""
+    text = (folder(SQL_DIR, "intermediate") / "int_warnings.sql").read_text(encoding="utf-8")
     return {name: float(value) for name, value in _VARIABLE.findall(text)}
 
 
@@ -71,39 +72,59 @@ def set_thresholds(con, values: dict[str, float]) -> None:
 
 
 @dataclass
+class Instance:
+    """One row of advice_instances, as the report shows it under its finding."""
+
+    scope_name: str
+    rank: int
+    severity: str
+    value: float | None
+    share_pct: float | None
+    evidence: str
+
+
+@dataclass
 class Finding:
-    """One row of advice, as the report shows it (the mart's columns, and run-level ones)."""
+    """One row of advice, as the report shows it (the mart's columns, and run-level ones), with
+    the instances shown under it (``shown`` of ``instances``, worst first but inferences by
+    number)."""
 
     device_id: int | None
     severity: str
     rule_id: str
     scope: str
-    scope_name: str
+    instances: int
+    worst: str
     value: float | None
     threshold: float | None
     unit: str
     share_pct: float | None
     evidence: str
     suggestion: str
+    shown: list[Instance] = field(default_factory=list)
 
 
 def regressions(wh: Warehouse, run_id: str, last: int = REGRESSION_LAST, threshold_pct: float = REGRESSION_PCT,
                 min_ns: float = REGRESSION_MIN_NS) -> tuple[list[Finding], str | None]:
     """The regression rule: ops whose mean time in the run is at least ``threshold_pct`` % above
     the median of the ``last`` earlier runs of its workload (pipeline.compare, op means), either
-    value at least ``min_ns``. Returns the findings and, when there is no baseline, why not."""
+    value at least ``min_ns``. Returns the finding (one, its instances the ops, the worst the
+    slowest down: largest ratio) and, when there is no baseline, why not."""
     from pipeline.analysis.compare import compare
 
     try:
         cmp = compare(wh, run_id, last=last, by="op", stat="mean", threshold_pct=threshold_pct, min_value=min_ns)
     except UsageError as e:
         return [], str(e)
-    found = []
-    for c in cmp.regressions:
-        found.append(Finding(
-            None, "high", "regression", "op", c.name, c.ratio, 1 + threshold_pct / 100, "ratio", None,
-            f"profetl compare {run_id} --last {last} --by op --threshold {threshold_pct:g} --min {min_ns:g}: "
-            f"mean {c.before:.0f} ns in the {cmp.baseline}, {c.after:.0f} ns now",
-            "Slower than in the earlier runs of this workload: look at what changed (CANN, driver, model, "
-            "shapes) and at this op's rows in both runs."))
-    return found, None
+    if not cmp.regressions:
+        return [], None
+    worst = sorted(cmp.regressions, key=lambda c: (-c.ratio, c.name))
+    shown = [Instance(c.name, k, "high", c.ratio, None,
+                      f"mean {c.before:.0f} ns in the {cmp.baseline}, {c.after:.0f} ns now")
+             for k, c in enumerate(worst, 1)]
+    return [Finding(
+        None, "high", "regression", "op", len(worst), ", ".join(c.name for c in worst[:3]), worst[0].ratio,
+        1 + threshold_pct / 100, "ratio", None,
+        f"profetl compare {run_id} --last {last} --by op --threshold {threshold_pct:g} --min {min_ns:g}",
+        "Slower than in the earlier runs of this workload: look at what changed (CANN, driver, model, "
+        "shapes) and at these ops' rows in both runs.", shown)], None

@@ -6,8 +6,10 @@ can be mailed. The page is made from ``pipeline/templates/report.html.j2`` with 
 
 Size bound: every chart is aggregated in SQL before it is plotted, and each has a fixed
 number of points: TOP_OPS ops (per device for the bars), MAX_INFERENCES inferences of the
-top-down chart, MAX_INFERENCES iterations of the step-trace chart, TREND_RUNS runs of the trend, MAX_FINDINGS findings and MAX_ISSUES issue
-rows. A report therefore holds at most some tens of thousands of values however many tasks
+top-down chart, MAX_INFERENCES iterations of the step-trace chart, TREND_RUNS runs of the trend,
+MAX_FINDINGS findings (one per device, rule and scope kind: the ``advice`` mart), MAX_SHOWN
+instances of each (the worst, folded under it; all are in ``advice_instances``) and MAX_ISSUES
+issue rows. A report therefore holds at most some tens of thousands of values however many tasks
 the run has: about 5 MB of which ~4.8 MB is the Plotly library. Building it reads each mart
 once with an aggregating query.
 """
@@ -21,7 +23,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pipeline.analysis.advice import Finding, regressions
+from pipeline.analysis.advice import Finding, Instance, regressions
 from pipeline.errors import UsageError
 from pipeline.warehouse.views import read_consistent
 from pipeline.analysis.selection import catalog, earlier_runs, run_row
@@ -32,9 +34,10 @@ MAX_INFERENCES = 200
 TREND_RUNS = 30
 TREND_OPS = 8
 MAX_FINDINGS = 500
+MAX_SHOWN = 50
 MAX_ISSUES = 50
 MARTS = ["task_scheduler", "ai_core_metrics", "topdown_inference", "step_trace_summary", "step_trace_reduces", "advice",
-         "build_issues"]
+         "advice_instances", "build_issues"]
 PIPES = ["mac", "vec", "scalar", "mte1", "mte2", "mte3"]
 PIPE_NAMES = {"mac": "Cube (mac)", "vec": "Vector (vec)", "scalar": "Scalar", "mte1": "MTE1", "mte2": "MTE2", "mte3": "MTE3"}
 
@@ -146,15 +149,24 @@ def gather(wh: Warehouse, run_ref: str = "latest", trend_runs: int = TREND_RUNS)
                           where t.run_id = $run and (t.fp_start_ns is not null or t.bp_end_ns is not null))
             group by s.iter_id order by s.iter_id""")
         out["findings"] = con.sql(
-            "select device_id, severity, rule_id, scope, scope_name, value, threshold, unit, share_pct, evidence, suggestion "
-            f"from advice where run_id = $run order by severity = 'medium', device_id, share_pct desc nulls last limit {MAX_FINDINGS}",
-            params=p).to_arrow_table().to_pylist()
+            "select device_id, severity, rule_id, scope, instances, worst, value, threshold, unit, share_pct, evidence, suggestion "
+            f"from advice where run_id = $run order by severity = 'medium', device_id, share_pct desc nulls last, rule_id, scope "
+            f"limit {MAX_FINDINGS}", params=p).to_arrow_table().to_pylist()
+        # the worst MAX_SHOWN instances of each finding, in the mart's order (inferences by number)
+        out["instances"] = con.sql(
+            "select device_id, rule_id, scope, scope_name, rank, severity, value, share_pct, evidence "
+            f"from advice_instances where run_id = $run and rank <= {MAX_SHOWN} "
+            "order by device_id, rule_id, scope, scope_key nulls last, rank", params=p).to_arrow_table().to_pylist()
         return out
 
     data = read_consistent(wh, read, [run_id], MARTS + ["ingest_issues"])
     rep = Report(run, _meta(run), _accounting(run), data["issues"], data["build_issues"],
                  generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"))
-    rep.findings = [Finding(**f) for f in data["findings"]]
+    shown: dict[tuple, list[Instance]] = {}
+    for i in data["instances"]:
+        key = (i.pop("device_id"), i.pop("rule_id"), i.pop("scope"))
+        shown.setdefault(key, []).append(Instance(**i))
+    rep.findings = [Finding(**f, shown=shown.get((f["device_id"], f["rule_id"], f["scope"]), [])) for f in data["findings"]]
     found, why_not = regressions(wh, run_id)
     rep.findings = found + rep.findings
     rep.regression_note = why_not

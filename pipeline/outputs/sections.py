@@ -27,6 +27,7 @@ MORE = [
     ("step_trace_summary", "Step trace (training iterations)"),
     ("step_trace_reduces", "Step trace all-reduce ranges"),
     ("advice", "Advice: findings of the advice rules"),
+    ("advice_instances", "Advice: each instance of the findings"),
 ]
 TABLES = [t for t, _ in VIEWS] + [t for t, _ in MORE] + ["build_issues"]
 

@@ -1,341 +1,54 @@
--- advice: one row per finding: an op, task or inference a rule says deserves attention, with
--- the value measured, the threshold it crossed and a one-sentence suggestion.
+-- advice: one row per finding: a rule and the kind of scope it flags (op, task or inference) on
+-- a device, with how many instances it flags, the worst of them, the value measured there, the
+-- threshold it crossed and a one-sentence suggestion. Each instance is a row of
+-- advice_instances.
 --
--- Grain:   (run_id, device_id, rule_id, scope, scope_name)
--- Sources: int_pmu_records_ops, int_task_executions, stg_export_ops, stg_model_phases,
---          stg_api_calls
--- Follows: the original tool's guide ("Suggestions for Effective Profiling Results": pipe
---          ratios, memory_bound >= 1 is a memory bottleneck, main-memory bandwidth) and
---          profetl's own rules, each with its threshold (docs/formats.md#rule-advice). Every
---          threshold is a parameter: `getvariable('advice_<name>')`, set by the build from the
---          [advice] section of the warehouse's advice.toml, else the default written here.
---          Op values are cycle-weighted over the op's PMU records: a ratio is
---          sum(pipe cycles) / sum(total cycles) (exported runs: their ratios weighted by
---          total_cycles), memory_bound = mte2_ratio / max(mac_ratio, vec_ratio) of those, and
---          main-memory bandwidth (read + write, sql/macros/pmu.sql) is weighted by the seconds
---          of its denominator. A PMU record's op is int_pmu_records_ops', a task instance's
---          int_task_executions' (docs/formats.md#rule-op-name);
---          without one the finding's scope is the task ("stream S task T"). share_pct is the op's share of its device's
---          PMU cycles (PMU rules) or task running time (task rules); a finding under
---          min_share_pct (default 1) is left out. Rules:
---            memory_bound        op: memory_bound >= memory_bound_min (default 1.0; the guide's
---                                definition)
---            compute_underuse    op not memory-bound with cycles: max(mac_ratio, vec_ratio)
---                                < compute_ratio_max (default 0.5)
---            scalar_heavy        op: scalar_ratio >= scalar_ratio_min (default 0.5)
---            low_main_mem_bw     op memory-bound (or of unknown memory_bound: no standard
---                                metric set holds both mte2 and main-memory counters) whose
---                                main-memory bandwidth is below low_bw_pct (default 50) % of
---                                the best op bandwidth of its device in the run (chips differ
---                                too much for one absolute value)
---            aicpu_critical_path op of AI CPU tasks: a stream runs its tasks in order, so AI
---                                CPU time adds to the stream's critical path; flagged at
---                                aicpu_share_min_pct (default 5) % of the device's running time
---            queue_dominant      op or task with waiting or pending states (Ascend310): its
---                                waiting, or its pending before RUNNING (pending - running as
---                                msprof's pending spans both), summed over complete instances,
---                                >= queue_ratio_min (default 1.0) times its running time;
---                                waiting per instance as task_scheduler's (docs/formats.md#rule-task-states)
---            launch_bound        inference (window: its GE / model phases, input start to
---                                output end, stg_model_phases) with at least launch_min_tasks
---                                (default 8) complete tasks starting in it, their median
---                                duration (complete - start) <= short_task_ns (default 20000),
---                                and the span of its kernel-launch calls (runtime API names
---                                containing KernelLaunch or LaunchKernel, as topdown_inference)
---                                >= launch_span_ratio_min (default 0.8) of the span of its tasks
---          A regression against earlier runs needs other runs: not here, the report computes it
---          (pipeline/advice.py). Severity: high when share_pct >= high_share_pct (default 10),
---          else medium; launch_bound findings are medium. Rows: device, high first, share desc.
+-- Grain:   (run_id, device_id, rule_id, scope)
+-- Sources: int_warnings
+-- Follows: the rules, thresholds and ranks of int_warnings (sql/intermediate/int_warnings.sql,
+--          docs/formats.md#rule-advice): the original tool's guide (pipe ratios, memory_bound,
+--          main-memory bandwidth) and profetl's own rules. A run of 300 inferences that are all
+--          launch-bound is one launch_bound finding of 300 instances, not 300 rows. The worst
+--          instances are the ranks 1 to 3 (largest share of the device's time, then largest
+--          value); value, threshold and unit are the worst instance's; share_pct the instances'
+--          shares summed, severity high when that sum >= high_share_pct (default 10), else
+--          medium (launch_bound: medium). A regression against earlier runs needs other runs:
+--          not here, the report computes it (pipeline/analysis/advice.py). Rows: device, high
+--          first, share desc.
 -- Columns:
 --   device_id      -     device
 --   severity       -     high or medium
 --   rule_id        -     memory_bound, compute_underuse, scalar_heavy, low_main_mem_bw, aicpu_critical_path,
 --                        queue_dominant or launch_bound
---   scope          -     op, task or inference
---   scope_name     -     op name; "stream S task T" for a task without an op; "inference K" for an inference
---   value          -     the measured value the rule tests (its unit in unit)
+--   scope          -     op, task or inference: the kind of the instances
+--   instances      -     how many ops, tasks or inferences the rule flags (rows of advice_instances)
+--   worst          -     the names of the worst instances (up to 3, worst first, comma-separated): op name,
+--                        "stream S task T" or "inference K"
+--   value          -     the measured value the rule tests, of the worst instance (its unit in unit)
 --   threshold      -     the threshold it crossed, in force for this build (unit in unit)
 --   unit           -     unit of value and threshold: ratio, GB/s or %
---   share_pct      %     the finding's share of its device's time (NULL for an inference)
---   evidence       -     which rows show it: table and filter, with row counts
+--   share_pct      %     the instances' summed share of their device's time (NULL for inferences)
+--   evidence       -     which rows show it: the advice_instances filter, with the row count
 --   suggestion     -     what to try, in one sentence
 
-with params as (
-    select
-        coalesce(getvariable('advice_memory_bound_min'), 1.0)::double as memory_bound_min,
-        coalesce(getvariable('advice_compute_ratio_max'), 0.5)::double as compute_ratio_max,
-        coalesce(getvariable('advice_scalar_ratio_min'), 0.5)::double as scalar_ratio_min,
-        coalesce(getvariable('advice_low_bw_pct'), 50.0)::double as low_bw_pct,
-        coalesce(getvariable('advice_aicpu_share_min_pct'), 5.0)::double as aicpu_share_min_pct,
-        coalesce(getvariable('advice_queue_ratio_min'), 1.0)::double as queue_ratio_min,
-        coalesce(getvariable('advice_launch_min_tasks'), 8)::bigint as launch_min_tasks,
-        coalesce(getvariable('advice_short_task_ns'), 20000)::bigint as short_task_ns,
-        coalesce(getvariable('advice_launch_span_ratio_min'), 0.8)::double as launch_span_ratio_min,
-        coalesce(getvariable('advice_min_share_pct'), 1.0)::double as min_share_pct,
-        coalesce(getvariable('advice_high_share_pct'), 10.0)::double as high_share_pct
-),
-
--- PMU records of raw runs: cycles per pipe, and main-memory bandwidth with its seconds
-pmu_raw as not materialized (
-    select
-        *,
-        pmu_bandwidth_seconds(
-            pmu_ascend310_rule(chip),
-            total_cycles::double / nullif(aic_freq_mhz * 1e6, 0),
-            total_cycles::double / nullif(time_freq_mhz, 0) / nullif(block_dim, 0)
-                * ceil(block_dim / nullif(ai_core_num, 0)::double)
-        ) as bw_seconds
-    from int_pmu_records_ops
-    where not exists (select 1 from stg_export_ops)
-),
-
-pmu_named as (
-    select
-        p.device_id,
-        p.stream_id,
-        p.task_id,
-        p.op_name,
-        p.total_cycles::double as w,
-        p.mac_cycles / nullif(p.total_cycles::double, 0) as mac_ratio,
-        p.vec_cycles / nullif(p.total_cycles::double, 0) as vec_ratio,
-        p.scalar_cycles / nullif(p.total_cycles::double, 0) as scalar_ratio,
-        p.mte2_cycles / nullif(p.total_cycles::double, 0) as mte2_ratio,
-        pmu_bandwidth_gbps(p.main_read_req, 18, p.bw_seconds, pmu_ascend310_rule(p.chip))
-            + pmu_bandwidth_gbps(p.main_write_req, 19, p.bw_seconds, pmu_ascend310_rule(p.chip)) as main_bw_gbps,
-        p.bw_seconds
-    from pmu_raw as p
-    union all
-    -- exported runs: the exporter's values, weighted by their cycles (else their AI Core time)
+select *
+from (
     select
         device_id,
-        stream_id,
-        task_id,
-        op_name,
-        coalesce(total_cycles::double, aicore_time_us) as w,
-        mac_ratio,
-        vec_ratio,
-        scalar_ratio,
-        mte2_ratio,
-        main_mem_read_bw_gbps + main_mem_write_bw_gbps as main_bw_gbps,
-        aicore_time_us / 1e6 as bw_seconds
-    from stg_export_ops
-    where has_run and has_metrics
-),
-
-op_pmu as (
-    select
-        device_id,
-        case when op_name is null then 'task' else 'op' end as scope,
-        coalesce(op_name, format('stream {} task {}', stream_id, task_id)) as scope_name,
-        count(*) as records,
-        -- floating-point sums taken in the order of their terms: the same value whatever order
-        -- the records come in (a run read in one piece or device by device)
-        sum(mac_ratio * w order by mac_ratio * w) / nullif(sum(w), 0) as mac_ratio,
-        sum(vec_ratio * w order by vec_ratio * w) / nullif(sum(w), 0) as vec_ratio,
-        sum(scalar_ratio * w order by scalar_ratio * w) / nullif(sum(w), 0) as scalar_ratio,
-        sum(mte2_ratio * w order by mte2_ratio * w) / nullif(sum(w), 0) as mte2_ratio,
-        sum(main_bw_gbps * bw_seconds order by main_bw_gbps * bw_seconds)
-            / nullif(sum(bw_seconds order by bw_seconds) filter (where main_bw_gbps is not null), 0) as main_bw_gbps,
-        sum(w) as w
-    from pmu_named
-    group by all
-),
-
-op_metrics as (
-    select
-        *,
-        mte2_ratio / nullif(greatest(mac_ratio, vec_ratio), 0) as memory_bound,
-        100.0 * w / nullif(sum(w) over (partition by device_id), 0) as share_pct,
-        max(main_bw_gbps) over (partition by device_id) as best_bw_gbps,
-        format('ai_core_metrics: device_id = {} and {} ({} records)', device_id,
-               advice_scope_filter(scope, scope_name),
-               records) as evidence
-    from op_pmu
-),
-
-pmu_findings as (
-    select device_id, 'memory_bound' as rule_id, scope, scope_name, memory_bound as value,
-           memory_bound_min as threshold, 'ratio' as unit, share_pct, evidence,
-           'Memory-bound: MTE2 moves data longer than the cube and vector units compute; fuse it with its neighbours, reuse data in the Unified Buffer or change its data format to cut main-memory traffic.' as suggestion
-    from op_metrics, params
-    where memory_bound >= memory_bound_min
-    union all
-    select device_id, 'compute_underuse', scope, scope_name, greatest(mac_ratio, vec_ratio),
-           compute_ratio_max, 'ratio', share_pct, evidence,
-           'Cube and vector units idle most of its cycles without waiting on memory; check the tiling and block dim (too few or too small blocks) and whether a cube-friendly shape or format is possible.'
-    from op_metrics, params
-    where memory_bound < memory_bound_min and greatest(mac_ratio, vec_ratio) < compute_ratio_max
-    union all
-    select device_id, 'scalar_heavy', scope, scope_name, scalar_ratio,
-           scalar_ratio_min, 'ratio', share_pct, evidence,
-           'Scalar instructions take much of its cycles; move address and loop arithmetic out of the inner loop or vectorise it, or pick an implementation without per-element control flow.'
-    from op_metrics, params
-    where scalar_ratio >= scalar_ratio_min
-    union all
-    select device_id, 'low_main_mem_bw', scope, scope_name, main_bw_gbps,
-           best_bw_gbps * low_bw_pct / 100, 'GB/s', share_pct, evidence,
-           'Memory-bound yet far below the main-memory bandwidth other ops reach; look for small or strided transfers and unaligned or non-contiguous layouts, and batch its copies.'
-    from op_metrics, params
-    where main_bw_gbps < best_bw_gbps * low_bw_pct / 100
-        and (memory_bound >= memory_bound_min or memory_bound is null)
-),
-
--- complete task instances with their times per msprof's Task Scheduler formulas
-instances as not materialized (
-    select
-        device_id,
-        stream_id,
-        task_id,
-        task_type_name,
-        has_states,
-        op_name,
-        start_ns,
-        complete_ns,
-        coalesce(complete_ns - running_ns, 0) as run_ns,
-        case
-            when waiting_ns is null then 0
-            when running_ns is null or running_ns < waiting_ns then complete_ns - waiting_ns
-            else running_ns - waiting_ns
-        end as wait_ns,
-        case
-            when pending_ns is null then 0
-            when running_ns is null or running_ns < pending_ns then complete_ns - pending_ns
-            else running_ns - pending_ns
-        end as pend_ns
-    from int_task_executions
-    where is_complete
-),
-
-op_tasks as (
-    select
-        device_id,
-        case when op_name is null then 'task' else 'op' end as scope,
-        coalesce(op_name, format('stream {} task {}', stream_id, task_id)) as scope_name,
-        count(*) as instances,
-        sum(run_ns) as run_ns,
-        sum(wait_ns) as wait_ns,
-        sum(pend_ns) as pend_ns,
-        bool_or(has_states) as has_states,
-        bool_or(task_type_name ilike '%ai%cpu%') as is_aicpu
-    from instances
-    group by all
-),
-
-task_metrics as (
-    select
-        *,
-        100.0 * run_ns / nullif(sum(run_ns) over (partition by device_id), 0) as share_pct,
-        greatest(wait_ns, pend_ns) / nullif(run_ns, 0)::double as queue_ratio,
-        format('task_scheduler: device_id = {} and {} ({} instances)', device_id,
-               advice_scope_filter(scope, scope_name),
-               instances) as evidence
-    from op_tasks
-),
-
-task_findings as (
-    select device_id, 'aicpu_critical_path' as rule_id, scope, scope_name, share_pct as value,
-           aicpu_share_min_pct as threshold, '%' as unit, share_pct, evidence,
-           'Runs on the AI CPU in the stream''s order, holding up the tasks after it; use an AI Core implementation of the op (a supported dtype or shape), or move it out of the graph.' as suggestion
-    from task_metrics, params
-    where is_aicpu and share_pct >= aicpu_share_min_pct
-    union all
-    select device_id, 'queue_dominant', scope, scope_name, queue_ratio,
-           queue_ratio_min, 'ratio', share_pct, evidence,
-           'Waits or pends longer than it runs: it is held by dependencies or a busy scheduler rather than by its own work; check the stream''s synchronisation and spread independent work over more streams.'
-    from task_metrics, params
-    where has_states and queue_ratio >= queue_ratio_min
-),
-
-windows as (
-    select device_id, infer_id, min(start_ns) as start_ns, max(end_ns) as end_ns
-    from stg_model_phases
-    group by device_id, infer_id
-),
-
-window_tasks as (
-    select w.device_id, w.infer_id, i.start_ns, i.complete_ns
-    from (select * from instances where start_ns is not null) as i
-    asof join windows as w
-        on i.device_id = w.device_id
-        and i.start_ns >= w.start_ns
-    where i.start_ns <= w.end_ns
-),
-
-window_launches as (
-    select w.device_id, w.infer_id, c.start_ns, c.end_ns
-    from (
-        select * from stg_api_calls
-        where level = 'runtime' and is_kernel_launch(api_name)
-    ) as c
-    asof join windows as w
-        on c.device_id = w.device_id
-        and c.start_ns >= w.start_ns
-    where c.start_ns <= w.end_ns
-),
-
-inference_tasks as (
-    select
-        device_id,
-        infer_id,
-        count(*) as tasks,
-        median(complete_ns - start_ns) as median_task_ns,
-        max(complete_ns) - min(start_ns) as device_span_ns
-    from window_tasks
-    group by device_id, infer_id
-),
-
-inference_launches as (
-    select device_id, infer_id, count(*) as launches, max(end_ns) - min(start_ns) as launch_span_ns
-    from window_launches
-    group by device_id, infer_id
-),
-
-launch_findings as (
-    select
-        t.device_id,
-        'launch_bound' as rule_id,
-        'inference' as scope,
-        format('inference {}', t.infer_id) as scope_name,
-        l.launch_span_ns / nullif(t.device_span_ns, 0)::double as value,
-        launch_span_ratio_min as threshold,
-        'ratio' as unit,
-        null::double as share_pct,
-        format('topdown_inference: device_id = {} and infer_id = {} ({} tasks, median {} ns; {} kernel launches over {} ns, tasks over {} ns)',
-               t.device_id, t.infer_id, t.tasks, t.median_task_ns::bigint, l.launches, l.launch_span_ns, t.device_span_ns) as evidence,
-        'Many short kernels keep the device waiting on the host''s launches; fuse small ops, capture the graph (static shapes, graph mode) or raise the batch so each kernel does more work.' as suggestion
-    from inference_tasks as t
-    join inference_launches as l using (device_id, infer_id)
-    cross join params
-    where t.tasks >= launch_min_tasks
-        and t.median_task_ns <= short_task_ns
-        and l.launch_span_ns / nullif(t.device_span_ns, 0)::double >= launch_span_ratio_min
-),
-
-findings as (
-    select * from pmu_findings
-    union all
-    select * from task_findings
-),
-
-ranked as (
-    select findings.*, case when share_pct >= high_share_pct then 'high' else 'medium' end as severity
-    from findings, params
-    where share_pct >= min_share_pct
-    union all by name
-    select *, 'medium' as severity from launch_findings
+        any_value(finding_severity) as severity,
+        rule_id,
+        scope,
+        any_value(instances) as instances,
+        string_agg(scope_name, ', ' order by rank) filter (where rank <= 3) as worst,
+        any_value(value) filter (where rank = 1) as value,
+        any_value(threshold) filter (where rank = 1) as threshold,
+        any_value(unit) filter (where rank = 1) as unit,
+        any_value(finding_share_pct) as share_pct,
+        format('advice_instances: device_id = {} and rule_id = ''{}'' and scope = ''{}'' ({} row{})',
+               device_id, rule_id, scope, any_value(instances),
+               case when any_value(instances) = 1 then '' else 's' end) as evidence,
+        any_value(suggestion) as suggestion
+    from int_warnings
+    group by device_id, rule_id, scope
 )
-
-select
-    device_id,
-    severity,
-    rule_id,
-    scope,
-    scope_name,
-    value,
-    threshold,
-    unit,
-    share_pct,
-    evidence,
-    suggestion
-from ranked
-order by device_id, severity = 'medium', share_pct desc nulls last, rule_id, scope_name
+order by device_id, severity = 'medium', share_pct desc nulls last, rule_id, scope

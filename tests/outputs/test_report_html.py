@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.outputs import html_report as report_limits
 from pipeline.outputs.html_report import chart_ids, write_report
 from pipeline.jobs.runner import ingest_dump, run_roots
 from pipeline.synth.hiprof import HiprofConfig, generate
@@ -67,7 +68,7 @@ def test_the_report_shows_the_run_its_accounting_and_its_advice(sample_report):
     assert "dropped_task_instances" in html  # the build issues of the sample
     advice = table_rows(wh, run_id)("advice")
     assert advice and written.findings == len(advice)  # one run: no regression rule
-    for r in advice:
+    for r in advice + table_rows(wh, run_id)("advice_instances"):  # every finding, every instance
         assert r["evidence"].replace("'", "&#39;") in html
     assert "no run of workload" in html  # why regressions were not checked
 
@@ -117,9 +118,12 @@ def test_trend_and_regression_over_earlier_runs(nights_report):
     before = statistics.median(mean(t, "conv2d_0") for t in truths[:3])
     ratio = mean(truths[3], "conv2d_0") / before
     assert ratio > 1.1
-    regression = re.search(r"regression</td>\s*<td>op <b>conv2d_0</b></td>\s*<td class=\"num\">([0-9.]+) ratio", html)
-    assert regression, "no regression finding for conv2d_0"
-    assert float(regression.group(1)) == pytest.approx(ratio, rel=1e-3)
+    # one regression finding, its worst op conv2d_0 (the one slowed down) and its value conv2d_0's
+    regression = re.findall(r"regression</td>\s*<td>op</td>\s*<td class=\"num\">(\d+)</td>\s*<td><b>conv2d_0(?:, [^<]*)?</b>"
+                            r"(?:, &hellip;)?</td>\s*<td class=\"num\">([0-9.]+) ratio", html)
+    assert len(regression) == 1, "no regression finding with conv2d_0 first"
+    assert float(regression[0][1]) == pytest.approx(ratio, rel=1e-3)
+    assert html.count("regression</td>") == 1
 
 
 def test_a_missing_out_folder_is_a_usage_error(sample_report, tmp_path):
@@ -206,3 +210,73 @@ def test_a_training_run_charts_its_iterations(tmp_path):
 def test_an_inference_run_has_no_step_trace_chart(sample_report):
     _, _, _, html = sample_report
     assert "step-trace" not in chart_ids(html)  # step trace without FP / BP: nothing to break down
+
+
+MANY = HiprofConfig(devices=1, inferences=600, tasks=10, seed=7)  # about 1 in 6 inferences launch-bound
+MAX_CHART_TOP = 1500  # px at 1300 px wide: the run, the data accounting and a screen of advice above it
+
+
+@pytest.fixture(scope="module")
+def many_report(tmp_path_factory):
+    """The report of a run of 600 inferences, and the launch-bound ones by the events."""
+    from tests.sql.test_advice import expected
+
+    tmp = tmp_path_factory.mktemp("many")
+    truth = generate(tmp / "dump", MANY)
+    wh = Warehouse(tmp / "wh")
+    with wh.writer():
+        o = ingest_dump(wh, tmp / "dump")
+    assert o.status == "built", o.error
+    written = write_report(wh, tmp / "many.html", o.run_id)
+    launch = {int(k[3].split()[1]): v[1] for k, v in expected(truth).items() if k[1] == "launch_bound"}  # number -> ratio
+    return launch, written, written.path.read_text(encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_many_findings_are_folded_under_one_row_per_rule(many_report):
+    """One row per finding; the launch-bound inferences (derived from the events) are one
+    finding with their number, and the worst of them (largest launch span ratio) are listed
+    by number inside <details>."""
+    launch, written, html = many_report
+    assert len(launch) > report_limits.MAX_SHOWN
+    rows = re.findall(r'<tr class="finding">\s*<td class="sev-\w+">\w+</td>\s*<td>\d+</td>\s*<td>(\w+)</td>\s*'
+                      r'<td>(\w+)</td>\s*<td class="num">([0-9,]+)</td>', html)
+    assert len(rows) == written.findings < 20
+    assert len({(rule, scope) for rule, scope, _ in rows}) == len(rows)
+    assert [int(n.replace(",", "")) for rule, _, n in rows if rule == "launch_bound"] == [len(launch)]
+    # everything about an instance is inside a <details> element (folded)
+    outside = re.sub(r"<details>.*?</details>", "", html, flags=re.S)
+    assert "topdown_inference: device_id" not in outside
+    folded = [d for d in re.findall(r"<details>(.*?)</details>", html, flags=re.S) if "launch_bound" in d]
+    assert len(folded) == 1
+    shown = [int(n) for n in re.findall(r"<tr><td>inference (\d+)</td>", folded[0])]
+    worst = sorted(launch, key=lambda n: (-launch[n], n))[:report_limits.MAX_SHOWN]  # largest ratio first
+    assert shown == sorted(worst)  # the worst, by number: 2, 9, 10, 100, not 10, 100, 2, 9
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_chromium() is None, reason="no Chromium on this machine (Debian: apt-get install chromium)")
+def test_headless_chromium_the_first_chart_is_near_the_top(many_report, tmp_path):
+    """Laid out by Chromium at 1300 px wide, the first chart of a 600-inference run's report
+    starts within MAX_CHART_TOP px of the top (a script added to a copy writes its position)."""
+    _, written, html = many_report
+    first = chart_ids(html)[0]
+    probe = ('<script>window.addEventListener("load", function () {'
+             f'var c = document.getElementById("{first}");'
+             'document.body.dataset.chartTop = String(Math.round(c.getBoundingClientRect().top + window.scrollY));'
+             'document.body.dataset.pageHeight = String(document.documentElement.scrollHeight);});</script>')
+    page = tmp_path / "probe.html"
+    page.write_text(html.replace("</body>", probe + "</body>"), encoding="utf-8")
+    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+           "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
+           "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
+           "--virtual-time-budget=10000", "--window-size=1300,900", "--dump-dom", page.as_uri()]
+    if shutil.which("unshare") and subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
+        cmd = ["unshare", "-n"] + cmd
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    top = re.search(r'data-chart-top="(\d+)"', p.stdout)
+    height = re.search(r'data-page-height="(\d+)"', p.stdout)
+    assert top and height, p.stdout[:500]
+    assert 0 < int(top.group(1)) < MAX_CHART_TOP, f"first chart at {top.group(1)} px"
+    assert int(height.group(1)) < 10_000  # the charts, not pages of advice

@@ -1,5 +1,6 @@
-"""The advice mart against findings derived from the synthetic events (pipeline/synth/truth.py),
-for dumps built to trigger every rule and one built to trigger none; and its thresholds."""
+"""The advice marts against findings derived from the synthetic events (pipeline/synth/truth.py),
+for dumps built to trigger every rule and one built to trigger none; and their thresholds.
+advice_instances holds each instance a rule flags, advice one finding per (device, rule, scope)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def _severity(share):
 
 
 def expected(truth) -> dict[tuple, tuple]:
-    """(device, rule, scope, name) -> (severity, value) from the events the generator wrote."""
+    """(device, rule, scope, name) -> (severity, value, share) from the events the generator
+    wrote: the instances (share None for an inference)."""
     out = {}
     ev = truth.event_ids
     op_of = {(o.device_id, o.stream_id, o.task_id): o.op_name for o in truth.ops}
@@ -73,13 +75,13 @@ def expected(truth) -> dict[tuple, tuple]:
             mac, vec = s["mac"] / s["w"], s["vec"] / s["w"]
             mb = s["mte2"] / max(s["mac"], s["vec"]) if max(s["mac"], s["vec"]) else None
             if mb is not None and mb >= MEM_BOUND:
-                out[(d, "memory_bound", scope, name)] = (sev, mb)
+                out[(d, "memory_bound", scope, name)] = (sev, mb, share)
             if mb is not None and mb < MEM_BOUND and max(mac, vec) < COMPUTE_MAX:
-                out[(d, "compute_underuse", scope, name)] = (sev, max(mac, vec))
+                out[(d, "compute_underuse", scope, name)] = (sev, max(mac, vec), share)
             if s["scalar"] / s["w"] >= SCALAR_MIN:
-                out[(d, "scalar_heavy", scope, name)] = (sev, s["scalar"] / s["w"])
+                out[(d, "scalar_heavy", scope, name)] = (sev, s["scalar"] / s["w"], share)
         if "bw" in s and s["bw"] < best_bw[d] * LOW_BW_PCT / 100 and (mb is None or mb >= MEM_BOUND):
-            out[(d, "low_main_mem_bw", scope, name)] = (sev, s["bw"])
+            out[(d, "low_main_mem_bw", scope, name)] = (sev, s["bw"], share)
 
     # task rules: complete instances, msprof's waiting formula
     done = [x for x in truth.instances if x.complete_ns is not None]
@@ -100,9 +102,9 @@ def expected(truth) -> dict[tuple, tuple]:
         if share < MIN_SHARE:
             continue
         if s["cpu"] and share >= AICPU_PCT:
-            out[(d, "aicpu_critical_path", scope, name)] = (_severity(share), share)
+            out[(d, "aicpu_critical_path", scope, name)] = (_severity(share), share, share)
         if s["run"] and max(s["wait"], s["pend"]) / s["run"] >= QUEUE_MIN:
-            out[(d, "queue_dominant", scope, name)] = (_severity(share), max(s["wait"], s["pend"]) / s["run"])
+            out[(d, "queue_dominant", scope, name)] = (_severity(share), max(s["wait"], s["pend"]) / s["run"], share)
 
     # launch-bound inferences: window = input start to output end
     for inf in truth.inferences:
@@ -116,28 +118,58 @@ def expected(truth) -> dict[tuple, tuple]:
         span = max(e for _, e in starts) - min(s for s, _ in starts)
         ratio = (max(e for _, e in launches) - min(s for s, _ in launches)) / span
         if median <= SHORT_NS and ratio >= SPAN_MIN:
-            out[(inf.device_id, "launch_bound", "inference", f"inference {inf.infer_id}")] = ("medium", ratio)
+            out[(inf.device_id, "launch_bound", "inference", f"inference {inf.infer_id}")] = ("medium", ratio, None)
     return out
 
 
-def _mart(rows) -> dict[tuple, tuple]:
-    return {(r["device_id"], r["rule_id"], r["scope"], r["scope_name"]): (r["severity"], r["value"]) for r in rows("advice")}
+def findings_of(want: dict[tuple, tuple]) -> dict[tuple, dict]:
+    """(device, rule, scope) -> the finding the instances make, worked out here: their number,
+    the worst three (largest share, then largest value, then the inference number or name),
+    the worst's value, the summed share and the severity of that sum."""
+    groups = defaultdict(list)
+    for (d, rule, scope, name), (_, value, share) in want.items():
+        groups[(d, rule, scope)].append((name, value, share))
+    out = {}
+    for key, items in groups.items():
+        number = lambda name: int(name.split()[1]) if name.startswith("inference ") else -1  # noqa: E731
+        items.sort(key=lambda x: (-(x[2] if x[2] is not None else -math.inf), -x[1], number(x[0]), x[0]))
+        share = None if items[0][2] is None else sum(x[2] for x in items)
+        out[key] = {"instances": len(items), "worst": [x[0] for x in items[:3]], "value": items[0][1], "share": share,
+                    "severity": "high" if share is not None and share >= HIGH_SHARE else "medium"}
+    return out
+
+
+def _instances(rows) -> dict[tuple, tuple]:
+    return {(r["device_id"], r["rule_id"], r["scope"], r["scope_name"]): (r["severity"], r["value"])
+            for r in rows("advice_instances")}
 
 
 def _check(tmp_path, cfg):
     truth = generate(tmp_path / "dump", cfg)
     _, rows = build_dump(tmp_path / "wh", tmp_path / "dump")
-    want, got = expected(truth), _mart(rows)
+    want, got = expected(truth), _instances(rows)
     assert sorted(got) == sorted(want)
-    for k, (sev, value) in want.items():
+    for k, (sev, value, _) in want.items():
         assert got[k][0] == sev, k
         assert got[k][1] == pytest.approx(value, rel=1e-9), k
-    return want
+    # one finding per (device, rule, scope), naming its worst instances
+    found = {(r["device_id"], r["rule_id"], r["scope"]): r for r in rows("advice")}
+    assert len(found) == len(rows("advice"))
+    findings = findings_of(want)
+    assert sorted(found) == sorted(findings)
+    for k, f in findings.items():
+        r = found[k]
+        assert (r["instances"], r["worst"].split(", "), r["severity"]) == (f["instances"], f["worst"], f["severity"]), k
+        assert r["value"] == pytest.approx(f["value"], rel=1e-9), k
+        assert (r["share_pct"] is None) == (f["share"] is None), k
+        if f["share"] is not None:
+            assert r["share_pct"] == pytest.approx(f["share"], rel=1e-9), k
+    return want, rows
 
 
 @pytest.fixture(scope="module")
 def triggered(tmp_path_factory):
-    return {name: _check(tmp_path_factory.mktemp(name), cfg) for name, cfg in TRIGGER.items()}
+    return {name: _check(tmp_path_factory.mktemp(name), cfg)[0] for name, cfg in TRIGGER.items()}
 
 
 @pytest.mark.parametrize("name", sorted(TRIGGER))
@@ -152,7 +184,21 @@ def test_every_rule_is_triggered(triggered):
 
 
 def test_a_healthy_dump_has_no_finding(tmp_path):
-    assert _check(tmp_path, NONE) == {}
+    assert _check(tmp_path, NONE)[0] == {}
+
+
+def test_many_inferences_are_one_finding_and_their_instances_sort_by_number(tmp_path):
+    """A run of 120 inferences: the launch-bound ones (from the events) are one finding with
+    their number, and advice_instances lists each, by inference number (not 1, 10, 100, 11)."""
+    want, rows = _check(tmp_path, HiprofConfig(devices=1, inferences=120, tasks=10, seed=7))
+    numbers = sorted(int(k[3].split()[1]) for k in want if k[1] == "launch_bound")
+    assert len(numbers) >= 10 and numbers[0] < 10 <= numbers[-1]  # text order would differ
+    found = [r for r in rows("advice") if r["rule_id"] == "launch_bound"]
+    assert [(r["scope"], r["instances"]) for r in found] == [("inference", len(numbers))]
+    listed = [r for r in rows("advice_instances") if r["rule_id"] == "launch_bound"]
+    assert [r["scope_key"] for r in listed] == numbers
+    assert [r["scope_name"] for r in listed] == [f"inference {n}" for n in numbers]
+    assert sorted(r["rank"] for r in listed) == list(range(1, len(numbers) + 1))
 
 
 def test_thresholds_from_advice_toml(tmp_path):
@@ -161,7 +207,7 @@ def test_thresholds_from_advice_toml(tmp_path):
     wh.path.mkdir()
     (wh.path / advice.ADVICE_FILE).write_text("[advice]\nscalar_ratio_min = 2\nmin_share_pct = 12.5\n")
     _, rows = build_dump(wh.path, tmp_path / "dump")
-    found = rows("advice")
+    found = rows("advice_instances")
     assert found and not any(r["rule_id"] == "scalar_heavy" for r in found)  # a ratio never reaches 2
     assert all(r["share_pct"] >= 12.5 for r in found if r["scope"] != "inference")
 
@@ -218,7 +264,7 @@ def test_ops_are_named_by_key_or_by_the_asof_join():
                     "mac_cycles, vec_cycles, mte2_cycles) values (0, ?, ?, ?, 1000, ?, 'ffts_pmu', 100, 100, 900)",
                     [seq, stream, task, ts])
     run_layer(con, "intermediate")  # the ops come from int_pmu_records_ops and int_task_executions
-    text = next(f for f in sql_files("marts") if f.name == "advice").text
+    text = next(f for f in sql_files("marts") if f.name == "advice_instances").text
     rows = con.sql(f"select rule_id, scope_name, share_pct, value from ({text})").fetchall()
     # running times: add 10 + 20, conv 5, relu 8 (changes at 200), mul 3 + 7, exp 6, (3, 9) before
     # its only description 2, (2, 5) without one 1, cast 1: 63 ns
@@ -226,9 +272,8 @@ def test_ops_are_named_by_key_or_by_the_asof_join():
     assert cpu == pytest.approx({"add": 3000 / 63, "mul": 1000 / 63, "relu": 800 / 63, "exp": 600 / 63, "conv": 500 / 63})
     # nine PMU records of 1000 cycles; mul has two, a record without a time has no op
     bound = {name: (share, value) for rule, name, share, value in rows if rule == "memory_bound"}
-    expected = {
-        "mul": (200 / 9, 9.0), "add": (100 / 9, 9.0), "exp": (100 / 9, 9.0), "relu": (100 / 9, 9.0), "cast": (100 / 9, 9.0),
-        "stream 2 task 5": (100 / 9, 9.0), "stream 3 task 9": (100 / 9, 9.0), "stream 1 task 5": (100 / 9, 9.0)}
-    assert bound.keys() == expected.keys()
-    for name, (share, value) in expected.items():  # pytest.approx takes no dict of tuples (pytest 9)
-        assert bound[name] == (pytest.approx(share), pytest.approx(value)), name
+    want = {"mul": (200 / 9, 9.0), "add": (100 / 9, 9.0), "exp": (100 / 9, 9.0), "relu": (100 / 9, 9.0), "cast": (100 / 9, 9.0),
+            "stream 2 task 5": (100 / 9, 9.0), "stream 3 task 9": (100 / 9, 9.0), "stream 1 task 5": (100 / 9, 9.0)}
+    assert bound.keys() == want.keys()
+    for name, pair in want.items():
+        assert bound[name] == pytest.approx(pair), name
