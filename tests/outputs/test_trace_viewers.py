@@ -336,3 +336,29 @@ def test_speedscope_sandwich_merges_the_calls_of_each_api(runs, tmp_path):
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args) -> None:
         pass
+
+
+@pytest.mark.parametrize("instance_args", [True, False])
+def test_a_call_that_ends_with_its_caller_nests_in_speedscopes_arithmetic_too(instance_args):
+    """aclmdlExecute [a, e] and a runtime call [c, e] of its thread: the call ends with it, but
+    in speedscope's doubles ((c - a) / 1000-ish plus dur) it would end 2e-11 us later, and be
+    left open (these three times were searched for that). The call is drawn inside on the same
+    track, its dur still the ns it lasted, and speedscope's replay has nothing to say."""
+    from pipeline.jobs.transforms import run_layer
+    from tests.helpers.empty_raw import empty_raw_tables
+
+    a, c, e = 144_272_509, 144_869_363, 145_757_962
+    assert (c / 1000 - a / 1000) + (e - c) / 1000 > (e - a) / 1000  # the doubles disagree
+    con = empty_raw_tables()
+    run_layer(con, "staging")
+    con.execute(f"""drop view stg_api_calls; create table stg_api_calls as select * from (values
+        (0, 'acl', 'aclmdlExecute', 'ACL_MODEL', 1, 7, null::int, {a}, {e}, {e - a}, 1),
+        (0, 'runtime', 'rtKernelLaunch', null::varchar, 1, 7, 3, {c}, {e}, {e - c}, 2))
+        as t(device_id, level, api_name, api_type, pid, tid, stream_id, start_ns, end_ns, dur_ns, seq)""")
+    run_layer(con, "intermediate")
+    events = list(trace_module._events(con, "true", None, [], trace_module._Window(), 0, instance_args))
+    calls = {ev["name"]: ev for ev in events if ev["ph"] == "X"}
+    assert calls["rtKernelLaunch"]["tid"] == calls["aclmdlExecute"]["tid"]
+    assert [round(ev["dur"] * 1000) for ev in calls.values()] == [e - a, e - c]
+    assert nesting_errors(events) == [] and speedscope_warnings(events) == []
+    assert [ev["name"] for ev in ancestors(events, events.index(calls["rtKernelLaunch"]))] == ["aclmdlExecute"]
