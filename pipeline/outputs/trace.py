@@ -7,25 +7,41 @@ nanosecond as an exact decimal, where absolute wall-clock microseconds would los
 a float), ``pid`` and ``tid``; complete events (``ph: X``) have ``dur``. One process per
 device; its tracks (threads), in this order:
 
-* ``AscendCL API (tid T)``, ``Runtime API (tid T)``, ...: one X event per API call
-* ``Inferences``: model loads and the input / infer / output phase of each inference
-* ``Stream S tasks``: one X event per completed task instance, RUNNING (else PENDING)
-  to COMPLETE, as the Task Scheduler table times it; an instance that never completed
-  is an instant event (``ph: i``) at its last state
+* ``Host API (tid T)``: one X event per API call of host thread T, of every level (AscendCL,
+  model, node, runtime), so that calls nest as they nest in time: an ``aclmdlExecute`` holds
+  its ``ModelExecute``, which holds the node launches and their runtime calls
+* ``Inferences``: model loads, and each inference (input start to output end) holding its
+  input / infer / output phases
+* ``Stream S tasks``: the device's inferences again, and inside them one X event per
+  completed task instance, RUNNING (else PENDING) to COMPLETE, as the Task Scheduler table
+  times it; an instance that never completed is an instant event (``ph: i``) at its last state
 * ``Stream S waiting`` / ``pending`` / ``running``: each instance's interval in that state
   (one track per state, so that a task's states never meet on a track)
 * flow arrows (``ph: s`` / ``f``) from a Runtime API call to the tasks it launched
+
+A slice's name is its function: the API, the op (else the task type), the phase, the model's
+inference; what tells calls or instances apart (inference number, stream and task id,
+instance number, seq, durations) is in its args, so that viewers that group slices by name
+(Perfetto UI's aggregations) merge the calls of one API and the instances of one op.
+speedscope takes name and args together for a function: ``instance_args=False``
+(``--speedscope``) writes no args, and its Left Heavy and Sandwich views merge them too.
 
 Task instances, their ops and launching APIs come from the same SQL as the reports: the
 staging tables and ``int_task_executions`` (``sql/intermediate``), made by the build's own
 code (pipeline.jobs.transforms.run_table_layers), so the trace and the tables agree.
 
-Every track is a row of slices that never overlap nor touch: a slice that would start
-before (or exactly when) the track's last slice ends goes to the track's next lane
-(``#2``, ``#3``, ...). Viewers that turn complete events into begin / end pairs in floating
-point (speedscope) would otherwise see a slice end after its neighbour began. A track's
-tid is its place in the order above (``thread_sort_index`` says the same, for viewers
-that read it), so viewers that sort tracks by tid show the same order.
+The slices of a track nest or are apart (complete events of one thread nest when one
+contains the other in time; at equal starts the longer is written to hold the other). A
+slice that would cross another, or start exactly when one ends (viewers that turn complete
+events into begin / end pairs in floating point, speedscope, would see one end after the
+other began), goes to the track's next lane (``#2``, ``#3``, ...); only calls hold calls and
+inferences hold phases and tasks: tasks never nest in tasks, nor states in states. A task on
+a later lane gets its inference repeated there, so that it is still inside it. A child that
+ends with its parent is written with a dur lowered by a few units in the last place where
+speedscope's arithmetic (ts minus the thread's first, plus dur) would otherwise end it after
+its parent: the same ns. A track's tid is its place in the order above
+(``thread_sort_index`` says the same, for viewers that read it), so viewers that sort
+tracks by tid show the same order.
 
 Rows of the window are chosen in SQL and read a batch at a time; events are written as they
 are made, and the thread names (``ph: M``) come last, once every track is known, so that a
@@ -37,6 +53,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import re
 import sys
 import tempfile
@@ -88,42 +105,106 @@ def parse_duration(text: str) -> int:
     return int(round(float(m.group(1)) * _NS[m.group(2)]))
 
 
-# a track's tid: its group's base (API levels, inferences, then per stream: tasks and the three
+# a track's tid: its group's base (host threads, inferences, then per stream: tasks and the three
 # states) plus the lane; a group has room for LANES lanes
 LANES = 1000
-_API_RANK = {"acl": 1, "model": 2, "node": 3, "runtime": 4}
+_API_BASE, _API_THREADS = 100 * LANES, 800
 _STATE_RANK = {"waiting": 1, "pending": 2, "running": 3}
 
 
 @dataclass
+class _Lane:
+    """One lane (tid) of a track: its open slices, outermost first, as (end ns, speedscope's end,
+    the event when it may hold others and be repeated on another lane, may hold others), the
+    ts of its first slice and the end of its last."""
+
+    first_ts: float | None = None
+    open: list[tuple[int, float, dict | None, bool]] = field(default_factory=list)
+    last_end: int | None = None
+
+
+@dataclass
 class _Tracks:
-    """Track (thread) ids per device, with lanes so that no two slices overlap or touch on a track."""
+    """Track (thread) ids per device, with lanes so that the slices of a lane nest or are apart."""
 
+    t0: int = 0
     names: dict[tuple[int, str], int] = field(default_factory=dict)  # (pid, track name) -> tid
-    lane_ends: dict[tuple[int, str], list[int]] = field(default_factory=dict)
-    api_threads: dict[tuple[int, str], dict] = field(default_factory=dict)  # (pid, level) -> {host tid: index}
+    lanes: dict[tuple[int, str], list[_Lane]] = field(default_factory=dict)
+    api_threads: dict[int, dict] = field(default_factory=dict)  # pid -> {host tid: index}
+    repeated: list[dict] = field(default_factory=list)  # slices repeated on another lane, to write
+    dur: float = 0.0  # the dur (us) to write for the slice placed last
 
-    def api_base(self, pid: int, level: str, host_tid) -> int:
-        threads = self.api_threads.setdefault((pid, level), {})
+    def api_base(self, pid: int, host_tid) -> int:
+        threads = self.api_threads.setdefault(pid, {})
         k = threads.setdefault(host_tid, len(threads))
-        return _API_RANK.get(level, 5) * 100 * LANES + k * LANES
+        if k >= _API_THREADS:
+            raise UsageError(f"device {pid} has more than {_API_THREADS} host threads: choose --device")
+        return _API_BASE + k * LANES
 
-    def place(self, pid: int, name: str, base: int, start: int, end: int) -> int:
-        """The tid of the first lane of track ``name`` whose last slice ended before ``start``
-        (strictly: touching slices go to different lanes; slices come in start order)."""
-        ends = self.lane_ends.setdefault((pid, name), [])
-        for i, lane_end in enumerate(ends):
-            if start > lane_end:
-                ends[i] = end
-                break
+    def place(self, pid: int, name: str, base: int, start: int, end: int, *, nests: bool = False,
+              holds: bool = False, repeat: dict | None = None, instant: bool = False) -> int:
+        """The tid of the lane of track ``name`` for the slice [start, end] (slices of a track
+        come in start order, at equal starts the longer first). ``nests``: the slice may lie
+        inside an open slice that ``holds`` others: it goes to the first lane where it does,
+        else to the first lane where no slice is open at ``start`` (a slice that ended exactly
+        at ``start`` is still open: touching slices go to different lanes), else to a new
+        lane. A slice inside another must also end no later in the floating point arithmetic
+        of viewers that turn it into begin / end pairs (speedscope: ts minus the lane's first
+        ts, plus dur; when both end at one ns and the doubles disagree by rounding, ``self.dur``
+        is the dur lowered by the few units in the last place that make it end no later, still
+        the same ns), else it goes elsewhere too. A slice that would hold it on a lane where
+        it cannot go, given as ``repeat`` (its event), is repeated on the lane it goes to
+        (one that was empty since that slice began, else a new one) and holds it there:
+        ``self.repeated`` has the copies to write before the slice."""
+        lanes = self.lanes.setdefault((pid, name), [])
+        ts, dur = _us(start - self.t0), _us(end - start)
+        free = inside = None  # the first lane with no slice open at start, the first it nests in
+        holders: list[tuple[int, float, dict | None, bool]] = []  # open slices of another lane that could hold it
+        for i, lane in enumerate(lanes):
+            while lane.open and lane.open[-1][0] < start:
+                lane.open.pop()
+            if not lane.open:
+                free = i if free is None else free
+            elif nests and inside is None:
+                top_end, top_float, _, top_holds = lane.open[-1]
+                if top_holds and top_end > start and end <= top_end and _fit(ts - lane.first_ts, dur, top_float) is not None:
+                    inside = i
+                elif not holders:
+                    holders = [o for o in lane.open if o[2] is not None and o[0] > start and end <= o[0]]
+        copies = []
+        if inside is None and holders:
+            outer = holders[0][2]
+            since = _ns(outer["ts"]) + self.t0
+            i = next((i for i, lane in enumerate(lanes) if not lane.open and (lane.last_end is None or lane.last_end < since)),
+                     len(lanes))
+            copies = holders
         else:
-            ends.append(end)
-            i = len(ends) - 1
+            i = inside if inside is not None else free if free is not None else len(lanes)
+        if i == len(lanes):
+            lanes.append(_Lane())
         if i >= LANES:
             raise UsageError(f"track {name!r} of device {pid} needs more than {LANES} lanes: choose a shorter window")
-        lane = name if i == 0 else f"{name} #{i + 1}"
-        self.names[(pid, lane)] = base + i
+        lane = lanes[i]
+        for o_end, _, event, _ in copies:
+            o_ts, o_dur = event["ts"], event["dur"]
+            if lane.first_ts is None:
+                lane.first_ts = o_ts
+            lane.open.append((o_end, (o_ts - lane.first_ts) + o_dur, event, True))
+            self.repeated.append(event | {"tid": base + i})
+        if lane.first_ts is None and not instant:  # speedscope reads complete events only
+            lane.first_ts = ts
+        b = ts - (lane.first_ts or 0.0)
+        if lane.open:
+            dur = _fit(b, dur, lane.open[-1][1]) or dur
+        self.dur = dur
+        lane.open.append((end, b + dur, repeat, holds))
+        lane.last_end = end if lane.last_end is None else max(lane.last_end, end)
+        self.names[(pid, name if i == 0 else f"{name} #{i + 1}")] = base + i
         return base + i
+
+    def take_repeated(self) -> list[dict]:
+        out, self.repeated = self.repeated, []
+        return out
 
     def metadata(self, devices: list[int]) -> list[dict]:
         out = []
@@ -139,6 +220,22 @@ class _Tracks:
 
 def _stream_base(stream_id, kind: int) -> int:
     return 1000 * LANES + int(stream_id or 0) * 10 * LANES + kind * LANES
+
+
+def _fit(begin: float, dur: float, limit: float) -> float | None:
+    """``dur``, or the closest double below it, such that ``begin + dur`` (in doubles) is at
+    most ``limit``; None when that would change the ns it stands for."""
+    d = dur
+    while begin + d > limit:
+        d = math.nextafter(d, -math.inf)
+        if _ns(d) != _ns(dur):
+            return None
+    return d
+
+
+def _ns(us: float) -> int:
+    """us after the origin as ns (exact for what _us wrote)."""
+    return round(us * 1000)
 
 
 def _us(ns: int) -> float:
@@ -215,7 +312,8 @@ def _clock(t0: int) -> str:
 
 @contextmanager
 def _trace(wh: Warehouse, run_ref: str, start: str | None, end: str | None, inference: int | None,
-           devices: list[int] | None, memory_limit: str, threads: int | None) -> Iterator[tuple[dict, Iterator[dict]]]:
+           devices: list[int] | None, memory_limit: str, threads: int | None,
+           instance_args: bool = True) -> Iterator[tuple[dict, Iterator[dict]]]:
     """(the trace's otherData, its events as a lazy stream; thread names and sort indexes
     last, once every track is known). The run's tables live in a DuckDB that spills,
     rows come from it a batch at a time and events go out as they are made: memory holds
@@ -257,52 +355,101 @@ def _trace(wh: Warehouse, run_ref: str, start: str | None, end: str | None, infe
                      "generator": f"profetl {__version__}"}
             if window.per_device is not None:
                 other["window_ns_by_device"] = {str(d): list(b) for d, b in sorted(window.per_device.items())}
-            yield other, _events(con, devs, devices, phases, window, t0)
+            yield other, _events(con, devs, devices, phases, window, t0, instance_args)
         finally:
             con.close()
 
 
-def _api_track(level: str, tid) -> str:
-    label = "AscendCL API" if level == "acl" else "Runtime API" if level == "runtime" else f"{level} API"
-    return f"{label} (tid {tid})"
+def _api_track(tid) -> str:
+    return f"Host API (tid {tid})"
+
+
+def _spans(phases: list[dict]) -> dict[int, list[dict]]:
+    """Each device's inferences, in start order: from the start of the first of their phases
+    (input, infer, output) to the end of the last."""
+    spans: dict[tuple[int, int], dict] = {}
+    for p in phases:
+        if p["phase"] == "load" or p["infer_id"] is None:
+            continue
+        x = spans.setdefault((p["device_id"], p["infer_id"]), {**p, "end_ns": p["end_ns"]})
+        x["start_ns"], x["end_ns"] = min(x["start_ns"], p["start_ns"]), max(x["end_ns"], p["end_ns"])
+    out: dict[int, list[dict]] = {}
+    for (d, _), x in sorted(spans.items(), key=lambda kv: (kv[0][0], kv[1]["start_ns"], -kv[1]["end_ns"], kv[0][1])):
+        out.setdefault(d, []).append(x)
+    return out
+
+
+def _inference_name(model_name: str | None) -> str:
+    return f"{model_name or 'model'} inference"
 
 
 def _events(con: duckdb.DuckDBPyConnection, devs: str, devices: list[int] | None, phases: list[dict],
-            window: _Window, t0: int) -> Iterator[dict]:
-    tracks = _Tracks()
+            window: _Window, t0: int, instance_args: bool = True) -> Iterator[dict]:
+    tracks = _Tracks(t0)
     pids: set[int] = set()
     params = {"lo": window.lo, "hi": window.hi}
 
     def ts(ns: int) -> float:
         return _us(ns - t0)
 
-    # runtime calls placed on a later lane of their track, by (device, thread, start): an arrow
-    # from such a call needs its lane; every other call is on its track's first lane
+    def event(e: dict, args: dict) -> dict:
+        # an event's name is its function (the API, the op, the phase); what tells its calls or
+        # instances apart goes in args, or nowhere when viewers would take args for the name
+        return e | {"args": args} if instance_args else e
+
+    # the calls of each host thread on one track, nested as they nest in time; runtime calls
+    # placed on a later lane of their track, by (device, thread, start): an arrow from such a
+    # call needs its lane; every other call is on its track's first lane
     moved: dict[tuple[int, int, int], int] = {}
-    for c in _rows(con, f"select * from stg_api_calls where {devs} and {_WINDOW} order by device_id, start_ns, seq", params):
+    for c in _rows(con, f"select * from stg_api_calls where {devs} and {_WINDOW} order by device_id, start_ns, end_ns desc, seq", params):
         if not window.keeps(c["device_id"], c["start_ns"], c["end_ns"]):
             continue
-        name = _api_track(c["level"], c["tid"])
-        base = tracks.api_base(c["device_id"], c["level"], c["tid"])
-        tid = tracks.place(c["device_id"], name, base, c["start_ns"], c["end_ns"])
+        base = tracks.api_base(c["device_id"], c["tid"])
+        tid = tracks.place(c["device_id"], _api_track(c["tid"]), base, c["start_ns"], c["end_ns"], nests=True, holds=True)
         if c["level"] == "runtime" and tid != base:
             moved[(c["device_id"], c["tid"], c["start_ns"])] = tid
-        args = {k: c[k] for k in ("api_type", "pid", "tid", "stream_id", "seq") if c.get(k) is not None}
+        args = {k: c[k] for k in ("level", "api_type", "pid", "tid", "stream_id", "seq") if c.get(k) is not None}
         pids.add(c["device_id"])
-        yield {"ph": "X", "cat": "api", "name": c["api_name"], "ts": ts(c["start_ns"]),
-               "dur": _us(c["end_ns"] - c["start_ns"]), "pid": c["device_id"], "tid": tid, "args": args}
-    for p in phases:
+        yield event({"ph": "X", "cat": "api", "name": c["api_name"], "ts": ts(c["start_ns"]),
+                     "dur": tracks.dur, "pid": c["device_id"], "tid": tid}, args)
+    # each inference holds its phases; model loads beside them
+    spans = _spans(phases)
+    inferences = sorted([{**x, "phase": None} for xs in spans.values() for x in xs] + phases,
+                        key=lambda p: (p["device_id"], p["start_ns"], -p["end_ns"], p["phase"] is not None, p["seq"]))
+    for p in inferences:
         if not window.keeps(p["device_id"], p["start_ns"], p["end_ns"]):
             continue
-        name = f"{p['model_name'] or 'model'} load" if p["phase"] == "load" else f"infer {p['infer_id']} {p['phase']}"
-        tid = tracks.place(p["device_id"], "Inferences", 900 * LANES, p["start_ns"], p["end_ns"])
+        whole = p["phase"] is None
+        name = (_inference_name(p["model_name"]) if whole else f"{p['model_name'] or 'model'} load"
+                if p["phase"] == "load" else p["phase"])
+        tid = tracks.place(p["device_id"], "Inferences", 900 * LANES, p["start_ns"], p["end_ns"], nests=not whole, holds=whole)
         pids.add(p["device_id"])
-        yield {"ph": "X", "cat": "inference", "name": name, "ts": ts(p["start_ns"]),
-               "dur": _us(p["end_ns"] - p["start_ns"]), "pid": p["device_id"], "tid": tid,
-               "args": {"model_name": p["model_name"], "infer_id": p["infer_id"], "phase": p["phase"]}}
+        args = {"model_name": p["model_name"], "infer_id": p["infer_id"]} | ({} if whole else {"phase": p["phase"]})
+        yield event({"ph": "X", "cat": "inference_span" if whole else "inference", "name": name, "ts": ts(p["start_ns"]),
+                     "dur": tracks.dur, "pid": p["device_id"], "tid": tid}, args)
+
+    # every stream's task track holds its device's inferences too, and the tasks nest in them
+    todo: dict[tuple, int] = {}  # (device, stream) -> the index of its device's next inference
+
+    def inferences_until(device: int, stream, until: int | None) -> Iterator[dict]:
+        xs = spans.get(device, [])
+        track = f"Stream {stream} tasks"
+        i = todo.get((device, stream), 0)
+        while i < len(xs) and (until is None or xs[i]["start_ns"] <= until):
+            x = xs[i]
+            i += 1
+            if not window.keeps(device, x["start_ns"], x["end_ns"]):
+                continue
+            e = event({"ph": "X", "cat": "inference_span", "name": _inference_name(x["model_name"]),
+                       "ts": ts(x["start_ns"]), "dur": _us(x["end_ns"] - x["start_ns"]), "pid": device},
+                      {"model_name": x["model_name"], "infer_id": x["infer_id"]})
+            tid = tracks.place(device, track, _stream_base(stream, 0), x["start_ns"], x["end_ns"], holds=True, repeat=e)
+            yield e | {"tid": tid}
+        todo[(device, stream)] = i
+
     flow = 0
     for t in _rows(con, _TASKS_SQL.format(where=f"{devs} and {_TASK_WINDOW}"), params):
-        name = t["op_name"] or t["task_type_name"] or f"task {t['task_id']}"
+        name = t["op_name"] or t["task_type_name"] or "task"
         args = {k: t[k] for k in ("stream_id", "task_id", "instance_no", "task_type_name", "op_name", "op_type",
                                   "api_name", "record_kind") if t.get(k) is not None}
         stream = f"Stream {t['stream_id']}"
@@ -311,28 +458,34 @@ def _events(con: duckdb.DuckDBPyConnection, devs: str, devices: list[int] | None
             last = max(x for x in (t["waiting_ns"], t["pending_ns"], t["running_ns"], t["complete_ns"]) if x is not None)
             if not window.keeps(t["device_id"], last, last):
                 continue
-            tid = tracks.place(t["device_id"], f"{stream} tasks", _stream_base(t["stream_id"], 0), last, last)
+            yield from inferences_until(t["device_id"], t["stream_id"], last)
+            tid = tracks.place(t["device_id"], f"{stream} tasks", _stream_base(t["stream_id"], 0), last, last,
+                               nests=True, instant=True)
+            yield from tracks.take_repeated()
             kind = "no COMPLETE" if not t["is_complete"] else "no RUNNING or PENDING"
             pids.add(t["device_id"])
-            yield {"ph": "i", "s": "t", "cat": "task", "name": f"{name} ({kind})", "ts": ts(last),
-                   "pid": t["device_id"], "tid": tid, "args": args}
+            yield event({"ph": "i", "s": "t", "cat": "task", "name": f"{name} ({kind})", "ts": ts(last),
+                         "pid": t["device_id"], "tid": tid}, args)
             continue
         if not window.keeps(t["device_id"], begin, t["complete_ns"]):
             continue
-        tid = tracks.place(t["device_id"], f"{stream} tasks", _stream_base(t["stream_id"], 0), begin, t["complete_ns"])
+        yield from inferences_until(t["device_id"], t["stream_id"], begin)
+        tid = tracks.place(t["device_id"], f"{stream} tasks", _stream_base(t["stream_id"], 0), begin, t["complete_ns"],
+                           nests=True)
+        yield from tracks.take_repeated()
         pids.add(t["device_id"])
         states = [("waiting", t["waiting_ns"]), ("pending", t["pending_ns"]), ("running", t["running_ns"])]
         marks = sorted([(x, s) for s, x in states if x is not None] + [(t["complete_ns"], "complete")])
         # how long the instance spent in each state (ns), not when it entered it
         spent = {f"{state}_dur_ns": nxt - x for (x, state), (nxt, _) in zip(marks, marks[1:]) if state != "complete"}
-        yield {"ph": "X", "cat": "task", "name": name, "ts": ts(begin),
-               "dur": _us(t["complete_ns"] - begin), "pid": t["device_id"], "tid": tid, "args": args | spent}
+        yield event({"ph": "X", "cat": "task", "name": name, "ts": ts(begin),
+                     "dur": tracks.dur, "pid": t["device_id"], "tid": tid}, args | spent)
         # an arrow from the launching runtime call, when that call is in the trace
         call_dev = t["call_device_id"]
         if call_dev is not None and (not devices or call_dev in devices) \
                 and window.keeps(call_dev, t["call_start_ns"], t["call_end_ns"]):
             call_tid = (moved.get((call_dev, t["call_tid"], t["call_start_ns"]))
-                        or tracks.names.get((call_dev, _api_track("runtime", t["call_tid"]))))
+                        or tracks.names.get((call_dev, _api_track(t["call_tid"]))))
         else:
             call_tid = None
         if call_tid is not None:
@@ -345,20 +498,25 @@ def _events(con: duckdb.DuckDBPyConnection, devs: str, devices: list[int] | None
             if state == "complete" or nxt <= x:
                 continue
             sid = tracks.place(t["device_id"], f"{stream} {state}", _stream_base(t["stream_id"], _STATE_RANK[state]), x, nxt)
-            yield {"ph": "X", "cat": "task_state", "name": state, "ts": ts(x), "dur": _us(nxt - x),
-                   "pid": t["device_id"], "tid": sid, "args": {"op_name": t["op_name"], "task_id": t["task_id"]}}
+            yield event({"ph": "X", "cat": "task_state", "name": state, "ts": ts(x), "dur": _us(nxt - x),
+                         "pid": t["device_id"], "tid": sid}, {"op_name": t["op_name"], "task_id": t["task_id"]})
+    # the inferences after a stream's last task
+    for device, stream in list(todo):
+        yield from inferences_until(device, stream, None)
     yield from tracks.metadata(sorted(pids))
 
 
 def write_trace(wh: Warehouse, out: str, run_ref: str = "latest", start: str | None = None, end: str | None = None,
                 inference: int | None = None, devices: list[int] | None = None,
-                memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> tuple[str, int]:
+                memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None,
+                instance_args: bool = True) -> tuple[str, int]:
     """The run as a Trace Event JSON object written to ``out`` event by event (``-``
     standard output; a ``.gz`` name is gzipped; a file appears whole or not at all); returns
     (run id, events written, thread names and sort indexes not counted). ``start`` / ``end`` are
     offsets from the run's first event (``3ms``); ``inference`` limits it to that inference's
-    span on every device."""
-    with _trace(wh, run_ref, start, end, inference, devices, memory_limit, threads) as (other, events):
+    span on every device. ``instance_args=False`` leaves args out of the events (speedscope
+    takes a slice's args as part of its function's name)."""
+    with _trace(wh, run_ref, start, end, inference, devices, memory_limit, threads, instance_args) as (other, events):
         count = 0
 
         def write(f: TextIO) -> None:
