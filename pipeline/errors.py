@@ -101,6 +101,19 @@ class DamagedIndex(PipelineError):
         self.reason = reason
 
 
+class DamagedPart(PipelineError):
+    """A part file the index names cannot be read (truncated, garbage) or is missing. What
+    needed its rows stops before writing anything (docs/architecture.md#commit): no command
+    writes again data it could not read. ``advice`` says what can still be done."""
+
+    def __init__(self, path, reason: str, advice: str = ""):
+        what = "is missing" if reason == "missing" else f"cannot be read ({reason})"
+        super().__init__(f"the part file {path} {what}" + (f"; {advice}" if advice else ""))
+        self.path = path
+        self.reason = reason
+        self.advice = advice
+
+
 class ClusterUnavailable(PipelineError):
     """The Dask scheduler a command was pointed at cannot be reached."""
 

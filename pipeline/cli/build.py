@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common
+from pipeline.errors import DamagedPart, ExitCode
 from pipeline.jobs.runner import rebuild
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
 
@@ -31,7 +32,7 @@ def command(
     Example: profetl build --all --workers 4
     """
     wh = common.warehouse(warehouse)
-    done = []
+    done, damaged = [], []
     with common.errors(), common.cluster(workers, scheduler) as cluster, common.writing(wh.check(must_exist=True), wait):
         if run_ids:
             targets = [wh.resolve(r) for r in run_ids]
@@ -40,14 +41,22 @@ def command(
         with common.job_progress(len(targets), enabled=not json_) as next_run:
             for run in targets:
                 next_run(run["run_id"])
-                o = rebuild(wh, run, memory_limit, threads or None, cluster)
+                try:
+                    o = rebuild(wh, run, memory_limit, threads or None, cluster)
+                except DamagedPart as e:  # that run is not built; the others still are
+                    damaged.append(e)
+                    continue
                 done.append(o)
     if json_:
         common.print_json([{"run_id": o.run_id, **common.build_json(o.build), "issues": o.issues} for o in done])
-        return
-    if not done:
-        common.out.print("nothing to build (every run is built; --all rebuilds)")
-    for o in done:
-        common.out.print(f"built      {o.run_id} in {o.build.seconds:.2f} s", highlight=False)
-        for line in o.issues:
-            common.out.print(f"           - {line}", highlight=False, markup=False)
+    else:
+        if not done and not damaged:
+            common.out.print("nothing to build (every run is built; --all rebuilds)")
+        for o in done:
+            common.out.print(f"built      {o.run_id} in {o.build.seconds:.2f} s", highlight=False)
+            for line in o.issues:
+                common.out.print(f"           - {line}", highlight=False, markup=False)
+    for e in damaged:
+        common.err.print(f"profetl: error: {e}", highlight=False, markup=False)
+    if damaged:
+        raise typer.Exit(ExitCode.FAILED)

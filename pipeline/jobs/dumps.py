@@ -41,7 +41,7 @@ def discover(root: Path, max_depth: int = 6, unreadable: list | None = None) -> 
             layout = detect(d)
         except OSError as e:
             if unreadable is not None:
-                unreadable.append((Path(e.filename) if e.filename else d, e.strerror or str(e)))
+                unreadable.append((_unsearchable(d, e), e.strerror or str(e)))
             return
         if layout:
             found.append(d)
@@ -54,7 +54,7 @@ def discover(root: Path, max_depth: int = 6, unreadable: list | None = None) -> 
             children = sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink())
         except OSError as e:
             if unreadable is not None:
-                unreadable.append((Path(e.filename) if e.filename else d, e.strerror or str(e)))
+                unreadable.append((_unsearchable(d, e), e.strerror or str(e)))
             return
         for c in children:
             if not exported.exports_of_raw(c):  # exports of the raw data found beside them: not a run
@@ -62,6 +62,20 @@ def discover(root: Path, max_depth: int = 6, unreadable: list | None = None) -> 
 
     walk(root, 0)
     return found
+
+
+def _unsearchable(d: Path, e: OSError) -> Path:
+    """The folder that ``e``, met while looking into ``d``, says cannot be searched: the path it
+    names when that is a folder whose listing failed, else that path's folder (looking at a
+    name inside a folder that cannot be searched fails, and names the name)."""
+    if not e.filename:
+        return d
+    p = Path(os.fsdecode(e.filename))
+    try:
+        os.stat(p)
+        return p
+    except OSError:
+        return p.parent
 
 
 def _regular_files(root: Path) -> list[Path]:

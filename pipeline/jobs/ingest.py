@@ -23,6 +23,7 @@ from pipeline.paths import display
 from pipeline.progress import report
 from pipeline.readers import exported, prof
 from pipeline.readers.hiprof.files import rel_name, scan
+from pipeline.readers.issues import Issue, IssueLog
 from pipeline.jobs.units import ingest_units, merge_reads, read_into, read_unit, unit_label
 from pipeline.warehouse.store import Warehouse, check_run_id, new_id, sharded_id
 
@@ -97,6 +98,32 @@ def export_identity(dump: Path) -> tuple[str, int | None, dict[str, str]]:
     return make_run_id(start_us, texts), start_us, texts
 
 
+def _add_issue(path: Path, run_id: str, log: IssueLog, rows: dict[str, int], issue: Issue) -> None:
+    """One more issue of the whole dump, known only once every unit is read: into ``log`` and
+    the ingest_issues file ``path`` (not committed yet, so written again)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.jobs.units import issue_columns, raw_sink
+    from pipeline.warehouse.sink import parquet_writer
+
+    old = pq.read_table(path)
+    out = path.with_name(path.name + ".tmp")
+    sink = raw_sink({"ingest_issues": out}, run_id)
+    try:
+        sink.write("ingest_issues", issue_columns(IssueLog([issue])))
+        sink.close()
+    except BaseException:
+        sink.abort()
+        raise
+    both = pa.concat_tables([old, pq.read_table(out).cast(old.schema)])
+    out.unlink()
+    with parquet_writer(path, old.schema) as w:
+        w.write_table(both)
+    log.add(issue)
+    rows["ingest_issues"] = rows.get("ingest_issues", 0) + 1
+
+
 def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> IngestResult:
     """Read ``dump`` into new raw part files; the caller commits (or builds, then commits).
     With ``cluster`` (pipeline.jobs.cluster.Cluster) its units are read there."""
@@ -146,6 +173,9 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
         ingest_id = sharded_id(new_id(), shards)
         checkpoint("raw_written")
         decoded = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
+        if not decoded and not meta.data_bytes:  # a run of nothing: say so, as a loss
+            _add_issue(files["ingest_issues"][0], run_id, log, rows, Issue(
+                ".", "no_data", "every data file of the dump is empty (0 bytes): the run holds no records"))
         if existing and not force:
             lost = replacement_losses(existing, decoded, log.bytes_skipped(), texts, meta, rows)
             if lost:

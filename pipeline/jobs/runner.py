@@ -77,7 +77,11 @@ def rebuild(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, 
             cluster=None) -> Outcome:
     raw_filled = [t for t in run["tables_filled"] if t in RAW_TABLES]
     b, row = _build(wh, run, raw_filled, memory_limit, threads, cluster)
-    wh.commit(row)
+    try:
+        wh.commit(row)
+    except BaseException:
+        wh.discard_uncommitted(run["run_id"])  # the new marts no commit names
+        raise
     return Outcome(run["source_path"], "built", run["run_id"], build=b, issues=b.issues)
 
 
@@ -121,4 +125,6 @@ def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build:
             outcomes.append(Outcome(display(dump), "failed", error=f"internal error: {type(e).__name__}: {e}"))
     if dumps:
         wh.compact()  # old small runs into group files: few files however many nights
+        for e in wh.damaged_parts:  # the night's runs are committed; the damage is a failure of its own
+            outcomes.append(Outcome(display(e.path), "failed", error=str(e)))
     return outcomes

@@ -3,12 +3,13 @@ run's part files directly, not through the read side's views)."""
 
 from __future__ import annotations
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from pipeline import __version__
-from pipeline.errors import TransformFailed
+from pipeline.errors import DamagedPart
 from pipeline.warehouse.contracts import contract
-from pipeline.warehouse.store import Warehouse
+from pipeline.warehouse.store import Warehouse, part_of
 from pipeline.warehouse.views import quote
 
 
@@ -48,12 +49,17 @@ def _select(wh: Warehouse, table: str, run: dict) -> str:
     paths = wh.run_files("raw", table, run)
     wanted = [col for col in c.columns if col.name != "run_id"]
     if not paths or not all(p.exists() for p in paths):
-        if run.get("profetl_version") == __version__:
-            gone = next((p for p in paths if not p.exists()), None)
-            raise TransformFailed(f"run {run_id} has no raw part file for {table} ({gone})")
+        if run.get("profetl_version") == __version__ and paths:
+            gone = next(p for p in paths if not p.exists())
+            raise _damaged(wh, run, gone, "missing")
         cols = ", ".join(f"NULL::{col.sql_type} AS {col.name}" for col in wanted)
         return f"select {cols} where false"
-    have = set(pq.read_schema(paths[0]).names)
+    have = set()
+    for p in paths:  # a file that cannot be read fails the build here, named, before DuckDB meets it
+        try:
+            have = have or set(pq.read_schema(p).names)
+        except (OSError, pa.ArrowException) as e:
+            raise _damaged(wh, run, p, getattr(e, "strerror", None) or (str(e).splitlines() or [type(e).__name__])[0]) from None
     cols = ", ".join(col.name if col.name in have else f"NULL::{col.sql_type} AS {col.name}"
                      for col in wanted)
     # a group file holds other runs too
@@ -63,3 +69,10 @@ def _select(wh: Warehouse, table: str, run: dict) -> str:
     # table (a device unit's API calls) would make it plan joins for an empty table (an ASOF
     # join as a nested loop, quadratic in the rows it then meets)
     return " union all ".join(f"select {cols} from read_parquet({quote(p)}){where}" for p in paths)
+
+
+def _damaged(wh: Warehouse, run: dict, path, reason: str) -> DamagedPart:
+    """A raw part file of ``run`` that the build cannot read: the run is not built (its marts
+    stay as they were), and what can be done about it."""
+    return DamagedPart(path, reason, f"run {run['run_id']} cannot be built from it: its marts are left as they were; "
+                                     + wh.damage_advice(wh.index(), "raw_part", part_of(path.name)))

@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pipeline.errors import DamagedIndex, DamagedRun, UnknownRun, UsageError, WarehouseLocked
+from pipeline import __version__
+from pipeline.errors import DamagedIndex, DamagedPart, DamagedRun, UnknownRun, UsageError, WarehouseLocked
 from pipeline.lazy import lazy
 from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
 from pipeline.warehouse.faults import checkpoint
@@ -158,6 +159,7 @@ class Warehouse:
         self.path = Path(self.path)
         self.unreadable = {}
         self._damaged: dict[str, DamagedRun] = {}
+        self.damaged_parts: list[DamagedPart] = []  # what the last ``compact`` left alone, and why
 
     # --- paths ---------------------------------------------------------------------
     def part(self, layer: str, table: str, run_id: str, part_id: str) -> Path:
@@ -315,28 +317,40 @@ class Warehouse:
         return pc.unique(col.drop_null()).to_pylist()
 
     def drop(self, run_id: str) -> int:
-        """Remove a run: out of the index first (one commit; a group holding it is written again
-        without it in the same commit), then the files only it used. In profetl 0.2's layout (not
-        migrated while a commit record there cannot be read) its record and run folders go. The
-        one way a run's data is deleted on purpose, readable record or not. Call under the lock.
-        Returns the files removed."""
-        check_run_id(run_id)
+        """Remove a run (``drop_runs``); returns the files removed."""
+        return self.drop_runs([run_id])[run_id]
+
+    def drop_runs(self, run_ids: list[str]) -> dict[str, int]:
+        """Remove runs: out of the index first (one commit for all of them; a group holding
+        some is written again without them in the same commit, and not at all when they are
+        all it holds), then the files only they used. A group file that cannot be read is not
+        written again (DamagedPart, nothing changed), so the runs of a damaged group can only
+        go all together. In profetl 0.2's layout (not migrated while a commit record there
+        cannot be read) their records and run folders go. The one way a run's data is deleted
+        on purpose, readable record or not. Call under the lock. Returns the files removed per
+        run (a file several of them used counts for the first)."""
+        run_ids = list(dict.fromkeys(check_run_id(r) for r in run_ids))
         if self._table(full=False) is None and self.legacy():
-            return self._drop_legacy(run_id)
+            return {r: self._drop_legacy(r) for r in run_ids}
         idx = self.index()
-        if run_id not in idx:
-            raise UnknownRun(f"no run {run_id!r} in {self.path} (see `profetl runs`)")
+        for run_id in run_ids:
+            if run_id not in idx:
+                raise UnknownRun(f"no run {run_id!r} in {self.path} (see `profetl runs`)")
         before = _named(idx)
+        held = {(layer, idx[r][key]): r for r in reversed(run_ids) for layer, key, _ in LAYERS if idx[r].get(key)}
         for layer, key, _ in LAYERS:
-            if is_group(idx[run_id].get(key)):
-                self._regroup(idx, layer, key, idx[run_id][key], drop={run_id})
-        del idx[run_id]
+            for group in dict.fromkeys(idx[r][key] for r in run_ids if is_group(idx[r].get(key))):
+                self._regroup(idx, layer, key, group, drop=set(run_ids))
+        for run_id in run_ids:
+            del idx[run_id]
         gone = before - _named(idx)
-        removed = sum(1 for layer, part in gone for table in self._table_dirs(layer)
-                      for f in self.files(layer, table, part) if f.exists())
+        removed = dict.fromkeys(run_ids, 1)
+        for layer, part in gone:
+            removed[held[(layer, part)]] += sum(1 for table in self._table_dirs(layer)
+                                                for f in self.files(layer, table, part) if f.exists())
         self._write_index(idx)
         self._drop(gone)
-        return removed + 1
+        return removed
 
     def _drop_legacy(self, run_id: str) -> int:
         record = self.path / "runs" / f"run_id={run_id}" / "run.parquet"
@@ -568,34 +582,46 @@ class Warehouse:
         if not members:
             return
         gid = "c" + new_id()
-        self._write_group(layer, key, members, gid)
+        try:
+            self._write_group(layer, key, members, gid)
+        except DamagedPart as e:
+            leaving = sorted(r for r in drop if idx.get(r, {}).get(key) == group)
+            raise DamagedPart(e.path, e.reason, f"run(s) {', '.join(leaving)} cannot leave group {group} without "
+                                                f"writing it again, which needs every row it holds: nothing was changed; "
+                                                + self.damage_advice(idx, key, group)) from None
         for r in members:
             idx[r["run_id"]] = dict(r, **{key: gid})
 
     def _write_group(self, layer: str, key: str, members: list[dict], part: str) -> None:
         """One file per table with the rows of ``members`` (by run id), written into
-        ``.tmp`` and renamed into place: nothing names it until the index does."""
+        ``.tmp`` and renamed into place: nothing names it until the index does. A source file
+        that cannot be read, or is missing though the profetl that wrote its runs writes every
+        table (this one), stops it with DamagedPart and nothing of ``part`` left behind."""
         # runs in collection order (as every listing of runs has them), read from their
         # current files a stretch of consecutive runs at a time
-        segments: list[tuple[str, list[str]]] = []
+        segments: list[tuple[str, list[dict]]] = []
         for r in sorted(members, key=run_order):
             if segments and segments[-1][0] == r[key]:
-                segments[-1][1].append(r["run_id"])
+                segments[-1][1].append(r)
             else:
-                segments.append((r[key], [r["run_id"]]))
+                segments.append((r[key], [r]))
         from pipeline.warehouse.sink import parquet_writer
 
         tmp = self.temp_dir()
+        placed: list[Path] = []
         try:
             for table in layer_tables(layer):
                 schema = file_schema(layer, table)
                 out = tmp / f"{table}.parquet"
                 pending, n = [], 0
                 with parquet_writer(out, schema) as w:
-                    for src, run_ids in segments:
+                    for src, rows in segments:
+                        run_ids = [r["run_id"] for r in rows]
                         for f in self.files(layer, table, src):
                             if not f.exists():
-                                continue
+                                if all(r.get("profetl_version") == __version__ for r in rows):
+                                    raise DamagedPart(f, "missing")
+                                continue  # a table added since an older profetl wrote these runs
                             for b in _batches(f, run_ids, schema, legacy=is_legacy(src)):
                                 pending.append(b)
                                 n += b.num_rows
@@ -608,8 +634,26 @@ class Warehouse:
                 final = self.file(layer, table, part)
                 final.parent.mkdir(parents=True, exist_ok=True)
                 out.replace(final)
+                placed.append(final)
+        except BaseException:
+            for f in placed:  # named by no index yet: what a failed write leaves is nothing
+                f.unlink(missing_ok=True)
+            raise
         finally:
             self.drop_temp(tmp)
+
+    def damage_advice(self, idx: dict[str, dict], key: str, part: str) -> str:
+        """What can be done about a damaged part file of ``part``: restore it; for a group,
+        drop all its runs at once; for a run's own part, re-ingest or drop that run."""
+        holders = [r["run_id"] for r in sorted(idx.values(), key=run_order) if r.get(key) == part]
+        if is_group(part):
+            shown = " ".join(holders[:20]) + (f" ... ({len(holders)} runs: `profetl query \"select run_id from "
+                                              f"runs where {key} = '{part}'\"`)" if len(holders) > 20 else "")
+            return (f"restore it from a backup of the warehouse, or drop the {len(holders)} run(s) of group {part} "
+                    f"in one command (`profetl drop {shown}`) and run their dumps again")
+        run = holders[0] if holders else "RUN_ID"
+        return (f"restore it from a backup of the warehouse, or run its dump again (`profetl run --force DUMP`) "
+                f"or drop the run (`profetl drop {run}`)")
 
     def _run_bytes(self, layer: str, part: str) -> int:
         total = 0
@@ -623,7 +667,11 @@ class Warehouse:
 
     def compact(self) -> int:
         """Move small runs out of their own files into group files (see ``SMALL_RUN_BYTES``).
+        A part file that cannot be read is not written again: a damaged newest group is not
+        joined (the runs start a new one), a run whose own file is damaged stays where it is;
+        each is in ``damaged_parts`` (DamagedPart, saying so) for the caller to report.
         Call under the lock. Returns the number of runs moved."""
+        self.damaged_parts = []
         t = self._table(full=False)
         if t is None:  # no index: nothing committed yet, or profetl 0.2's layout left unmigrated
             return 0
@@ -644,38 +692,63 @@ class Warehouse:
                     n = self._run_bytes(layer, part)
                     if n <= SMALL_RUN_BYTES:
                         waiting.append((r, n))
-            if len(waiting) < COMPACT_BATCH:
-                continue
             groups: dict[str, list[dict]] = {}
             for r in idx.values():
                 if is_group(r.get(key)):
                     groups.setdefault(r[key], []).append(r)
-            batch: list[dict] = []
-            size = 0
-            if groups:
-                last = max(groups)  # group ids begin with their time: the newest group
-                n = self._run_bytes(layer, last)
-                if len(groups[last]) < GROUP_RUNS and n < GROUP_BYTES:
-                    batch, size = list(groups[last]), n
-            for r, n in sorted(waiting, key=lambda x: run_order(x[0])):
-                if batch and (len(batch) >= GROUP_RUNS or size + n > GROUP_BYTES):
-                    self._new_group(idx, layer, key, batch)
-                    batch, size = [], 0
-                batch.append(r)
-                size += n
-                moved.add(r["run_id"])
-            if batch:
-                self._new_group(idx, layer, key, batch)
+            damaged: set[str] = set()  # parts found damaged: left as they are
+            while len(waiting) >= COMPACT_BATCH:
+                saved = {r["run_id"]: dict(idx[r["run_id"]]) for r, _ in waiting} | {r["run_id"]: dict(r) for g in groups.values() for r in g}
+                made: list[str] = []
+                try:
+                    self._compact_layer(idx, layer, key, waiting, groups, damaged, made)
+                except DamagedPart as e:  # start again without the damaged part
+                    for gid in made:
+                        self._drop({(layer, gid)})
+                    idx.update(saved)
+                    src = part_of(Path(e.path).name)
+                    if src in damaged:  # cannot happen: a part is left alone once found damaged
+                        raise
+                    damaged.add(src)
+                    holders = [r for r in idx.values() if r.get(key) == src]
+                    doing = ("compaction did not add runs to group " + src + ", which stays as it is" if is_group(src)
+                             else f"run {holders[0]['run_id'] if holders else src} stays uncompacted in its own files")
+                    self.damaged_parts.append(DamagedPart(e.path, e.reason, doing + "; " + self.damage_advice(idx, key, src)))
+                    waiting = [(r, n) for r, n in waiting if r.get(key) != src]
+                    continue
+                moved |= {r["run_id"] for r, _ in waiting}
+                break
         if moved:
             self._write_index(idx)
             self._drop(before - _named(idx))
         return len(moved)
 
-    def _new_group(self, idx: dict[str, dict], layer: str, key: str, members: list[dict]) -> None:
+    def _compact_layer(self, idx: dict[str, dict], layer: str, key: str, waiting: list[tuple[dict, int]],
+                       groups: dict[str, list[dict]], damaged: set[str], made: list[str]) -> None:
+        """The ``waiting`` runs into the newest group of ``layer`` (unless it is ``damaged``,
+        full or big), then new groups; the ids of the groups written go to ``made``."""
+        batch: list[dict] = []
+        size = 0
+        if groups:
+            last = max(groups)  # group ids begin with their time: the newest group
+            n = self._run_bytes(layer, last)
+            if last not in damaged and len(groups[last]) < GROUP_RUNS and n < GROUP_BYTES:
+                batch, size = list(groups[last]), n
+        for r, n in sorted(waiting, key=lambda x: run_order(x[0])):
+            if batch and (len(batch) >= GROUP_RUNS or size + n > GROUP_BYTES):
+                made.append(self._new_group(idx, layer, key, batch))
+                batch, size = [], 0
+            batch.append(r)
+            size += n
+        if batch:
+            made.append(self._new_group(idx, layer, key, batch))
+
+    def _new_group(self, idx: dict[str, dict], layer: str, key: str, members: list[dict]) -> str:
         gid = "c" + new_id()
         self._write_group(layer, key, members, gid)
         for r in members:
             idx[r["run_id"]] = dict(idx[r["run_id"]], **{key: gid})
+        return gid
 
     def bulk_load(self, rows: list[dict], tables: dict[tuple[str, str], pa.Table]) -> None:
         """Commit many runs at once whose rows are the same ``tables`` (one run's raw and mart
@@ -986,15 +1059,23 @@ def _conform(t, schema: pa.Schema, run_id: str | None):
 
 
 def _batches(f: Path, run_ids: list[str], schema: pa.Schema, legacy: bool):
-    """The rows of ``run_ids`` in part file ``f``, as batches of ``schema``."""
-    pf = pq.ParquetFile(f)
-    if legacy:  # one run's file without a run_id column
-        for b in pf.iter_batches(batch_size=65_536):
-            yield _conform(b, schema, run_ids[0])
-        return
-    wanted = pa.array(sorted(set(run_ids)), pa.string())
-    for b in pf.iter_batches(batch_size=65_536):
-        if b.num_rows:
-            b = b.filter(pc.is_in(b.column(b.schema.get_field_index("run_id")), value_set=wanted))
-        if b.num_rows:
-            yield _conform(b, schema, None)
+    """The rows of ``run_ids`` in part file ``f``, as batches of ``schema``; DamagedPart when
+    the file cannot be read (what its reader raises, never what the caller does with a batch)."""
+    try:
+        pf = pq.ParquetFile(f)
+        batches = pf.iter_batches(batch_size=65_536)
+        wanted = pa.array(sorted(set(run_ids)), pa.string())
+        while True:
+            try:
+                b = next(batches)
+            except StopIteration:
+                return
+            if legacy:  # one run's file without a run_id column
+                b = _conform(b, schema, run_ids[0])
+            elif b.num_rows:
+                b = b.filter(pc.is_in(b.column(b.schema.get_field_index("run_id")), value_set=wanted))
+                b = _conform(b, schema, None) if b.num_rows else b
+            if b.num_rows:
+                yield b
+    except (OSError, pa.ArrowException, KeyError) as e:
+        raise DamagedPart(f, _reason(e) if not isinstance(e, KeyError) else f"no column {e}") from None

@@ -604,3 +604,35 @@ def test_an_unreadable_folder_does_not_stop_the_night(tmp_path, monkeypatch):
     assert sorted(o.status for o in out) == ["built", "built", "failed"]
     [failed] = [o for o in out if o.status == "failed"]
     assert failed.source_path == str(locked) and "Permission denied" in failed.error
+
+
+def test_an_unreadable_data_folder_is_named_itself(tmp_path, monkeypatch):
+    """A result_dir whose data/ cannot be listed (simulated: root reads everything) is reported
+    as that folder, not as data/data, the first name looked at inside it."""
+    from pipeline.jobs.runner import run_roots
+
+    dump = tmp_path / "dump"
+    generate(dump, HiprofConfig(inferences=1, seed=1))
+    data = str(dump / "data")
+    real_stat, real_listdir, real_scandir = os.stat, os.listdir, os.scandir
+
+    def stat(p, *a, **k):  # a name inside a folder that cannot be searched cannot be looked at
+        if not isinstance(p, int) and os.fspath(p).startswith(data + os.sep):
+            raise PermissionError(13, "Permission denied", os.fspath(p))
+        return real_stat(p, *a, **k)
+
+    def listing(real):
+        def call(p="."):
+            if os.fspath(p) == data:
+                raise PermissionError(13, "Permission denied", os.fspath(p))
+            return real(p)
+        return call
+
+    monkeypatch.setattr(os, "stat", stat)
+    monkeypatch.setattr(os, "listdir", listing(real_listdir))
+    monkeypatch.setattr(os, "scandir", listing(real_scandir))
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        [out] = run_roots(wh, [dump])
+    assert out.status == "failed" and out.source_path == data, out
+    assert out.error.startswith(f"{data}: cannot be searched for dumps (Permission denied)"), out.error

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from pipeline.warehouse.contracts import contract, contracts
-from pipeline.errors import TransformFailed
+from pipeline.errors import DamagedPart
 from pipeline.outputs.export import fetch
 from pipeline.jobs.runner import rebuild, run_roots
 from pipeline.outputs.query import query
@@ -51,7 +51,7 @@ def test_a_current_run_missing_a_raw_file_is_an_error(tmp_path):
         (o,) = run_roots(wh, [SAMPLE])
     run = wh.run(o.run_id)
     wh.part("raw", "task_metrics", o.run_id, run["ingest_id"]).unlink()
-    with wh.writer(), pytest.raises(TransformFailed, match="no raw part file for task_metrics"):
+    with wh.writer(), pytest.raises(DamagedPart, match=r"task_metrics/part-.* is missing; run .* cannot be built"):
         rebuild(wh, run)
 
 

@@ -24,6 +24,7 @@ stream, task or start column, is reported once (``unreadable_file``) and not rea
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import mmap
@@ -218,11 +219,12 @@ def _header(path: Path, size: int) -> list[str]:
 
 
 def _batches(path: Path, size: int, ncols: int, on_bad, on_not_utf8=None):
-    """The data rows of the file's first ``size`` bytes as batches of text columns. Cells are
-    read as bytes and made text a column at a time; a column of a batch with bytes that are not
-    UTF-8 (one bad row must not cost the file) is made text cell by cell, the bad bytes replaced
-    by U+FFFD, and ``on_not_utf8(row, column)`` hears of each such cell (row: its index among
-    the rows read)."""
+    """The data rows of the file's first ``size`` bytes as batches of text columns. A byte
+    that is not UTF-8 reaches pyarrow as a NUL (``_Utf8Masked``: pyarrow hands a ragged row to
+    the handler as text, and one it cannot decode would cost the whole file); once the file has
+    had such a byte, a NUL in a cell is one: the cell is read with U+FFFD in its place (one bad
+    row must not cost the file), and ``on_not_utf8(row, column)`` hears of each such cell (row:
+    its index among the rows read)."""
     names = [f"c{i}" for i in range(ncols)]
 
     def handler(row):
@@ -230,22 +232,64 @@ def _batches(path: Path, size: int, ncols: int, on_bad, on_not_utf8=None):
         return "skip"
 
     with open_measured(path, size) as fh:
+        masker = _Utf8Masked(fh)
         yield from _text_batches(pacsv.open_csv(
-            fh,
+            io.BufferedReader(masker, buffer_size=1 << 20),
             read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, use_threads=False, block_size=_BLOCK),
             parse_options=pacsv.ParseOptions(invalid_row_handler=handler),
             convert_options=pacsv.ConvertOptions(column_types={n: pa.binary() for n in names},
                                                  strings_can_be_null=False, quoted_strings_can_be_null=False),
-        ), names, on_not_utf8)
+        ), names, on_not_utf8, masker)
 
 
-def _text_batches(reader, names: list[str], on_not_utf8):
+class _Utf8Masked(io.RawIOBase):
+    """A byte stream with every byte that is not part of UTF-8 text replaced by a NUL: the same
+    length, so byte offsets stay those of the file. ``masked`` says whether it replaced any."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.carry = b""  # the start of a character cut at the end of a read
+        self.pending = b""
+        self.done = False
+        self.masked = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        while not self.pending and not self.done:
+            data = self.raw.read(1 << 20)
+            self.done = not data
+            data, self.carry = self.carry + data, b""
+            try:  # the usual case: text as it is, the bytes passed on unchanged
+                _, used = codecs.utf_8_decode(data, "strict", self.done)
+                self.pending, self.carry = data[:used], data[used:]
+            except UnicodeDecodeError:
+                text, used = codecs.utf_8_decode(data, "surrogateescape", self.done)
+                self.pending, self.carry = _SURROGATE.sub("\0", text).encode("utf-8"), data[used:]
+                self.masked = True
+        n = min(len(b), len(self.pending))
+        b[:n] = self.pending[:n]
+        self.pending = self.pending[n:]
+        return n
+
+
+_SURROGATE = re.compile("[\udc80-\udcff]")
+
+
+def _text_batches(reader, names: list[str], on_not_utf8, masker: _Utf8Masked | None = None):
     read = 0
     for b in reader:
         cols = []
         for j, c in enumerate(b.columns):
             try:
-                cols.append(c.cast(pa.string()))
+                c = c.cast(pa.string())
+                if masker is not None and masker.masked and pc.any(pc.match_substring(c, "\0")).as_py():
+                    for i in np.flatnonzero(pc.match_substring(c, "\0").to_numpy(zero_copy_only=False)):
+                        if on_not_utf8 is not None:
+                            on_not_utf8(read + int(i), j)
+                    c = pc.replace_substring(c, "\0", "\ufffd")
+                cols.append(c)
             except pa.ArrowInvalid:
                 cells = c.to_pylist()
                 for i, v in enumerate(cells):
@@ -270,7 +314,12 @@ def _report_bad_rows(path: Path, size: int, rel: str, bad_rows: list, ctx: Expor
         cursor = 0
         for i, row in enumerate(bad_rows):
             text = (row.text or "").encode("utf-8")
-            at = mm.find(text, cursor, size) if text else -1
+            if b"\0" in text:  # bytes that were not UTF-8, masked (_Utf8Masked): any such byte
+                m = re.compile(b"[\\x80-\\xff]".join(re.escape(part) for part in text.split(b"\0")),
+                               re.S).search(mm, cursor, size)
+                at = m.start() if m else -1
+            else:
+                at = mm.find(text, cursor, size) if text else -1
             length = len(text)
             if at >= 0:
                 end = at + length

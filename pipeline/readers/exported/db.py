@@ -59,6 +59,7 @@ from pipeline.readers.issues import Issue
 
 CHUNK_ROWS = 200_000
 NO_ID = 4294967295  # UINT32_MAX: "none" for contextId / modelId
+MAX_I32 = 2**31 - 1  # device ids (and stream and task ids) are int32 in every table
 HOST_DEVICE = 64
 SOURCE_TASK = "db_task"
 SOURCE_OPS = "export"
@@ -188,6 +189,32 @@ class _Reader:
         strings, missing = db.resolve(("STRING_IDS",), STRING_REQUIRED)
         self.strings = strings if strings is not None and not missing else None
         self._strings_reported = False
+        self.bad_ints: dict[str, int] = {}  # "TABLE.column" -> values that are no integer of its width
+        self.bad_rows: dict[str, int] = {}  # canonical table -> rows skipped for such a key value
+        self.drop: np.ndarray | None = None  # rows of the chunk being read to skip (``ints``)
+        self.bad_text = self._check_strings()
+
+    def _check_strings(self) -> int:
+        """STRING_IDS values that are not UTF-8 (SQLite keeps any bytes as text): with any, every
+        text is read with U+FFFD for such bytes (else one would fail the read of its table)."""
+        if self.strings is None:
+            return 0
+        con, v, name = self.db.con, _q(self.strings.cols["value"]), _q(self.strings.name)
+        bad = 0
+        con.text_factory = bytes
+        try:
+            for (value,) in con.execute(f"SELECT {v} FROM {name} WHERE typeof({v}) = 'text'"):
+                try:
+                    value.decode("utf-8")
+                except UnicodeDecodeError:
+                    bad += 1
+        except sqlite3.Error:  # a damaged table: the read reports it where it meets it
+            pass
+        finally:
+            con.text_factory = str
+        if bad:
+            con.text_factory = lambda b: b.decode("utf-8", "replace")
+        return bad
 
     # --- helpers -------------------------------------------------------------------------------
     def schema_issue(self, what: str, device: int | None = None) -> None:
@@ -218,6 +245,12 @@ class _Reader:
         return join, f"coalesce({alias}.{_q(s.cols['value'])}, CASE WHEN typeof({expr}) = 'text' THEN {expr} END)"
 
     def write(self, table: str, cols: dict) -> int:
+        drop, self.drop = self.drop, None
+        if drop is not None and drop.any():  # rows with a key value no integer of its width
+            keep = ~drop
+            cols = {k: v if isinstance(v, str) else (v.filter(pa.array(keep)) if isinstance(v, pa.Array) else v[keep])
+                    for k, v in cols.items()}
+            self.bad_rows[table] = self.bad_rows.get(table, 0) + int(drop.sum())
         n = len(next(v for v in cols.values() if not isinstance(v, str)))
         if n:
             cols["source_file"] = self.rel
@@ -231,6 +264,21 @@ class _Reader:
         e = f"{alias}.{_q(t.cols[logical])}"
         return f"nullif({e}, {NO_ID})" if none_id else e
 
+    def report_values(self) -> None:
+        """The values the read could not take as they were: STRING_IDS text that is not UTF-8,
+        rows skipped for a key value no integer of its width (per table), other such values read
+        as NULL (per column)."""
+        if self.bad_text:
+            self.ctx.log.add(Issue(self.rel, "bad_value", f"{self.bad_text} STRING_IDS value(s) not UTF-8 text: "
+                                   "read with U+FFFD for the bad bytes; their rows are kept", count=self.bad_text))
+        for table, n in sorted(self.bad_rows.items()):
+            self.ctx.log.add(Issue(self.rel, "bad_row", f"{n} row(s) for {table} skipped: a device, stream, task or "
+                                   "time value is not an integer in range (a real, text, or beyond the column's "
+                                   "width)", count=n))
+        for what, n in sorted(self.bad_ints.items()):
+            self.ctx.log.add(Issue(self.rel, "bad_value", f"{n} value(s) of {what} are not integers in range "
+                                   "(a real, text, or beyond the column's width): read as NULL", count=n))
+
     # --- run facts -----------------------------------------------------------------------------
     def facts(self, task: _Table | None) -> None:
         db = self.db
@@ -241,7 +289,7 @@ class _Reader:
                 self.res.start_ns = int(row[0]) if row and isinstance(row[0], int) else None
         if task is not None:
             rows = db.con.execute(f"SELECT DISTINCT {_q(task.cols['device'])} FROM {_q(task.name)}").fetchall()
-            self.res.devices |= {int(r[0]) for r in rows if isinstance(r[0], int)}
+            self.res.devices |= {int(r[0]) for r in rows if isinstance(r[0], int) and 0 <= r[0] <= MAX_I32}
         t, missing = db.resolve(("NPU_INFO",), {"id": ("id",), "name": ("name",)})
         if t is not None and not missing:
             join, name = self.string(f"n.{_q(t.cols['name'])}", "s")
@@ -258,7 +306,7 @@ class _Reader:
             t, missing = self.db.resolve((name,), {"d": (col,)})
             if t is not None and not missing:
                 rows = self.db.con.execute(f"SELECT DISTINCT {_q(t.cols['d'])} FROM {_q(t.name)}").fetchall()
-                if len(rows) == 1 and isinstance(rows[0][0], int):
+                if len(rows) == 1 and isinstance(rows[0][0], int) and 0 <= rows[0][0] <= MAX_I32:
                     return rows[0][0]
         return self.ctx.default_device
 
@@ -272,11 +320,11 @@ class _Reader:
                f"FROM {_q(t.name)} AS t{join} ORDER BY t.rowid")
         for c in _chunks(self.db.con.execute(sql)):
             self.write("task_runs", {
-                "seq": pa.array(c[0], pa.int64()), "device_id": pa.array(c[1], pa.int64()),
-                "stream_id": pa.array(c[2], pa.int64()), "task_id": pa.array(c[3], pa.int64()),
-                "start_ns": pa.array(c[4], pa.int64()), "end_ns": pa.array(c[5], pa.int64()),
-                "task_type_name": pa.array(c[6], pa.string()), "context_id": pa.array(c[7], pa.int64()),
-                "model_id": pa.array(c[8], pa.int64()), "connection_id": pa.array(c[9], pa.int64()),
+                **self._exec_cols([c[0], c[1], c[2], c[3], c[4], c[7]], t.name),
+                "end_ns": self.ints(c[5], t.name, t.cols["end"]),
+                "task_type_name": pa.array(c[6], pa.string()),
+                "model_id": self.ints(c[8], t.name, t.cols.get("model")),
+                "connection_id": self.ints(c[9], t.name, t.cols.get("connection")),
                 "source": SOURCE_TASK})
 
     def _executions(self, t: _Table) -> str:
@@ -284,11 +332,36 @@ class _Reader:
         return (f"t.rowid, t.{_q(t.cols['device'])}, t.{_q(t.cols['stream'])}, t.{_q(t.cols['task'])}, "
                 f"t.{_q(t.cols['start'])}, {self.task_expr(t, 'context', none_id=True)}")
 
-    @staticmethod
-    def _exec_cols(c: list) -> dict:
-        return {"seq": pa.array(c[0], pa.int64()), "device_id": pa.array(c[1], pa.int64()),
-                "stream_id": pa.array(c[2], pa.int64()), "task_id": pa.array(c[3], pa.int64()),
-                "start_ns": pa.array(c[4], pa.int64()), "context_id": pa.array(c[5], pa.int64())}
+    def _exec_cols(self, c: list, table: str) -> dict:
+        t = self.db.tables[table.lower()][1]
+        return {"seq": pa.array(c[0], pa.int64()), "device_id": self.ints(c[1], table, t.get("deviceid"), 32, key=True),
+                "stream_id": self.ints(c[2], table, t.get("streamid"), 32, key=True),
+                "task_id": self.ints(c[3], table, t.get("taskid"), 32, key=True),
+                "start_ns": self.ints(c[4], table, t.get("startns"), key=True),
+                "context_id": self.ints(c[5], table, t.get("contextid"))}
+
+    def ints(self, values: list, table: str, column: str | None, bits: int = 64, key: bool = False) -> pa.Array:
+        """A column of integers; a value that is not an integer of ``bits`` bits (SQLite stores
+        what it is given: 1e300, text) is NULL, counted in ``bad_ints`` for one issue per column;
+        in a ``key`` column (device, stream, task, start) it costs the row: ``write`` skips it."""
+        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+        try:
+            a = pa.array(values, pa.int64())
+            if bits == 64 or not len(a) or a.null_count == len(a):
+                return a
+            mm = pc.min_max(a).as_py()
+            if lo <= mm["min"] and mm["max"] <= hi:
+                return a
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError):
+            pass
+        ok = [v if v is None or (type(v) is int and lo <= v <= hi) else None for v in values]
+        mask = np.array([v is not None and o is None for v, o in zip(values, ok)], dtype=bool)
+        if key:
+            self.drop = mask if self.drop is None else self.drop | mask
+        else:
+            what = f"{table}.{column or '?'}"
+            self.bad_ints[what] = self.bad_ints.get(what, 0) + int(mask.sum())
+        return pa.array(ok, pa.int64())
 
     def task_ops(self, t: _Table) -> None:
         compute = self.table(("COMPUTE_TASK_INFO",), COMPUTE_REQUIRED, COMPUTE_OPTIONAL, "task_ops")
@@ -313,11 +386,12 @@ class _Reader:
                    f"{', '.join(exprs)} FROM {_q(t.name)} AS t CROSS JOIN {_q(info.name)} AS c "
                    f"ON c.{_q(info.cols['gid'])} = t.{_q(t.cols['gid'])}{''.join(joins)} ORDER BY t.rowid")
             for c in _chunks(self.db.con.execute(sql)):
-                cols = self._exec_cols(c)
+                cols = self._exec_cols(c, t.name)
                 text = {k: export_values.clean(pa.array(c[9 + i], pa.string())) for i, k in enumerate(strings)}
                 cols.update({
-                    "model_id": pa.array(c[6], pa.int64()),
-                    "block_dim": pa.array(c[7], pa.int64()), "mix_block_dim": pa.array(c[8], pa.int64()),
+                    "model_id": self.ints(c[6], t.name, t.cols.get("model")),
+                    "block_dim": self.ints(c[7], info.name, info.cols.get("block"), 32),
+                    "mix_block_dim": self.ints(c[8], info.name, info.cols.get("mix_block"), 32),
                     "op_name": text["name"], "op_type": text["op_type"], "task_type": text["type"],
                     "accelerator_core": text["type"], "op_state": text["op_state"],
                     **{k: text[k] for k in strings[4:]},
@@ -355,7 +429,7 @@ class _Reader:
             self.res.notes.append(f"task_metrics: {self.rel} has executions sharing a globalTaskId; their "
                                   "TASK_PMU_INFO rows were paired with them in time order")
         for c in _chunks(db.con.execute(sql)):
-            cols = self._exec_cols(c)
+            cols = self._exec_cols(c, t.name)
             labels = pa.array(c[6], pa.string())
             idx = pc.index_in(labels, value_set=pa.array(known, pa.string()))
             cols["label"] = labels
@@ -385,10 +459,11 @@ class _Reader:
             n = len(c[0])
             self.write("api_calls", {
                 "seq": np.arange(seq0, seq0 + n, dtype=np.int64), "device_id": np.full(n, HOST_DEVICE, np.int32),
-                "start_ns": pa.array(c[0], pa.int64()), "end_ns": pa.array(c[1], pa.int64()),
-                "api_type": pa.array(c[2], pa.int64()), "level": pa.array(c[3], pa.string()),
-                "api_name": pa.array(c[4], pa.string()), "pid": pa.array(c[5], pa.int64()),
-                "tid": pa.array(c[6], pa.int64()), "connection_id": pa.array(c[7], pa.int64()),
+                "start_ns": self.ints(c[0], a.name, a.cols["start"], key=True), "end_ns": self.ints(c[1], a.name, a.cols["end"]),
+                "api_type": self.ints(c[2], a.name, a.cols["type"], 32), "level": pa.array(c[3], pa.string()),
+                "api_name": pa.array(c[4], pa.string()), "pid": self.ints(c[5], a.name, a.cols.get("tid")),
+                "tid": self.ints(c[6], a.name, a.cols.get("tid")),
+                "connection_id": self.ints(c[7], a.name, a.cols.get("connection")),
                 "record_kind": RECORD_KIND_API})
             seq0 += n
         if seq0:
@@ -412,9 +487,9 @@ class _Reader:
         n = len(rows)
         self.write("step_trace", {
             "seq": np.arange(2 * n, dtype=np.int64), "device_id": np.full(2 * n, device, np.int32),
-            "index_id": pa.array(np.repeat(ids, 2).tolist(), pa.int64()),
+            "index_id": self.ints(np.repeat(ids, 2).tolist(), s.name, s.cols["id"], key=True),
             "tag_id": np.tile(np.array([0, 1], np.int32), n),
-            "ts_ns": pa.array(np.column_stack([starts, ends]).ravel().tolist(), pa.int64())})
+            "ts_ns": self.ints(np.column_stack([starts, ends]).ravel().tolist(), s.name, "startNs/endNs", key=True)})
 
 
 def pmu_metric(name: str) -> tuple[str, float]:
@@ -556,7 +631,9 @@ def _read(path: Path, ctx: ExportContext, db: _Db, size: int) -> SourceResult:
                           f"failed while reading {step}: {e}; rows of the tables before it are kept",
                           byte_length=size))
         r.res.notes.append(f"{r.rel}: damaged, read only up to {step}")
+        r.report_values()
         return r.res
+    r.report_values()
     ctx.log.decoded(size)
     return r.res
 

@@ -27,7 +27,7 @@ from pipeline.readers import metadata
 from pipeline.readers.exported import csvs, db, timeline_json
 from pipeline.readers.exported.context import ExportContext, SourceResult
 from pipeline.readers.exported.files import ExportDump, ExportFile, nested_runs, not_read_reason, scan
-from pipeline.readers.hiprof.files import rel_name
+from pipeline.readers.hiprof.files import MAX_DEVICE_ID, rel_name
 from pipeline.readers.hiprof.reader import RunMeta, Sink
 from pipeline.readers.issues import Issue, IssueLog
 
@@ -165,14 +165,24 @@ def _grown(f: ExportFile, log: IssueLog, rel: str) -> None:
 
 def _default_device(dump: ExportDump, log: IssueLog) -> int | None:
     """The device of a single-rank export whose files do not name one: torch_npu's profiler_info
-    holds the rank; the device folder (device_N) wins where there is one."""
+    holds the rank; the device folder (device_N) wins where there is one. (A collection end out
+    of range, which leaves the run's id without a start, is reported here too.)"""
     for f in dump.of("profiler_info"):
         try:
             info = json.loads(metadata.read_text(f.path))
         except (metadata.MetadataError, ValueError):
             log.add(Issue(rel_name(dump.root, f.path), "bad_metadata", "not JSON: rank and device unknown"))
             continue
+        end = info.get("end_info") if isinstance(info, dict) else None
+        end = end.get("collectionTimeEnd") if isinstance(end, dict) else None
+        if isinstance(end, (int, float)) and not isinstance(end, bool) and not 0 <= end // 1000 <= metadata.MAX_TIME_US:
+            log.add(Issue(rel_name(dump.root, f.path), "bad_metadata", f"end_info.collectionTimeEnd {format(end, '.3e')} "
+                          "ns is out of the range of times: the collection start is unknown"))
         rank = info.get("rank_id") if isinstance(info, dict) else None
+        if isinstance(rank, int) and not isinstance(rank, bool) and rank > MAX_DEVICE_ID:
+            log.add(Issue(rel_name(dump.root, f.path), "bad_metadata",
+                          f"rank_id {format(rank, '.3e')} is out of the range of device ids: rank and device unknown"))
+            continue
         if isinstance(rank, int) and rank >= 0:
             return rank
     return None
@@ -270,8 +280,8 @@ def profiler_info_start_us(dump: ExportDump) -> int | None:
             end = info["end_info"]
             wall_end = int(end["collectionTimeEnd"])
             elapsed = int(end["MonotonicTimeEnd"]) - int(info["start_info"]["start_monotonic"])
-        except (metadata.MetadataError, ValueError, KeyError, TypeError):
+        except (metadata.MetadataError, ValueError, KeyError, TypeError, OverflowError):
             continue
-        if elapsed >= 0:
+        if elapsed >= 0 and 0 <= (wall_end - elapsed) // 1000 <= metadata.MAX_TIME_US:  # else no start known
             return (wall_end - elapsed) // 1000
     return None

@@ -61,6 +61,17 @@ _P = {
 }
 PATTERNS = [(kind, re.compile(p + r"$")) for kind, ps in _P.items() for p in ps]
 
+# Every table holds a device id as an int32: a file or folder whose name's id does not fit is
+# not read, and named in ingest_issues (BAD_DEVICE).
+MAX_DEVICE_ID = 2**31 - 1
+BAD_DEVICE = "the device id in its name does not fit 32 bits; not read"
+
+
+def fits_device(text: str | None) -> bool:
+    """A device id of a name (digits, or None for a name without one) that a table can hold."""
+    return text is None or int(text) <= MAX_DEVICE_ID
+
+
 # Names that are never data: producer and msprof markers, archives.
 _IGNORED = re.compile(r".*\.(done|complete|zip)$|^all_file\.complete$")
 
@@ -90,6 +101,7 @@ class Layout1Files:
     streams: list[Stream]
     unknown: list[str]  # relative paths of files in data/ that are not generation-1 data
     not_files: list[str]  # names that match a pattern but are not regular files
+    bad_device: list[str] = field(default_factory=list)  # names whose device id does not fit (BAD_DEVICE)
 
 
 rel_name = relative  # a data file's name as stored in source_file
@@ -118,7 +130,7 @@ def inside(root: Path, p: Path) -> bool:
     try:
         real = p.resolve(strict=True)
         return real.is_file() and real.is_relative_to(root.resolve())
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         return False
 
 
@@ -138,7 +150,7 @@ _KNOWN_TOP = re.compile(r"^(data|sqlite|log|summary|timeline|mindstudio_profiler
 def scan(root: Path) -> Layout1Files:
     control: dict[str, dict[int | None, Path]] = {k: {} for k in CONTROL}
     streams: dict[tuple, Stream] = {}
-    unknown, not_files = [], []
+    unknown, not_files, bad_device = [], [], []
     for p in _entries(root):
         kind = next((k for k, rx in CONTROL.items() if rx.match(p.name)), None)
         if kind is None:
@@ -149,6 +161,9 @@ def scan(root: Path) -> Layout1Files:
             not_files.append(_rel(root, p))
             continue
         dev = CONTROL[kind].match(p.name).group("dev")
+        if not fits_device(dev):
+            bad_device.append(_rel(root, p))
+            continue
         control[kind][int(dev) if dev is not None else None] = p
     data = root / "data"
     for p in _entries(data):
@@ -162,6 +177,9 @@ def scan(root: Path) -> Layout1Files:
             not_files.append(_rel(root, p))
             continue
         kind, g = hit
+        if not fits_device(g["dev"]):
+            bad_device.append(_rel(root, p))
+            continue
         dev, n = int(g.pop("dev")), int(g.pop("n"))
         key = tuple(sorted(g.items()))
         s = streams.setdefault((kind, dev, key), Stream(kind, dev, key))
@@ -172,4 +190,4 @@ def scan(root: Path) -> Layout1Files:
         s.files = [s.files[i] for i in order]
         s.slice_numbers = [s.slice_numbers[i] for i in order]
     ordered = sorted(streams.values(), key=lambda s: (s.kind, s.device_id, s.key))
-    return Layout1Files(root, control, ordered, unknown, not_files)
+    return Layout1Files(root, control, ordered, unknown, not_files, bad_device)

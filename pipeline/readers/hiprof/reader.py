@@ -15,7 +15,7 @@ from pipeline.readers.clock import DeviceClock, host_monotonic_ns
 from pipeline.readers.decode import decode_fixed, decode_tlv
 from pipeline.readers.hiprof import device as hiprof_device
 from pipeline.readers.hiprof import host as hiprof_host
-from pipeline.readers.hiprof.files import Layout1Files, Stream, rel_name, scan
+from pipeline.readers.hiprof.files import BAD_DEVICE, Layout1Files, Stream, rel_name, scan
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.names import read_hash_dic
 from pipeline.readers.slices import SliceStream
@@ -166,6 +166,8 @@ def read_result_dir(root: Path, sink: Sink, log: IssueLog, devices: list[int] | 
             log.add(Issue(rel, "unknown_file", "not a file the generation-1 readers recognise; not read"))
         for rel in files.not_files:
             log.add(Issue(rel, "unreadable_file", "not a regular file inside the dump (a directory, or a link leaving it); not read"))
+        for rel in files.bad_device:
+            log.add(Issue(rel, "unreadable_file", BAD_DEVICE))
     device_ids = _device_ids(files)
     if devices is not None:
         device_ids = [d for d in device_ids if d in devices]

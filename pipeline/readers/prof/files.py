@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from pipeline.readers.hiprof.files import CONTROL, PATTERNS as LEGACY_PATTERNS, inside, rel_name
+from pipeline.readers.hiprof.files import CONTROL, PATTERNS as LEGACY_PATTERNS, fits_device, inside, rel_name
 from pipeline.readers.slices import SliceFile
 
 PROF_NAME = re.compile(r"^PROF_(?P<n>\d{1,10})_(?P<ts>\d{1,20})_(?P<rand>[A-Za-z0-9]{1,20})$")
@@ -100,6 +100,7 @@ class CollectionDir:
     unknown: list[str] = field(default_factory=list)
     unread: list[str] = field(default_factory=list)
     not_files: list[str] = field(default_factory=list)
+    bad_device: list[str] = field(default_factory=list)  # names whose device id does not fit (BAD_DEVICE)
     has_data: bool = False
 
     @property
@@ -155,7 +156,7 @@ def is_prof_dir(p: Path) -> bool:
 
 
 def _prof_devices(p: Path) -> set[int]:
-    return {int(m.group("dev")) for c in _subdirs(p) if (m := DEVICE_DIR.match(c.name))}
+    return {int(m.group("dev")) for c in _subdirs(p) if (m := DEVICE_DIR.match(c.name)) and fits_device(m.group("dev"))}
 
 
 def _prof_time(p: Path) -> datetime | None:
@@ -229,7 +230,7 @@ def _control(d: Path) -> dict[str, dict[int | None, Path]]:
     for p in _entries(d):
         for kind, rx in CONTROL.items():
             m = rx.match(p.name)
-            if m and p.is_file():
+            if m and p.is_file() and fits_device(m.group("dev")):  # (one that does not fit is unknown)
                 dev = m.group("dev")
                 control[kind][int(dev) if dev is not None else None] = p
     return control
@@ -265,6 +266,9 @@ def _scan_collection(root: Path, d: Path, device_id: int, data_dirs: list[Path])
                 cd.legacy.append((legacy[0], legacy[1], p))
                 continue
             kind, g = hit
+            if not fits_device(g.get("dev")):
+                cd.bad_device.append(rel_name(root, p))
+                continue
             dev = int(g["dev"]) if g.get("dev") is not None else device_id
             key = (kind, dev, g.get("family") or "")
             s = streams.setdefault(key, Stream(kind, dev, g.get("family") or ""))
@@ -298,10 +302,14 @@ def _others(root: Path, d: Path, cd: CollectionDir | None) -> tuple[list[str], l
 
 def _scan_prof(root: Path, prof: Path) -> list[CollectionDir]:
     out = []
+    bad_device = []
     for c in _subdirs(prof):
         if c.name == "host":
             cd = _scan_collection(root, c, HOST_ID, [c / "data"])
-        elif m := DEVICE_DIR.match(c.name):
+        elif (m := DEVICE_DIR.match(c.name)) and not fits_device(m.group("dev")):
+            bad_device.append(rel_name(root, c) + "/")
+            continue
+        elif m:
             cd = _scan_collection(root, c, int(m.group("dev")), [c / "data"])
         else:
             continue
@@ -309,10 +317,13 @@ def _scan_prof(root: Path, prof: Path) -> list[CollectionDir]:
         cd.unknown += unknown
         cd.unread += unread
         out.append(cd)
+    if bad_device and not out:  # nothing else to read: the dump's issues still need a home
+        out.append(CollectionDir(prof, rel_name(root, prof) if prof != root else "", -1, _control(prof)))
     if out:  # entries of the PROF_* directory itself go with its first collection directory
         unknown, unread = _others(root, prof, None)
         out[0].unknown += unknown
         out[0].unread += unread
+        out[0].bad_device += bad_device
     return out
 
 

@@ -14,6 +14,7 @@ import numpy as np
 from pipeline.errors import InputError
 from pipeline.layouts import prof as prof_layouts
 from pipeline.readers import metadata
+from pipeline.readers.hiprof.files import BAD_DEVICE
 from pipeline.readers.hiprof.reader import RunMeta, Sink, _read_tlv, merge_metas as merge_hiprof_metas
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.prof import device as prof_device
@@ -136,6 +137,8 @@ def _report_files(cd: CollectionDir, log: IssueLog) -> None:
         log.add(Issue(rel, "unread_file", f"{what}; not read", device_id=dev))
     for rel in cd.not_files:
         log.add(Issue(rel, "unreadable_file", "named like data but not a regular file inside the dump; not read", device_id=dev))
+    for rel in cd.bad_device:
+        log.add(Issue(rel, "unreadable_file", BAD_DEVICE, device_id=dev))
     for kind, _, p in cd.legacy:
         log.add(Issue(p.name if not cd.rel else f"{cd.rel}/data/{p.name}", "unread_file",
                       f"legacy host record file ({kind}) inside a generation-2/3 directory; not read by this version",
