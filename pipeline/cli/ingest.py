@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common
-from pipeline.jobs.runner import ingest_dump
+from pipeline.jobs.runner import check_inputs, ingest_dump
 
 
 def command(
@@ -24,6 +24,8 @@ def command(
     Example: profetl ingest data/sample/resnet50_2dev
     """
     wh = common.warehouse(warehouse)
+    with common.errors():
+        check_inputs([dump])  # a path that is not there: exit 2 before the warehouse is touched
     with common.errors(), common.readers(read_threads) as readers, common.writing(wh, wait):
         o = ingest_dump(wh, dump, force=force, then_build=False, readers=readers)
     row = o.ingest.row

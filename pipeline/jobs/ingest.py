@@ -17,7 +17,7 @@ from pathlib import Path
 from pipeline import __version__
 from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.jobs.dumps import detect, discover, fingerprint, fingerprint_file, run_id as make_run_id, same_content, unchanged
-from pipeline.errors import DamagedRun, InputError, ReplacementRefused
+from pipeline.errors import DamagedRun, InputError, MissingInput, ReplacementRefused
 from pipeline.warehouse.faults import checkpoint
 from pipeline.paths import display
 from pipeline.progress import report
@@ -102,7 +102,7 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
     With ``cluster`` (pipeline.jobs.cluster.Cluster) its units are read there."""
     dump = Path(dump)
     if not dump.exists():
-        raise InputError("does not exist", path=display(dump))
+        raise MissingInput(display(dump))
     if not dump.is_dir():
         raise InputError("is not a directory", path=display(dump))
     layout = detect(dump)

@@ -323,13 +323,17 @@ def _one_error_line(r) -> str:
     return lines[0]
 
 
-def test_a_missing_dump_is_named_once(tmp_path):
+def test_a_missing_dump_is_a_usage_error_named_once(tmp_path):
+    """A path that is not there is a usage error (exit 2, as the README's exit codes say),
+    found before any work: no warehouse is made, and with another root nothing is read."""
     missing = tmp_path / "nope"
-    r = invoke("run", missing, "--warehouse", tmp_path / "wh")
-    assert r.exit_code == 1
-    assert r.stdout.splitlines()[0] == f"failed     {missing}: does not exist", r.stdout
-    r = invoke("ingest", missing, "--warehouse", tmp_path / "wh")
-    assert r.exit_code == 1 and _one_error_line(r) == f"profetl: error: {missing}: does not exist"
+    (tmp_path / "empty").mkdir()
+    for args in (["run", missing], ["run", tmp_path / "empty", missing], ["ingest", missing]):
+        r = invoke(*args, "--warehouse", tmp_path / "wh")
+        assert r.exit_code == 2, (args, r.output)
+        assert _one_error_line(r) == f"profetl: error: {missing}: does not exist", args
+        assert r.stdout == "", args
+        assert not (tmp_path / "wh").exists(), args
 
 
 def test_a_warehouse_that_is_a_file_is_refused_by_name(tmp_path, two):
