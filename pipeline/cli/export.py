@@ -18,7 +18,8 @@ def command(
     until: common.UntilOpt = None,
     workload: common.WorkloadOpt = None,
     device: common.DeviceOpt = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help=f"One of {', '.join(FORMATS)} (json: JSON lines).")] = "csv",
+    fmt: Annotated[str | None, typer.Option("--format", "-f", show_default="csv", help=f"One of {', '.join(FORMATS)} (json: JSON lines).")] = None,
+    json_: common.AliasJsonOpt = False,
     out_path: common.OutOpt = "-",
     headers: Annotated[str, typer.Option("--headers", help="CSV headers: display (the tool's names, e.g. Time(%), Stream ID) or snake (column names).")] = "display",
     warehouse: common.WarehouseOpt = None,
@@ -35,6 +36,7 @@ def command(
     """
     wh = common.warehouse(warehouse)
     with common.errors():
+        fmt = common.output_format(fmt, json_, FORMATS, "csv")
         runs = select_runs(wh, common.selection(run, since, until, workload))
         n = export(wh, table, [r["run_id"] for r in runs], fmt, out_path, headers, device)
     if out_path != "-":

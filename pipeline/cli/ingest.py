@@ -17,12 +17,14 @@ def command(
     wait: common.WaitOpt = 0.0,
     force: Annotated[bool, typer.Option("--force", help="Re-ingest even when the dump is unchanged; replace the run even when the changed dump now holds less.")] = False,
     read_threads: common.ReadThreadsOpt = 1,
-    json_: common.JsonOpt = False,
+    fmt: common.TableOrJsonOpt = None,
+    json_: common.AliasJsonOpt = False,
 ) -> None:
     """Ingest one dump into the raw tables as a run (status ingested); `build` makes its reports.
 
     Example: profetl ingest data/sample/resnet50_2dev
     """
+    json_ = common.wants_json(fmt, json_)
     wh = common.warehouse(warehouse)
     with common.errors():
         check_inputs([dump])  # a path that is not there: exit 2 before the warehouse is touched

@@ -24,7 +24,8 @@ def command(
     read_threads: common.ReadThreadsOpt = 1,
     workers: common.WorkersOpt = None,
     scheduler: common.SchedulerOpt = None,
-    json_: common.JsonOpt = False,
+    fmt: common.TableOrJsonOpt = None,
+    json_: common.AliasJsonOpt = False,
 ) -> None:
     """Ingest and build every dump found under ROOTS, each as its own run.
 
@@ -42,6 +43,7 @@ def command(
 
     Example: profetl run /nfs/dumps/2026-12-03 --scheduler tcp://head:8786
     """
+    json_ = common.wants_json(fmt, json_)
     wh = common.warehouse(warehouse)
     with common.errors():
         check_inputs(roots)  # a path that is not there: exit 2 before the warehouse is touched

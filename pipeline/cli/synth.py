@@ -34,7 +34,8 @@ def command(
     truth: Annotated[Path | None, typer.Option("--truth", help="Also write every event as JSON to this file.")] = None,
     start: Annotated[datetime | None, typer.Option("--start", metavar="DATETIME", help="Collection start (UTC); dumps with different starts are different runs. Default 2026-01-01T00:00:00.", show_default=False)] = None,
     op_scale: Annotated[list[str] | None, typer.Option("--op-scale", metavar="OP=FACTOR", help="OP=FACTOR: multiply the running time of op OP (e.g. conv2d_0=1.3); repeatable.", show_default=False)] = None,
-    json_: common.JsonOpt = False,
+    fmt: common.TableOrJsonOpt = None,
+    json_: common.AliasJsonOpt = False,
 ) -> None:
     """Write a complete, consistent synthetic dump, and optionally its ground truth.
 
@@ -44,6 +45,7 @@ def command(
 
     Example: profetl synth --layout prof --chip ascend910b --devices 4 --processes 2 job
     """
+    json_ = common.wants_json(fmt, json_)
     with common.errors():
         if layout not in ("hiprof", "prof"):
             raise UsageError(f"layout {layout!r}; this version writes: hiprof, prof")
