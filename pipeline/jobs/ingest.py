@@ -124,7 +124,7 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
         run_id = make_run_id(start_us, {"content key": content})
     existing = _existing(wh, run_id, force)
     if (existing and not same_content(existing["fingerprint"], fp)
-            and not same_source(existing["source_path"], dump)):
+            and not same_source(existing, dump)):
         # the same control files but other data, from another folder: another dump (a copy of
         # a collection's control files, two dumps started alike), so another run
         run_id = f"{run_id}-{content[:8]}"
@@ -167,6 +167,7 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
         "ingest_id": ingest_id,
         "build_id": None,
         "source_path": display(dump),
+        "source_abspath": display(os.path.abspath(dump)),
         "fingerprint": fp,
         "layout_generation": meta.layout_generation,
         "layout": meta.layout,
@@ -207,10 +208,12 @@ def _existing(wh: Warehouse, run_id: str, force: bool) -> dict | None:
         return None  # --force: the new commit record replaces the unreadable one
 
 
-def same_source(recorded: str, dump: Path) -> bool:
-    """Whether a run's recorded source path is the folder ``dump`` (compared as absolute paths
-    from the current folder, as the nightly job runs from one)."""
-    return os.path.abspath(recorded) == os.path.abspath(display(dump))
+def same_source(run: dict, dump: Path) -> bool:
+    """Whether a run's recorded source is the folder ``dump``, as absolute paths: its
+    ``source_abspath``, or for a run recorded before that existed its ``source_path`` taken from
+    the current folder (as the nightly job runs from one)."""
+    recorded = run.get("source_abspath") or os.path.abspath(run["source_path"])
+    return recorded == display(os.path.abspath(dump))
 
 
 def replacement_losses(old: dict, decoded: int, skipped: int, texts: dict, meta, rows: dict) -> list[str]:
