@@ -86,7 +86,7 @@ def command(
                 scale(dest, out_dir, copies, slice_bytes=slice_bytes or SCALED_SLICE_BYTES)
     size = sum(p.stat().st_size for p in out_dir.rglob("*") if p.is_file())
     sized = {"copies": copies} if mb is not None else {}
-    of = f", {copies} copies of a base of" if mb is not None else ""
+    of = f": {copies} copies of" if mb is not None else ","
     if layout == "prof":
         dump = out_dir / t.root if t.root else out_dir
         if json_:
@@ -94,7 +94,7 @@ def command(
                                "bytes": size, **sized, "devices": len(t.devices), "api_calls": len(t.api_calls),
                                "device_logs": len(t.logs), "pmu_records": len(t.pmu)})
             return
-        common.out.print(f"wrote {dump} ({t.chip}, {t.metric_set}, {len(t.devices)} devices, {size} bytes{of}, "
+        common.out.print(f"wrote {dump} ({t.chip}, {t.metric_set}, {len(t.devices)} devices, {size} bytes{of} "
                          f"{len(t.logs)} device task logs, {len(t.api_calls)} API calls)", highlight=False)
         return
     if json_:
@@ -102,7 +102,7 @@ def command(
                            "api_calls": len(t.api_calls), "task_instances": len(t.instances),
                            "ops": sorted({o.op_name for o in t.ops})})
         return
-    common.out.print(f"wrote {out_dir} ({size} bytes{of}, {len(t.states)} task states, {len(t.api_calls)} API calls)",
+    common.out.print(f"wrote {out_dir} ({size} bytes{of} {len(t.states)} task states, {len(t.api_calls)} API calls)",
                      highlight=False)
 
 
