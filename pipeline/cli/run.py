@@ -31,7 +31,7 @@ def command(
 
     Keeps going when a dump fails and ends with a summary. Exit codes: 0 every dump
     built or unchanged, nothing lost; 1 some dumps failed (each is named with its reason);
-    2 usage error (a ROOT that does not exist: nothing is done); 3 the warehouse is locked
+    2 usage error (no ROOT exists: nothing is done); 3 the warehouse is locked
     by another live writer; 5 every dump built or unchanged, but some built with data lost
     (bytes skipped, unreadable metadata, missing files or slices: each is listed with its
     issues); 6 the --scheduler cannot be reached.
@@ -46,7 +46,7 @@ def command(
     json_ = common.wants_json(fmt, json_)
     wh = common.warehouse(warehouse)
     with common.errors():
-        check_inputs(roots)  # a path that is not there: exit 2 before the warehouse is touched
+        check_inputs(roots)  # no root is there: exit 2 before the warehouse is touched
     with common.errors(), common.readers(read_threads) as readers, common.cluster(workers, scheduler) as cluster, \
             common.writing(wh, wait):
         with common.job_progress(enabled=not json_) as next_dump:

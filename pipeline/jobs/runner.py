@@ -82,11 +82,11 @@ def rebuild(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, 
 
 
 def check_inputs(paths: list[Path]) -> None:
-    """Raise ``MissingInput`` (a usage error, exit 2) for the first path that does not exist:
-    the command line names a path that is not there, so nothing is done."""
-    for path in paths:
-        if not Path(path).exists():
-            raise MissingInput(display(path))
+    """Raise ``MissingInput`` (a usage error, exit 2) when none of ``paths`` exists: the command
+    line names nothing that is there, so there is nothing to do. (Beside a root that exists, a
+    missing one fails as a dump that cannot be read does, and the others go on.)"""
+    if paths and not any(Path(p).exists() for p in paths):
+        raise MissingInput(display(paths[0]))
 
 
 def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build: bool = True,
@@ -94,7 +94,7 @@ def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build:
               on_dump=None, cluster=None, readers=None) -> list[Outcome]:
     """Every dump under every root, each its own run; a failing dump does not stop the others.
     With ``cluster`` each dump's devices are read and built there, one dump after another.
-    A root that does not exist is a usage error, raised before any work (``check_inputs``)."""
+    Roots none of which exists are a usage error, raised before any work (``check_inputs``)."""
     check_inputs(roots)
     if then_build:
         from pipeline.jobs.build import check_settings
