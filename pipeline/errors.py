@@ -46,6 +46,14 @@ class UsageError(PipelineError):
     exit_code = ExitCode.USAGE
 
 
+class MissingInput(InputError, UsageError):
+    """An input path given on the command line does not exist: a usage error (exit 2), found
+    before any work."""
+
+    def __init__(self, path: str):
+        super().__init__("does not exist", path=path)
+
+
 class UnknownRun(UsageError):
     pass
 

@@ -21,7 +21,8 @@ def command(
     threads: common.ThreadsOpt = 0,
     workers: common.WorkersOpt = None,
     scheduler: common.SchedulerOpt = None,
-    json_: common.JsonOpt = False,
+    fmt: common.TableOrJsonOpt = None,
+    json_: common.AliasJsonOpt = False,
 ) -> None:
     """Build the report tables (marts) of ingested runs from their raw tables.
 
@@ -31,6 +32,7 @@ def command(
 
     Example: profetl build --all --workers 4
     """
+    json_ = common.wants_json(fmt, json_)
     wh = common.warehouse(warehouse)
     done, damaged = [], []
     with common.errors(), common.cluster(workers, scheduler) as cluster, common.writing(wh.check(must_exist=True), wait):

@@ -70,6 +70,29 @@ WarehouseOpt = Annotated[
 ]
 DEFAULT_WAREHOUSE = Path("warehouse")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON instead of a table.")]
+# --format json and --json say the same on every command: --format FMT is the spelling, --json
+# its alias (compare and trend, whose --json and --format json print different things, aside)
+AliasJsonOpt = Annotated[bool, typer.Option("--json", help="The same as --format json.")]
+TableOrJsonOpt = Annotated[str | None, typer.Option("--format", "-f", metavar="table|json", show_default="table",
+                                                    help="table: the terminal's lines and tables; json: the result as JSON (--json says the same).")]
+
+
+def output_format(fmt: str | None, json_: bool, formats: tuple[str, ...], default: str) -> str:
+    """The format ``--format FMT`` and ``--json`` (an alias of ``--format json``) ask for, one of
+    ``formats``; a UsageError when they disagree or FMT is not one of them."""
+    if json_ and fmt not in (None, "json"):
+        raise UsageError(f"--json is --format json: give one of them, not --json with --format {fmt}")
+    fmt = "json" if json_ else (default if fmt is None else fmt)
+    if fmt not in formats:
+        raise UsageError(f"format {fmt!r}; use one of {', '.join(formats)}")
+    return fmt
+
+
+def wants_json(fmt: str | None, json_: bool) -> bool:
+    """Whether a command of table-or-JSON output prints JSON (``--format json`` or ``--json``);
+    a bad combination is one line and exit 2."""
+    with errors():
+        return output_format(fmt, json_, ("table", "json"), "table") == "json"
 MemoryOpt = Annotated[str, typer.Option("--memory-limit", help="DuckDB memory limit for making the tables (spills to disk beyond it).")]
 ThreadsOpt = Annotated[int, typer.Option("--threads", help="DuckDB threads for making the tables (0: one per core).")]
 WaitOpt = Annotated[float, typer.Option("--wait", help="Seconds to wait for another writer to finish before giving up (exit 3).")]

@@ -14,7 +14,8 @@ def command(
     run_ids: Annotated[list[str], typer.Argument(metavar="RUN_ID...", help="Exact run ids (no prefixes, no latest).", show_default=False)],
     warehouse: common.WarehouseOpt = None,
     wait: common.WaitOpt = 0.0,
-    json_: common.JsonOpt = False,
+    fmt: common.TableOrJsonOpt = None,
+    json_: common.AliasJsonOpt = False,
 ) -> None:
     """Remove runs: their commit records and every file of theirs, under the writer lock.
 
@@ -23,6 +24,7 @@ def command(
 
     Example: profetl drop 20260302T010000-1a2b3c4d
     """
+    json_ = common.wants_json(fmt, json_)
     wh = common.warehouse(warehouse)
     with common.errors():
         wh.check(must_exist=True)

@@ -21,7 +21,8 @@ def command(
     until: common.UntilOpt = None,
     workload: common.WorkloadOpt = None,
     device: common.DeviceOpt = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help=f"One of {', '.join(FORMATS)} (json: JSON lines).")] = "csv",
+    fmt: Annotated[str | None, typer.Option("--format", "-f", show_default="csv", help=f"One of {', '.join(FORMATS)} (json: JSON lines).")] = None,
+    json_: common.AliasJsonOpt = False,
     out_path: common.OutOpt = "-",
     headers: Annotated[str, typer.Option("--headers", help="CSV headers: display (the tool's names, e.g. Time(%), Stream ID) or snake (column names).")] = "display",
     max_rows: Annotated[int | None, typer.Option("--max-rows", metavar="N", show_default=False, help="CSV: split into numbered files of at most N rows, each with the header (out.csv -> out-0001.csv, out-0002.csv, ...); 1048575 fits a spreadsheet.")] = None,
@@ -48,6 +49,7 @@ def command(
     """
     wh = common.warehouse(warehouse)
     with common.errors():
+        fmt = common.output_format(fmt, json_, FORMATS, "csv")
         if all_tables or like is not None:
             _like(wh, table, run, since, until, workload, device, fmt, out_path, max_rows, all_tables, like)
             return

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common
-from pipeline.jobs.runner import ingest_dump
+from pipeline.jobs.runner import check_inputs, ingest_dump
 
 
 def command(
@@ -17,13 +17,17 @@ def command(
     wait: common.WaitOpt = 0.0,
     force: Annotated[bool, typer.Option("--force", help="Re-ingest even when the dump is unchanged; replace the run even when the changed dump now holds less.")] = False,
     read_threads: common.ReadThreadsOpt = 1,
-    json_: common.JsonOpt = False,
+    fmt: common.TableOrJsonOpt = None,
+    json_: common.AliasJsonOpt = False,
 ) -> None:
     """Ingest one dump into the raw tables as a run (status ingested); `build` makes its reports.
 
     Example: profetl ingest data/sample/resnet50_2dev
     """
+    json_ = common.wants_json(fmt, json_)
     wh = common.warehouse(warehouse)
+    with common.errors():
+        check_inputs([dump])  # a path that is not there: exit 2 before the warehouse is touched
     with common.errors(), common.readers(read_threads) as readers, common.writing(wh, wait):
         o = ingest_dump(wh, dump, force=force, then_build=False, readers=readers)
     row = o.ingest.row

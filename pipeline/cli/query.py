@@ -58,7 +58,8 @@ def _sql(arg: str) -> str:
 def command(
     sql: Annotated[str, typer.Argument(help="SQL text, @FILE to read a file, or - to read standard input.", show_default=False)],
     param: Annotated[list[str] | None, typer.Option("--param", "-p", metavar="NAME=VALUE", help="Named parameter, used as $NAME in the SQL; repeatable. VALUE is bound as an integer if it is one (42, -7), as a DOUBLE if it is a decimal number (1.5, 2e-3), else as text (nan, 1_000, 0x10 are text). NAME:=VALUE binds text always (-p id:=007).")] = None,
-    fmt: Annotated[str, typer.Option("--format", "-f", help="table (terminal), csv, json (JSON lines) or parquet (needs --out FILE).")] = "table",
+    fmt: Annotated[str | None, typer.Option("--format", "-f", show_default="table", help="table (terminal), csv, json (JSON lines) or parquet (needs --out FILE).")] = None,
+    json_: common.AliasJsonOpt = False,
     out_path: common.OutOpt = "-",
     limit: Annotated[int, typer.Option("--limit", help="Rows shown by --format table (0: all); the other formats get every row.")] = 100,
     confine: Annotated[bool, typer.Option("--confine", envvar="PROFETL_QUERY_CONFINE", help="Also keep file-reading functions (read_csv, read_text, read_blob, glob, ...) inside the warehouse, for boxes where less-trusted users run queries (default: $PROFETL_QUERY_CONFINE).")] = False,
@@ -76,8 +77,7 @@ def command(
     with common.errors():
         from pipeline.outputs.query import query, query_to
 
-        if fmt not in FORMATS:
-            raise UsageError(f"format {fmt!r}; use one of {', '.join(FORMATS)}")
+        fmt = common.output_format(fmt, json_, FORMATS, "table")
         if fmt == "table" and out_path != "-":
             raise UsageError("--out needs --format csv, json or parquet")
         if fmt == "table":

@@ -15,7 +15,8 @@ def command(
     out_path: Annotated[str, typer.Option("--out", "-o", metavar="FILE", help="The HTML file to write.")] = "report.html",
     trend_runs: Annotated[int, typer.Option("--trend-runs", metavar="N", help="Runs of the workload the trend chart spans (this one and those before it).")] = TREND_RUNS,
     warehouse: common.WarehouseOpt = None,
-    json_: common.JsonOpt = False,
+    fmt: common.TableOrJsonOpt = None,
+    json_: common.AliasJsonOpt = False,
 ) -> None:
     """Write RUN as one HTML file that opens offline (scripts and styles inside): metadata and
     data accounting, top ops, Task Scheduler states, AI Core pipeline ratios and memory-bound
@@ -26,6 +27,7 @@ def command(
 
     Example: profetl report latest --out report.html
     """
+    json_ = common.wants_json(fmt, json_)
     wh = common.warehouse(warehouse)
     with common.errors():
         w = write_report(wh.check(must_exist=True), out_path, run, trend_runs)

@@ -9,7 +9,7 @@ import typer
 
 from pipeline.cli import common
 from pipeline.errors import ExitCode
-from pipeline.jobs.runner import Outcome, run_roots
+from pipeline.jobs.runner import Outcome, check_inputs, run_roots
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
 
 
@@ -24,15 +24,17 @@ def command(
     read_threads: common.ReadThreadsOpt = 1,
     workers: common.WorkersOpt = None,
     scheduler: common.SchedulerOpt = None,
-    json_: common.JsonOpt = False,
+    fmt: common.TableOrJsonOpt = None,
+    json_: common.AliasJsonOpt = False,
 ) -> None:
     """Ingest and build every dump found under ROOTS, each as its own run.
 
     Keeps going when a dump fails and ends with a summary. Exit codes: 0 every dump
     built or unchanged, nothing lost; 1 some dumps failed (each is named with its reason);
-    2 usage error; 3 the warehouse is locked by another live writer; 5 every dump built or
-    unchanged, but some built with data lost (bytes skipped, unreadable metadata, missing
-    files or slices: each is listed with its issues); 6 the --scheduler cannot be reached.
+    2 usage error (no ROOT exists: nothing is done); 3 the warehouse is locked
+    by another live writer; 5 every dump built or unchanged, but some built with data lost
+    (bytes skipped, unreadable metadata, missing files or slices: each is listed with its
+    issues); 6 the --scheduler cannot be reached.
 
     With --workers or --scheduler each dump's devices are read and built as Dask tasks and
     the run is committed here, whole, when all of them are done.
@@ -41,7 +43,10 @@ def command(
 
     Example: profetl run /nfs/dumps/2026-12-03 --scheduler tcp://head:8786
     """
+    json_ = common.wants_json(fmt, json_)
     wh = common.warehouse(warehouse)
+    with common.errors():
+        check_inputs(roots)  # no root is there: exit 2 before the warehouse is touched
     with common.errors(), common.readers(read_threads) as readers, common.cluster(workers, scheduler) as cluster, \
             common.writing(wh, wait):
         with common.job_progress(enabled=not json_) as next_dump:

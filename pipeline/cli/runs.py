@@ -16,7 +16,8 @@ def command(
     workload: common.WorkloadOpt = None,
     last: Annotated[int | None, typer.Option("--last", "-n", metavar="N", show_default=False, help="Only the newest N runs (after the other filters).")] = None,
     warehouse: common.WarehouseOpt = None,
-    json_: common.JsonOpt = False,
+    fmt: common.TableOrJsonOpt = None,
+    json_: common.AliasJsonOpt = False,
 ) -> None:
     """List the warehouse's runs, oldest collection first: when collected, status, workload,
     chip, devices, records decoded, bytes skipped, issues, tables filled, source.
@@ -29,6 +30,7 @@ def command(
 
     Example: profetl runs --since 7d --json
     """
+    json_ = common.wants_json(fmt, json_)
     wh = common.warehouse(warehouse)
     with common.errors():
         wh.check(must_exist=True)

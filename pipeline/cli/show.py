@@ -43,7 +43,8 @@ def command(
     limit: Annotated[int, typer.Option("--limit", help="Rows per table (0: all).")] = 50,
     device: common.DeviceOpt = None,
     warehouse: common.WarehouseOpt = None,
-    json_: common.JsonOpt = False,
+    fmt: common.TableOrJsonOpt = None,
+    json_: common.AliasJsonOpt = False,
 ) -> None:
     """Show a run's Runtime API, Task Scheduler, AI Core, AscendCL and top-down tables.
 
@@ -53,6 +54,7 @@ def command(
 
     Example: profetl show latest task_scheduler --limit 10
     """
+    json_ = common.wants_json(fmt, json_)
     if table is not None and table not in TABLES:
         common.err.print(f"profetl: error: no table {table!r}; use one of {', '.join(TABLES)}", highlight=False)
         raise typer.Exit(2)

@@ -7,7 +7,7 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pipeline.errors import InputError
+from pipeline.errors import InputError, MissingInput
 from pipeline.paths import display
 from pipeline.readers import exported, hiprof, prof
 
@@ -31,7 +31,7 @@ def discover(root: Path, max_depth: int = 6, unreadable: list | None = None) -> 
     still searched; with ``unreadable``, each is appended to it as (path, reason)."""
     root = Path(root)
     if not root.exists():
-        raise InputError("does not exist", path=display(root))
+        raise MissingInput(display(root))
     if not root.is_dir():
         raise InputError("is not a directory", path=display(root))
     found: list[Path] = []

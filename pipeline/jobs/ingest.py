@@ -17,7 +17,7 @@ from pathlib import Path
 from pipeline import __version__
 from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.jobs.dumps import detect, discover, fingerprint, fingerprint_file, run_id as make_run_id, same_content, unchanged
-from pipeline.errors import DamagedRun, InputError, ReplacementRefused
+from pipeline.errors import DamagedRun, InputError, MissingInput, ReplacementRefused
 from pipeline.warehouse.faults import checkpoint
 from pipeline.paths import display
 from pipeline.progress import report
@@ -129,7 +129,7 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
     With ``cluster`` (pipeline.jobs.cluster.Cluster) its units are read there."""
     dump = Path(dump)
     if not dump.exists():
-        raise InputError("does not exist", path=display(dump))
+        raise MissingInput(display(dump))
     if not dump.is_dir():
         raise InputError("is not a directory", path=display(dump))
     layout = detect(dump)
@@ -151,7 +151,7 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
         run_id = make_run_id(start_us, {"content key": content})
     existing = _existing(wh, run_id, force)
     if (existing and not same_content(existing["fingerprint"], fp)
-            and not same_source(existing["source_path"], dump)):
+            and not same_source(existing, dump)):
         # the same control files but other data, from another folder: another dump (a copy of
         # a collection's control files, two dumps started alike), so another run
         run_id = f"{run_id}-{content[:8]}"
@@ -197,6 +197,7 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
         "ingest_id": ingest_id,
         "build_id": None,
         "source_path": display(dump),
+        "source_abspath": display(os.path.abspath(dump)),
         "fingerprint": fp,
         "layout_generation": meta.layout_generation,
         "layout": meta.layout,
@@ -237,10 +238,12 @@ def _existing(wh: Warehouse, run_id: str, force: bool) -> dict | None:
         return None  # --force: the new commit record replaces the unreadable one
 
 
-def same_source(recorded: str, dump: Path) -> bool:
-    """Whether a run's recorded source path is the folder ``dump`` (compared as absolute paths
-    from the current folder, as the nightly job runs from one)."""
-    return os.path.abspath(recorded) == os.path.abspath(display(dump))
+def same_source(run: dict, dump: Path) -> bool:
+    """Whether a run's recorded source is the folder ``dump``, as absolute paths: its
+    ``source_abspath``, or for a run recorded before that existed its ``source_path`` taken from
+    the current folder (as the nightly job runs from one)."""
+    recorded = run.get("source_abspath") or os.path.abspath(run["source_path"])
+    return recorded == display(os.path.abspath(dump))
 
 
 def replacement_losses(old: dict, decoded: int, skipped: int, texts: dict, meta, rows: dict) -> list[str]:

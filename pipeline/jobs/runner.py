@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.jobs.dumps import discover
-from pipeline.errors import PipelineError
+from pipeline.errors import MissingInput, PipelineError
 from pipeline.jobs.ingest import IngestResult, ingest
 from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.paths import display
@@ -85,11 +85,21 @@ def rebuild(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, 
     return Outcome(run["source_path"], "built", run["run_id"], build=b, issues=b.issues)
 
 
+def check_inputs(paths: list[Path]) -> None:
+    """Raise ``MissingInput`` (a usage error, exit 2) when none of ``paths`` exists: the command
+    line names nothing that is there, so there is nothing to do. (Beside a root that exists, a
+    missing one fails as a dump that cannot be read does, and the others go on.)"""
+    if paths and not any(Path(p).exists() for p in paths):
+        raise MissingInput(display(paths[0]))
+
+
 def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build: bool = True,
               memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None,
               on_dump=None, cluster=None, readers=None) -> list[Outcome]:
     """Every dump under every root, each its own run; a failing dump does not stop the others.
-    With ``cluster`` each dump's devices are read and built there, one dump after another."""
+    With ``cluster`` each dump's devices are read and built there, one dump after another.
+    Roots none of which exists are a usage error, raised before any work (``check_inputs``)."""
+    check_inputs(roots)
     if then_build:
         from pipeline.jobs.build import check_settings
 

@@ -80,7 +80,7 @@ def sections(wh: Warehouse, run_id: str, table: str, limit: int | None = None,
     title = dict(VIEWS + MORE).get(table, table)
     out = []
     for dev in sorted(totals, key=lambda d: (d is None, d)) or [None]:
-        rows = [[cell(r[col.name]) for col in cols] for r in kept.get(dev, [])]
+        rows = [[cell(r[col.name], col.unit) for col in cols] for r in kept.get(dev, [])]
         heading = title if dev is None else f"{title} - device {dev}"
         out.append(Section(table, heading, [display_header(col) for col in cols], rows, totals.get(dev, 0)))
     return out

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.errors import UsageError
 from pipeline.layouts import HOST_MAGIC
 from pipeline.layouts import hiprof as hiprof_layouts
 from pipeline.synth.prof import block_cycles
@@ -37,6 +38,7 @@ METRIC_SET_EVENTS = {
     "aicoreArithmeticThroughput": [0x49, 0x4A, 0x4B, 0x4C, 0x4D, 0x4E, 0x4F],
     "ArithmeticUtilization": [0x49, 0x4A, 0x4B, 0x4C, 0x4D, 0x4E, 0x4F],
 }
+MAX_TASK_ID = 0xFFFF  # task ids are 16 bits
 OP_TYPES = ["Conv2D", "MatMul", "Add", "Relu", "Cast", "TransData"]
 ACL_CATEGORY = {1: "acl_op", 2: "acl_model", 3: "acl_rts", 4: "acl_others"}
 HWTS_MHZ, AIC_MHZ, AI_CORE_NUM = 100, 1000, 2
@@ -75,6 +77,10 @@ def generate(out: Path, cfg: HiprofConfig | None = None) -> Truth:
     cfg = cfg or HiprofConfig()
     if cfg.metric_set not in METRIC_SET_EVENTS:
         raise ValueError(f"metric set {cfg.metric_set!r}; known: {', '.join(METRIC_SET_EVENTS)}")
+    if cfg.tasks + 1 > MAX_TASK_ID:  # the ops' ids and the memcpy's
+        raise UsageError(f"--tasks {cfg.tasks}: at most {MAX_TASK_ID - 1} with --layout hiprof, whose task ids are "
+                         "16 bits and name one op each for the whole run (Ascend310 has no batch ids); "
+                         "--layout prof wraps its ids as newer chips do")
     out = Path(out)
     (out / "data").mkdir(parents=True, exist_ok=True)
     events = METRIC_SET_EVENTS[cfg.metric_set]

@@ -12,7 +12,8 @@ OutputCopy (MODEL level); inside ModelExecute one node launch per op (NODE level
 device task, the task's execution on the device, then a ``StreamSynchronize`` per stream;
 then a kernel launched outside any node (named by its task_track kernel name), an
 ACL EVENT pair after each inference. Task ids count per stream and start again at 0
-after inference ``flip_after`` (a flip record on the device, a FLIP_TASK on the host).
+after inference ``flip_after`` (a flip record on the device, a FLIP_TASK on the host), and
+after 65,535 (16-bit ids wrap, with a flip as well).
 
 Chip families (docs/formats.md#generations): Ascend910A / Ascend310P write ``ts_track`` (40-byte),
 ``hwts.data`` and 128-byte ``aicore.data``; Ascend910B writes ``ts_track``,
@@ -360,6 +361,18 @@ def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, tr
     batch = {s: 0 for s in streams}
     logs: list[DeviceLog] = []
     launches: list[Launch] = []
+
+    def next_task_id(s: int, track_ns: int) -> int:
+        """The stream's next task id: 16 bits, so after 65,535 it wraps to 0 and the driver
+        writes a flip (its batch goes up), as at ``flip_after``."""
+        if counters[s] > 0xFFFF:
+            batch[s] += 1
+            counters[s] = 0
+            host.tracks.append((host.units(track_ns - 20), d, s, 0, batch[s], 98, 0, tid))
+            flips.append((s, stream_free[s] + 20, batch[s]))  # after the stream's last task, before its next
+        counters[s] += 1
+        return counters[s] - 1
+
     for k in range(1, cfg.inferences + 1):
         acl0 = t
         inp = (t + 1_000, t + 6_000)
@@ -382,8 +395,7 @@ def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, tr
             rt = (cursor + 1_000, cursor + 3_000)
             api("runtime", rt_name, *rt)
             track = cursor + 1_500
-            task_id = counters[s]
-            counters[s] += 1
+            task_id = next_task_id(s, track)
             host.tracks.append((host.units(track), d, s, task_id, batch[s], 1 if ge == "AI_CPU" else 0,
                                 host.h(f"{name}_kernel"), tid))
             # a stream runs its tasks one after another
@@ -399,8 +411,7 @@ def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, tr
         s = streams[0]
         rt = (cursor, cursor + 2_000)
         api("runtime", "CpuKernelLaunch", *rt)
-        task_id = counters[s]
-        counters[s] += 1
+        task_id = next_task_id(s, cursor + 500)
         host.tracks.append((host.units(cursor + 500), d, s, task_id, batch[s], 1, host.h("DataPrep_kernel"), tid))
         start = max(_r20(rt[1] + 500), stream_free[s] + 40)
         end = start + rng.randint(50, 500) * 20

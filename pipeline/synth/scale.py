@@ -196,23 +196,7 @@ def scale(base: Path, out: Path, copies: int, slice_bytes: int = 64 * 1024 * 102
     """Write ``base`` repeated ``copies`` times along its timeline into ``out``; returns the bytes written."""
     base, out = Path(base), Path(out)
     clocks = _info_clocks(base)
-    streams: dict[Path, tuple[np.ndarray, FieldEdits]] = {}
-    once: list[Path] = []
-    for p in sorted(base.rglob("*")):
-        if not p.is_file() or p.name.endswith(".done"):
-            continue
-        m = SLICE_RE.match(p.name)
-        if not m or "data" not in p.parent.name:
-            once.append(p)
-            continue
-        buf = np.fromfile(p, np.uint8)
-        e = _edits_for(m.group("stem"), buf)
-        if e is None:
-            once.append(p)
-            continue
-        if m.group("n") != "0" or p.with_name(f"{m.group('stem')}.slice_1").exists():
-            raise ValueError(f"{p}: the base dump must hold every stream in one slice (use a large --slice-bytes)")
-        streams[p] = (buf, e)
+    streams, once = _streams(base)
     # one period: the base timeline's span, in ns, rounded up to a whole millisecond
     spans_ns = []
     h = _span(streams, "host")
@@ -253,6 +237,38 @@ def scale(base: Path, out: Path, copies: int, slice_bytes: int = 64 * 1024 * 102
         w.close()
         total += w.total
     return total
+
+
+def _streams(base: Path) -> tuple[dict[Path, tuple[np.ndarray, FieldEdits]], list[Path]]:
+    """The base's data streams that ``scale`` repeats (each with its field edits), and the
+    files it writes once."""
+    streams: dict[Path, tuple[np.ndarray, FieldEdits]] = {}
+    once: list[Path] = []
+    for p in sorted(base.rglob("*")):
+        if not p.is_file() or p.name.endswith(".done"):
+            continue
+        m = SLICE_RE.match(p.name)
+        if not m or "data" not in p.parent.name:
+            once.append(p)
+            continue
+        buf = np.fromfile(p, np.uint8)
+        e = _edits_for(m.group("stem"), buf)
+        if e is None:
+            once.append(p)
+            continue
+        if m.group("n") != "0" or p.with_name(f"{m.group('stem')}.slice_1").exists():
+            raise ValueError(f"{p}: the base dump must hold every stream in one slice (use a large --slice-bytes)")
+        streams[p] = (buf, e)
+    return streams, once
+
+
+def copies_for(base: Path, target_bytes: float) -> int:
+    """How many copies of ``base`` make the dump ``scale`` writes nearest ``target_bytes`` (at
+    least one): its streams repeated, its other files once."""
+    streams, once = _streams(Path(base))
+    per_copy = sum(len(buf) for buf, _ in streams.values())
+    fixed = sum(p.stat().st_size for p in once)
+    return max(1, round((target_bytes - fixed) / per_copy)) if per_copy else 1
 
 
 def _max_field(streams: dict, kind: str) -> int:

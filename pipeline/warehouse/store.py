@@ -430,10 +430,11 @@ class Warehouse:
     # --- runs ----------------------------------------------------------------------
     def runs(self) -> list[dict]:
         """Committed runs' commit records, oldest collection first."""
-        names = contract("raw", "runs").schema.names
+        schema = contract("raw", "runs").schema
         t = self._table()
-        if t is not None:  # the index is kept in this order
-            return t.select(names).to_pylist()
+        if t is not None:  # the index is kept in this order; a column added since it was written is NULL
+            return _conform(t, schema, None).to_pylist()
+        names = schema.names
         rows = [{k: r.get(k) for k in names} for r in self.index().values()]
         rows.sort(key=run_order)
         return rows

@@ -113,19 +113,51 @@ def test_run_id_and_table_completion(two):
     assert common.complete_table("task_s") == ["task_scheduler", "task_states"]
 
 
-DATA_COMMANDS = {"run", "ingest", "build", "runs", "drop", "show", "compare", "trend", "synth", "report"}
+DATA_COMMANDS = {"run", "ingest", "build", "runs", "drop", "show", "synth", "report"}  # --format table|json
 FORMAT_COMMANDS = {"export", "query"}  # --format csv|json|parquet
+TWO_JSONS = {"compare", "trend"}  # --json: the whole result; --format json: its rows as JSON lines
 JSON_ITSELF = {"timeline"}  # the output is a JSON trace
 
 
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_every_data_command_offers_json(name):
-    assert name in DATA_COMMANDS | FORMAT_COMMANDS | JSON_ITSELF, f"decide how {name} prints data as JSON"
+    assert name in DATA_COMMANDS | FORMAT_COMMANDS | TWO_JSONS | JSON_ITSELF, f"decide how {name} prints data as JSON"
     help_text = invoke(name, "--help").stdout
-    if name in DATA_COMMANDS:
-        assert "--json" in help_text
-    elif name in FORMAT_COMMANDS:
-        assert "--format" in help_text and "json" in help_text
+    if name not in JSON_ITSELF:  # both spellings on every command
+        assert "--json" in help_text and "--format" in help_text and "json" in help_text
+
+
+def test_json_and_format_json_are_one_option(tmp_path):
+    """Every command that prints a table or JSON takes --format json and --json alike, with the
+    same output; --json with another --format is a usage error."""
+    wh = tmp_path / "wh"
+    tiny = ["--layout", "hiprof", "--devices", "1", "--inferences", "1", "--tasks", "2"]
+    a = invoke("synth", *tiny, tmp_path / "d", "--json")
+    b = invoke("synth", *tiny, tmp_path / "e", "--format", "json")
+    assert a.exit_code == b.exit_code == 0, a.output + b.output
+    assert json.loads(a.stdout) | {"out": ""} == json.loads(b.stdout) | {"out": ""}
+    assert invoke("run", tmp_path / "d", "-w", wh).exit_code == 0
+    run_id = json.loads(invoke("runs", "-w", wh, "--json").stdout)[0]["run_id"]
+    same = [["run", tmp_path / "d"], ["ingest", tmp_path / "d"], ["build"], ["runs"],
+            ["show", "latest", "task_scheduler"], ["report", "--out", tmp_path / "r.html"],
+            ["query", "select 1 as x, 'a' as y"], ["export", "task_scheduler"]]
+    for args in same:
+        by_flag = invoke(*args, "-w", wh, "--json")
+        by_format = invoke(*args, "-w", wh, "--format", "json")
+        assert by_flag.exit_code == by_format.exit_code == 0, (args, by_flag.output, by_format.output)
+        assert by_flag.stdout == by_format.stdout and by_flag.stdout.strip(), args
+        parsed = ([json.loads(line) for line in by_flag.stdout.splitlines()] if args[0] in FORMAT_COMMANDS
+                  else json.loads(by_flag.stdout))  # JSON lines, or one JSON document
+        assert isinstance(parsed, (list, dict)), args
+    assert json.loads(invoke("query", "select 1 as x", "-w", wh, "--json").stdout) == {"x": 1}
+    dropped = invoke("drop", run_id, "-w", wh, "--json")
+    assert invoke("run", tmp_path / "d", "-w", wh).exit_code == 0
+    assert dropped.stdout == invoke("drop", run_id, "-w", wh, "--format", "json").stdout != ""
+    for args in (["runs", "--json", "--format", "table"], ["query", "select 1", "--json", "--format", "csv"],
+                 ["export", "task_scheduler", "--json", "-f", "parquet"], ["runs", "--format", "csv"]):
+        r = invoke(*args, "-w", wh)
+        assert r.exit_code == 2, (args, r.output)
+        assert _one_error_line(r), args
 
 
 def test_build_json_says_where_the_time_went(tmp_path):
@@ -323,13 +355,17 @@ def _one_error_line(r) -> str:
     return lines[0]
 
 
-def test_a_missing_dump_is_named_once(tmp_path):
+def test_a_missing_dump_is_a_usage_error_named_once(tmp_path):
+    """A path that is not there, and nothing else, is a usage error (exit 2, as the README's exit
+    codes say), found before any work: no warehouse is made. (Beside a root that is there it
+    fails as a root and the others go on: test_bad_input.py.)"""
     missing = tmp_path / "nope"
-    r = invoke("run", missing, "--warehouse", tmp_path / "wh")
-    assert r.exit_code == 1
-    assert r.stdout.splitlines()[0] == f"failed     {missing}: does not exist", r.stdout
-    r = invoke("ingest", missing, "--warehouse", tmp_path / "wh")
-    assert r.exit_code == 1 and _one_error_line(r) == f"profetl: error: {missing}: does not exist"
+    for args in (["run", missing], ["run", missing, tmp_path / "nope2"], ["ingest", missing]):
+        r = invoke(*args, "--warehouse", tmp_path / "wh")
+        assert r.exit_code == 2, (args, r.output)
+        assert _one_error_line(r) == f"profetl: error: {missing}: does not exist", args
+        assert r.stdout == "", args
+        assert not (tmp_path / "wh").exists(), args
 
 
 def test_a_warehouse_that_is_a_file_is_refused_by_name(tmp_path, two):

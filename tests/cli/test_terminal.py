@@ -115,3 +115,22 @@ def test_progress_line_on_a_terminal(tmp_path, monkeypatch):
     text = buf.getvalue()
     assert "dump 1 d: build" in text and "1/3 steps" in text and "staging/stg_x" in text
     assert "2.0 KB of 4.0 KB" in text or "ingest" in text
+
+
+def test_show_prints_avg_ns_as_whole_ns_as_msprof(three):
+    """Avg(ns) shows as msprof's runtime_api shows it, Time(ns) / Calls in integers (cut toward
+    zero), beside the integer Time(ns), Min(ns) and Max(ns); never as 3.03793e+06."""
+    from pipeline.outputs.cells import cell
+    from pipeline.outputs.sections import sections
+
+    wh, nights = three
+    fractional = 0
+    for table, count in (("api_statistic", "Count"), ("runtime_api_summary", "Calls")):
+        for s in sections(wh, nights[0].run_id, table):
+            time_i, count_i, avg_i = (s.headers.index(h) for h in ("Time(ns)", count, "Avg(ns)"))
+            for row in s.rows:
+                time_ns, n = int(row[time_i]), int(row[count_i])
+                assert row[avg_i] == str(time_ns // n), (table, row)
+                fractional += time_ns % n != 0
+    assert fractional  # some averages are not whole ns, so the test can tell
+    assert cell(3037934.5, "ns") == "3037934" and cell(1e16 + 0.0, "ns") == "10000000000000000"

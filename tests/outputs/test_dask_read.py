@@ -184,6 +184,26 @@ def test_the_docs_recipe_gives_the_totals_of_query_and_of_the_dumps(states, stat
     _check_committed(wh, committed, ns["committed_files"])
 
 
+def test_the_recipes_read_nullable_integers_as_integers(states):
+    """The Dask and pandas reads of docs/cluster.md keep every integer column of the contract an
+    integer, NULLs included (without dtype_backend="pyarrow" such a column is float64), with the
+    values the Parquet files hold."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from pipeline.outputs.export import table_contract
+
+    wh, _, _ = states["clean"]
+    ns = doc_recipe(wh)
+    want = pq.read_table(ns["committed_files"]("op_summary"))
+    ints = [c.name for c in table_contract("op_summary").columns if c.type.startswith("int")]
+    assert [n for n in ints if want.column(n).null_count]  # some hold NULLs, so the test can tell
+    for frame in (ns["ops"].compute(), ns["ops_here"]):
+        for name in ints:
+            assert pa.types.is_integer(getattr(frame[name].dtype, "pyarrow_dtype", None)), (name, frame[name].dtype)
+            assert pa.array(frame[name]).to_pylist() == want.column(name).to_pylist(), name
+
+
 @pytest.mark.parametrize("state", STATES)
 def test_a_plain_folder_read_counts_files_no_commit_names(states, state):
     """The reading the recipe replaces: right between finished writers, wrong otherwise."""

@@ -4,6 +4,7 @@ PROF_* dumps whose control files and options are what msprof's parser and profet
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -125,3 +126,72 @@ def test_prof_synth_dumps_ingest_clean(tmp_path, chip):
             assert o.issues and all(": counted_tag: " in line for line in o.issues)
         else:
             assert o.issues == [] and run["issues"] == 0
+
+
+def test_prof_task_ids_wrap_at_16_bits_and_every_task_is_counted(tmp_path):
+    """More than 65,535 tasks on one stream: the ids wrap to 0 as the hardware's 16-bit ids do,
+    with a flip record, and the built tables hold every task with its own op and times."""
+    from collections import Counter
+
+    from typer.testing import CliRunner
+
+    from pipeline.cli.main import app
+    from pipeline.outputs.export import fetch
+
+    out = tmp_path / "d"
+    r = CliRunner().invoke(app, ["synth", "--layout", "prof", "--chip", "ascend910b", "--devices", "1", "--streams", "1",
+                                 "--inferences", "1", "--tasks", "65540", "--truth", str(tmp_path / "t.json"), str(out)])
+    assert r.exit_code == 0, r.output
+    launches = _json(tmp_path / "t.json")["launches"]
+    assert len(launches) == 65_541 and len({x["stream_id"] for x in launches}) == 1
+    assert max(x["task_id"] for x in launches) == 0xFFFF  # the ids a u16 holds, and no more
+    assert sorted(x["task_id"] for x in launches if x["task_id"] < 5) == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        o = ingest_dump(wh, next(out.iterdir()))
+    assert o.status == "built" and not o.issues, o.error or o.issues
+    _, t = fetch(wh, "op_summary", [o.run_id])
+    got = Counter((x["op_name"], x["task_id"], x["stream_id"], x["start_ns"], x["dur_ns"]) for x in t.to_pylist())
+    assert got == Counter((x["op_name"], x["task_id"], x["stream_id"], x["start_ns"], x["end_ns"] - x["start_ns"])
+                          for x in launches)
+    _, t = fetch(wh, "task_scheduler", [o.run_id])
+    assert sum(t.column("task_count").to_pylist()) == len(launches)
+
+
+def test_hiprof_refuses_more_task_ids_than_16_bits_hold(tmp_path):
+    from typer.testing import CliRunner
+
+    from pipeline.cli.main import app
+
+    r = CliRunner().invoke(app, ["synth", "--tasks", "65535", str(tmp_path / "d")])
+    assert r.exit_code == 2, r.output
+    assert r.stderr.startswith("profetl: error: --tasks 65535: at most 65534 with --layout hiprof") and not (tmp_path / "d").exists()
+
+
+@pytest.mark.parametrize("layout", [["--layout", "hiprof"], ["--layout", "prof", "--chip", "ascend910b", "--devices", "1"]])
+def test_synth_mb_writes_a_dump_of_about_that_size(tmp_path, layout):
+    """--mb 3: about 3 MB on disk, the dump the options describe repeated along its timeline,
+    every copy's tasks in the built tables."""
+    from typer.testing import CliRunner
+
+    from pipeline.cli.main import app
+    from pipeline.outputs.export import fetch
+
+    out = tmp_path / "d"
+    r = CliRunner().invoke(app, ["synth", *layout, "--mb", "3", "--json", str(out)])
+    assert r.exit_code == 0, r.output
+    got = json.loads(r.stdout)
+    on_disk = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+    assert abs(on_disk - 3_000_000) <= 0.05 * 3_000_000, on_disk
+    # one copy: the same options without --mb
+    one = json.loads(CliRunner().invoke(app, ["synth", *layout, "--json", str(tmp_path / "one")]).stdout)
+    tasks_per_copy = one["task_instances"] if "task_instances" in one else one["device_logs"] // 2  # a start and an end log
+    assert got["copies"] > 10
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        o = ingest_dump(wh, Path(got.get("dump", out)))
+    assert o.status == "built" and not o.issues, o.error or o.issues
+    _, t = fetch(wh, "task_scheduler", [o.run_id])
+    assert sum(t.column("task_count").to_pylist()) == got["copies"] * tasks_per_copy
+    r = CliRunner().invoke(app, ["synth", *layout, "--mb", "3", "--truth", str(tmp_path / "t.json"), str(tmp_path / "e")])
+    assert r.exit_code == 2 and "--truth" in r.stderr

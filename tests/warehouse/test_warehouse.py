@@ -213,6 +213,46 @@ def test_dumps_alike_in_other_folders_are_distinct_runs(tmp_path):
     assert counts(tmp_path / "wh")["task_states"] == counts_of(tmp_path, a) + counts_of(tmp_path, b)
 
 
+def test_dumps_at_one_relative_path_from_other_folders_are_told_apart(tmp_path, monkeypatch):
+    """`profetl run dump` from two folders, each holding its own dump of the same control files
+    and other data: two runs, each recording the absolute folder it was read from."""
+    from pathlib import Path
+
+    for folder, inferences in (("a", 2), ("b", 4)):
+        generate(tmp_path / folder / "dump", HiprofConfig(inferences=inferences, seed=11))
+    outcomes = []
+    for folder in ("a", "b"):
+        monkeypatch.chdir(tmp_path / folder)
+        outcomes += _run(tmp_path / "wh", Path("dump"))
+    assert [o.status for o in outcomes] == ["built", "built"], [o.error for o in outcomes]
+    assert not outcomes[1].ingest.replaced and outcomes[0].run_id != outcomes[1].run_id
+    runs = {r["run_id"]: r for r in Warehouse(tmp_path / "wh").runs()}
+    assert [runs[o.run_id]["source_path"] for o in outcomes] == ["dump", "dump"]
+    assert [runs[o.run_id]["source_abspath"] for o in outcomes] == [str(tmp_path.resolve() / f / "dump") for f in "ab"]
+    for folder, o in zip("ab", outcomes):  # each folder finds its own run again
+        monkeypatch.chdir(tmp_path / folder)
+        assert [(x.status, x.run_id) for x in _run(tmp_path / "wh", Path("dump"))] == [("unchanged", o.run_id)]
+
+
+def test_an_index_from_before_source_abspath_reads_and_takes_new_runs(tmp_path, dump):
+    import pyarrow.parquet as pq
+
+    wh = tmp_path / "wh"
+    (first,) = _run(wh, dump)
+    f = Warehouse(wh).index_file
+    pq.write_table(pq.read_table(f).drop_columns(["source_abspath"]), f)  # as profetl wrote it before
+    assert [r["source_abspath"] for r in Warehouse(wh).runs()] == [None]
+    p = profetl("runs", "--warehouse", wh, "--json")
+    assert p.returncode == 0 and [r["source_abspath"] for r in json.loads(p.stdout)] == [None], p.stderr
+    assert [o.status for o in _run(wh, dump)] == ["unchanged"]  # its source_path, from here, is this folder
+    other = tmp_path / "dumps" / "night2"
+    generate(other, HiprofConfig(inferences=2, seed=12, start_us=1_767_312_000_000_000))
+    (second,) = _run(wh, other)
+    assert second.status == "built"
+    runs = {r["run_id"]: r for r in Warehouse(wh).runs()}
+    assert runs[first.run_id]["source_abspath"] is None and runs[second.run_id]["source_abspath"] == str(other)
+
+
 def counts_of(tmp_path, dump):
     wh = tmp_path / f"alone-{dump.name}"
     _run(wh, dump)
