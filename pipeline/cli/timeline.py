@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common
-from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.outputs.trace import write_trace
 
 
@@ -19,7 +18,7 @@ def command(
     inference: Annotated[int | None, typer.Option("--inference", metavar="N", show_default=False, help="Only the span of inference N on each device (its input start to output end there).")] = None,
     device: common.DeviceOpt = None,
     warehouse: common.WarehouseOpt = None,
-    memory_limit: common.MemoryOpt = DEFAULT_MEMORY_LIMIT,
+    memory_limit: common.MemoryOpt = None,
     threads: common.ThreadsOpt = 0,
 ) -> None:
     """Write RUN as a Chrome trace (Trace Event JSON) that Perfetto UI and chrome://tracing open.

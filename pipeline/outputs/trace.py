@@ -55,7 +55,6 @@ from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.errors import UsageError
 from pipeline.outputs.export import WALL_CLOCK_NS
 from pipeline.outputs.formats import atomic_write
-from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.warehouse.raw_reads import raw_select
 from pipeline.analysis.selection import run_row
 from pipeline.jobs.transforms import run_table_layers
@@ -352,7 +351,7 @@ def _events(con: duckdb.DuckDBPyConnection, devs: str, devices: list[int] | None
 
 def write_trace(wh: Warehouse, out: str, run_ref: str = "latest", start: str | None = None, end: str | None = None,
                 inference: int | None = None, devices: list[int] | None = None,
-                memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> tuple[str, int]:
+                memory_limit: str | None = None, threads: int | None = None) -> tuple[str, int]:
     """The run as a Trace Event JSON object written to ``out`` event by event (``-``
     standard output; a ``.gz`` name is gzipped; a file appears whole or not at all); returns
     (run id, events written, thread names and sort indexes not counted). ``start`` / ``end`` are
