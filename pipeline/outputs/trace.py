@@ -151,7 +151,7 @@ _TABLES = {"stg_api_calls", "stg_task_instances", "stg_task_launches", "stg_task
            "int_task_executions"}
 
 
-def _connect_run(wh: Warehouse, run: dict, workdir: Path, memory_limit: str, threads: int | None) -> duckdb.DuckDBPyConnection:
+def _connect_run(wh: Warehouse, run: dict, workdir: Path, memory_limit: str | None, threads: int | None) -> duckdb.DuckDBPyConnection:
     """The run's raw tables as the build sees them, and the staging and intermediate tables
     the trace needs, made as a build makes them, in a DuckDB that spills to ``workdir``
     beyond ``memory_limit`` (the build's by default)."""
@@ -214,7 +214,7 @@ def _clock(t0: int) -> str:
 
 @contextmanager
 def _trace(wh: Warehouse, run_ref: str, start: str | None, end: str | None, inference: int | None,
-           devices: list[int] | None, memory_limit: str, threads: int | None) -> Iterator[tuple[dict, Iterator[dict]]]:
+           devices: list[int] | None, memory_limit: str | None, threads: int | None) -> Iterator[tuple[dict, Iterator[dict]]]:
     """(the trace's otherData, its events as a lazy stream; thread names and sort indexes
     last, once every track is known). The run's tables live in a DuckDB that spills,
     rows come from it a batch at a time and events go out as they are made: memory holds
