@@ -4,6 +4,9 @@
     python bench/run.py --sizes 100 --layouts hiprof
     python bench/run.py --repeat 3             # each size three times, the median run reported
     python bench/run.py --separate             # `profetl ingest` and `profetl build`, two processes
+    python bench/run.py --layouts ascend910b --devices 2 --streams 8 --base-inferences 300 --tasks 1000 --sizes 300,2000
+                                               # many distinct tasks: 1,000 operators per inference,
+                                               # task ids that do not repeat within the base
 
 For each layout a small base dump is made with the library generators
 (``pipeline.synth``) and repeated along its timeline to each size with
@@ -41,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 from pipeline.synth import hiprof as synth_hiprof  # noqa: E402
 from pipeline.synth import prof as synth_prof  # noqa: E402
 from pipeline.synth.scale import scale  # noqa: E402
-from pipeline.limits import DEFAULT_MEMORY_LIMIT  # noqa: E402
+from pipeline.limits import default_memory_limit  # noqa: E402
 from pipeline.warehouse.store import Warehouse  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
@@ -147,16 +150,17 @@ def read_floor(root: Path) -> float:
     return time.perf_counter() - t0
 
 
-def make_base(layout: str, out: Path, inferences: int, tasks: int) -> Path:
+def make_base(layout: str, out: Path, inferences: int, tasks: int, devices: int = 1, streams: int = 2) -> Path:
     if out.exists():
         return _dump_root(out)
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     if layout == "hiprof":
-        synth_hiprof.generate(tmp, synth_hiprof.HiprofConfig(inferences=inferences, tasks=tasks, slice_bytes=1 << 40))
+        synth_hiprof.generate(tmp, synth_hiprof.HiprofConfig(devices=devices, streams=streams, inferences=inferences,
+                                                             tasks=tasks, slice_bytes=1 << 40))
     else:
-        synth_prof.generate(tmp, synth_prof.ProfConfig(chip=layout, devices=1, inferences=inferences, tasks=tasks,
-                                                       slice_bytes=1 << 40))
+        synth_prof.generate(tmp, synth_prof.ProfConfig(chip=layout, devices=devices, streams=streams, inferences=inferences,
+                                                       tasks=tasks, slice_bytes=1 << 40))
     tmp.rename(out)
     return _dump_root(out)
 
@@ -376,9 +380,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="100,500,2000", help="raw dump sizes in MB (comma separated)")
     ap.add_argument("--layouts", default="hiprof,ascend910b", help="hiprof and/or prof chips (ascend910b, ascend910a, ...)")
     ap.add_argument("--base-inferences", type=int, default=50)
-    ap.add_argument("--tasks", type=int, default=500)
+    ap.add_argument("--tasks", type=int, default=500,
+                    help="kernel tasks per inference of the base dump: each a distinct operator")
+    ap.add_argument("--devices", type=int, default=1, help="devices of the base dump")
+    ap.add_argument("--streams", type=int, default=2, help="streams per device of the base dump")
     ap.add_argument("--slice-bytes", type=int, default=64 * 1024 * 1024)
-    ap.add_argument("--memory-limit", default=DEFAULT_MEMORY_LIMIT)
+    ap.add_argument("--memory-limit", default=default_memory_limit(),
+                    help="DuckDB memory limit of the builds (default: profetl's for this machine)")
     ap.add_argument("--threads", type=int, default=0, help="DuckDB threads for the build (0: one per core)")
     ap.add_argument("--keep", action="store_true", help="keep the sized dumps and warehouses")
     ap.add_argument("--separate", action="store_true",
@@ -392,16 +400,17 @@ def main(argv: list[str] | None = None) -> int:
     print(speed_line("before", speed["before"]), flush=True)
     results = []
     for layout in a.layouts.split(","):
-        base_dir = a.out / f"base-{layout}-{a.base_inferences}x{a.tasks}"
-        base = make_base(layout, base_dir, a.base_inferences, a.tasks)
+        shape = "" if (a.devices, a.streams) == (1, 2) else f"-{a.devices}d{a.streams}s"
+        base_dir = a.out / f"base-{layout}-{a.base_inferences}x{a.tasks}{shape}"
+        base = make_base(layout, base_dir, a.base_inferences, a.tasks, a.devices, a.streams)
         for mb in (int(s) for s in a.sizes.split(",")):
-            sized = a.out / f"{layout}-{mb}MB"
+            sized = a.out / f"{layout}{shape}-{a.base_inferences}x{a.tasks}-{mb}MB"
             short = check_disk(a.out, mb, (sized / ".complete").exists())
             if short:
                 print(f"bench: {short}", file=sys.stderr)
                 return 2
             dump, gen_s = make_sized(base, base_dir, sized, mb, a.slice_bytes)
-            tries = sorted((bench_one(dump, a.out / f"wh-{layout}-{mb}MB", a.memory_limit, a.threads, a.separate)
+            tries = sorted((bench_one(dump, a.out / f"wh-{sized.name}", a.memory_limit, a.threads, a.separate)
                             for _ in range(a.repeat)), key=lambda r: r["total_s"])
             r = tries[len(tries) // 2]  # the median run (the host's other load varies run to run)
             r.update(layout=layout, size_mb=mb, generate_s=gen_s, repeats=len(tries),
@@ -420,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
             if not a.keep:
                 shutil.rmtree(sized, ignore_errors=True)
-                shutil.rmtree(a.out / f"wh-{layout}-{mb}MB", ignore_errors=True)
+                shutil.rmtree(a.out / f"wh-{sized.name}", ignore_errors=True)
     speed["after"] = host_speed()
     print(speed_line("after", speed["after"]))
     print()

@@ -9,7 +9,7 @@ import typer
 from pipeline.cli import common
 from pipeline.errors import DamagedPart, ExitCode
 from pipeline.jobs.runner import rebuild
-from pipeline.limits import DEFAULT_MEMORY_LIMIT
+from pipeline.limits import describe_memory_limit
 
 
 def command(
@@ -17,7 +17,7 @@ def command(
     all_runs: Annotated[bool, typer.Option("--all", help="Rebuild every run.")] = False,
     warehouse: common.WarehouseOpt = None,
     wait: common.WaitOpt = 0.0,
-    memory_limit: common.MemoryOpt = DEFAULT_MEMORY_LIMIT,
+    memory_limit: common.MemoryOpt = None,
     threads: common.ThreadsOpt = 0,
     workers: common.WorkersOpt = None,
     scheduler: common.SchedulerOpt = None,
@@ -58,6 +58,8 @@ def command(
             common.out.print(f"built      {o.run_id} in {o.build.seconds:.2f} s", highlight=False)
             for line in o.issues:
                 common.out.print(f"           - {line}", highlight=False, markup=False)
+        if done:  # the limit every build above had, and where it comes from
+            common.out.print(f"DuckDB memory limit {describe_memory_limit(memory_limit)}", highlight=False)
     for e in damaged:
         common.err.print(f"profetl: error: {e}", highlight=False, markup=False)
     if damaged:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from pipeline import limits
 from pipeline.errors import ExitCode, PipelineError, UsageError
 
 if TYPE_CHECKING:
@@ -93,7 +94,9 @@ def wants_json(fmt: str | None, json_: bool) -> bool:
     a bad combination is one line and exit 2."""
     with errors():
         return output_format(fmt, json_, ("table", "json"), "table") == "json"
-MemoryOpt = Annotated[str, typer.Option("--memory-limit", help="DuckDB memory limit for making the tables (spills to disk beyond it).")]
+
+
+MemoryOpt = Annotated[str | None, typer.Option("--memory-limit", help=f"DuckDB memory limit for making the tables (spills to disk beyond it), e.g. 1GB. Default: 1/{limits.MEMORY_LIMIT_SHARE} of this machine's memory (or its container's limit), at least {limits.MEMORY_LIMIT_FLOOR_MB}MB and at most {limits.MEMORY_LIMIT_CAP_MB}MB.", show_default=False)]
 ThreadsOpt = Annotated[int, typer.Option("--threads", help="DuckDB threads for making the tables (0: one per core).")]
 WaitOpt = Annotated[float, typer.Option("--wait", help="Seconds to wait for another writer to finish before giving up (exit 3).")]
 WorkersOpt = Annotated[int | None, typer.Option("--workers", help="Read and build each dump's devices on a local Dask cluster of N worker processes (needs profetl[dask]).", show_default=False)]
@@ -363,9 +366,9 @@ def print_json(obj) -> None:
 def build_json(b: BuildResult) -> dict:
     """A build as `build --json` and `run --json` print it: rows by mart, seconds in all and by
     step (staging/<table>, marts/<table>), the process's memory high-water mark after each step,
-    and where the staging tables were kept (memory or file)."""
+    where the staging tables were kept (memory or file), and DuckDB's memory limit."""
     return {"rows": b.rows_by_mart, "seconds": b.seconds, "seconds_by_step": b.seconds_by_step,
-            "max_rss_bytes_by_step": b.max_rss_by_step, "staging": b.staging}
+            "max_rss_bytes_by_step": b.max_rss_by_step, "staging": b.staging, "memory_limit": b.memory_limit}
 
 
 def _header_lines(header: str, width: int) -> str:

@@ -10,7 +10,7 @@ import typer
 from pipeline.cli import common
 from pipeline.errors import ExitCode
 from pipeline.jobs.runner import Outcome, check_inputs, run_roots
-from pipeline.limits import DEFAULT_MEMORY_LIMIT
+from pipeline.limits import describe_memory_limit
 
 
 def command(
@@ -19,7 +19,7 @@ def command(
     wait: common.WaitOpt = 0.0,
     force: Annotated[bool, typer.Option("--force", help="Re-ingest dumps whose content is unchanged; replace a run even when its changed dump now holds less (fewer records, more bytes skipped, metadata gone), or when its commit record cannot be read.")] = False,
     show: Annotated[bool, typer.Option("--show", help="Print the five tables of each run afterwards.")] = False,
-    memory_limit: common.MemoryOpt = DEFAULT_MEMORY_LIMIT,
+    memory_limit: common.MemoryOpt = None,
     threads: common.ThreadsOpt = 0,
     read_threads: common.ReadThreadsOpt = 1,
     workers: common.WorkersOpt = None,
@@ -61,6 +61,8 @@ def command(
         lossy = sum(bool(o.losses) for o in outcomes if o.status != "failed")
         common.out.print(f"{len(outcomes)} dump(s): {ok} done, {len(outcomes) - ok} failed"
                     + (f", {lossy} built with data lost (see their issues)" if lossy else ""), highlight=False)
+        if any(o.status != "unchanged" for o in outcomes):  # a dump was built, or its build tried
+            common.out.print(f"DuckDB memory limit {describe_memory_limit(memory_limit)}", highlight=False)
         if show:
             from pipeline.cli.show import print_run  # the report code loads only for --show
 

@@ -7,7 +7,6 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common
-from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.outputs.trace import write_trace
 
 
@@ -20,7 +19,7 @@ def command(
     device: common.DeviceOpt = None,
     speedscope: Annotated[bool, typer.Option("--speedscope", help="Write no args: speedscope takes a slice's args as part of its function's name, so only then do its Left Heavy and Sandwich views merge the calls of one API and the instances of one op.")] = False,
     warehouse: common.WarehouseOpt = None,
-    memory_limit: common.MemoryOpt = DEFAULT_MEMORY_LIMIT,
+    memory_limit: common.MemoryOpt = None,
     threads: common.ThreadsOpt = 0,
 ) -> None:
     """Write RUN as a Chrome trace (Trace Event JSON) that Perfetto UI and chrome://tracing open.

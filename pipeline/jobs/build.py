@@ -18,7 +18,7 @@ from pipeline.analysis.advice import configured as advice_thresholds, set_thresh
 from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
 from pipeline.errors import GrainViolated, TransformFailed, UsageError
 from pipeline.warehouse.faults import checkpoint
-from pipeline.limits import DEFAULT_MEMORY_LIMIT
+from pipeline.limits import memory_limit as resolve_memory_limit
 from pipeline.progress import report
 from pipeline.warehouse.raw_reads import ALL_DEVICES, device_rows, raw_select
 from pipeline.warehouse.sink import parquet_writer, with_run_id
@@ -49,15 +49,20 @@ class BuildResult:
     # where the staging tables were kept: "memory" (temporary tables) or "file" (the build's
     # database file, compressed): see staging_storage
     staging: str = "memory"
+    # DuckDB's memory limit for the build, as given (--memory-limit) or chosen for the machine
+    # (pipeline/limits.py)
+    memory_limit: str = ""
     # the marts' files before they are moved into place (build_marts), by mart, and their folder
     files: dict[str, str] = field(default_factory=dict)
     folder: str = ""
 
 
-def connect(workdir: Path, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+def connect(workdir: Path, memory_limit: str | None = None, threads: int | None = None) -> duckdb.DuckDBPyConnection:
     """A DuckDB for one build in ``workdir``: its staging tables live in the buffer pool as
     temporary tables and spill to ``workdir`` beyond the memory limit, or for a big run are
-    tables of ``workdir/build.duckdb`` (staging_storage)."""
+    tables of ``workdir/build.duckdb`` (staging_storage). ``memory_limit`` None: the
+    machine's default (pipeline/limits.py)."""
+    memory_limit = resolve_memory_limit(memory_limit)
     if threads is not None and threads < 0:
         check_settings(memory_limit, threads)
     try:
@@ -95,8 +100,9 @@ def _build_dir(wh: Warehouse) -> Path:
     return Path(tempfile.mkdtemp(prefix="profetl-build-"))
 
 
-def check_settings(memory_limit: str, threads: int | None = None) -> None:
+def check_settings(memory_limit: str | None, threads: int | None = None) -> None:
     """Raise UsageError for a memory limit or thread count DuckDB would refuse, before any work."""
+    memory_limit = resolve_memory_limit(memory_limit)
     if threads is not None and threads < 0:
         raise UsageError(f"threads {threads}: must be 0 (one per core) or more")
     try:
@@ -143,12 +149,14 @@ def staging_table_kind(storage: str) -> str:
     return "table" if storage == "file" else "temp table"
 
 
-def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None,
+def build(wh: Warehouse, run: dict, memory_limit: str | None = None, threads: int | None = None,
           cluster=None) -> BuildResult:
     """Build every mart of one run into new part files; the caller commits the run row. With
     ``cluster`` (pipeline.jobs.cluster.Cluster) each device's marts are made there, on its own,
-    and put together here (docs/architecture.md#cluster)."""
+    and put together here (docs/architecture.md#cluster). ``memory_limit`` None: the machine's
+    default (pipeline/limits.py), chosen here also for a cluster's workers."""
     t0 = time.monotonic()
+    memory_limit = resolve_memory_limit(memory_limit)
     if cluster is None:
         parts = [build_marts(wh, run, memory_limit, threads)]
     else:
@@ -160,7 +168,8 @@ def build(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, th
         parts = cluster.run(calls, [f"{run['source_path']}: build of {_device_label(d)}" for d in devices],
                             phase="build")
     # one shard of the mart part per device built on its own (docs/architecture.md#cluster)
-    result = BuildResult(run["run_id"], sharded_id(new_id(), len(parts)), staging=parts[0].staging)
+    result = BuildResult(run["run_id"], sharded_id(new_id(), len(parts)), staging=parts[0].staging,
+                         memory_limit=memory_limit)
     try:
         for part in parts:
             result.issues += part.issues
@@ -203,7 +212,7 @@ def run_devices(wh: Warehouse, run: dict) -> list:
         con.close()
 
 
-def build_marts(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None,
+def build_marts(wh: Warehouse, run: dict, memory_limit: str | None = None, threads: int | None = None,
                 device=ALL_DEVICES) -> BuildResult:
     """Every mart of one run (or of one ``device`` of it) into Parquet files in a temporary
     folder of the warehouse, named by ``BuildResult.files``; the caller moves them into place."""
@@ -218,7 +227,7 @@ def build_marts(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIM
         set_thresholds(con, thresholds)
         for table in RAW_TABLES:
             con.execute(f"create view {table} as {raw_select(wh, table, run, device)}")
-        result = BuildResult(run_id, "", folder=str(tmp))
+        result = BuildResult(run_id, "", folder=str(tmp), memory_limit=resolve_memory_limit(memory_limit))
         result.staging = staging_storage(con, run)
 
         marts = sql_files("marts")

@@ -10,7 +10,6 @@ from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.jobs.dumps import discover
 from pipeline.errors import MissingInput, PipelineError
 from pipeline.jobs.ingest import IngestResult, ingest
-from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.paths import display
 from pipeline.warehouse.store import Warehouse
 
@@ -47,7 +46,7 @@ class Outcome:
 
 
 def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool = True,
-                memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None, cluster=None,
+                memory_limit: str | None = None, threads: int | None = None, cluster=None,
                 readers=None) -> Outcome:
     """Ingest one dump (and build it), committing the run once at the end. Hold the writer lock.
     With ``cluster`` (pipeline.jobs.cluster.Cluster) its devices are read and built there; with
@@ -73,7 +72,7 @@ def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool
     return Outcome(display(dump), "built" if b else "ingested", res.run_id, ingest=res, build=b, issues=issues)
 
 
-def rebuild(wh: Warehouse, run: dict, memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None,
+def rebuild(wh: Warehouse, run: dict, memory_limit: str | None = None, threads: int | None = None,
             cluster=None) -> Outcome:
     raw_filled = [t for t in run["tables_filled"] if t in RAW_TABLES]
     b, row = _build(wh, run, raw_filled, memory_limit, threads, cluster)
@@ -94,7 +93,7 @@ def check_inputs(paths: list[Path]) -> None:
 
 
 def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build: bool = True,
-              memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None,
+              memory_limit: str | None = None, threads: int | None = None,
               on_dump=None, cluster=None, readers=None) -> list[Outcome]:
     """Every dump under every root, each its own run; a failing dump does not stop the others.
     With ``cluster`` each dump's devices are read and built there, one dump after another.

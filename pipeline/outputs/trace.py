@@ -72,7 +72,6 @@ from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.errors import UsageError
 from pipeline.outputs.export import WALL_CLOCK_NS
 from pipeline.outputs.formats import atomic_write
-from pipeline.limits import DEFAULT_MEMORY_LIMIT
 from pipeline.warehouse.raw_reads import raw_select
 from pipeline.analysis.selection import run_row
 from pipeline.jobs.transforms import run_table_layers
@@ -249,7 +248,7 @@ _TABLES = {"stg_api_calls", "stg_task_instances", "stg_task_launches", "stg_task
            "int_task_executions"}
 
 
-def _connect_run(wh: Warehouse, run: dict, workdir: Path, memory_limit: str, threads: int | None) -> duckdb.DuckDBPyConnection:
+def _connect_run(wh: Warehouse, run: dict, workdir: Path, memory_limit: str | None, threads: int | None) -> duckdb.DuckDBPyConnection:
     """The run's raw tables as the build sees them, and the staging and intermediate tables
     the trace needs, made as a build makes them, in a DuckDB that spills to ``workdir``
     beyond ``memory_limit`` (the build's by default)."""
@@ -312,7 +311,7 @@ def _clock(t0: int) -> str:
 
 @contextmanager
 def _trace(wh: Warehouse, run_ref: str, start: str | None, end: str | None, inference: int | None,
-           devices: list[int] | None, memory_limit: str, threads: int | None,
+           devices: list[int] | None, memory_limit: str | None, threads: int | None,
            instance_args: bool = True) -> Iterator[tuple[dict, Iterator[dict]]]:
     """(the trace's otherData, its events as a lazy stream; thread names and sort indexes
     last, once every track is known). The run's tables live in a DuckDB that spills,
@@ -508,7 +507,7 @@ def _events(con: duckdb.DuckDBPyConnection, devs: str, devices: list[int] | None
 
 def write_trace(wh: Warehouse, out: str, run_ref: str = "latest", start: str | None = None, end: str | None = None,
                 inference: int | None = None, devices: list[int] | None = None,
-                memory_limit: str = DEFAULT_MEMORY_LIMIT, threads: int | None = None,
+                memory_limit: str | None = None, threads: int | None = None,
                 instance_args: bool = True) -> tuple[str, int]:
     """The run as a Trace Event JSON object written to ``out`` event by event (``-``
     standard output; a ``.gz`` name is gzipped; a file appears whole or not at all); returns

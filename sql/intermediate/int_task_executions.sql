@@ -3,9 +3,11 @@
 --
 -- Grain:   (device_id, record_kind, stream_id, task_id, instance_no)
 -- Sources: stg_task_instances, stg_task_launches, stg_task_ops, int_op_keys
--- Stored:  no, a view: each mart runs it for the columns it reads (hash joins on small
---          per-task tables, in the common case); storing its rows, one per task instance, cost
---          a build more than it saved the marts (bench/HISTORY.md, pipeline/jobs/transforms.py)
+-- Stored:  yes, a table: as a view, each mart reading it ran its hash joins (tables of one row per
+--          task, as many as the run's distinct tasks) in the same pipeline as its own sort or
+--          aggregation, which then could not spill enough: op_summary's sort ran out of the
+--          memory limit on a run of many distinct tasks (tests/sql/test_memory_limit.py).
+--          Stored, the joins and the marts' sorts each run on their own, and spill.
 -- Follows: the one place where an execution meets its launch and its operator; every mart and
 --          the timeline read them from here.
 --          Launch (docs/formats.md#rule-api-launch, on CANN 7+ data found by

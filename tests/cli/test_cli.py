@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -215,3 +216,50 @@ def test_timeline_takes_the_memory_limit_and_threads(built, tmp_path):
     r = invoke("timeline", "--warehouse", wh, "--memory-limit", "64MB", "--threads", "1", "--out", tmp_path / "t.json")
     assert r.exit_code == 0, r.output
     assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
+
+
+@pytest.mark.parametrize("memory, limit", [
+    (8 * 2**30, "320MB"),          # 1/32 is 268 MB: the floor
+    (24_000_000_000, "750MB"),     # 1/32
+    (128 * 2**30, "2000MB"),       # 1/32 is 4.3 GB: the cap
+    (None, "320MB"),               # memory unknown: the floor
+])
+def test_default_memory_limit_is_a_share_of_the_machine(monkeypatch, memory, limit):
+    from pipeline import limits
+
+    monkeypatch.setattr(limits, "machine_memory", lambda: memory)
+    assert limits.default_memory_limit() == limit
+    assert limits.memory_limit(None) == limit and limits.memory_limit("1GB") == "1GB"
+
+
+def test_a_container_limit_below_the_machine_counts(monkeypatch, tmp_path):
+    from pipeline import limits
+
+    physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    (tmp_path / "low").write_text("1000000000\n")
+    (tmp_path / "unlimited").write_text("max\n")
+    monkeypatch.setattr(limits, "_cgroup_limit_files", lambda: [str(tmp_path / "unlimited"), str(tmp_path / "low")])
+    assert limits.machine_memory() == min(1_000_000_000, physical)
+    monkeypatch.setattr(limits, "_cgroup_limit_files", lambda: [str(tmp_path / "unlimited"), str(tmp_path / "none")])
+    assert limits.machine_memory() == physical
+
+
+@pytest.mark.slow
+def test_run_says_the_memory_limit_it_chose_for_the_machine(built, tmp_path, monkeypatch):
+    """Without --memory-limit a build takes 1/32 of the machine's memory: 500 MB of a 16 GB
+    machine (DuckDB shows it as 476.8 MiB), said in run's output and in every build's JSON."""
+    from pipeline import limits
+    from pipeline.jobs.build import connect
+
+    monkeypatch.setattr(limits, "machine_memory", lambda: 16_000_000_000)
+    dump, _ = built
+    r = invoke("run", dump, "--warehouse", tmp_path / "wh")
+    assert r.exit_code == 0, r.output
+    assert "DuckDB memory limit 500MB (1/32 of this machine's 14.9 GiB)" in r.stdout, r.stdout
+    r = invoke("build", "--all", "--warehouse", tmp_path / "wh", "--json")
+    assert [b["memory_limit"] for b in json.loads(r.stdout)] == ["500MB"], r.stdout
+    r = invoke("build", "--all", "--warehouse", tmp_path / "wh", "--memory-limit", "1GB")
+    assert "DuckDB memory limit 1GB (--memory-limit)" in r.stdout, r.stdout
+    con = connect(tmp_path)
+    assert con.execute("select current_setting('memory_limit')").fetchone()[0] == "476.8 MiB"
+    con.close()
