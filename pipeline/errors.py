@@ -90,11 +90,16 @@ class DamagedRun(PipelineError):
         self.reason = reason
 
 
+# The folder beside the run index that keeps its last versions (pipeline.warehouse.store): its
+# leading "_" hides it from readers of the runs folder (pandas, pyarrow datasets, Spark, Hive).
+INDEX_HISTORY = "_history"
+
+
 def _recover(index) -> str:
     """How a lost or damaged run index is recovered: from the versions kept beside it."""
     from pathlib import Path
 
-    return (f"restore the newest good version kept in {Path(index).parent / 'history'} "
+    return (f"restore the newest good version kept in {Path(index).parent / INDEX_HISTORY} "
             "(`profetl check --repair` does it) or a backup of the warehouse")
 
 

@@ -4,7 +4,7 @@ Layout::
 
     <warehouse>/runs/runs.parquet                 # the run index: every run's commit record and
                                                   #   each committed part file's size and hash
-    <warehouse>/runs/history/runs-<n>.parquet     # the last KEEP_VERSIONS versions of the index
+    <warehouse>/runs/_history/runs-<n>.parquet    # the last KEEP_VERSIONS versions of the index
     <warehouse>/raw/<table>/part-<id>.parquet     # rows of one run (id: its ingest id) or of a
     <warehouse>/marts/<table>/part-<id>.parquet   #   group of compacted runs (id: c<group id>)
     <warehouse>/<layer>/<table>/part-<id>_<n>.<k>.parquet  # shard k of n: a run written by a
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pipeline.errors import DamagedIndex, DamagedRun, MissingIndex, UnknownRun, UsageError, WarehouseLocked
+from pipeline.errors import INDEX_HISTORY, DamagedIndex, DamagedRun, MissingIndex, UnknownRun, UsageError, WarehouseLocked
 from pipeline.lazy import lazy
 from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
 from pipeline.warehouse.faults import checkpoint
@@ -72,10 +72,11 @@ INDEX_REQUIRED = {"run_id": "text", "ingest_id": "text", "build_id": "text", "ra
 # of, in run order: a path relative to the warehouse, its size and SHA-256, recorded when the
 # file was written, before its commit. A part's files are thus listed once, whatever the
 # number of runs it holds; a part committed by an older profetl has none listed.
-# The last KEEP_VERSIONS versions of the index are kept in runs/history/ (``index_versions``),
+# The last KEEP_VERSIONS versions of the index are kept in runs/_history/ (``index_versions``),
 # written after each commit and pruned then: a deleted or overwritten index can be restored.
+# (The leading "_" keeps them out of a reading of the runs folder by pandas, Spark or Hive.)
 KEEP_VERSIONS = 5
-HISTORY = "history"
+HISTORY = INDEX_HISTORY
 
 # Columns of the index that place runs: what readers other than `runs` read of it.
 LIGHT = ["run_id", "ingest_id", "build_id", "collection_start_us", "ingested_at", "raw_part", "mart_part", "workload"]
@@ -288,7 +289,7 @@ class Warehouse:
         return self.path / "runs" / HISTORY
 
     def index_versions(self) -> list[Path]:
-        """The kept versions of the index (``runs/history/runs-<n>.parquet``), oldest first; the
+        """The kept versions of the index (``runs/_history/runs-<n>.parquet``), oldest first; the
         last is the index as the last commit wrote it."""
         d = self.history_dir
         if not d.is_dir():
@@ -564,7 +565,7 @@ class Warehouse:
         self._keep_version(f)
 
     def _keep_version(self, f: Path) -> None:
-        """A copy of the index just committed into runs/history/ (written to a temporary name,
+        """A copy of the index just committed into runs/_history/ (written to a temporary name,
         then renamed: a kept version is whole), and only the last KEEP_VERSIONS kept. After the
         commit, never before: a kept version never names files a commit did not make."""
         d = self.history_dir
