@@ -5,7 +5,6 @@ are kept beside it and restore it."""
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from pipeline.outputs.query import query
 from pipeline.warehouse import store as W
 from pipeline.warehouse.store import Warehouse, is_group
 from pipeline.warehouse.views import connect
-from tests.helpers.warehouse_checks import counts, part_files, profetl
+from tests.helpers.warehouse_checks import assert_recorded, counts, part_files, profetl
 from tests.warehouse.test_warehouse_compaction import _night, small_groups  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps, starts profetl processes
@@ -149,29 +148,14 @@ def test_an_index_written_before_formats_and_sizes_still_opens_and_commits(two_r
 
 # --- 4. sizes and hashes of what was committed ---------------------------------------------
 
-def _named_files(wh: Warehouse) -> set[Path]:
-    return {f for layer in ("raw", "marts") for table in W.layer_tables(layer) for f in wh.current_files(layer, table)}
-
-
-def _check_recorded(wh: Warehouse) -> None:
-    """Every file the index names is listed once with its true size and SHA-256."""
-    entries = wh.recorded_files()
-    files = [e["file"] for e in entries]
-    assert len(files) == len(set(files))
-    assert {wh.path / f for f in files} == _named_files(wh)
-    for e in entries:
-        data = (wh.path / e["file"]).read_bytes()
-        assert (e["size"], e["sha256"]) == (len(data), hashlib.sha256(data).hexdigest()), e["file"]
-
-
 def test_every_committed_file_has_its_size_and_hash_in_the_index(two_runs):
     wh, dumps, (a, _) = two_runs
-    _check_recorded(Warehouse(wh.path))
+    assert_recorded(Warehouse(wh.path))
     with wh.writer():  # a rebuild: new marts, the raw files as they were
         from pipeline.jobs.runner import rebuild
 
         rebuild(wh, wh.run(a))
-    _check_recorded(Warehouse(wh.path))
+    assert_recorded(Warehouse(wh.path))
 
 
 def test_sizes_and_hashes_of_group_files_after_compaction_replace_and_drop(tmp_path, small_groups):  # noqa: F811
@@ -184,13 +168,13 @@ def test_sizes_and_hashes_of_group_files_after_compaction_replace_and_drop(tmp_p
     idx = wh.index()
     grouped = [r for r in idx.values() if is_group(r["raw_part"])]
     assert grouped
-    _check_recorded(Warehouse(wh.path))
+    assert_recorded(Warehouse(wh.path))
     with wh.writer():  # a run leaves its group: the group is written again
         run_roots(wh, [dumps[0]], force=True)
-    _check_recorded(Warehouse(wh.path))
+    assert_recorded(Warehouse(wh.path))
     with wh.writer():
         wh.drop(grouped[-1]["run_id"])
-    _check_recorded(Warehouse(wh.path))
+    assert_recorded(Warehouse(wh.path))
 
 
 def test_the_shards_of_a_run_read_in_threads_are_recorded(tmp_path):
@@ -199,7 +183,7 @@ def test_the_shards_of_a_run_read_in_threads_are_recorded(tmp_path):
     assert p.returncode == 0, p.stderr
     wh = Warehouse(tmp_path / "wh")
     assert W.shard_count(wh.runs()[0]["ingest_id"]) == 2
-    _check_recorded(wh)
+    assert_recorded(wh)
 
 
 @pytest.mark.parametrize("damage", ["truncated", "extended"])
