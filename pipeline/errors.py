@@ -98,13 +98,26 @@ class DamagedRun(PipelineError):
         self.reason = reason
 
 
+# The folder beside the run index that keeps its last versions (pipeline.warehouse.store): its
+# leading "_" hides it from readers of the runs folder (pandas, pyarrow datasets, Spark, Hive).
+INDEX_HISTORY = "_history"
+
+
+def _recover(index) -> str:
+    """How a lost or damaged run index is recovered: from the versions kept beside it."""
+    from pathlib import Path
+
+    return (f"restore the newest good version kept in {Path(index).parent / INDEX_HISTORY} "
+            "(`profetl check --repair` does it) or a backup of the warehouse")
+
+
 class DamagedIndex(PipelineError):
-    """The run index (``runs/runs.parquet``) exists but cannot be read: every command on the
-    warehouse stops with this error, and nothing is swept, compacted or deleted."""
+    """The run index (``runs/runs.parquet``) exists but cannot be read, or is not a run index
+    (another table's Parquet file, an index of a newer format): every command on the warehouse
+    stops with this error, and nothing is swept, compacted or deleted."""
 
     def __init__(self, path, reason: str):
-        super().__init__(f"the run index {path} cannot be read ({reason}); nothing was changed: "
-                         f"restore it from a backup of the warehouse")
+        super().__init__(f"the run index {path} cannot be read ({reason}); nothing was changed: {_recover(path)}")
         self.path = path
         self.reason = reason
 
@@ -120,6 +133,35 @@ class DamagedPart(PipelineError):
         self.path = path
         self.reason = reason
         self.advice = advice
+
+
+class MissingIndex(DamagedIndex):
+    """The run index is gone but the warehouse holds part files (or kept versions of the
+    index): which of them were committed is unknown, so every command stops with this error
+    and nothing is swept, compacted or deleted. An empty new warehouse is not this."""
+
+    def __init__(self, path, part_files: int, versions: int):
+        PipelineError.__init__(
+            self, f"the run index {path} is missing but the warehouse holds {part_files} part file(s) and "
+                  f"{versions} kept version(s) of the index; nothing was changed: {_recover(path)}")
+        self.path = path
+        self.reason = "missing"
+        self.part_files = part_files
+        self.versions = versions
+
+
+class PartSizeMismatch(PipelineError):
+    """A committed part file's size is not the size the run index recorded when it was
+    committed: it was truncated, extended or replaced since. A reader stops rather than
+    answer from it."""
+
+    def __init__(self, path, recorded: int, actual: int):
+        super().__init__(f"{path}: the run index records {recorded} bytes for this part file, it has {actual}; "
+                         "it was damaged or replaced after its commit: restore it from a backup, or re-ingest "
+                         "its runs (`profetl run --force DUMP`)")
+        self.path = path
+        self.recorded = recorded
+        self.actual = actual
 
 
 class ClusterUnavailable(PipelineError):

@@ -184,8 +184,7 @@ def build(wh: Warehouse, run: dict, memory_limit: str | None = None, threads: in
         check_run_id(result.run_id)
         for name in parts[0].files:
             for part, final in zip(parts, wh.files("marts", name, result.build_id), strict=True):
-                final.parent.mkdir(parents=True, exist_ok=True)
-                Path(part.files[name]).replace(final)
+                wh.place(Path(part.files[name]), final)  # its size and hash go into the index at the commit
         checkpoint("marts_written")
     finally:
         for part in parts:  # a worker's folder, named by its absolute path: this process's is the same

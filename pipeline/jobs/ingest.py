@@ -186,8 +186,7 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
         check_run_id(run_id)
         for table, sources in files.items():
             for p, final in zip(sources, wh.files("raw", table, ingest_id), strict=True):
-                final.parent.mkdir(parents=True, exist_ok=True)
-                p.replace(final)
+                wh.place(p, final)  # its size and hash go into the index at the commit
         checkpoint("raw_moved")
     finally:
         wh.drop_temp(tmp)

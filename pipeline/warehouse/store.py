@@ -2,7 +2,9 @@
 
 Layout::
 
-    <warehouse>/runs/runs.parquet                 # the run index: every run's commit record
+    <warehouse>/runs/runs.parquet                 # the run index: every run's commit record and
+                                                  #   each committed part file's size and hash
+    <warehouse>/runs/_history/runs-<n>.parquet    # the last KEEP_VERSIONS versions of the index
     <warehouse>/raw/<table>/part-<id>.parquet     # rows of one run (id: its ingest id) or of a
     <warehouse>/marts/<table>/part-<id>.parquet   #   group of compacted runs (id: c<group id>)
     <warehouse>/<layer>/<table>/part-<id>_<n>.<k>.parquet  # shard k of n: a run written by a
@@ -39,7 +41,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from pipeline import __version__
-from pipeline.errors import DamagedIndex, DamagedPart, DamagedRun, UnknownRun, UsageError, WarehouseLocked
+from pipeline.errors import INDEX_HISTORY, DamagedIndex, DamagedPart, DamagedRun, MissingIndex, UnknownRun, UsageError, WarehouseLocked
 from pipeline.lazy import lazy
 from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
 from pipeline.warehouse.faults import checkpoint
@@ -57,6 +59,25 @@ LAYERS = (("raw", "raw_part", "ingest_id"), ("marts", "mart_part", "build_id"))
 # Columns the index keeps beside the commit record: the part of each layer that holds the
 # run's rows, and the run's workload key (documented with the runs view in pipeline/warehouse/views.py).
 INDEX_EXTRA = ("raw_part", "mart_part", "workload")  # text columns
+
+# The index's format, in its Parquet key-value metadata (``FORMAT_KEY``): 2 since it records
+# each committed part file's size and hash (``files``); an index without the key was written by
+# an older profetl (format 1) and is read as it is. An index of a newer format is refused.
+INDEX_FORMAT = 2
+FORMAT_KEY = b"profetl.index_format"
+# Columns an index of every format has, and the kind of each: a Parquet file without them (a
+# part file copied over the index) is not a run index.
+INDEX_REQUIRED = {"run_id": "text", "ingest_id": "text", "build_id": "text", "raw_part": "text",
+                  "mart_part": "text", "collection_start_us": "int", "ingested_at": "time"}
+# Each run's row lists (``files``, ``files_type()``) the files of the parts it is the first run
+# of, in run order: a path relative to the warehouse, its size and SHA-256, recorded when the
+# file was written, before its commit. A part's files are thus listed once, whatever the
+# number of runs it holds; a part committed by an older profetl has none listed.
+# The last KEEP_VERSIONS versions of the index are kept in runs/_history/ (``index_versions``),
+# written after each commit and pruned then: a deleted or overwritten index can be restored.
+# (The leading "_" keeps them out of a reading of the runs folder by pandas, Spark or Hive.)
+KEEP_VERSIONS = 5
+HISTORY = INDEX_HISTORY
 
 # Columns of the index that place runs: what readers other than `runs` read of it.
 LIGHT = ["run_id", "ingest_id", "build_id", "collection_start_us", "ingested_at", "raw_part", "mart_part", "workload"]
@@ -130,11 +151,43 @@ def layer_tables(layer: str) -> list[str]:
     return list(RAW_TABLES) if layer == "raw" else list(contracts("marts"))
 
 
+def files_type() -> pa.DataType:
+    """The type of the index's ``files`` column: the files of a run's parts with their sizes and hashes."""
+    return pa.list_(pa.struct([("file", pa.string()), ("size", pa.int64()), ("sha256", pa.string())]))
+
+
 def index_schema() -> pa.Schema:
     s = contract("raw", "runs").schema
     for name in INDEX_EXTRA:
         s = s.append(pa.field(name, pa.string()))
-    return s
+    return s.append(pa.field("files", files_type()))
+
+
+def digest(path: Path) -> dict:
+    """A part file's entry for the index: its path (as given), size and SHA-256, read once."""
+    import hashlib
+
+    with open(path, "rb") as fh:
+        h = hashlib.file_digest(fh, "sha256")
+        size = os.fstat(fh.fileno()).st_size
+    return {"size": size, "sha256": h.hexdigest()}
+
+
+def recorded_sizes(index: pa.Table) -> dict[str, int]:
+    """The size a version of the index (an Arrow table of it) recorded for each part file it
+    lists, by path relative to the warehouse."""
+    if "files" not in index.column_names:
+        return {}
+    entries = pc.list_flatten(index.column("files"))
+    if not len(entries):
+        return {}
+    return dict(zip(pc.struct_field(entries, "file").to_pylist(), pc.struct_field(entries, "size").to_pylist()))
+
+
+def entry_part(rel: str) -> tuple[str, str]:
+    """(layer, part) of a ``files`` entry's path (``<layer>/<table>/part-<part>[.<k>].parquet``)."""
+    layer, _, name = rel.split("/", 2)
+    return layer, part_of(name.rsplit("/", 1)[-1])
 
 
 def file_schema(layer: str, table: str) -> pa.Schema:
@@ -160,6 +213,9 @@ class Warehouse:
         self.unreadable = {}
         self._damaged: dict[str, DamagedRun] = {}
         self.damaged_parts: list[DamagedPart] = []  # what the last ``compact`` left alone, and why
+        # part files this writer put in place and has not committed yet: path relative to the
+        # warehouse -> its ``files`` entry (size, SHA-256), for the commit that names them
+        self._written: dict[str, dict] = {}
 
     # --- paths ---------------------------------------------------------------------
     def part(self, layer: str, table: str, run_id: str, part_id: str) -> Path:
@@ -207,6 +263,68 @@ class Warehouse:
         base = self.path / "runs"
         return base.is_dir() and any(base.glob("run_id=*/run.parquet"))
 
+    def _no_index(self) -> None:
+        """Called when there is no index: fine for an empty new warehouse and for profetl 0.2's
+        layout; MissingIndex when part files (or kept versions of the index) are there, since
+        which of them were committed is then unknown and a sweep would delete them all."""
+        if self.legacy():
+            return
+        parts = len(self._flat_part_files())
+        versions = len(self.index_versions())
+        if parts or versions:
+            raise MissingIndex(self.index_file, parts, versions)
+
+    def _flat_part_files(self) -> list[Path]:
+        """Every ``part-*.parquet`` file of the layers' table folders (not profetl 0.2's run folders)."""
+        out = []
+        for layer, _, _ in LAYERS:
+            base = self.path / layer
+            if base.is_dir():
+                for d in base.iterdir():
+                    if d.is_dir():
+                        out.extend(f for f in d.iterdir() if part_of(f.name) is not None and f.is_file())
+        return out
+
+    # --- the kept versions of the index (for `profetl check`) ------------------------------
+    @property
+    def history_dir(self) -> Path:
+        return self.path / "runs" / HISTORY
+
+    def index_versions(self) -> list[Path]:
+        """The kept versions of the index (``runs/_history/runs-<n>.parquet``), oldest first; the
+        last is the index as the last commit wrote it."""
+        d = self.history_dir
+        if not d.is_dir():
+            return []
+        found = []
+        for f in d.iterdir():
+            m = re.fullmatch(r"runs-(\d{1,12})\.parquet", f.name)
+            if m:
+                found.append((int(m.group(1)), f))
+        return [f for _, f in sorted(found)]
+
+    @staticmethod
+    def read_index_version(path: Path) -> pa.Table:
+        """A version of the index (the index itself, or a kept one), checked as the index is
+        (DamagedIndex naming it when it cannot be read or is not a run index), with the
+        current schema's columns."""
+        return _conform(_read_index(Path(path), None), index_schema(), None)
+
+    @staticmethod
+    def version_files(version: pa.Table) -> list[dict]:
+        """The part files a version of the index names with the size and SHA-256 it recorded
+        for them: ``{"file", "size", "sha256"}``, ``file`` relative to the warehouse. Parts
+        committed by a profetl that recorded none are not listed."""
+        col = version.column("files") if "files" in version.column_names else None
+        if col is None:
+            return []
+        return [e for v in col.to_pylist() if v for e in v]
+
+    def recorded_files(self) -> list[dict]:
+        """``version_files`` of the current index (none without one)."""
+        t = self._table()
+        return [] if t is None else self.version_files(t)
+
     # --- the index -----------------------------------------------------------------
     def _table(self, full: bool = True) -> pa.Table | None:
         """The index as an Arrow table (None without one), read again only when it changed;
@@ -216,6 +334,7 @@ class Warehouse:
         try:
             st = self.index_file.stat()
         except (FileNotFoundError, NotADirectoryError):
+            self._no_index()
             return None
         key = (st.st_ino, st.st_mtime_ns, st.st_size)
         if self._cache is None or self._cache[0] != key:
@@ -247,11 +366,18 @@ class Warehouse:
 
         f = self.index_file
         if not f.exists():
+            self._no_index()
             return None
-        # UNION BY NAME: an index without one of the other columns reads it as NULL (as
-        # ``snapshot`` conforms it); one without run_id is no index
-        others = ", ".join(f"NULL::VARCHAR AS {c}" for c in PLACING[1:])
         path = "'" + str(f).replace("'", "''") + "'"
+        try:  # the footer: a run index of a format this profetl reads
+            meta = dict(con.execute(f"SELECT key::VARCHAR, value::VARCHAR FROM parquet_kv_metadata({path})").fetchall())
+            cols = con.execute(f"DESCRIBE SELECT * FROM read_parquet({path})").fetchall()
+        except duckdb.Error as e:
+            raise DamagedIndex(f, (str(e).splitlines() or [type(e).__name__])[0]) from None
+        _check_index(f, meta.get(FORMAT_KEY.decode()), {c[0]: _duckdb_kind(c[1]) for c in cols})
+        # UNION BY NAME: an index without one of the other columns reads it as NULL (as
+        # ``snapshot`` conforms it)
+        others = ", ".join(f"NULL::VARCHAR AS {c}" for c in PLACING[1:])
         rows = (f"SELECT * FROM read_parquet({path}, file_row_number = true) "
                 f"UNION ALL BY NAME SELECT {others}, NULL::BIGINT AS file_row_number WHERE false")
         cols = ", ".join(PLACING)
@@ -269,6 +395,25 @@ class Warehouse:
             no_id = isinstance(e, duckdb.BinderException) and "run_id" in first
             raise DamagedIndex(f, "it has no run_id column" if no_id else first) from None
         return [dict(zip(PLACING, r)) for r in found]
+
+    def recorded_sizes(self, con) -> dict[str, int]:
+        """The size the index recorded for each part file it lists (path relative to the
+        warehouse), read by the DuckDB connection ``con`` (no Arrow); none for an index written
+        before sizes were recorded. For the caller to check, as for ``placing``, that no commit
+        replaced the index meanwhile."""
+        import duckdb
+
+        f = self.index_file
+        if not f.exists():
+            return {}
+        path = "'" + str(f).replace("'", "''") + "'"
+        empty = "SELECT NULL::STRUCT(file VARCHAR, size BIGINT, sha256 VARCHAR)[] AS files WHERE false"
+        sql = (f"SELECT e.file, e.size FROM (SELECT unnest(files) AS e FROM "
+               f"(SELECT files FROM (SELECT * FROM read_parquet({path}) UNION ALL BY NAME {empty})))")
+        try:
+            return dict(con.execute(sql).fetchall())
+        except duckdb.Error as e:
+            raise DamagedIndex(f, (str(e).splitlines() or [type(e).__name__])[0]) from None
 
     def index(self) -> dict[str, dict]:
         """Every committed run's index row by run id (commit record, parts, workload)."""
@@ -409,23 +554,90 @@ class Warehouse:
             out[r["run_id"]] = r
         return out
 
-    def _write_index(self, idx: dict[str, dict] | pa.Table) -> None:
-        """The commit: the new index replaces the old one in one rename."""
+    def _write_index(self, idx: dict[str, dict] | pa.Table, commit: bool = True) -> None:
+        """The commit: the new index replaces the old one in one rename (not ``commit``: the
+        empty index of a new warehouse, which commits nothing and has no crash points)."""
         f = self.index_file
         f.parent.mkdir(parents=True, exist_ok=True)
         tmp = f.with_name(f".runs-{secrets.token_hex(4)}.tmp")
         if isinstance(idx, pa.Table):
             table = idx
         else:
-            table = pa.Table.from_pylist(sorted(idx.values(), key=run_order), schema=index_schema())
+            table = pa.Table.from_pylist(self._assign_files(idx), schema=index_schema())
+        table = table.replace_schema_metadata({FORMAT_KEY: str(INDEX_FORMAT).encode()})
         # small row groups with run_id statistics: reading one run's row reads one of them
         pq.write_table(table, tmp, compression="zstd", row_group_size=INDEX_ROW_GROUP_ROWS)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
-        checkpoint("before_commit")
+        if commit:
+            checkpoint("before_commit")
         os.replace(tmp, f)
         _fsync_dir(f.parent)
-        checkpoint("after_commit")
+        if commit:
+            checkpoint("after_commit")
+        self._written.clear()  # named now, or superseded (what the index does not name is swept)
+        self._keep_version(f)
+
+    def _keep_version(self, f: Path) -> None:
+        """A copy of the index just committed into runs/_history/ (written to a temporary name,
+        then renamed: a kept version is whole), and only the last KEEP_VERSIONS kept. After the
+        commit, never before: a kept version never names files a commit did not make."""
+        d = self.history_dir
+        d.mkdir(exist_ok=True)
+        kept = self.index_versions()
+        last = int(kept[-1].name[len("runs-"):-len(".parquet")]) if kept else 0
+        tmp = d / f".runs-{secrets.token_hex(4)}.tmp"
+        shutil.copyfile(f, tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, d / f"runs-{last + 1:08d}.parquet")
+        for old in kept[:max(0, len(kept) + 1 - KEEP_VERSIONS)]:
+            old.unlink(missing_ok=True)
+        _fsync_dir(d)
+
+    def _assign_files(self, idx: dict[str, dict]) -> list[dict]:
+        """The index's rows in run order, each listing (``files``) the files of the parts it is
+        the first run of: entries the rows had (a part's files, recorded at its commit) and
+        those of the files this writer has put in place since (``_written``)."""
+        pool: dict[tuple[str, str], dict[str, dict]] = {}
+        for r in idx.values():
+            for e in r.get("files") or []:
+                pool.setdefault(entry_part(e["file"]), {})[e["file"]] = e
+        for rel, e in self._written.items():
+            pool.setdefault(entry_part(rel), {})[rel] = {"file": rel, **e}
+        rows, listed = [], set()
+        for r in sorted(idx.values(), key=run_order):
+            mine = []
+            for layer, key, _ in LAYERS:
+                p = (layer, r.get(key))
+                if p[1] and p not in listed and p in pool:
+                    listed.add(p)
+                    mine.extend(pool[p][k] for k in sorted(pool[p]))
+            rows.append(dict(r, files=mine or None))
+        return rows
+
+    def _files_of(self, old: dict | None, new: dict) -> list[dict] | None:
+        """``files`` of a run's new row when only it changes: the entries of its old row for the
+        parts it still names, and those of the files written for its new parts (``_written``)."""
+        named = {(layer, new.get(key)) for layer, key, _ in LAYERS if new.get(key)}
+        out = {e["file"]: e for e in (old or {}).get("files") or [] if entry_part(e["file"]) in named}
+        for rel, e in self._written.items():
+            if entry_part(rel) in named:
+                out[rel] = {"file": rel, **e}
+        return [out[k] for k in sorted(out)] or None
+
+    def place(self, src: Path, final: Path) -> None:
+        """Move a part file written elsewhere (a temporary folder) to its place ``final`` in the
+        warehouse, recording its size and hash for the commit that names it (``files``)."""
+        e = digest(src)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        Path(src).replace(final)
+        self._written[final.relative_to(self.path).as_posix()] = e
+
+    def record(self, final: Path) -> None:
+        """Record the size and hash of a part file written in its place (``place`` for one
+        written elsewhere)."""
+        self._written[final.relative_to(self.path).as_posix()] = digest(final)
 
     # --- runs ----------------------------------------------------------------------
     def runs(self) -> list[dict]:
@@ -513,6 +725,7 @@ class Warehouse:
                 regroup.append((layer, key, old[key]))
         same_raw = old is not None and old.get("ingest_id") == new.get("ingest_id") and old.get("workload")
         new["workload"] = old["workload"] if same_raw else self.workload(new, new["raw_part"])
+        new["files"] = self._files_of(old, new)
         t = self._table()  # every column: the rows are written again
         if regroup or t is None:  # the run leaves a group (or the old layout): every row at hand
             idx = self.index()
@@ -633,12 +846,12 @@ class Warehouse:
                     if pending:
                         w.write_table(pa.Table.from_batches(pending, schema), row_group_size=GROUP_ROW_GROUP_ROWS)
                 final = self.file(layer, table, part)
-                final.parent.mkdir(parents=True, exist_ok=True)
-                out.replace(final)
+                self.place(out, final)
                 placed.append(final)
         except BaseException:
             for f in placed:  # named by no index yet: what a failed write leaves is nothing
                 f.unlink(missing_ok=True)
+                self._written.pop(f.relative_to(self.path).as_posix(), None)
             raise
         finally:
             self.drop_temp(tmp)
@@ -773,6 +986,7 @@ class Warehouse:
                     from pipeline.warehouse.sink import parquet_writer
                     with parquet_writer(f, schema) as w:
                         w.write_table(whole, row_group_size=GROUP_ROW_GROUP_ROWS)
+                    self.record(f)
                 for r in chunk:
                     idx.setdefault(r["run_id"], dict(r))[key] = part
         last = idx[rows[-1]["run_id"]]
@@ -852,6 +1066,9 @@ class Warehouse:
             for f in runs.glob("run_id=*/.run-*.tmp"):
                 f.unlink(missing_ok=True)
                 removed += 1
+            for f in runs.glob(f"{HISTORY}/.runs-*.tmp"):  # a copy into the kept versions cut short
+                f.unlink(missing_ok=True)
+                removed += 1
             if not legacy:  # the index holds every record (a damaged index stopped us above)
                 for d in runs.glob("run_id=*"):
                     shutil.rmtree(d, ignore_errors=True)
@@ -907,6 +1124,11 @@ class Warehouse:
             self.swept = self.sweep()
             if self.legacy():
                 self.migrated = self.migrate()
+            elif not self.index_file.exists():
+                # a new warehouse gets an empty index before any part file: part files without
+                # an index are then always damage (``_no_index``), never a first run killed
+                # before its commit
+                self._write_index({}, commit=False)
             locked = True
             yield self
         finally:
@@ -1001,11 +1223,58 @@ def _read_index(f: Path, columns: list[str] | None) -> pa.Table:
         # (ParquetFile, not read_table: read_table goes through pyarrow.dataset, whose import
         # loads pandas when it is installed, a third of a second for one file)
         with pq.ParquetFile(f) as pf:
+            schema = pf.schema_arrow
+            meta = pf.metadata.metadata or {}
+            _check_index(f, meta.get(FORMAT_KEY, b"").decode(errors="replace") or None,
+                         {x.name: _arrow_kind(x.type) for x in schema})
             t = pf.read(columns=columns)
     except (OSError, pa.ArrowException) as e:
         raise DamagedIndex(f, _reason(e)) from None
-    if "run_id" not in t.column_names:
-        raise DamagedIndex(f, "it has no run_id column")
+    return t
+
+
+def _check_index(f: Path, version: str | None, kinds: dict[str, str]) -> None:
+    """DamagedIndex unless the file's columns (name -> kind) and format (its ``FORMAT_KEY``
+    metadata; None: an older profetl's index) are a run index's this profetl reads."""
+    if version is not None:
+        if not version.isdigit():
+            raise DamagedIndex(f, f"its index format {version[:20]!r} is not a number")
+        if int(version) > INDEX_FORMAT:
+            raise DamagedIndex(f, f"it is of index format {int(version)}, written by a newer profetl; "
+                                  f"this one reads formats up to {INDEX_FORMAT}")
+    missing = [c for c in INDEX_REQUIRED if c not in kinds]
+    if missing:
+        raise DamagedIndex(f, f"it is not a run index: it has no {', '.join(missing[:3])}"
+                              f"{', ...' if len(missing) > 3 else ''} column{'s' if len(missing) > 1 else ''}")
+    wrong = [c for c, k in INDEX_REQUIRED.items() if kinds[c] != k]
+    if "files" in kinds and kinds["files"] != "list":
+        wrong.append("files")
+    if wrong:
+        raise DamagedIndex(f, f"it is not a run index: its column {wrong[0]} is not of the index's type")
+
+
+def _arrow_kind(t: pa.DataType) -> str:
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or (
+            pa.types.is_dictionary(t) and pa.types.is_string(t.value_type)):
+        return "text"
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_timestamp(t):
+        return "time"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return "list"
+    return str(t)
+
+
+def _duckdb_kind(t: str) -> str:
+    if t == "VARCHAR":
+        return "text"
+    if t in ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT"):
+        return "int"
+    if t.startswith("TIMESTAMP"):
+        return "time"
+    if t.endswith("[]"):
+        return "list"
     return t
 
 

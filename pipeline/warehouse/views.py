@@ -13,9 +13,9 @@ from pathlib import Path
 import duckdb
 
 from pipeline import __version__
-from pipeline.errors import DamagedIndex, QueryFailed
+from pipeline.errors import DamagedIndex, PartSizeMismatch, QueryFailed
 from pipeline.warehouse.contracts import RAW_TABLES, Contract, contract, names
-from pipeline.warehouse.store import PLACING, Warehouse, index_schema
+from pipeline.warehouse.store import PLACING, Warehouse, index_schema, recorded_sizes
 
 
 def quote(path) -> str:
@@ -42,18 +42,33 @@ def _first_runs(runs: list[dict], key: str) -> dict[str, dict]:
     return first
 
 
-def _snapshot_files(wh: Warehouse, layer: str, table: str, first: dict[str, dict]) -> list[Path]:
+def _size(f: Path) -> int | None:
+    try:
+        return f.stat().st_size
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _snapshot_files(wh: Warehouse, layer: str, table: str, first: dict[str, dict],
+                    sizes: dict[str, int]) -> list[Path]:
     """The files of ``table`` for the parts the snapshot names (``_first_runs``). A file named
     but gone means a writer replaced or regrouped a run since the index was read (``_Changed``:
     read again), or, when the index still names it, that the file was lost: an error for a run
     of this version, which writes every table; a run of an older profetl may lack a table
-    added since."""
+    added since. A file whose size is not the one the index recorded at its commit (``sizes``,
+    by path relative to the warehouse) was damaged since: PartSizeMismatch naming it (part
+    files are never rewritten in place, so no writer's commit explains it)."""
     key = "raw_part" if layer == "raw" else "mart_part"
     out: list[Path] = []
     missing: dict[str, dict] = {}
     for part, r in first.items():
         files = wh.files(layer, table, part)
-        if all(f.exists() for f in files):
+        have = [_size(f) for f in files]
+        if all(n is not None for n in have):
+            for f, n in zip(files, have):
+                recorded = sizes.get(f.relative_to(wh.path).as_posix()) if sizes else None
+                if recorded is not None and recorded != n:
+                    raise PartSizeMismatch(f, recorded, n)
             out.extend(files)
         else:
             missing[part] = r
@@ -69,10 +84,11 @@ def _snapshot_files(wh: Warehouse, layer: str, table: str, first: dict[str, dict
     return out
 
 
-def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict], first: dict[str, dict], every: bool) -> str:
+def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict], first: dict[str, dict], every: bool,
+              sizes: dict[str, int]) -> str:
     """The table's rows of ``runs`` (``every``: all the snapshot's runs) through the files the
-    snapshot names (``first``: ``_first_runs`` of ``runs``)."""
-    files = _snapshot_files(wh, layer, c.name, first)
+    snapshot names (``first``: ``_first_runs`` of ``runs``; ``sizes``: their recorded sizes)."""
+    files = _snapshot_files(wh, layer, c.name, first, sizes)
     if not files:
         return _empty_view(c)
     names = ", ".join(col.name for col in c.columns)
@@ -101,22 +117,26 @@ def _identity(f: Path) -> tuple | None:
     return st.st_ino, st.st_mtime_ns, st.st_size
 
 
-def _placing(con: duckdb.DuckDBPyConnection, wh: Warehouse, run_ids: list[str] | None) -> list[dict] | None:
-    """``Warehouse.placing``, checked against a writer's commit. DuckDB opens the index by its
-    name more than once in a read (its footer when the query is planned, its rows when it
-    runs), so a commit replacing the index in between would mix two files: when the index is
-    not the same file after the read as before it, the read is not used (``_Changed``: read
-    again), and an error is only an error when the file stayed the same."""
+def _placing(con: duckdb.DuckDBPyConnection, wh: Warehouse, run_ids: list[str] | None) -> tuple[list[dict] | None, dict]:
+    """``Warehouse.placing`` and ``Warehouse.recorded_sizes``, checked against a writer's
+    commit. DuckDB opens the index by its name more than once in a read (its footer when the
+    query is planned, its rows when it runs), so a commit replacing the index in between would
+    mix two files: when the index is not the same file after the read as before it, the read is
+    not used (``_Changed``: read again), and an error is only an error when the file stayed the
+    same."""
     before = _identity(wh.index_file)
+    sizes: dict = {}
     try:
         runs = wh.placing(con, run_ids)
+        if runs is not None:
+            sizes = wh.recorded_sizes(con)
     except DamagedIndex:
         if _identity(wh.index_file) == before:
             raise
         runs = None
     if _identity(wh.index_file) != before:
         raise _Changed("the run index was replaced while it was read")
-    return runs
+    return runs, sizes
 
 
 def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None,
@@ -137,7 +157,7 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None,
         con.execute("SET TimeZone = 'UTC'")
         # a query per run (export) opens the same files again: read each footer once
         con.execute("SET parquet_metadata_cache = true")
-        runs = None if records else _placing(con, wh, run_ids)
+        runs, sizes = (None, {}) if records else _placing(con, wh, run_ids)
         legacy = False
         if runs is None and (records or wh.legacy()):
             import pyarrow as pa
@@ -147,6 +167,7 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None,
             legacy = snap is None and wh.legacy()
             if snap is None:
                 snap = pa.Table.from_pylist(list(wh.index().values()), schema=index_schema())
+            sizes = recorded_sizes(snap)  # of every run: a group's files are listed on one of its runs
             if run_ids is not None:
                 snap = snap.filter(pc.is_in(snap.column("run_id"), value_set=pa.array(list(run_ids), pa.string())))
             runs = snap.select(list(PLACING)).to_pylist()
@@ -161,7 +182,7 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None,
         for layer, layer_names in (("raw", RAW_TABLES), ("marts", names("marts"))):
             for name in layer_names:
                 if only is None or name in only:
-                    sql = _view_sql(wh, layer, contract(layer, name), runs, first[layer], run_ids is None)
+                    sql = _view_sql(wh, layer, contract(layer, name), runs, first[layer], run_ids is None, sizes)
                     con.execute(f"CREATE VIEW {name} AS {sql}")
         if records:
             con.execute(_RUNS_VIEW_LEGACY if legacy else _RUNS_VIEW)

@@ -65,3 +65,19 @@ def differences(a: Warehouse, b: Warehouse) -> dict[str, tuple[int, int, int]]:
         total = con.execute(f"select count(*) from read_parquet({fa}, union_by_name=true)").fetchone()[0]
         out[f"{layer}/{table}"] = (*only, total)
     return out
+
+
+def assert_recorded(wh: Warehouse) -> None:
+    """The run index lists every part file it names once, with its true size and SHA-256."""
+    import hashlib
+
+    from pipeline.warehouse.store import layer_tables
+
+    entries = wh.recorded_files()
+    files = [e["file"] for e in entries]
+    assert len(files) == len(set(files))
+    named = {f for layer in ("raw", "marts") for table in layer_tables(layer) for f in wh.current_files(layer, table)}
+    assert {wh.path / f for f in files} == named
+    for e in entries:
+        data = (wh.path / e["file"]).read_bytes()
+        assert (e["size"], e["sha256"]) == (len(data), hashlib.sha256(data).hexdigest()), e["file"]

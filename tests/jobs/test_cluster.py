@@ -18,7 +18,7 @@ from pipeline.jobs.runner import rebuild, run_roots  # noqa: E402
 from pipeline.synth.hiprof import HiprofConfig, generate  # noqa: E402
 from pipeline.synth.prof import ProfConfig, generate as generate_prof  # noqa: E402
 from pipeline.warehouse.store import Warehouse, part_of, shard_count as store_shards  # noqa: E402
-from tests.helpers.warehouse_checks import assert_consistent, differences as _differences, part_files, profetl  # noqa: E402
+from tests.helpers.warehouse_checks import assert_consistent, assert_recorded, differences as _differences, part_files, profetl  # noqa: E402
 
 pytestmark = pytest.mark.slow  # starts worker processes, ingests and builds whole dumps
 
@@ -73,6 +73,7 @@ def test_cluster_run_equals_in_process(tmp_path, dumps, local_cluster, in_proces
         assert diff[table][2] > 0, table
     assert _facts(wh) == _facts(in_process)
     assert_consistent(wh.path)
+    assert_recorded(wh)  # every shard's size and hash in the index
     # every device of every dump was a unit: 2 + 3 x 4 devices (and each PROF_* job's hosts)
     assert sorted(r["devices"] for r in wh.runs()) == sorted([[0, 1]] + [[0, 1, 2, 3]] * 3)
 

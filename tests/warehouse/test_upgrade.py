@@ -87,6 +87,7 @@ def to_old_layout(wh: Warehouse) -> None:
         for f in (wh.path / layer).glob("*/part-*.parquet"):
             f.unlink()
     wh.index_file.unlink()
+    shutil.rmtree(wh.history_dir)  # profetl 0.2 kept no versions of an index
 
 
 def _everything(wh: Warehouse) -> dict:
@@ -143,4 +144,4 @@ def test_a_migration_killed_before_its_commit_leaves_the_old_layout(old_warehous
         assert w.stale_lock and w.migrated == 2
     assert _everything(Warehouse(wh.path)) == expected
     named = {p for r in Warehouse(wh.path).index().values() for p in (r["raw_part"], r["mart_part"])}
-    assert {f.name[len("part-"):-len(".parquet")] for f in wh.path.glob("*/*/*.parquet")} <= named
+    assert {f.name[len("part-"):-len(".parquet")] for f in wh.path.glob("*/*/part-*.parquet")} <= named

@@ -27,6 +27,8 @@ def _kind(t: pa.DataType) -> str:
         return "string"
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
         return f"list<{_kind(t.value_type)}>"
+    if pa.types.is_struct(t):  # the run index's files
+        return "struct<" + ", ".join(f"{f.name}: {_kind(f.type)}" for f in t) + ">"
     if pa.types.is_timestamp(t):  # DuckDB names UTC Etc/UTC
         return f"timestamp[{t.unit}, tz={'UTC' if t.tz in ('Etc/UTC', '+00:00') else t.tz}]"
     return str(t)
