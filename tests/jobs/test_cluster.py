@@ -20,7 +20,9 @@ from pipeline.synth.prof import ProfConfig, generate as generate_prof  # noqa: E
 from pipeline.warehouse.store import Warehouse, part_of, shard_count as store_shards  # noqa: E402
 from tests.helpers.warehouse_checks import assert_consistent, assert_recorded, differences as _differences, part_files, profetl  # noqa: E402
 
-pytestmark = pytest.mark.slow  # starts worker processes, ingests and builds whole dumps
+# slow: starts worker processes, ingests and builds whole dumps; one xdist group: the tests that start Dask clusters run on one
+# worker of `pytest -n`, one cluster at a time, not two clusters fighting for the cores
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dask")]
 
 # what a run row says of its data: the same whichever way the dump was read
 RUN_FACTS = ("run_id", "layout_generation", "layout", "platform_version", "chip", "devices", "metric_set",
