@@ -253,6 +253,47 @@ def part_path(out: Path, k: int) -> Path:
     return out.with_name(f"{out.stem}-{k:04d}{out.suffix}")
 
 
+def csv_slices(batches: Iterable[pa.RecordBatch], head: bytes, max_rows: int,
+               temp_path: Callable[[int], Path], encode: Callable[[pa.RecordBatch], bytes] | None = None,
+               ) -> list[tuple[Path, int]]:
+    """Rows arriving in ``batches`` as CSV files of at most ``max_rows`` rows each, every one
+    starting with ``head`` (one file, header only, when there are no rows), the k-th (from 0)
+    written to ``temp_path(k)`` with ``encode`` (``_csv_records`` unless given). Returns each
+    file, closed, with its row count; on a failure every file is removed. The caller renames
+    them into place: ``--max-rows`` parts and msprof's slices alike."""
+    encode = encode or _csv_records
+    parts: list[list] = []  # [temporary path, open file, rows]
+
+    def new_part() -> list:
+        tmp = temp_path(len(parts))
+        f = open(tmp, "wb")
+        f.write(head)
+        parts.append([tmp, f, 0])
+        return parts[-1]
+
+    try:
+        part = new_part()
+        for batch in batches:
+            start = 0
+            while start < batch.num_rows:
+                if part[2] == max_rows:
+                    part[1].close()
+                    part = new_part()
+                n = min(max_rows - part[2], batch.num_rows - start)
+                if batch.num_columns:
+                    part[1].write(encode(batch.slice(start, n)))
+                part[2] += n
+                start += n
+    except BaseException:
+        for tmp, f, _ in parts:
+            f.close()
+            tmp.unlink(missing_ok=True)
+        raise
+    for _, f, _ in parts:
+        f.close()
+    return [(tmp, n) for tmp, _, n in parts]
+
+
 def write_csv_parts(batches: Iterable[pa.RecordBatch], header: list[str], out: Path,
                     max_rows: int) -> tuple[int, list[tuple[Path, int]]]:
     """Rows arriving in ``batches`` as CSV files of at most ``max_rows`` rows each, every one
@@ -266,42 +307,20 @@ def write_csv_parts(batches: Iterable[pa.RecordBatch], header: list[str], out: P
     if not out.parent.is_dir():
         why = "is not a folder" if out.parent.exists() else "does not exist"
         raise UsageError(f"cannot write {out}: {out.parent} {why} (profetl does not create folders for --out)")
-    head = csv_header(header)
     token = secrets.token_hex(4)
-    parts: list[list] = []  # [final path, temporary path, open file, rows]
 
-    def new_part() -> list:
-        final = part_path(out, len(parts) + 1)
-        tmp = final.with_name(f".{final.name}.{token}.tmp")
-        f = open(tmp, "wb")
-        f.write(head)
-        parts.append([final, tmp, f, 0])
-        return parts[-1]
+    def temp_path(k: int) -> Path:
+        final = part_path(out, k + 1)
+        return final.with_name(f".{final.name}.{token}.tmp")
 
-    rows = 0
+    written = csv_slices(batches, csv_header(header), max_rows, temp_path)
     try:
-        part = new_part()
-        for batch in batches:
-            start = 0
-            while start < batch.num_rows:
-                if part[3] == max_rows:
-                    part[2].close()
-                    part = new_part()
-                n = min(max_rows - part[3], batch.num_rows - start)
-                if batch.num_columns:
-                    part[2].write(_csv_records(batch.slice(start, n)))
-                part[3] += n
-                rows += n
-                start += n
-        for p in parts:
-            p[2].close()
-        for final, tmp, _, _ in parts:
-            os.replace(tmp, final)
+        for k, (tmp, _) in enumerate(written):
+            os.replace(tmp, part_path(out, k + 1))
     finally:
-        for _, tmp, f, _ in parts:
-            f.close()
+        for tmp, _ in written:
             tmp.unlink(missing_ok=True)
-    return rows, [(final, n) for final, _, _, n in parts]
+    return sum(n for _, n in written), [(part_path(out, k + 1), n) for k, (_, n) in enumerate(written)]
 
 
 def write_bytes(out: str, data: bytes) -> None:

@@ -255,36 +255,10 @@ def _write_slices(reader, f: MsprofFile, device: int, stamp: str, out_dir: Path,
                   token: str) -> list[tuple[Path, Path, str, int, int]]:
     """One device's rows of ``f`` in files of at most ``SLICE_ROWS`` rows, under temporary
     names; their final names are known once the rows are counted (one file: no slice number)."""
-    head = formats.csv_header(f.header)
-    parts: list[list] = []  # [tmp, open file, rows]
-
-    def new_part() -> list:
-        tmp = out_dir / f".{f.kind}_{device}.{len(parts)}.{token}.tmp"
-        fh = open(tmp, "wb")
-        fh.write(head)
-        parts.append([tmp, fh, 0])
-        return parts[-1]
-
-    try:
-        part = new_part()
-        for batch in reader:
-            start = 0
-            while start < batch.num_rows:
-                if part[2] == SLICE_ROWS:
-                    part[1].close()
-                    part = new_part()
-                n = min(SLICE_ROWS - part[2], batch.num_rows - start)
-                part[1].write(formats.text_csv_records(batch.slice(start, n)))
-                part[2] += n
-                start += n
-    except BaseException:
-        for tmp, fh, _ in parts:
-            fh.close()
-            tmp.unlink(missing_ok=True)
-        raise
-    for p in parts:
-        p[1].close()
+    parts = formats.csv_slices(reader, formats.csv_header(f.header), SLICE_ROWS,
+                               lambda k: out_dir / f".{f.kind}_{device}.{k}.{token}.tmp",
+                               formats.text_csv_records)
     if len(parts) == 1:
-        return [(parts[0][0], out_dir / file_name(f.kind, device, stamp), f.kind, device, parts[0][2])]
+        return [(parts[0][0], out_dir / file_name(f.kind, device, stamp), f.kind, device, parts[0][1])]
     return [(tmp, out_dir / file_name(f.kind, device, stamp, k), f.kind, device, n)
-            for k, (tmp, _, n) in enumerate(parts)]
+            for k, (tmp, n) in enumerate(parts)]
