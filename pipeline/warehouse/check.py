@@ -226,7 +226,7 @@ def repair(wh: Warehouse, drop: list[str] = (), wait_seconds: float = 0.0) -> Re
                     aside = f.with_name(f.name + DAMAGED_INDEX_SUFFIX)
                     os.replace(f, aside)
                     rep.kept_damaged = _rel(wh, aside)
-                tmp = f.with_name(f".runs-restore.tmp")
+                tmp = f.with_name(".runs-restore.tmp")
                 shutil.copyfile(v, tmp)
                 with open(tmp, "rb") as fh:
                     os.fsync(fh.fileno())
