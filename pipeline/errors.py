@@ -173,3 +173,20 @@ class ClusterUnavailable(PipelineError):
 class UnitFailed(PipelineError):
     """A unit of work (a device of a dump, read or built) failed on the cluster: its run fails
     with the reason, the job's other runs go on."""
+
+
+class IndexNotRestorable(DamagedIndex):
+    """``profetl check --repair`` found the run index missing or damaged and no kept version of
+    it (runs/_history/) that can be read and whose files are all there with their recorded
+    sizes. The commit records of runs live only in the index (part files hold rows, not
+    records), so it cannot be rebuilt from the part files: nothing was changed."""
+
+    def __init__(self, path, reason: str, tried: list[str]):
+        PipelineError.__init__(
+            self, f"the run index {path} is {reason} and no kept version of it can restore it"
+                  f"{' (' + '; '.join(tried) + ')' if tried else ' (none is kept)'}; the runs' commit records are "
+                  "kept only in the index, so it cannot be rebuilt from the part files; nothing was changed: "
+                  "restore the warehouse from a backup")
+        self.path = path
+        self.reason = reason
+        self.tried = tried

@@ -21,7 +21,7 @@ from pipeline import __version__
 from pipeline.errors import ExitCode
 
 # the commands, in help order; each is pipeline.cli.<name>.command
-COMMANDS = ("run", "ingest", "build", "runs", "drop", "show", "export", "query", "compare", "trend", "timeline", "report",
+COMMANDS = ("run", "ingest", "build", "runs", "drop", "check", "show", "export", "query", "compare", "trend", "timeline", "report",
             "synth")
 
 

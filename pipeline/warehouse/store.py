@@ -1094,8 +1094,11 @@ class Warehouse:
 
     # --- the writer lock -----------------------------------------------------------------
     @contextmanager
-    def writer(self, wait_seconds: float = 0.0):
+    def writer(self, wait_seconds: float = 0.0, prepare: bool = True):
         """Hold the warehouse's writer lock for the duration of the block.
+
+        Not ``prepare``: only the lock, with no sweep, migration or new index, for
+        ``profetl check --repair``, which must take it while the index is missing or damaged.
 
         The lock is an ``flock`` on the warehouse folder and one on ``.lock``: the kernel
         releases them when their process dies, even under ``kill -9``, so a dead writer never
@@ -1121,8 +1124,11 @@ class Warehouse:
             self.stale_lock = previous or None
             os.ftruncate(fd, 0)
             os.pwrite(fd, str(os.getpid()).encode(), 0)
-            self.swept = self.sweep()
-            if self.legacy():
+            if prepare:
+                self.swept = self.sweep()
+            if not prepare:
+                pass
+            elif self.legacy():
                 self.migrated = self.migrate()
             elif not self.index_file.exists():
                 # a new warehouse gets an empty index before any part file: part files without
@@ -1228,7 +1234,7 @@ def _read_index(f: Path, columns: list[str] | None) -> pa.Table:
             _check_index(f, meta.get(FORMAT_KEY, b"").decode(errors="replace") or None,
                          {x.name: _arrow_kind(x.type) for x in schema})
             t = pf.read(columns=columns)
-    except (OSError, pa.ArrowException) as e:
+    except (OSError, pa.ArrowException, UnicodeDecodeError) as e:  # (a garbled footer's names)
         raise DamagedIndex(f, _reason(e)) from None
     return t
 

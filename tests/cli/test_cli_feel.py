@@ -113,7 +113,7 @@ def test_run_id_and_table_completion(two):
     assert common.complete_table("task_s") == ["task_scheduler", "task_states"]
 
 
-DATA_COMMANDS = {"run", "ingest", "build", "runs", "drop", "show", "synth", "report"}  # --format table|json
+DATA_COMMANDS = {"run", "ingest", "build", "runs", "drop", "check", "show", "synth", "report"}  # --format table|json
 FORMAT_COMMANDS = {"export", "query"}  # --format csv|json|parquet
 TWO_JSONS = {"compare", "trend"}  # --json: the whole result; --format json: its rows as JSON lines
 JSON_ITSELF = {"timeline"}  # the output is a JSON trace
@@ -138,7 +138,7 @@ def test_json_and_format_json_are_one_option(tmp_path):
     assert json.loads(a.stdout) | {"out": ""} == json.loads(b.stdout) | {"out": ""}
     assert invoke("run", tmp_path / "d", "-w", wh).exit_code == 0
     run_id = json.loads(invoke("runs", "-w", wh, "--json").stdout)[0]["run_id"]
-    same = [["run", tmp_path / "d"], ["ingest", tmp_path / "d"], ["build"], ["runs"],
+    same = [["run", tmp_path / "d"], ["ingest", tmp_path / "d"], ["build"], ["runs"], ["check"],
             ["show", "latest", "task_scheduler"], ["report", "--out", tmp_path / "r.html"],
             ["query", "select 1 as x, 'a' as y"], ["export", "task_scheduler"]]
     for args in same:
