@@ -155,10 +155,10 @@ class PartSizeMismatch(PipelineError):
     committed: it was truncated, extended or replaced since. A reader stops rather than
     answer from it."""
 
-    def __init__(self, path, recorded: int, actual: int):
+    def __init__(self, path, recorded: int, actual: int, advice: str = ""):
         super().__init__(f"{path}: the run index records {recorded} bytes for this part file, it has {actual}; "
-                         "it was damaged or replaced after its commit: restore it from a backup, or re-ingest "
-                         "its runs (`profetl run --force DUMP`)")
+                         "it was damaged or replaced after its commit: "
+                         + (advice or "restore it from a backup, or re-ingest its runs (`profetl run --force DUMP`)"))
         self.path = path
         self.recorded = recorded
         self.actual = actual

@@ -13,7 +13,7 @@ from pathlib import Path
 import duckdb
 
 from pipeline import __version__
-from pipeline.errors import DamagedIndex, PartSizeMismatch, QueryFailed
+from pipeline.errors import DamagedIndex, DamagedPart, PartSizeMismatch, QueryFailed
 from pipeline.warehouse.contracts import RAW_TABLES, Contract, contract, names
 from pipeline.warehouse.store import PLACING, Warehouse, index_schema, recorded_sizes
 
@@ -67,8 +67,8 @@ def _snapshot_files(wh: Warehouse, layer: str, table: str, first: dict[str, dict
         if all(n is not None for n in have):
             for f, n in zip(files, have):
                 recorded = sizes.get(f.relative_to(wh.path).as_posix()) if sizes else None
-                if recorded is not None and recorded != n:
-                    raise PartSizeMismatch(f, recorded, n)
+                if recorded is not None and recorded != n:  # what can be done depends on who shares the part
+                    raise PartSizeMismatch(f, recorded, n, wh.damage_advice(wh.index(), key, part))
             out.extend(files)
         else:
             missing[part] = r
@@ -77,10 +77,9 @@ def _snapshot_files(wh: Warehouse, layer: str, table: str, first: dict[str, dict
         for part, r in missing.items():
             if (now.get(r["run_id"]) or {}).get(key) != part:
                 raise _Changed(f"run {r['run_id']} was replaced or removed while it was read")
-            if r.get("profetl_version") == __version__:
-                raise QueryFailed(f"run {r['run_id']}: the run index names {next(f for f in wh.files(layer, table, part) if not f.exists())}, which is "
-                                  f"missing; `profetl run --force DUMP` re-ingests the run, "
-                                  f"`profetl drop {r['run_id']}` removes it")
+            if r.get("profetl_version") == __version__:  # a group's runs are dropped together, not re-ingested
+                raise DamagedPart(next(f for f in wh.files(layer, table, part) if not f.exists()), "missing",
+                                  wh.damage_advice(now, key, part))
     return out
 
 

@@ -116,3 +116,15 @@ def test_compaction_does_not_join_a_damaged_group(grouped):
 
     r = _cli("run", _night(dumps, 5), "-w", wh.path)  # the newest group is the intact one now
     assert r.exit_code == 0, r.output
+
+
+@pytest.mark.parametrize("how", ["truncated", "missing"])
+def test_a_query_over_a_damaged_group_names_the_file_and_the_groups_runs(grouped, how):
+    """A reader names the damaged file and what can be done for a group: drop its runs
+    together (a grouped run cannot be re-ingested alone), never `run --force`."""
+    wh, group, _ = grouped
+    damaged = _damage(wh, group, how)
+    members = sorted(k for k, v in wh.index().items() if v["raw_part"] == group)
+    r = _cli("query", "select count(*) from api_calls", "-w", wh.path)
+    _one_line_error(r, damaged.name)
+    assert f"profetl drop {' '.join(members)}" in r.stderr and "--force" not in r.stderr, r.stderr
