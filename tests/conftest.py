@@ -78,3 +78,15 @@ def synth_run(tmp_path):
         return SynthRun(truth, dump, wh, outcome.run_id, outcome, cfg)
 
     return make
+
+
+@pytest.fixture(scope="session")
+def small_dumps(tmp_path_factory) -> Path:
+    """A folder with two one-inference synthetic dumps, ``hiprof`` and ``prof`` (Ascend910B),
+    written once per test process for the tests that damage a copy of one. Copy before changing."""
+    from pipeline.synth.prof import ProfConfig, generate as generate_prof
+
+    base = tmp_path_factory.mktemp("small-dumps")
+    generate(base / "hiprof", HiprofConfig(inferences=1, seed=1))
+    generate_prof(base / "prof", ProfConfig(inferences=1, seed=1))
+    return base

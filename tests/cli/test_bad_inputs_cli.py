@@ -13,8 +13,6 @@ from pathlib import Path
 import pytest
 
 from pipeline.outputs.query import query
-from pipeline.synth.hiprof import HiprofConfig, generate
-from pipeline.synth.prof import ProfConfig, generate as generate_prof
 from pipeline.warehouse.store import Warehouse
 from tests.helpers.warehouse_checks import profetl
 from tests.readers.test_exported_csv import KERNEL_DETAILS
@@ -23,21 +21,13 @@ from tests.readers.test_exported_db import build as build_db
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture(scope="module")
-def bases(tmp_path_factory):
-    base = tmp_path_factory.mktemp("bad-inputs")
-    generate(base / "hiprof", HiprofConfig(inferences=1, seed=1))
-    generate_prof(base / "prof", ProfConfig(inferences=1, seed=1))
-    return base
-
-
-def _hiprof(bases, d: Path) -> Path:
-    shutil.copytree(bases / "hiprof", d)
+def _hiprof(small_dumps, d: Path) -> Path:
+    shutil.copytree(small_dumps / "hiprof", d)
     return d
 
 
-def _prof_device(bases, d: Path) -> Path:
-    shutil.copytree(bases / "prof", d)
+def _prof_device(small_dumps, d: Path) -> Path:
+    shutil.copytree(small_dumps / "prof", d)
     return next(d.glob("PROF_*"))
 
 
@@ -58,57 +48,57 @@ def _db(d: Path, sql: str) -> Path:
     return d
 
 
-def self_link(bases, d):
-    d = _hiprof(bases, d)
+def self_link(small_dumps, d):
+    d = _hiprof(small_dumps, d)
     f = next((d / "data").glob("aicore.data.*.slice_0"))
     f.unlink()
     os.symlink(f.name, f)
     return d
 
 
-def device_2_32_in_a_file_name(bases, d):
-    d = _hiprof(bases, d)
+def device_2_32_in_a_file_name(small_dumps, d):
+    d = _hiprof(small_dumps, d)
     for f in (d / "data").glob("aicore.data.0.slice_0*"):
         f.rename(f.with_name(f.name.replace(".0.", f".{2**32}.")))
     return d
 
 
-def device_2_32_in_a_folder_name(bases, d):
-    prof = _prof_device(bases, d)
+def device_2_32_in_a_folder_name(small_dumps, d):
+    prof = _prof_device(small_dumps, d)
     dev = next(prof.glob("device_*"))
     shutil.copytree(dev, prof / f"device_{2**32}")
     return prof
 
 
-def rank_id_10_30(bases, d):
+def rank_id_10_30(small_dumps, d):
     return _torch_export(d, json.dumps({"rank_id": 10**30}))
 
 
-def collection_end_40_nines(bases, d):
+def collection_end_40_nines(small_dumps, d):
     return _torch_export(d, '{"rank_id": 5, "start_info": {"start_monotonic": 100}, '
                             '"end_info": {"collectionTimeEnd": ' + "9" * 40 + ', "MonotonicTimeEnd": 200}}')
 
 
-def string_ids_not_utf8(bases, d):
+def string_ids_not_utf8(small_dumps, d):
     # STRING_IDS id 1 is the op name MatMul_1
     return _db(d, "UPDATE STRING_IDS SET value = CAST(x'4d6174ff4d756c5f31' AS TEXT) WHERE id = 1")
 
 
-def start_1e300(bases, d):
+def start_1e300(small_dumps, d):
     return _db(d, "UPDATE TASK SET startNs = 1e300 WHERE globalTaskId = 1")
 
 
-def device_id_beyond_int32(bases, d):
+def device_id_beyond_int32(small_dumps, d):
     return _db(d, f"UPDATE TASK SET deviceId = {2**40} WHERE globalTaskId = 2")
 
 
-def kernel_details_row_not_utf8(bases, d):
+def kernel_details_row_not_utf8(small_dumps, d):
     # a ragged row (4 cells) whose text is not UTF-8, after the three good rows
     return _torch_export(d, kernel_details=KERNEL_DETAILS.encode() + b"1,2,3\xff\xfe,4\r\n")
 
 
-def all_data_files_empty(bases, d):
-    d = _hiprof(bases, d)
+def all_data_files_empty(small_dumps, d):
+    d = _hiprof(small_dumps, d)
     for f in (d / "data").iterdir():
         if f.name.endswith(".done"):
             f.unlink()
@@ -136,9 +126,9 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_bad_input_is_a_counted_issue_not_an_internal_error(bases, tmp_path, case):
+def test_bad_input_is_a_counted_issue_not_an_internal_error(small_dumps, tmp_path, case):
     make, code, kind, text, check = CASES[case]
-    dump = make(bases, tmp_path / "dump")
+    dump = make(small_dumps, tmp_path / "dump")
     wh = tmp_path / "wh"
     r = profetl("run", dump, "--warehouse", wh)
     assert "Traceback" not in r.stderr and "internal error" not in r.stdout + r.stderr, r.stdout + r.stderr

@@ -81,3 +81,17 @@ def assert_recorded(wh: Warehouse) -> None:
     for e in entries:
         data = (wh.path / e["file"]).read_bytes()
         assert (e["size"], e["sha256"]) == (len(data), hashlib.sha256(data).hexdigest()), e["file"]
+
+
+def fail_on_call(monkeypatch, module, name: str, n: int = 3, error: Exception = OSError("disk full")) -> None:
+    """Make ``module.name`` raise ``error`` on its n-th call (a disk that fills in the middle of
+    a write), and call the real function otherwise."""
+    real, calls = getattr(module, name), []
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == n:
+            raise error
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(module, name, failing)

@@ -25,6 +25,7 @@ from pipeline.outputs.msprof_files import export_msprof
 from pipeline.synth import hiprof, prof
 from pipeline.warehouse.store import Warehouse
 from tests.helpers import oracle, oracle_prof
+from tests.helpers.warehouse_checks import fail_on_call
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
@@ -236,16 +237,7 @@ def test_files_past_a_million_rows_are_sliced_as_msprof_slices_them(runs, tmp_pa
 def test_an_export_that_fails_leaves_no_file(runs, tmp_path, monkeypatch):
     wh, made = runs
     run_id, _, _ = made["prof"]
-    calls = []
-    real = formats.text_csv_records
-
-    def failing(batch):
-        calls.append(1)
-        if len(calls) == 3:
-            raise OSError("disk full")
-        return real(batch)
-
-    monkeypatch.setattr(formats, "text_csv_records", failing)
+    fail_on_call(monkeypatch, formats, "text_csv_records")
     with pytest.raises(OSError):
         export_msprof(wh, run_id, tmp_path)
     assert list(tmp_path.iterdir()) == []

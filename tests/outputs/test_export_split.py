@@ -17,6 +17,7 @@ from pipeline.outputs import formats
 from pipeline.outputs.export import export_table
 from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.warehouse.store import Warehouse
+from tests.helpers.warehouse_checks import fail_on_call
 
 pytestmark = pytest.mark.slow  # ingests and builds a whole dump (docs/testing.md)
 
@@ -102,16 +103,7 @@ def test_the_command_prints_the_warning_on_stderr(run, tmp_path, monkeypatch):
 
 def test_a_split_that_fails_leaves_no_file(run, tmp_path, monkeypatch):
     wh, run_id, _ = run
-    calls = []
-    real = formats._csv_records
-
-    def failing(batch):
-        calls.append(1)
-        if len(calls) == 3:
-            raise OSError("disk full")
-        return real(batch)
-
-    monkeypatch.setattr(formats, "_csv_records", failing)
+    fail_on_call(monkeypatch, formats, "_csv_records")
     with pytest.raises(OSError):
         export_table(wh, "op_summary", [run_id], "csv", str(tmp_path / "op.csv"), max_rows=5)
     assert list(tmp_path.iterdir()) == []

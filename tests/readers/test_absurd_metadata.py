@@ -11,17 +11,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.jobs.runner import run_roots
-from pipeline.synth.hiprof import HiprofConfig, generate
-from pipeline.synth.prof import ProfConfig, generate as generate_prof
 from pipeline.warehouse.store import Warehouse
-
-
-@pytest.fixture(scope="module")
-def bases(tmp_path_factory):
-    base = tmp_path_factory.mktemp("absurd")
-    generate(base / "hiprof", HiprofConfig(inferences=1, seed=1))
-    generate_prof(base / "prof", ProfConfig(inferences=1, seed=1))
-    return base
 
 
 def _edit_json(path: Path, key: str, raw: str, inside: str | None = None) -> None:
@@ -67,10 +57,10 @@ def _ingest(d: Path, wh: Path):
 
 
 @pytest.mark.parametrize("case", list(HIPROF))
-def test_absurd_hiprof_metadata_is_bad_metadata(bases, tmp_path, case):
+def test_absurd_hiprof_metadata_is_bad_metadata(small_dumps, tmp_path, case):
     damage, field = HIPROF[case]
     d = tmp_path / "dump"
-    shutil.copytree(bases / "hiprof", d)
+    shutil.copytree(small_dumps / "hiprof", d)
     damage(d)
     o = _ingest(d, tmp_path / "wh")
     assert o.status == "built", o.error
@@ -79,10 +69,10 @@ def test_absurd_hiprof_metadata_is_bad_metadata(bases, tmp_path, case):
 
 
 @pytest.mark.parametrize("case", list(PROF))
-def test_absurd_prof_metadata_is_bad_metadata(bases, tmp_path, case):
+def test_absurd_prof_metadata_is_bad_metadata(small_dumps, tmp_path, case):
     name, damage, field = PROF[case]
     d = tmp_path / "dump"
-    shutil.copytree(bases / "prof", d)
+    shutil.copytree(small_dumps / "prof", d)
     edited = 0
     for p in d.rglob(name + "*"):
         if p.suffix != ".done":
@@ -97,9 +87,9 @@ def test_absurd_prof_metadata_is_bad_metadata(bases, tmp_path, case):
     assert any("bad_metadata" in i and field in i for i in o.issues), o.issues
 
 
-def test_symlink_loops_are_not_followed(bases, tmp_path):
+def test_symlink_loops_are_not_followed(small_dumps, tmp_path):
     d = tmp_path / "dump"
-    shutil.copytree(bases / "hiprof", d)
+    shutil.copytree(small_dumps / "hiprof", d)
     os.symlink(d / "data" / "loop", d / "data" / "loop")
     os.symlink("..", d / "data" / "up")
     o = _ingest(d, tmp_path / "wh")
