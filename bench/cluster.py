@@ -95,7 +95,12 @@ def measure(cmd: list[str], interval: float = 0.05) -> dict:
     th.join()
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.decode()[-2000:]}")
-    return {"seconds": wall, "peak_rss_one": peak_one[0], "peak_rss_tree": peak_tree[0], "stdout": out.decode()}
+    return {
+        "seconds": wall,
+        "peak_rss_one": peak_one[0],
+        "peak_rss_tree": peak_tree[0],
+        "stdout": out.decode(),
+    }
 
 
 def make_job(layout: str, devices: int, out: Path, mb: int, inferences: int, tasks: int) -> Path:
@@ -105,11 +110,19 @@ def make_job(layout: str, devices: int, out: Path, mb: int, inferences: int, tas
         tmp = base.with_name(base.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         if layout == "hiprof":
-            synth_hiprof.generate(tmp, synth_hiprof.HiprofConfig(devices=devices, inferences=inferences, tasks=tasks,
-                                                                 slice_bytes=1 << 40))
+            synth_hiprof.generate(
+                tmp,
+                synth_hiprof.HiprofConfig(
+                    devices=devices, inferences=inferences, tasks=tasks, slice_bytes=1 << 40
+                ),
+            )
         else:
-            synth_prof.generate(tmp, synth_prof.ProfConfig(chip=layout, devices=devices, inferences=inferences,
-                                                           tasks=tasks, slice_bytes=1 << 40))
+            synth_prof.generate(
+                tmp,
+                synth_prof.ProfConfig(
+                    chip=layout, devices=devices, inferences=inferences, tasks=tasks, slice_bytes=1 << 40
+                ),
+            )
         tmp.rename(base)
     marker = out / ".complete"
     if not marker.exists():
@@ -123,10 +136,12 @@ def make_job(layout: str, devices: int, out: Path, mb: int, inferences: int, tas
 def cluster_start(workers: int) -> float:
     """Seconds to start a local cluster of ``workers`` and have each worker import profetl's
     readers and build (what the first tasks would otherwise pay)."""
-    code = ("import time; t = time.perf_counter(); from pipeline.jobs.cluster import Cluster\n"
-            f"c = Cluster(workers={workers})\n"
-            "c.client.run(lambda: __import__('pipeline.jobs.build') and __import__('pipeline.readers.prof.reader'))\n"
-            "print(time.perf_counter() - t); c.close()")
+    code = (
+        "import time; t = time.perf_counter(); from pipeline.jobs.cluster import Cluster\n"
+        f"c = Cluster(workers={workers})\n"
+        "c.client.run(lambda: __import__('pipeline.jobs.build') and __import__('pipeline.readers.prof.reader'))\n"
+        "print(time.perf_counter() - t); c.close()"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     return float(out.stdout.split()[-1])
 
@@ -138,8 +153,13 @@ def run_job(job: Path, wh: Path, extra: list[str]) -> dict:
     r = measure([sys.executable, "-m", "pipeline.cli", "run", str(job), "-w", str(wh), "--json", *extra])
     (done,) = json.loads(r["stdout"])
     assert done["status"] == "built", done
-    return {"seconds": r["seconds"], "peak_rss_one": r["peak_rss_one"], "peak_rss_tree": r["peak_rss_tree"],
-            "ingest_s": done["ingest"]["seconds"], "build_s": done["build"]["seconds"]}
+    return {
+        "seconds": r["seconds"],
+        "peak_rss_one": r["peak_rss_one"],
+        "peak_rss_tree": r["peak_rss_tree"],
+        "ingest_s": done["ingest"]["seconds"],
+        "build_s": done["build"]["seconds"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -149,8 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--devices", type=int, default=4)
     ap.add_argument("--mb", type=int, default=2000, help="size of the whole job in MB")
     ap.add_argument("--workers", default="1,2", help="worker counts to measure (comma separated)")
-    ap.add_argument("--read-threads", dest="threads", default="2",
-                    help="--read-threads values to measure ('' for none)")
+    ap.add_argument(
+        "--read-threads", dest="threads", default="2", help="--read-threads values to measure ('' for none)"
+    )
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--inferences", type=int, default=20)
     ap.add_argument("--tasks", type=int, default=300)
@@ -159,10 +180,22 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
 
     tag = f"cluster-{args.layout}"
-    job = make_job(args.layout, args.devices, args.out / f"{tag}-{args.devices}dev-{args.mb}mb", args.mb,
-                   args.inferences, args.tasks)
-    one = make_job(args.layout, 1, args.out / f"{tag}-1dev-{args.mb // args.devices}mb", args.mb // args.devices,
-                   args.inferences, args.tasks)
+    job = make_job(
+        args.layout,
+        args.devices,
+        args.out / f"{tag}-{args.devices}dev-{args.mb}mb",
+        args.mb,
+        args.inferences,
+        args.tasks,
+    )
+    one = make_job(
+        args.layout,
+        1,
+        args.out / f"{tag}-1dev-{args.mb // args.devices}mb",
+        args.mb // args.devices,
+        args.inferences,
+        args.tasks,
+    )
     job_mb, one_mb = dump_bytes(job) / 1e6, dump_bytes(one) / 1e6
     workers = [int(w) for w in args.workers.split(",")]
     threads = [int(n) for n in args.threads.split(",") if n]
@@ -173,18 +206,24 @@ def main(argv: list[str] | None = None) -> int:
         points.setdefault("one device", []).append(run_job(one, args.out / f"{tag}-wh", ["--threads", "1"]))
         for w in workers:
             points.setdefault(f"--workers {w}", []).append(
-                run_job(job, args.out / f"{tag}-wh", ["--workers", str(w), "--threads", "1"]))
+                run_job(job, args.out / f"{tag}-wh", ["--workers", str(w), "--threads", "1"])
+            )
         for n in threads:
             points.setdefault(f"--read-threads {n}", []).append(
-                run_job(job, args.out / f"{tag}-wh", ["--read-threads", str(n)]))
+                run_job(job, args.out / f"{tag}-wh", ["--read-threads", str(n)])
+            )
     best = {k: min(v, key=lambda r: r["seconds"]) for k, v in points.items()}
 
     print(f"{machine()}")
     print(f"job: {args.layout}, {args.devices} devices, {job_mb:.0f} MB; one device alone: {one_mb:.0f} MB")
-    print(f"{'variant':<17} {'seconds':>8} {'ingest s':>9} {'build s':>8} {'peak 1 proc':>12} {'peak tree':>10}")
+    print(
+        f"{'variant':<17} {'seconds':>8} {'ingest s':>9} {'build s':>8} {'peak 1 proc':>12} {'peak tree':>10}"
+    )
     for k, r in best.items():
-        print(f"{k:<17} {r['seconds']:8.1f} {r['ingest_s']:9.1f} {r['build_s']:8.1f} "
-              f"{r['peak_rss_one'] / 2**20:9.0f} MiB {r['peak_rss_tree'] / 2**20:6.0f} MiB")
+        print(
+            f"{k:<17} {r['seconds']:8.1f} {r['ingest_s']:9.1f} {r['build_s']:8.1f} "
+            f"{r['peak_rss_one'] / 2**20:9.0f} MiB {r['peak_rss_tree'] / 2**20:6.0f} MiB"
+        )
 
     # the model: T(W) = c + ceil(D / W) * t, fitted from W = 1 and W = 2
     D = args.devices
@@ -196,19 +235,25 @@ def main(argv: list[str] | None = None) -> int:
         t = (t1 - t2) / (D - math.ceil(D / 2))
         c = t1 - D * t
         model.update(t_task_s=t, serial_s=c)
-        print(f"model: T(W) = c + ceil(D/W) x t, from W = 1 and 2: c = {c:.1f} s (what does not divide among "
-              f"workers), t = {t:.1f} s per device task (a {one_mb:.0f} MB device; alone as a 1-device dump: "
-              f"{t_dev:.1f} s); cluster start-up alone: "
-              + ", ".join(f"{model['start_s'][w]:.1f} s at W = {w}" for w in workers))
+        print(
+            f"model: T(W) = c + ceil(D/W) x t, from W = 1 and 2: c = {c:.1f} s (what does not divide among "
+            f"workers), t = {t:.1f} s per device task (a {one_mb:.0f} MB device; alone as a 1-device dump: "
+            f"{t_dev:.1f} s); cluster start-up alone: "
+            + ", ".join(f"{model['start_s'][w]:.1f} s at W = {w}" for w in workers)
+        )
         for w in workers:
-            print(f"  --workers {w}: model {c + math.ceil(D / w) * t:.1f} s, measured {best[f'--workers {w}']['seconds']:.1f} s")
+            print(
+                f"  --workers {w}: model {c + math.ceil(D / w) * t:.1f} s, measured {best[f'--workers {w}']['seconds']:.1f} s"
+            )
         pd, pmb, pw = (float(x) for x in args.predict.replace("@", "x").split("x"))
         k = pmb / one_mb  # a task's time taken as proportional to its device's bytes; c as it is
         predicted = c + math.ceil(pd / pw) * t * k
         model["prediction_s"] = predicted
-        print(f"prediction: {pd:.0f} devices x {pmb:.0f} MB on {pw:.0f} workers: {predicted / 60:.1f} min "
-              f"(t = {t * k:.0f} s per device; in-process at this job's rate: "
-              f"{best['in-process']['seconds'] * pd * pmb / job_mb / 60:.0f} min)")
+        print(
+            f"prediction: {pd:.0f} devices x {pmb:.0f} MB on {pw:.0f} workers: {predicted / 60:.1f} min "
+            f"(t = {t * k:.0f} s per device; in-process at this job's rate: "
+            f"{best['in-process']['seconds'] * pd * pmb / job_mb / 60:.0f} min)"
+        )
     (args.out / "cluster.json").write_text(json.dumps({"points": points, "model": model}, indent=1))
     return 0
 

@@ -34,7 +34,9 @@ SYNTH = {
 
 def _cli(src: Path, *args: str) -> subprocess.CompletedProcess:
     env = {"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin:/usr/local/bin"}
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], env=env, capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", *args], env=env, capture_output=True, text=True
+    )
 
 
 def _dumps(out: Path, extra: list[Path]) -> dict[str, Path]:
@@ -75,12 +77,17 @@ def compare(old_wh: Path, new_wh: Path) -> list[str]:
             continue
         old = f"read_parquet('{old_wh}/marts/{t}/**/*.parquet', hive_partitioning = false)"
         new = f"read_parquet('{new_wh}/marts/{t}/**/*.parquet', hive_partitioning = false)"
-        if [c[:2] for c in con.sql(f"describe select * from {old}").fetchall()] != \
-                [c[:2] for c in con.sql(f"describe select * from {new}").fetchall()]:
+        if [c[:2] for c in con.sql(f"describe select * from {old}").fetchall()] != [
+            c[:2] for c in con.sql(f"describe select * from {new}").fetchall()
+        ]:
             out.append(f"{t}: columns differ")
             continue
-        gone = con.sql(f"select count(*) from (select * from {old} except all select * from {new})").fetchall()[0][0]
-        added = con.sql(f"select count(*) from (select * from {new} except all select * from {old})").fetchall()[0][0]
+        gone = con.sql(
+            f"select count(*) from (select * from {old} except all select * from {new})"
+        ).fetchall()[0][0]
+        added = con.sql(
+            f"select count(*) from (select * from {new} except all select * from {old})"
+        ).fetchall()[0][0]
         rows = con.sql(f"select count(*) from {old}").fetchall()[0][0]
         if gone or added:
             out.append(f"{t}: {gone} of {rows} old rows not in new, {added} new rows not in old")
@@ -109,7 +116,10 @@ def main() -> int:
         if result["old"][1].read_bytes() != result["new"][1].read_bytes():
             diffs.append("timeline JSON differs")
         bad += bool(diffs)
-        print(f"{name}: {tables} mart tables, " + ("identical, timeline identical" if not diffs else "DIFFERENT"))
+        print(
+            f"{name}: {tables} mart tables, "
+            + ("identical, timeline identical" if not diffs else "DIFFERENT")
+        )
         for d in diffs:
             print(f"  {d}")
     return 1 if bad else 0

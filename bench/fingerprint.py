@@ -65,6 +65,7 @@ def full(name):
                 while n := fh.readinto(buf):
                     h.update(view[:n])
         return h.hexdigest()
+
     return run
 
 
@@ -77,9 +78,14 @@ def main() -> int:
     files = _regular_files(a.out)
     size = sum(p.stat().st_size for p in files)
     print(f"{len(files)} files, {size / 1e6:.0f} MB")
-    for name, fn in [("stat (names, sizes, mtimes)", stat_only), ("edges (first/last 64 KiB)", edges),
-                     ("blake2b full", full("blake2b")), ("sha256 full", full("sha256")),
-                     ("sha1 full", full("sha1")), ("md5 full", full("md5"))]:
+    for name, fn in [
+        ("stat (names, sizes, mtimes)", stat_only),
+        ("edges (first/last 64 KiB)", edges),
+        ("blake2b full", full("blake2b")),
+        ("sha256 full", full("sha256")),
+        ("sha1 full", full("sha1")),
+        ("md5 full", full("md5")),
+    ]:
         for state in ("cold", "warm"):
             if state == "cold":
                 drop_cache(files)

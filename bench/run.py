@@ -41,16 +41,17 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
+from pipeline.limits import default_memory_limit  # noqa: E402
 from pipeline.synth import hiprof as synth_hiprof  # noqa: E402
 from pipeline.synth import prof as synth_prof  # noqa: E402
 from pipeline.synth.scale import scale  # noqa: E402
-from pipeline.limits import default_memory_limit  # noqa: E402
 from pipeline.warehouse.store import Warehouse  # noqa: E402
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
 # --- memory of a process tree, sampled from /proc -------------------------------------------
+
 
 def _children() -> dict[int, list[int]]:
     kids: dict[int, list[int]] = {}
@@ -62,7 +63,7 @@ def _children() -> dict[int, list[int]]:
                 stat = fh.read()
         except OSError:
             continue
-        ppid = int(stat[stat.rindex(b")") + 2:].split()[1])
+        ppid = int(stat[stat.rindex(b")") + 2 :].split()[1])
         kids.setdefault(ppid, []).append(int(d))
     return kids
 
@@ -125,11 +126,16 @@ def measure(cmd: list[str], interval: float = 0.02) -> dict:
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.decode()[-2000:]}")
-    return {"seconds": wall, "peak_rss": max(peak[0], usage.ru_maxrss * 1024), "stdout": out.decode(),
-            "steal": steal_share(ticks, cpu_ticks())}
+    return {
+        "seconds": wall,
+        "peak_rss": max(peak[0], usage.ru_maxrss * 1024),
+        "stdout": out.decode(),
+        "steal": steal_share(ticks, cpu_ticks()),
+    }
 
 
 # --- dumps ----------------------------------------------------------------------------------
+
 
 def dump_bytes(root: Path) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
@@ -150,17 +156,32 @@ def read_floor(root: Path) -> float:
     return time.perf_counter() - t0
 
 
-def make_base(layout: str, out: Path, inferences: int, tasks: int, devices: int = 1, streams: int = 2) -> Path:
+def make_base(
+    layout: str, out: Path, inferences: int, tasks: int, devices: int = 1, streams: int = 2
+) -> Path:
     if out.exists():
         return _dump_root(out)
     tmp = out.with_name(out.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     if layout == "hiprof":
-        synth_hiprof.generate(tmp, synth_hiprof.HiprofConfig(devices=devices, streams=streams, inferences=inferences,
-                                                             tasks=tasks, slice_bytes=1 << 40))
+        synth_hiprof.generate(
+            tmp,
+            synth_hiprof.HiprofConfig(
+                devices=devices, streams=streams, inferences=inferences, tasks=tasks, slice_bytes=1 << 40
+            ),
+        )
     else:
-        synth_prof.generate(tmp, synth_prof.ProfConfig(chip=layout, devices=devices, streams=streams, inferences=inferences,
-                                                       tasks=tasks, slice_bytes=1 << 40))
+        synth_prof.generate(
+            tmp,
+            synth_prof.ProfConfig(
+                chip=layout,
+                devices=devices,
+                streams=streams,
+                inferences=inferences,
+                tasks=tasks,
+                slice_bytes=1 << 40,
+            ),
+        )
     tmp.rename(out)
     return _dump_root(out)
 
@@ -181,8 +202,10 @@ def check_disk(out: Path, mb: int, dump_exists: bool) -> str | None:
     need = (0 if dump_exists else mb) + DISK_MARGIN * mb
     free = shutil.disk_usage(out).free / 1e6
     if free < need:
-        return (f"{mb} MB needs about {need / 1e3:.1f} GB free in {out} (the dump, its warehouse and "
-                f"DuckDB's spill files); {free / 1e3:.1f} GB are")
+        return (
+            f"{mb} MB needs about {need / 1e3:.1f} GB free in {out} (the dump, its warehouse and "
+            f"DuckDB's spill files); {free / 1e3:.1f} GB are"
+        )
     return None
 
 
@@ -201,6 +224,7 @@ def make_sized(base_root: Path, base_dir: Path, out: Path, mb: int, slice_bytes:
 
 
 # --- one measurement ------------------------------------------------------------------------
+
 
 def bench_one(dump: Path, wh: Path, memory_limit: str, threads: int, separate: bool = False) -> dict:
     """One measurement: ``profetl run DUMP`` (the main job: ingest and build in one process), or
@@ -231,14 +255,22 @@ def bench_one(dump: Path, wh: Path, memory_limit: str, threads: int, separate: b
     records = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
     total = sum(p["seconds"] for p in procs)
     return {
-        "dump": dump.name, "raw_bytes": raw, "records": records, "processes": len(procs),
-        "ingest_s": run["ingest_seconds"], "build_s": run["build_seconds"],
-        "other_s": total - run["ingest_seconds"] - run["build_seconds"], "total_s": total,
-        "raw_mb_s": raw / 1e6 / total, "records_s": records / total,
+        "dump": dump.name,
+        "raw_bytes": raw,
+        "records": records,
+        "processes": len(procs),
+        "ingest_s": run["ingest_seconds"],
+        "build_s": run["build_seconds"],
+        "other_s": total - run["ingest_seconds"] - run["build_seconds"],
+        "total_s": total,
+        "raw_mb_s": raw / 1e6 / total,
+        "records_s": records / total,
         "steal": sum(p["steal"] * p["seconds"] for p in procs) / total,
         "peak_rss_by_process": [p["peak_rss"] for p in procs],
         "peak_rss": max(p["peak_rss"] for p in procs),
-        "warehouse_bytes": dump_bytes(wh), "read_floor_s": floor, "ratio_to_read": total / floor,
+        "warehouse_bytes": dump_bytes(wh),
+        "read_floor_s": floor,
+        "ratio_to_read": total / floor,
         "build_seconds_by_step": built["seconds_by_step"],
         "build_max_rss_by_step": built.get("max_rss_bytes_by_step", {}),
     }
@@ -274,9 +306,12 @@ def machine() -> str:
     import duckdb
     import numpy
     import pyarrow
-    return (f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB RAM, {platform.system()} {platform.release()}, "
-            f"Python {platform.python_version()}, numpy {numpy.__version__}, pyarrow {pyarrow.__version__}, "
-            f"duckdb {duckdb.__version__}")
+
+    return (
+        f"{os.cpu_count()} cores ({cpu}), {mem:.0f} GiB RAM, {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}, numpy {numpy.__version__}, pyarrow {pyarrow.__version__}, "
+        f"duckdb {duckdb.__version__}"
+    )
 
 
 def host_speed(repeat: int = 5) -> dict:
@@ -291,8 +326,10 @@ def host_speed(repeat: int = 5) -> dict:
 
     values = np.random.default_rng(7).integers(0, 2**40, 4_000_000)
     con = duckdb.connect()
-    query = ("select k, count(*) as n, sum(v) as s from (select hash(i) % 100003 as k, i as v from range(4000000) t(i)) "
-             "group by k order by s desc")
+    query = (
+        "select k, count(*) as n, sum(v) as s from (select hash(i) % 100003 as k, i as v from range(4000000) t(i)) "
+        "group by k order by s desc"
+    )
     sort_s, duck_s = [], []
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -307,20 +344,51 @@ def host_speed(repeat: int = 5) -> dict:
 
 
 def speed_line(when: str, h: dict) -> str:
-    return (f"host speed {when}: numpy sort of 4M int64 {h['numpy_sort_s']:.3f} s, "
-            f"DuckDB group-by and sort of 4M rows {h['duckdb_query_s']:.3f} s")
+    return (
+        f"host speed {when}: numpy sort of 4M int64 {h['numpy_sort_s']:.3f} s, "
+        f"DuckDB group-by and sort of 4M rows {h['duckdb_query_s']:.3f} s"
+    )
 
 
 def table(results: list[dict]) -> str:
-    head = ("layout", "raw MB", "records", "ingest s", "build s", "other s", "total s", "MB/s", "rec/s", "peak RSS MB",
-            "warehouse MB", "read s", "x read", "steal %")
+    head = (
+        "layout",
+        "raw MB",
+        "records",
+        "ingest s",
+        "build s",
+        "other s",
+        "total s",
+        "MB/s",
+        "rec/s",
+        "peak RSS MB",
+        "warehouse MB",
+        "read s",
+        "x read",
+        "steal %",
+    )
     lines = [" | ".join(head), " | ".join("---" for _ in head)]
     for r in results:
-        lines.append(" | ".join([
-            r["layout"], f"{r['raw_bytes'] / 1e6:.0f}", f"{r['records']:,}", f"{r['ingest_s']:.2f}",
-            f"{r['build_s']:.2f}", f"{r['other_s']:.2f}", f"{r['total_s']:.2f}", f"{r['raw_mb_s']:.0f}", f"{r['records_s'] / 1e6:.2f} M",
-            f"{r['peak_rss'] / 1e6:.0f}", f"{r['warehouse_bytes'] / 1e6:.0f}", f"{r['read_floor_s']:.2f}",
-            f"{r['ratio_to_read']:.0f}", f"{100 * r['steal']:.0f}"]))
+        lines.append(
+            " | ".join(
+                [
+                    r["layout"],
+                    f"{r['raw_bytes'] / 1e6:.0f}",
+                    f"{r['records']:,}",
+                    f"{r['ingest_s']:.2f}",
+                    f"{r['build_s']:.2f}",
+                    f"{r['other_s']:.2f}",
+                    f"{r['total_s']:.2f}",
+                    f"{r['raw_mb_s']:.0f}",
+                    f"{r['records_s'] / 1e6:.2f} M",
+                    f"{r['peak_rss'] / 1e6:.0f}",
+                    f"{r['warehouse_bytes'] / 1e6:.0f}",
+                    f"{r['read_floor_s']:.2f}",
+                    f"{r['ratio_to_read']:.0f}",
+                    f"{100 * r['steal']:.0f}",
+                ]
+            )
+        )
     return "\n".join("| " + line + " |" for line in lines)
 
 
@@ -341,7 +409,11 @@ def marginal_mb_s(small: dict, big: dict) -> float:
 
 def added_rate(mb_s: float) -> str:
     """marginal_mb_s as printed: no rate when the bigger dump took no longer."""
-    return "the added bytes took no time to tell" if mb_s == float("inf") else f"the added bytes at {mb_s:.0f} MB/s"
+    return (
+        "the added bytes took no time to tell"
+        if mb_s == float("inf")
+        else f"the added bytes at {mb_s:.0f} MB/s"
+    )
 
 
 def targets(layout: str, rs: list[dict]) -> list[str]:
@@ -355,22 +427,38 @@ def targets(layout: str, rs: list[dict]) -> list[str]:
 
     want = SPEED_MB_S.get(layout, SPEED_MB_S_FIXED)
     slowest = min(rs, key=lambda r: r["raw_mb_s"])
-    line(f">= {want} MB/s at every size", slowest["raw_mb_s"] >= want,
-         f"slowest {slowest['raw_mb_s']:.0f} MB/s at {slowest['raw_bytes'] / 1e6:.0f} MB")
+    line(
+        f">= {want} MB/s at every size",
+        slowest["raw_mb_s"] >= want,
+        f"slowest {slowest['raw_mb_s']:.0f} MB/s at {slowest['raw_bytes'] / 1e6:.0f} MB",
+    )
     big = rs[-1]
-    line(f"peak < {PEAK_LIMIT_BYTES / 1e9:.0f} GB at {big['raw_bytes'] / 1e6:.0f} MB", big["peak_rss"] < PEAK_LIMIT_BYTES,
-         f"{big['peak_rss'] / 1e6:.0f} MB")
+    line(
+        f"peak < {PEAK_LIMIT_BYTES / 1e9:.0f} GB at {big['raw_bytes'] / 1e6:.0f} MB",
+        big["peak_rss"] < PEAK_LIMIT_BYTES,
+        f"{big['peak_rss'] / 1e6:.0f} MB",
+    )
     if len(rs) >= 2:
         small = rs[-2]
         growth = big["peak_rss"] / small["peak_rss"]
-        worst = max(big.get("peak_rss_all", [big["peak_rss"]])) / min(small.get("peak_rss_all", [small["peak_rss"]]))
-        line(f"peak at most {PEAK_GROWTH:.2f}x the {small['raw_bytes'] / 1e6:.0f} MB one", growth <= PEAK_GROWTH,
-             f"x{growth:.2f} (worst pairing x{worst:.2f})")
+        worst = max(big.get("peak_rss_all", [big["peak_rss"]])) / min(
+            small.get("peak_rss_all", [small["peak_rss"]])
+        )
+        line(
+            f"peak at most {PEAK_GROWTH:.2f}x the {small['raw_bytes'] / 1e6:.0f} MB one",
+            growth <= PEAK_GROWTH,
+            f"x{growth:.2f} (worst pairing x{worst:.2f})",
+        )
         limit = TIME_GROWTH_PER_BYTE * big["raw_bytes"] / small["raw_bytes"]
         ratio = big["total_s"] / small["total_s"]
-        worst = max(big.get("total_s_all", [big["total_s"]])) / min(small.get("total_s_all", [small["total_s"]]))
-        line(f"time at most {limit:.2f}x the {small['raw_bytes'] / 1e6:.0f} MB one", ratio <= limit,
-             f"x{ratio:.2f} (worst pairing x{worst:.2f})")
+        worst = max(big.get("total_s_all", [big["total_s"]])) / min(
+            small.get("total_s_all", [small["total_s"]])
+        )
+        line(
+            f"time at most {limit:.2f}x the {small['raw_bytes'] / 1e6:.0f} MB one",
+            ratio <= limit,
+            f"x{ratio:.2f} (worst pairing x{worst:.2f})",
+        )
     return out
 
 
@@ -378,21 +466,39 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, default=HERE / "out")
     ap.add_argument("--sizes", default="100,500,2000", help="raw dump sizes in MB (comma separated)")
-    ap.add_argument("--layouts", default="hiprof,ascend910b", help="hiprof and/or prof chips (ascend910b, ascend910a, ...)")
+    ap.add_argument(
+        "--layouts",
+        default="hiprof,ascend910b",
+        help="hiprof and/or prof chips (ascend910b, ascend910a, ...)",
+    )
     ap.add_argument("--base-inferences", type=int, default=50)
-    ap.add_argument("--tasks", type=int, default=500,
-                    help="kernel tasks per inference of the base dump: each a distinct operator")
+    ap.add_argument(
+        "--tasks",
+        type=int,
+        default=500,
+        help="kernel tasks per inference of the base dump: each a distinct operator",
+    )
     ap.add_argument("--devices", type=int, default=1, help="devices of the base dump")
     ap.add_argument("--streams", type=int, default=2, help="streams per device of the base dump")
     ap.add_argument("--slice-bytes", type=int, default=64 * 1024 * 1024)
-    ap.add_argument("--memory-limit", default=default_memory_limit(),
-                    help="DuckDB memory limit of the builds (default: profetl's for this machine)")
+    ap.add_argument(
+        "--memory-limit",
+        default=default_memory_limit(),
+        help="DuckDB memory limit of the builds (default: profetl's for this machine)",
+    )
     ap.add_argument("--threads", type=int, default=0, help="DuckDB threads for the build (0: one per core)")
     ap.add_argument("--keep", action="store_true", help="keep the sized dumps and warehouses")
-    ap.add_argument("--separate", action="store_true",
-                    help="time `profetl ingest` and `profetl build` as two processes instead of one `profetl run`")
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="ingest and build each size this many times; report the run of median total time")
+    ap.add_argument(
+        "--separate",
+        action="store_true",
+        help="time `profetl ingest` and `profetl build` as two processes instead of one `profetl run`",
+    )
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="ingest and build each size this many times; report the run of median total time",
+    )
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     print(machine(), flush=True)
@@ -410,23 +516,45 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"bench: {short}", file=sys.stderr)
                 return 2
             dump, gen_s = make_sized(base, base_dir, sized, mb, a.slice_bytes)
-            tries = sorted((bench_one(dump, a.out / f"wh-{sized.name}", a.memory_limit, a.threads, a.separate)
-                            for _ in range(a.repeat)), key=lambda r: r["total_s"])
+            tries = sorted(
+                (
+                    bench_one(dump, a.out / f"wh-{sized.name}", a.memory_limit, a.threads, a.separate)
+                    for _ in range(a.repeat)
+                ),
+                key=lambda r: r["total_s"],
+            )
             r = tries[len(tries) // 2]  # the median run (the host's other load varies run to run)
-            r.update(layout=layout, size_mb=mb, generate_s=gen_s, repeats=len(tries),
-                     total_s_all=[t["total_s"] for t in tries], peak_rss_all=[t["peak_rss"] for t in tries])
+            r.update(
+                layout=layout,
+                size_mb=mb,
+                generate_s=gen_s,
+                repeats=len(tries),
+                total_s_all=[t["total_s"] for t in tries],
+                peak_rss_all=[t["peak_rss"] for t in tries],
+            )
             results.append(r)
-            print(f"{layout:>10} {r['raw_bytes'] / 1e6:7.0f} MB  ingest {r['ingest_s']:6.2f} s  build {r['build_s']:6.2f} s"
-                  f"  other {r['other_s']:5.2f} s  {r['raw_mb_s']:5.0f} MB/s  {r['records_s'] / 1e6:5.2f} M rec/s"
-                  f"  peak {r['peak_rss'] / 1e6:5.0f} MB"
-                  + (f" (ingest {r['peak_rss_by_process'][0] / 1e6:.0f}, build {r['peak_rss_by_process'][1] / 1e6:.0f})"
-                     if r["processes"] == 2 else "")
-                  + f"  warehouse {r['warehouse_bytes'] / 1e6:5.0f} MB  read {r['read_floor_s']:.2f} s"
-                  f"  = {r['ratio_to_read']:.0f}x read  steal {100 * r['steal']:.0f} %"
-                  + (f"  (totals of {len(tries)} runs: {', '.join(f'{t:.1f}' for t in r['total_s_all'])} s)"
-                     if len(tries) > 1 else ""), flush=True)
-            print(f"{'':>10} slowest build steps (s): {slowest_steps(r)}; build's peak memory reached in {peak_step(r)}",
-                  flush=True)
+            print(
+                f"{layout:>10} {r['raw_bytes'] / 1e6:7.0f} MB  ingest {r['ingest_s']:6.2f} s  build {r['build_s']:6.2f} s"
+                f"  other {r['other_s']:5.2f} s  {r['raw_mb_s']:5.0f} MB/s  {r['records_s'] / 1e6:5.2f} M rec/s"
+                f"  peak {r['peak_rss'] / 1e6:5.0f} MB"
+                + (
+                    f" (ingest {r['peak_rss_by_process'][0] / 1e6:.0f}, build {r['peak_rss_by_process'][1] / 1e6:.0f})"
+                    if r["processes"] == 2
+                    else ""
+                )
+                + f"  warehouse {r['warehouse_bytes'] / 1e6:5.0f} MB  read {r['read_floor_s']:.2f} s"
+                f"  = {r['ratio_to_read']:.0f}x read  steal {100 * r['steal']:.0f} %"
+                + (
+                    f"  (totals of {len(tries)} runs: {', '.join(f'{t:.1f}' for t in r['total_s_all'])} s)"
+                    if len(tries) > 1
+                    else ""
+                ),
+                flush=True,
+            )
+            print(
+                f"{'':>10} slowest build steps (s): {slowest_steps(r)}; build's peak memory reached in {peak_step(r)}",
+                flush=True,
+            )
             if not a.keep:
                 shutil.rmtree(sized, ignore_errors=True)
                 shutil.rmtree(a.out / f"wh-{sized.name}", ignore_errors=True)
@@ -442,16 +570,25 @@ def main(argv: list[str] | None = None) -> int:
         if len(rs) >= 2:
             a_, b_ = rs[-2], rs[-1]
             worst = ""
-            if len(b_["total_s_all"]) > 1:  # the targets hold for any pairing of the runs, not only the medians
-                worst = (f"; worst pairing of the runs: time x{max(b_['total_s_all']) / min(a_['total_s_all']):.2f},"
-                         f" peak memory x{max(b_['peak_rss_all']) / min(a_['peak_rss_all']):.2f}")
-            print(f"{layout}: {b_['raw_bytes'] / 1e6:.0f} MB vs {a_['raw_bytes'] / 1e6:.0f} MB: time x{b_['total_s'] / a_['total_s']:.2f}"
-                  f" (bytes x{b_['raw_bytes'] / a_['raw_bytes']:.2f}), peak memory x{b_['peak_rss'] / a_['peak_rss']:.2f}"
-                  + worst + f"; {added_rate(marginal_mb_s(a_, b_))}")
+            if (
+                len(b_["total_s_all"]) > 1
+            ):  # the targets hold for any pairing of the runs, not only the medians
+                worst = (
+                    f"; worst pairing of the runs: time x{max(b_['total_s_all']) / min(a_['total_s_all']):.2f},"
+                    f" peak memory x{max(b_['peak_rss_all']) / min(a_['peak_rss_all']):.2f}"
+                )
+            print(
+                f"{layout}: {b_['raw_bytes'] / 1e6:.0f} MB vs {a_['raw_bytes'] / 1e6:.0f} MB: time x{b_['total_s'] / a_['total_s']:.2f}"
+                f" (bytes x{b_['raw_bytes'] / a_['raw_bytes']:.2f}), peak memory x{b_['peak_rss'] / a_['peak_rss']:.2f}"
+                + worst
+                + f"; {added_rate(marginal_mb_s(a_, b_))}"
+            )
     for layout, rs in by.items():
         print(f"targets, {layout}:")
         print("\n".join(targets(layout, rs)))
-    (a.out / "results.json").write_text(json.dumps({"machine": machine(), "host_speed": speed, "results": results}, indent=1))
+    (a.out / "results.json").write_text(
+        json.dumps({"machine": machine(), "host_speed": speed, "results": results}, indent=1)
+    )
     return 0
 
 

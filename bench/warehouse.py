@@ -46,8 +46,14 @@ ENV = dict(os.environ, PYTHONPATH=str(ROOT))  # --code: another checkout's profe
 
 
 def profetl(*args: str, capture: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "pipeline.cli", *args], env=ENV, cwd=ENV["PYTHONPATH"],
-                          capture_output=capture, text=True, check=True)
+    return subprocess.run(
+        [sys.executable, "-m", "pipeline.cli", *args],
+        env=ENV,
+        cwd=ENV["PYTHONPATH"],
+        capture_output=capture,
+        text=True,
+        check=True,
+    )
 
 
 def base_run(out: Path) -> Path:
@@ -70,8 +76,13 @@ def _base_files(base: Path) -> tuple[dict, dict[tuple[str, str], Path]]:
     files = {}
     for layer in ("raw", "marts"):
         for d in sorted((base / layer).iterdir()):
-            f = (wh.run_files(layer, d.name, run)[0] if hasattr(wh, "run_files")
-                 else wh.run_part(layer, d.name, run) if hasattr(wh, "run_part") else None)
+            f = (
+                wh.run_files(layer, d.name, run)[0]
+                if hasattr(wh, "run_files")
+                else wh.run_part(layer, d.name, run)
+                if hasattr(wh, "run_part")
+                else None
+            )
             if f is None:
                 (f,) = d.glob("**/*.parquet")
             files[(layer, d.name)] = f
@@ -85,8 +96,17 @@ def run_rows(run: dict, n: int) -> list[dict]:
         start = FIRST_US + i * NIGHT_US
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(start / 1e6))
         rid = f"{stamp}-{i:08x}"
-        rows.append(dict(run, run_id=rid, collection_start_us=start, source_path=f"/nightly/{i}",
-                         fingerprint=f"bench-{i}", ingest_id=f"{stamp}-i{i:07x}", build_id=f"{stamp}-b{i:07x}"))
+        rows.append(
+            dict(
+                run,
+                run_id=rid,
+                collection_start_us=start,
+                source_path=f"/nightly/{i}",
+                fingerprint=f"bench-{i}",
+                ingest_id=f"{stamp}-i{i:07x}",
+                build_id=f"{stamp}-b{i:07x}",
+            )
+        )
     return rows
 
 
@@ -165,11 +185,33 @@ def bench(wh: Path, out: Path, n: int) -> dict:
     r["runs_json_s"] = timed("runs_json", "runs", "--json", "-w", w)
     r["query_all_s"] = timed("query_all", "query", sql_all, "-w", w)
     r["query_one_s"] = timed("query_one", "query", sql_one, "-w", w)
-    r["export_all_s"] = timed("export_all", "export", "op_summary", "--since", "2000-01-01", "--format", "parquet",
-                              "-o", str(out / "export.parquet"), "-w", w)
+    r["export_all_s"] = timed(
+        "export_all",
+        "export",
+        "op_summary",
+        "--since",
+        "2000-01-01",
+        "--format",
+        "parquet",
+        "-o",
+        str(out / "export.parquet"),
+        "-w",
+        w,
+    )
     since = time.strftime("%Y-%m-%dT%H:%M", time.gmtime((FIRST_US + (n - 10) * NIGHT_US) / 1e6))
-    r["export_10_s"] = timed("export_10", "export", "op_summary", "--since", since, "--format", "parquet",
-                             "-o", str(out / "export10.parquet"), "-w", w)
+    r["export_10_s"] = timed(
+        "export_10",
+        "export",
+        "op_summary",
+        "--since",
+        since,
+        "--format",
+        "parquet",
+        "-o",
+        str(out / "export10.parquet"),
+        "-w",
+        w,
+    )
     dump = nightly_dump(out, n)
     r["nightly_run_s"] = timed("nightly_run", "run", str(dump), "-w", w)
     shutil.rmtree(dump, ignore_errors=True)
@@ -179,15 +221,29 @@ def bench(wh: Path, out: Path, n: int) -> dict:
     return r
 
 
-COLUMNS = ["runs", "runs_last20_s", "runs_json_s", "query_all_s", "query_one_s", "export_all_s", "export_10_s",
-           "nightly_run_s", "files", "generate_s", "load"]
+COLUMNS = [
+    "runs",
+    "runs_last20_s",
+    "runs_json_s",
+    "query_all_s",
+    "query_one_s",
+    "export_all_s",
+    "export_10_s",
+    "nightly_run_s",
+    "files",
+    "generate_s",
+    "load",
+]
 
 
 def table(results: list[dict]) -> str:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for r in results:
-        lines.append("| " + " | ".join(f"{r[c]:.2f}" if isinstance(r.get(c), float) else str(r.get(c, ""))
-                                       for c in COLUMNS) + " |")
+        lines.append(
+            "| "
+            + " | ".join(f"{r[c]:.2f}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in COLUMNS)
+            + " |"
+        )
     return "\n".join(lines)
 
 
@@ -197,8 +253,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", default="100,1000,10000", help="warehouse sizes in runs (comma separated)")
     ap.add_argument("--layout", choices=("current", "legacy"), default="current")
     ap.add_argument("--keep", action="store_true", help="keep the generated warehouses")
-    ap.add_argument("--code", type=Path, help="run the commands with the profetl of this checkout "
-                    "(e.g. an older commit's `git archive`, to time the layout it wrote)")
+    ap.add_argument(
+        "--code",
+        type=Path,
+        help="run the commands with the profetl of this checkout "
+        "(e.g. an older commit's `git archive`, to time the layout it wrote)",
+    )
     a = ap.parse_args(argv)
     if a.code:
         ENV["PYTHONPATH"] = str(a.code.resolve())
@@ -216,7 +276,9 @@ def main(argv: list[str] | None = None) -> int:
         if not a.keep:
             shutil.rmtree(wh, ignore_errors=True)
     print(table(results))
-    (a.out / f"results-{a.layout}{'-' + a.code.name if a.code else ''}.json").write_text(json.dumps(results, indent=1))
+    (a.out / f"results-{a.layout}{'-' + a.code.name if a.code else ''}.json").write_text(
+        json.dumps(results, indent=1)
+    )
     return 0
 
 

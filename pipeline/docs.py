@@ -11,10 +11,10 @@ import sys
 import tomllib
 from pathlib import Path
 
+from pipeline.jobs.transforms import sql_files
+from pipeline.resources import ROOT, SCHEMAS_DIR
 from pipeline.warehouse.contracts import Contract, contracts
 from pipeline.warehouse.views import RUN_VIEW_COLUMNS
-from pipeline.resources import ROOT, SCHEMAS_DIR
-from pipeline.jobs.transforms import sql_files
 
 DOCS_DIR = ROOT / "docs"
 GENERATIONS_FILE = SCHEMAS_DIR / "generations.toml"
@@ -69,8 +69,16 @@ def column_rows(c: Contract) -> list[dict]:
         documented = next((f.documented_columns() for f in sql_files("marts") if f.name == c.name), {})
     rows = []
     if c.name != "runs":
-        rows.append({"name": "run_id", "type": "string", "unit": "", "meaning": GLOSSARY["run_id"], "display": "Run ID",
-                     "glossary": False})
+        rows.append(
+            {
+                "name": "run_id",
+                "type": "string",
+                "unit": "",
+                "meaning": GLOSSARY["run_id"],
+                "display": "Run ID",
+                "glossary": False,
+            }
+        )
     for col in c.columns:
         unit, meaning = documented.get(col.name, (col.unit, col.description))
         unit = unit or col.unit
@@ -78,12 +86,28 @@ def column_rows(c: Contract) -> list[dict]:
         glossary = False
         if not meaning:
             meaning, glossary = _fallback(col.name), True
-        rows.append({"name": col.name, "type": col.type, "unit": unit, "meaning": meaning,
-                     "display": col.display, "glossary": glossary and bool(meaning)})
+        rows.append(
+            {
+                "name": col.name,
+                "type": col.type,
+                "unit": unit,
+                "meaning": meaning,
+                "display": col.display,
+                "glossary": glossary and bool(meaning),
+            }
+        )
     if c.name == "runs":
         for name, (typ, meaning) in RUN_VIEW_COLUMNS.items():
-            rows.append({"name": name, "type": typ, "unit": "", "meaning": meaning + " (in the `runs` view only)",
-                         "display": "", "glossary": False})
+            rows.append(
+                {
+                    "name": name,
+                    "type": typ,
+                    "unit": "",
+                    "meaning": meaning + " (in the `runs` view only)",
+                    "display": "",
+                    "glossary": False,
+                }
+            )
     return rows
 
 
@@ -132,7 +156,9 @@ def tables_markdown() -> str:
     layers = [("raw", "Raw tables"), ("marts", "Marts (reports)")]
     for layer, _ in layers:
         for name, c in contracts(layer).items():
-            lines.append(f"| [`{name}`](#{name}) | {layer} | {_cell(c.description)} | {_filled_by(name, gens)} |")
+            lines.append(
+                f"| [`{name}`](#{name}) | {layer} | {_cell(c.description)} | {_filled_by(name, gens)} |"
+            )
     lines.append("")
     for layer, title in layers:
         lines += [f"## {title}", ""]
@@ -145,7 +171,10 @@ def tables_markdown() -> str:
             if c.sources:
                 lines.append(f"- Sources: {_cell(c.sources)}")
             lines.append(f"- Filled by layout generations: {_filled_by(name, gens)}")
-            lines.append(f"- Contract: `schemas/{layer}/{name}.toml`" + (f"; SQL: `sql/marts/{name}.sql`" if layer == "marts" else ""))
+            lines.append(
+                f"- Contract: `schemas/{layer}/{name}.toml`"
+                + (f"; SQL: `sql/marts/{name}.sql`" if layer == "marts" else "")
+            )
             lines.append("")
             method = _sql_method(name) if layer == "marts" else []
             if method:
@@ -159,7 +188,10 @@ def tables_markdown() -> str:
                 head = [f"`{r['name']}`"] + ([_cell(r["display"])] if layer == "marts" else [])
                 lines.append("| " + " | ".join(head + [r["type"], _cell(r["unit"]), meaning]) + " |")
             lines.append("")
-    lines += ["† meaning from the glossary of shared column names in `pipeline/docs.py`; the contract leaves it blank.", ""]
+    lines += [
+        "† meaning from the glossary of shared column names in `pipeline/docs.py`; the contract leaves it blank.",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -169,8 +201,13 @@ def command_help(name: str | None) -> str:
     from pipeline.cli.main import app
 
     args = ([name] if name else []) + ["--help"]
-    r = CliRunner().invoke(app, args, terminal_width=HELP_WIDTH, prog_name="profetl",
-                           env={"PROFETL_WAREHOUSE": None, "COLUMNS": str(HELP_WIDTH)})
+    r = CliRunner().invoke(
+        app,
+        args,
+        terminal_width=HELP_WIDTH,
+        prog_name="profetl",
+        env={"PROFETL_WAREHOUSE": None, "COLUMNS": str(HELP_WIDTH)},
+    )
     if r.exit_code != 0:
         raise RuntimeError(f"profetl {' '.join(args)} failed: {r.output}")
     return r.output.rstrip() + "\n"

@@ -91,8 +91,10 @@ class DamagedRun(PipelineError):
     and none of its files is deleted, until it is re-ingested (``--force``) or dropped."""
 
     def __init__(self, run_id: str, path, reason: str):
-        super().__init__(f"run {run_id}: its commit record {path} cannot be read ({reason}); its files are kept: "
-                         f"`profetl run --force DUMP` re-ingests it, `profetl drop {run_id}` removes it")
+        super().__init__(
+            f"run {run_id}: its commit record {path} cannot be read ({reason}); its files are kept: "
+            f"`profetl run --force DUMP` re-ingests it, `profetl drop {run_id}` removes it"
+        )
         self.run_id = run_id
         self.path = path
         self.reason = reason
@@ -107,8 +109,10 @@ def _recover(index) -> str:
     """How a lost or damaged run index is recovered: from the versions kept beside it."""
     from pathlib import Path
 
-    return (f"restore the newest good version kept in {Path(index).parent / INDEX_HISTORY} "
-            "(`profetl check --repair` does it) or a backup of the warehouse")
+    return (
+        f"restore the newest good version kept in {Path(index).parent / INDEX_HISTORY} "
+        "(`profetl check --repair` does it) or a backup of the warehouse"
+    )
 
 
 class DamagedIndex(PipelineError):
@@ -117,7 +121,9 @@ class DamagedIndex(PipelineError):
     stops with this error, and nothing is swept, compacted or deleted."""
 
     def __init__(self, path, reason: str):
-        super().__init__(f"the run index {path} cannot be read ({reason}); nothing was changed: {_recover(path)}")
+        super().__init__(
+            f"the run index {path} cannot be read ({reason}); nothing was changed: {_recover(path)}"
+        )
         self.path = path
         self.reason = reason
 
@@ -142,8 +148,10 @@ class MissingIndex(DamagedIndex):
 
     def __init__(self, path, part_files: int, versions: int):
         PipelineError.__init__(
-            self, f"the run index {path} is missing but the warehouse holds {part_files} part file(s) and "
-                  f"{versions} kept version(s) of the index; nothing was changed: {_recover(path)}")
+            self,
+            f"the run index {path} is missing but the warehouse holds {part_files} part file(s) and "
+            f"{versions} kept version(s) of the index; nothing was changed: {_recover(path)}",
+        )
         self.path = path
         self.reason = "missing"
         self.part_files = part_files
@@ -156,9 +164,11 @@ class PartSizeMismatch(PipelineError):
     answer from it."""
 
     def __init__(self, path, recorded: int, actual: int, advice: str = ""):
-        super().__init__(f"{path}: the run index records {recorded} bytes for this part file, it has {actual}; "
-                         "it was damaged or replaced after its commit: "
-                         + (advice or "restore it from a backup, or re-ingest its runs (`profetl run --force DUMP`)"))
+        super().__init__(
+            f"{path}: the run index records {recorded} bytes for this part file, it has {actual}; "
+            "it was damaged or replaced after its commit: "
+            + (advice or "restore it from a backup, or re-ingest its runs (`profetl run --force DUMP`)")
+        )
         self.path = path
         self.recorded = recorded
         self.actual = actual
@@ -183,10 +193,12 @@ class IndexNotRestorable(DamagedIndex):
 
     def __init__(self, path, reason: str, tried: list[str]):
         PipelineError.__init__(
-            self, f"the run index {path} is {reason} and no kept version of it can restore it"
-                  f"{' (' + '; '.join(tried) + ')' if tried else ' (none is kept)'}; the runs' commit records are "
-                  "kept only in the index, so it cannot be rebuilt from the part files; nothing was changed: "
-                  "restore the warehouse from a backup")
+            self,
+            f"the run index {path} is {reason} and no kept version of it can restore it"
+            f"{' (' + '; '.join(tried) + ')' if tried else ' (none is kept)'}; the runs' commit records are "
+            "kept only in the index, so it cannot be rebuilt from the part files; nothing was changed: "
+            "restore the warehouse from a backup",
+        )
         self.path = path
         self.reason = reason
         self.tried = tried

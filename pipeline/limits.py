@@ -19,7 +19,10 @@ MEMORY_LIMIT_CAP_MB = 2000
 # the memory a container may use: cgroup v2's memory.max, or v1's memory.limit_in_bytes, of the
 # process's own group (/proc/self/cgroup), else of the root ("max", or a huge number, when
 # unlimited)
-_CGROUP_FILES = {"": "/sys/fs/cgroup{group}/memory.max", "memory": "/sys/fs/cgroup/memory{group}/memory.limit_in_bytes"}
+_CGROUP_FILES = {
+    "": "/sys/fs/cgroup{group}/memory.max",
+    "memory": "/sys/fs/cgroup/memory{group}/memory.limit_in_bytes",
+}
 
 
 def _cgroup_limit_files() -> list[str]:
@@ -79,5 +82,6 @@ def describe_memory_limit(given: str | None) -> str:
     memory = machine_memory()
     if memory is None:
         return f"{default_memory_limit(memory)} (the default; this machine's memory is unknown)"
-    return f"{default_memory_limit(memory)} (1/{MEMORY_LIMIT_SHARE} of this machine's {memory / 2**30:.1f} GiB)"
-
+    return (
+        f"{default_memory_limit(memory)} (1/{MEMORY_LIMIT_SHARE} of this machine's {memory / 2**30:.1f} GiB)"
+    )

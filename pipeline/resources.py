@@ -29,7 +29,9 @@ def folder(base: Path, layer: str) -> Path:
     """``base/layer`` (e.g. SQL_DIR, "marts"). Without ``base`` the install is broken, and says
     so rather than building no tables."""
     if not base.is_dir():
-        raise PipelineError(f"profetl is installed without its {base.name}/ files (no {PACKAGE / base.name} "
-                            f"nor {ROOT / base.name}); reinstall it (pip install profetl-*.whl, "
-                            "or pip install -e . in a checkout)")
+        raise PipelineError(
+            f"profetl is installed without its {base.name}/ files (no {PACKAGE / base.name} "
+            f"nor {ROOT / base.name}); reinstall it (pip install profetl-*.whl, "
+            "or pip install -e . in a checkout)"
+        )
     return base / layer

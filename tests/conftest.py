@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from pipeline.outputs.export import fetch
 from pipeline.jobs.runner import ingest_dump
+from pipeline.outputs.export import fetch
 from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.synth.truth import Truth
 from pipeline.warehouse.store import Warehouse
@@ -28,7 +28,9 @@ settings.load_profile("profetl")
 
 
 def pytest_addoption(parser):
-    parser.addoption("--update-goldens", action="store_true", help="Rewrite tests/golden/*.csv from the current output.")
+    parser.addoption(
+        "--update-goldens", action="store_true", help="Rewrite tests/golden/*.csv from the current output."
+    )
 
 
 @pytest.fixture
@@ -42,8 +44,10 @@ def real_data() -> Path:
     Tests using it skip when the variable is unset or names no folder."""
     value = os.environ.get(REAL_DATA_ENV, "")
     if not value:
-        pytest.skip(f"set {REAL_DATA_ENV} to a folder of real profiling data laid out as "
-                    "OWNER+REPO/<path> (see docs/testing.md#real-data)")
+        pytest.skip(
+            f"set {REAL_DATA_ENV} to a folder of real profiling data laid out as "
+            "OWNER+REPO/<path> (see docs/testing.md#real-data)"
+        )
     folder = Path(value).expanduser()
     if not folder.is_dir():
         pytest.skip(f"{REAL_DATA_ENV}={value} is not a folder (see docs/testing.md#real-data)")
@@ -84,7 +88,8 @@ def synth_run(tmp_path):
 def small_dumps(tmp_path_factory) -> Path:
     """A folder with two one-inference synthetic dumps, ``hiprof`` and ``prof`` (Ascend910B),
     written once per test process for the tests that damage a copy of one. Copy before changing."""
-    from pipeline.synth.prof import ProfConfig, generate as generate_prof
+    from pipeline.synth.prof import ProfConfig
+    from pipeline.synth.prof import generate as generate_prof
 
     base = tmp_path_factory.mktemp("small-dumps")
     generate(base / "hiprof", HiprofConfig(inferences=1, seed=1))

@@ -104,8 +104,13 @@ class Finding:
     shown: list[Instance] = field(default_factory=list)
 
 
-def regressions(wh: Warehouse, run_id: str, last: int = REGRESSION_LAST, threshold_pct: float = REGRESSION_PCT,
-                min_ns: float = REGRESSION_MIN_NS) -> tuple[list[Finding], str | None]:
+def regressions(
+    wh: Warehouse,
+    run_id: str,
+    last: int = REGRESSION_LAST,
+    threshold_pct: float = REGRESSION_PCT,
+    min_ns: float = REGRESSION_MIN_NS,
+) -> tuple[list[Finding], str | None]:
     """The regression rule: ops whose mean time in the run is at least ``threshold_pct`` % above
     the median of the ``last`` earlier runs of its workload (pipeline.compare, op means), either
     value at least ``min_ns``. Returns the finding (one, its instances the ops, the worst the
@@ -113,18 +118,40 @@ def regressions(wh: Warehouse, run_id: str, last: int = REGRESSION_LAST, thresho
     from pipeline.analysis.compare import compare
 
     try:
-        cmp = compare(wh, run_id, last=last, by="op", stat="mean", threshold_pct=threshold_pct, min_value=min_ns)
+        cmp = compare(
+            wh, run_id, last=last, by="op", stat="mean", threshold_pct=threshold_pct, min_value=min_ns
+        )
     except UsageError as e:
         return [], str(e)
     if not cmp.regressions:
         return [], None
     worst = sorted(cmp.regressions, key=lambda c: (-c.ratio, c.name))
-    shown = [Instance(c.name, k, "high", c.ratio, None,
-                      f"mean {c.before:.0f} ns in the {cmp.baseline}, {c.after:.0f} ns now")
-             for k, c in enumerate(worst, 1)]
-    return [Finding(
-        None, "high", "regression", "op", len(worst), ", ".join(c.name for c in worst[:3]), worst[0].ratio,
-        1 + threshold_pct / 100, "ratio", None,
-        f"profetl compare {run_id} --last {last} --by op --threshold {threshold_pct:g} --min {min_ns:g}",
-        "Slower than in the earlier runs of this workload: look at what changed (CANN, driver, model, "
-        "shapes) and at these ops' rows in both runs.", shown)], None
+    shown = [
+        Instance(
+            c.name,
+            k,
+            "high",
+            c.ratio,
+            None,
+            f"mean {c.before:.0f} ns in the {cmp.baseline}, {c.after:.0f} ns now",
+        )
+        for k, c in enumerate(worst, 1)
+    ]
+    return [
+        Finding(
+            None,
+            "high",
+            "regression",
+            "op",
+            len(worst),
+            ", ".join(c.name for c in worst[:3]),
+            worst[0].ratio,
+            1 + threshold_pct / 100,
+            "ratio",
+            None,
+            f"profetl compare {run_id} --last {last} --by op --threshold {threshold_pct:g} --min {min_ns:g}",
+            "Slower than in the earlier runs of this workload: look at what changed (CANN, driver, model, "
+            "shapes) and at these ops' rows in both runs.",
+            shown,
+        )
+    ], None

@@ -17,9 +17,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import asdict, dataclass, field
 
-from pipeline.errors import UsageError
 from pipeline.analysis.run_stats import DIMENSIONS, Stat, check_dimension, check_stat, entries, stat_unit
 from pipeline.analysis.selection import catalog, earlier_runs, run_row
+from pipeline.errors import UsageError
 from pipeline.warehouse.store import Warehouse
 
 STATUS_ORDER = {"slower": 0, "more": 0, "new": 1, "vanished": 2, "faster": 3, "fewer": 3, "same": 4}
@@ -67,7 +67,9 @@ def _median(values: list[float]) -> float:
     return float(statistics.median(values))
 
 
-def baseline_values(runs: dict[str, dict[tuple[str, str], Stat]], stat: str) -> dict[tuple[str, str], tuple[float | None, float]]:
+def baseline_values(
+    runs: dict[str, dict[tuple[str, str], Stat]], stat: str
+) -> dict[tuple[str, str], tuple[float | None, float]]:
     """(level, name) -> (median of the statistic, median count) over the runs that have the entry."""
     keys = {k for per_run in runs.values() for k in per_run}
     out = {}
@@ -91,9 +93,18 @@ def _status(in_before: bool, in_after: bool, before: float | None, after: float 
     return "slower" if up else "faster"
 
 
-def compare(wh: Warehouse, run_ref: str = "latest", against: str | None = None, last: int | None = None,
-            by: str = "op", stat: str = "mean", threshold_pct: float | None = None, min_value: float = 0.0,
-            workload: str | None = None, devices: list[int] | None = None) -> Comparison:
+def compare(
+    wh: Warehouse,
+    run_ref: str = "latest",
+    against: str | None = None,
+    last: int | None = None,
+    by: str = "op",
+    stat: str = "mean",
+    threshold_pct: float | None = None,
+    min_value: float = 0.0,
+    workload: str | None = None,
+    devices: list[int] | None = None,
+) -> Comparison:
     """Compare run ``run_ref`` with run ``against``, or with the median of the ``last`` N earlier
     runs of ``workload`` (default: the run's own). Neither given: the previous run of the workload."""
     check_dimension(by)
@@ -119,18 +130,34 @@ def compare(wh: Warehouse, run_ref: str = "latest", against: str | None = None, 
         key = workload or run["workload"]
         base_runs = earlier_runs(wh, run, key, n, rows)
         if not base_runs:
-            raise UsageError(f"no run of workload {key} was collected before {run['run_id']}; "
-                             "give --against RUN or another --workload")
+            raise UsageError(
+                f"no run of workload {key} was collected before {run['run_id']}; "
+                "give --against RUN or another --workload"
+            )
         if len(base_runs) < n:
             warnings.append(f"only {len(base_runs)} earlier run(s) of the workload, not {n}")
         ids = [r["run_id"] for r in base_runs]
-        label = f"run {ids[0]}" if len(ids) == 1 else f"median of the {len(ids)} runs before it ({ids[0]} .. {ids[-1]})"
+        label = (
+            f"run {ids[0]}"
+            if len(ids) == 1
+            else f"median of the {len(ids)} runs before it ({ids[0]} .. {ids[-1]})"
+        )
     base_ids = [r["run_id"] for r in base_runs]
     per_run = entries(wh, base_ids + [run["run_id"]], by, devices)
     after = per_run.pop(run["run_id"])
     before = baseline_values(per_run, stat)
-    cmp = Comparison(run["run_id"], base_ids, label, run["workload"], by, stat, stat_unit(stat),
-                     threshold_pct, min_value, warnings=warnings)
+    cmp = Comparison(
+        run["run_id"],
+        base_ids,
+        label,
+        run["workload"],
+        by,
+        stat,
+        stat_unit(stat),
+        threshold_pct,
+        min_value,
+        warnings=warnings,
+    )
     for key in sorted(set(before) | set(after)):
         b, b_count = before.get(key, (None, None))
         a_stat = after.get(key)
@@ -138,10 +165,26 @@ def compare(wh: Warehouse, run_ref: str = "latest", against: str | None = None, 
         change = a - b if a is not None and b is not None else None
         ratio = a / b if a is not None and b else None
         status = _status(key in before, key in after, b, a, stat)
-        regression = (threshold_pct is not None and ratio is not None
-                      and ratio >= 1 + threshold_pct / 100 and max(a, b) >= min_value)
-        cmp.rows.append(Change(key[0], key[1], b, a, change, ratio, b_count,
-                               float(a_stat.count) if a_stat else None, status, regression))
+        regression = (
+            threshold_pct is not None
+            and ratio is not None
+            and ratio >= 1 + threshold_pct / 100
+            and max(a, b) >= min_value
+        )
+        cmp.rows.append(
+            Change(
+                key[0],
+                key[1],
+                b,
+                a,
+                change,
+                ratio,
+                b_count,
+                float(a_stat.count) if a_stat else None,
+                status,
+                regression,
+            )
+        )
     cmp.rows.sort(key=lambda c: (not c.regression, STATUS_ORDER[c.status], -(c.ratio or 0), c.level, c.name))
     return cmp
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipeline.errors import UsageError
-from pipeline.warehouse.views import read_consistent
 from pipeline.warehouse.store import Warehouse
+from pipeline.warehouse.views import read_consistent
 
 # dimension -> SQL giving run_id, level, name, total (ns), count; {where} filters devices
 DIMENSIONS = {
@@ -36,39 +36,76 @@ DIMENSIONS = {
         FROM task_scheduler WHERE task_type IS NOT NULL {and_devices} GROUP BY ALL""",
     # the parts of a step-trace iteration per model (level = model id), each over the
     # iterations that have it; all-reduce ranges per range
-    "iteration": " UNION ALL ".join(f"""
+    "iteration": " UNION ALL ".join(
+        f"""
         SELECT run_id, model_id::VARCHAR AS level, '{name}' AS name, sum({col})::DOUBLE AS total, count({col}) AS count
-        FROM {table} WHERE true {{and_devices}} GROUP BY ALL HAVING count({col}) > 0""" for table, col, name in (
-        ("step_trace_summary", "iteration_ns", "Iteration Time"),
-        ("step_trace_summary", "fp_to_bp_ns", "FP to BP Time"),
-        ("step_trace_summary", "iteration_refresh_ns", "Iteration Refresh"),
-        ("step_trace_summary", "data_aug_bound_ns", "Data Aug Bound"),
-        ("step_trace_reduces", "reduce_ns", "Reduce Duration"))),
+        FROM {table} WHERE true {{and_devices}} GROUP BY ALL HAVING count({col}) > 0"""
+        for table, col, name in (
+            ("step_trace_summary", "iteration_ns", "Iteration Time"),
+            ("step_trace_summary", "fp_to_bp_ns", "FP to BP Time"),
+            ("step_trace_summary", "iteration_refresh_ns", "Iteration Refresh"),
+            ("step_trace_summary", "data_aug_bound_ns", "Data Aug Bound"),
+            ("step_trace_reduces", "reduce_ns", "Reduce Duration"),
+        )
+    ),
 }
-DIMENSION_TABLES = {"op": {"task_scheduler"}, "api": {"runtime_api_summary", "acl_api"}, "task_type": {"task_scheduler"},
-                    "iteration": {"step_trace_summary", "step_trace_reduces"}}
+DIMENSION_TABLES = {
+    "op": {"task_scheduler"},
+    "api": {"runtime_api_summary", "acl_api"},
+    "task_type": {"task_scheduler"},
+    "iteration": {"step_trace_summary", "step_trace_reduces"},
+}
 STATS = ("mean", "total", "count")
 
 # run-level metric -> (SQL giving run_id, value; unit; meaning)
 RUN_METRICS = {
-    "aicore_time": ("SELECT run_id, sum(aicore_time_us) AS value FROM ai_core_metrics WHERE true {and_devices} GROUP BY run_id",
-                    "us", "total AI Core time of all PMU-measured tasks (sum of aicore_time(us))"),
-    "task_time": ("SELECT run_id, sum(running_ns)::DOUBLE AS value FROM task_scheduler WHERE true {and_devices} GROUP BY run_id",
-                  "ns", "total running time of all tasks (sum of Task Scheduler Time(ns))"),
-    "runtime_api_time": ("SELECT run_id, sum(time_ns)::DOUBLE AS value FROM runtime_api_summary WHERE true {and_devices} GROUP BY run_id",
-                         "ns", "total time in Runtime API calls"),
-    "acl_api_time": ("SELECT run_id, sum(dur_us) AS value FROM acl_api WHERE true {and_devices} GROUP BY run_id",
-                     "us", "total time in AscendCL API calls"),
-    "inference_time": ("SELECT run_id, avg(dur_ns) AS value FROM topdown_inference "
-                       "WHERE module_name = 'GE' AND api_name = 'Infer' {and_devices} GROUP BY run_id",
-                       "ns", "mean duration of one inference (GE Infer phase of the top-down table)"),
-    "records_decoded": ("SELECT run_id, records_decoded::DOUBLE AS value FROM runs", "rows", "rows decoded into the raw tables"),
-    "bytes_skipped": ("SELECT run_id, bytes_skipped::DOUBLE AS value FROM runs", "bytes", "bytes of raw data not decoded"),
+    "aicore_time": (
+        "SELECT run_id, sum(aicore_time_us) AS value FROM ai_core_metrics WHERE true {and_devices} GROUP BY run_id",
+        "us",
+        "total AI Core time of all PMU-measured tasks (sum of aicore_time(us))",
+    ),
+    "task_time": (
+        "SELECT run_id, sum(running_ns)::DOUBLE AS value FROM task_scheduler WHERE true {and_devices} GROUP BY run_id",
+        "ns",
+        "total running time of all tasks (sum of Task Scheduler Time(ns))",
+    ),
+    "runtime_api_time": (
+        "SELECT run_id, sum(time_ns)::DOUBLE AS value FROM runtime_api_summary WHERE true {and_devices} GROUP BY run_id",
+        "ns",
+        "total time in Runtime API calls",
+    ),
+    "acl_api_time": (
+        "SELECT run_id, sum(dur_us) AS value FROM acl_api WHERE true {and_devices} GROUP BY run_id",
+        "us",
+        "total time in AscendCL API calls",
+    ),
+    "inference_time": (
+        "SELECT run_id, avg(dur_ns) AS value FROM topdown_inference "
+        "WHERE module_name = 'GE' AND api_name = 'Infer' {and_devices} GROUP BY run_id",
+        "ns",
+        "mean duration of one inference (GE Infer phase of the top-down table)",
+    ),
+    "records_decoded": (
+        "SELECT run_id, records_decoded::DOUBLE AS value FROM runs",
+        "rows",
+        "rows decoded into the raw tables",
+    ),
+    "bytes_skipped": (
+        "SELECT run_id, bytes_skipped::DOUBLE AS value FROM runs",
+        "bytes",
+        "bytes of raw data not decoded",
+    ),
     "issues": ("SELECT run_id, issues::DOUBLE AS value FROM runs", "", "ingest issues found"),
 }
 
 
-RUN_METRIC_TABLES = {"ai_core_metrics", "task_scheduler", "runtime_api_summary", "acl_api", "topdown_inference"}
+RUN_METRIC_TABLES = {
+    "ai_core_metrics",
+    "task_scheduler",
+    "runtime_api_summary",
+    "acl_api",
+    "topdown_inference",
+}
 
 
 @dataclass(frozen=True)
@@ -108,7 +145,9 @@ def _device_filter(devices: list[int] | None) -> str:
     return "AND device_id IN (" + ", ".join(str(int(d)) for d in devices) + ")"
 
 
-def entries(wh: Warehouse, run_ids: list[str], by: str, devices: list[int] | None = None) -> dict[str, dict[tuple[str, str], Stat]]:
+def entries(
+    wh: Warehouse, run_ids: list[str], by: str, devices: list[int] | None = None
+) -> dict[str, dict[tuple[str, str], Stat]]:
     """run_id -> {(level, name): Stat} for every entry of dimension ``by`` in those runs."""
     sql = DIMENSIONS[check_dimension(by)].format(and_devices=_device_filter(devices))
     rows = read_consistent(wh, lambda con: con.sql(sql).fetchall(), run_ids, DIMENSION_TABLES[by])
@@ -121,7 +160,9 @@ def entries(wh: Warehouse, run_ids: list[str], by: str, devices: list[int] | Non
     return out
 
 
-def run_metric(wh: Warehouse, run_ids: list[str], name: str, devices: list[int] | None = None) -> dict[str, float | None]:
+def run_metric(
+    wh: Warehouse, run_ids: list[str], name: str, devices: list[int] | None = None
+) -> dict[str, float | None]:
     """run_id -> value of a run-level metric (None when the run has nothing to measure)."""
     if name not in RUN_METRICS:
         raise UsageError(f"no run metric {name!r}; use one of {', '.join(RUN_METRICS)}")

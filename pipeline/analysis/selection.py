@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import UTC, date, datetime, time, timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from pipeline.errors import UnknownRun, UsageError
-from pipeline.warehouse.views import read_consistent
 from pipeline.warehouse.store import Warehouse
+from pipeline.warehouse.views import read_consistent
 
 _RELATIVE = re.compile(r"^(\d+)\s*([hdw])$")
 _UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=1)}
@@ -24,13 +24,13 @@ _UNITS = {"h": timedelta(hours=1), "d": timedelta(days=1), "w": timedelta(weeks=
 def parse_when(text: str, now: datetime | None = None) -> datetime:
     """A UTC instant from ISO 8601 (``2026-03-02``, ``2026-03-02T01:00``, with or without a
     zone; no zone means UTC), ``today``, ``yesterday``, or an age such as ``7d``, ``12h``, ``2w``."""
-    now = now or datetime.now(timezone.utc)
+    now = now or datetime.now(UTC)
     t = text.strip().lower()
     if t == "now":
         return now
     if t in ("today", "yesterday"):
         day = now.date() - timedelta(days=1 if t == "yesterday" else 0)
-        return datetime.combine(day, time(0), timezone.utc)
+        return datetime.combine(day, time(0), UTC)
     m = _RELATIVE.match(t)
     if m:
         return now - int(m.group(1)) * _UNITS[m.group(2)]
@@ -40,8 +40,10 @@ def parse_when(text: str, now: datetime | None = None) -> datetime:
         try:
             value = datetime.combine(date.fromisoformat(text.strip()), time(0))
         except ValueError:
-            raise UsageError(f"{text!r} is not a time: use 2026-03-02, 2026-03-02T01:00, today, yesterday or 7d") from None
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+            raise UsageError(
+                f"{text!r} is not a time: use 2026-03-02, 2026-03-02T01:00, today, yesterday or 7d"
+            ) from None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 @dataclass
@@ -78,7 +80,7 @@ class RunSelection:
 
 
 def _utc(t: datetime) -> str:
-    return t.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return t.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def catalog_table(wh: Warehouse, exclude: tuple[str, ...] = ()) -> pa.Table:
@@ -94,8 +96,9 @@ def catalog(wh: Warehouse) -> list[dict]:
     return catalog_table(wh).to_pylist()
 
 
-def select_runs(wh: Warehouse, sel: RunSelection, default_latest: bool = True,
-                exclude: tuple[str, ...] = ()) -> list[dict]:
+def select_runs(
+    wh: Warehouse, sel: RunSelection, default_latest: bool = True, exclude: tuple[str, ...] = ()
+) -> list[dict]:
     """The runs ``sel`` names, oldest collection first. With an empty selection: the latest
     run (collected last) when ``default_latest``, else every run. The filters run on the
     columns; only the runs chosen become dicts (thousands of runs, a few chosen)."""
@@ -123,9 +126,15 @@ def select_runs(wh: Warehouse, sel: RunSelection, default_latest: bool = True,
         t = t.slice(max(t.num_rows - sel.last, 0)) if sel.last else t  # as rows[-0:]: every run
     if not t.num_rows:
         collected = everything.column(at).drop_null()
-        span = (f"; its {everything.num_rows} run(s) were collected from {_utc(pc.min(collected).as_py())} "
-                f"to {_utc(pc.max(collected).as_py())}" if len(collected) else "")
-        raise UnknownRun(f"no run in {wh.path} matches the selection ({sel.describe()}){span} (see `profetl runs`)")
+        span = (
+            f"; its {everything.num_rows} run(s) were collected from {_utc(pc.min(collected).as_py())} "
+            f"to {_utc(pc.max(collected).as_py())}"
+            if len(collected)
+            else ""
+        )
+        raise UnknownRun(
+            f"no run in {wh.path} matches the selection ({sel.describe()}){span} (see `profetl runs`)"
+        )
     return t.to_pylist()
 
 
@@ -133,12 +142,18 @@ def _by_id(rows: list[dict], run_id: str) -> dict:
     return next(r for r in rows if r["run_id"] == run_id)
 
 
-def earlier_runs(wh: Warehouse, run: dict, workload: str | None, n: int, rows: list[dict] | None = None) -> list[dict]:
+def earlier_runs(
+    wh: Warehouse, run: dict, workload: str | None, n: int, rows: list[dict] | None = None
+) -> list[dict]:
     """Up to ``n`` runs of ``workload`` collected before ``run``, newest last (``rows``: a catalog already read)."""
     rows = catalog(wh) if rows is None else rows
     key = (run.get("collection_start_us") or 0, run["run_id"])
-    before = [r for r in rows if (r.get("collection_start_us") or 0, r["run_id"]) < key
-              and (workload is None or r["workload"] == workload)]
+    before = [
+        r
+        for r in rows
+        if (r.get("collection_start_us") or 0, r["run_id"]) < key
+        and (workload is None or r["workload"] == workload)
+    ]
     return before[-n:] if n else before
 
 

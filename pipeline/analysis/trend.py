@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
-from pipeline.errors import UsageError
 from pipeline.analysis.run_stats import DIMENSIONS, RUN_METRICS, check_stat, entries, run_metric, stat_unit
 from pipeline.analysis.selection import RunSelection, select_runs
+from pipeline.errors import UsageError
 from pipeline.warehouse.store import Warehouse
 
 
@@ -52,21 +52,30 @@ def parse_metric(metric: str) -> tuple[str, str]:
     kind, sep, name = metric.partition(":")
     kinds = list(DIMENSIONS) + ["run"]
     if not sep or not name or kind not in kinds:
-        raise UsageError(f"metric {metric!r}: write KIND:NAME with KIND one of {', '.join(kinds)} "
-                         f"(e.g. op:conv2d_0, api:rtKernelLaunch, run:aicore_time)")
+        raise UsageError(
+            f"metric {metric!r}: write KIND:NAME with KIND one of {', '.join(kinds)} "
+            f"(e.g. op:conv2d_0, api:rtKernelLaunch, run:aicore_time)"
+        )
     return kind, name
 
 
 def _mixed(t: Trend) -> Trend:
     workloads = sorted({p.workload or "" for p in t.points if p.value is not None})
     if len(workloads) > 1:
-        t.warnings.append(f"the values come from {len(workloads)} workloads ({', '.join(workloads)}); "
-                          "--workload KEY keeps one")
+        t.warnings.append(
+            f"the values come from {len(workloads)} workloads ({', '.join(workloads)}); "
+            "--workload KEY keeps one"
+        )
     return t
 
 
-def trend(wh: Warehouse, metric: str, stat: str = "mean", sel: RunSelection | None = None,
-          devices: list[int] | None = None) -> Trend:
+def trend(
+    wh: Warehouse,
+    metric: str,
+    stat: str = "mean",
+    sel: RunSelection | None = None,
+    devices: list[int] | None = None,
+) -> Trend:
     """The metric's value in every selected run (default: every run), oldest collection first.
     A warning says when the values come from runs of more than one workload."""
     kind, name = parse_metric(metric)

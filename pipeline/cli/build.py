@@ -13,7 +13,13 @@ from pipeline.limits import describe_memory_limit
 
 
 def command(
-    run_ids: Annotated[list[str] | None, typer.Argument(help="Runs to build (id, unique prefix or latest); default: runs not built yet.", show_default=False)] = None,
+    run_ids: Annotated[
+        list[str] | None,
+        typer.Argument(
+            help="Runs to build (id, unique prefix or latest); default: runs not built yet.",
+            show_default=False,
+        ),
+    ] = None,
     all_runs: Annotated[bool, typer.Option("--all", help="Rebuild every run.")] = False,
     warehouse: common.WarehouseOpt = None,
     wait: common.WaitOpt = 0.0,
@@ -35,7 +41,11 @@ def command(
     json_ = common.wants_json(fmt, json_)
     wh = common.warehouse(warehouse)
     done, damaged = [], []
-    with common.errors(), common.cluster(workers, scheduler) as cluster, common.writing(wh.check(must_exist=True), wait):
+    with (
+        common.errors(),
+        common.cluster(workers, scheduler) as cluster,
+        common.writing(wh.check(must_exist=True), wait),
+    ):
         if run_ids:
             targets = [wh.resolve(r) for r in run_ids]
         else:
@@ -50,7 +60,9 @@ def command(
                     continue
                 done.append(o)
     if json_:
-        common.print_json([{"run_id": o.run_id, **common.build_json(o.build), "issues": o.issues} for o in done])
+        common.print_json(
+            [{"run_id": o.run_id, **common.build_json(o.build), "issues": o.issues} for o in done]
+        )
     else:
         if not done and not damaged:
             common.out.print("nothing to build (every run is built; --all rebuilds)")

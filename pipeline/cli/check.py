@@ -13,8 +13,22 @@ from pipeline.warehouse.store import check_run_id
 
 
 def command(
-    repair_: Annotated[bool, typer.Option("--repair", help="Restore a missing or damaged run index from its newest usable kept version (runs/_history/), under the writer lock, and drop the runs named by --drop; nothing else is deleted.")] = False,
-    drop: Annotated[list[str] | None, typer.Option("--drop", metavar="RUN_ID", show_default=False, help="With --repair: drop this run (exact id; repeatable), e.g. one whose files are damaged.")] = None,
+    repair_: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="Restore a missing or damaged run index from its newest usable kept version (runs/_history/), under the writer lock, and drop the runs named by --drop; nothing else is deleted.",
+        ),
+    ] = False,
+    drop: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--drop",
+            metavar="RUN_ID",
+            show_default=False,
+            help="With --repair: drop this run (exact id; repeatable), e.g. one whose files are damaged.",
+        ),
+    ] = None,
     warehouse: common.WarehouseOpt = None,
     wait: common.WaitOpt = 0.0,
     fmt: common.TableOrJsonOpt = None,
@@ -50,15 +64,24 @@ def command(
     if json_:
         out = _json(report)
         if restored is not None:
-            out["repair"] = {"restored_from": restored.restored_from, "damaged_index_kept_as": restored.kept_damaged,
-                             "dropped": restored.dropped}
+            out["repair"] = {
+                "restored_from": restored.restored_from,
+                "damaged_index_kept_as": restored.kept_damaged,
+                "dropped": restored.dropped,
+            }
         common.print_json(out)
     else:
         p = lambda s: common.out.print(s, highlight=False, markup=False)  # noqa: E731
         if restored is not None:
             if restored.restored_from:
-                p(f"restored   {report.index} from {restored.restored_from}"
-                  + (f" (the damaged index kept as {restored.kept_damaged})" if restored.kept_damaged else ""))
+                p(
+                    f"restored   {report.index} from {restored.restored_from}"
+                    + (
+                        f" (the damaged index kept as {restored.kept_damaged})"
+                        if restored.kept_damaged
+                        else ""
+                    )
+                )
             for r, n in restored.dropped.items():
                 p(f"dropped    {r}  ({n} file(s))")
         for line in _lines(report):
@@ -80,9 +103,11 @@ def _lines(rep: CheckReport) -> list[str]:
             out.append(f"run        {r.run_id}: damaged ({len(r.problems)} file(s))")
     whole = sum(r.whole for r in rep.runs)
     index = f"index {rep.index_problem.split(' (')[0]}" if rep.index_problem else "index whole"
-    out.append(f"{'whole' if rep.whole else 'DAMAGED'}: {index}; {whole} of {len(rep.runs)} run(s) whole; "
-               f"{len(rep.files)} file(s) checked, {len(rep.damaged_files)} damaged; {len(rep.unowned)} unowned"
-               + (f"; {rep.unrecorded} part(s) without recorded sizes" if rep.unrecorded else ""))
+    out.append(
+        f"{'whole' if rep.whole else 'DAMAGED'}: {index}; {whole} of {len(rep.runs)} run(s) whole; "
+        f"{len(rep.files)} file(s) checked, {len(rep.damaged_files)} damaged; {len(rep.unowned)} unowned"
+        + (f"; {rep.unrecorded} part(s) without recorded sizes" if rep.unrecorded else "")
+    )
     return out
 
 
@@ -91,8 +116,10 @@ def _json(rep: CheckReport) -> dict:
         "whole": rep.whole,
         "index": {"file": rep.index, "problem": rep.index_problem},
         "runs": [{"run_id": r.run_id, "whole": r.whole, "problems": r.problems} for r in rep.runs],
-        "damaged_files": [{"file": f.file, "problem": f.problem, "recorded_size": f.recorded_size, "size": f.size}
-                          for f in rep.damaged_files],
+        "damaged_files": [
+            {"file": f.file, "problem": f.problem, "recorded_size": f.recorded_size, "size": f.size}
+            for f in rep.damaged_files
+        ],
         "files_checked": len(rep.files),
         "unowned": rep.unowned,
     }

@@ -19,9 +19,9 @@ from pipeline import limits
 from pipeline.errors import ExitCode, PipelineError, UsageError
 
 if TYPE_CHECKING:
-    from pipeline.warehouse.store import Warehouse
-    from pipeline.jobs.build import BuildResult
     from pipeline.analysis.selection import RunSelection
+    from pipeline.jobs.build import BuildResult
+    from pipeline.warehouse.store import Warehouse
 
 
 # C0 and C1 control characters (but the newline of a message) and the bidirectional overrides:
@@ -65,17 +65,29 @@ def _console(name: str):
 
 WarehouseOpt = Annotated[
     Path,
-    typer.Option("--warehouse", "-w", envvar="PROFETL_WAREHOUSE",
-                 help="Warehouse folder (default: $PROFETL_WAREHOUSE, else ./warehouse).",
-                 show_default=False),
+    typer.Option(
+        "--warehouse",
+        "-w",
+        envvar="PROFETL_WAREHOUSE",
+        help="Warehouse folder (default: $PROFETL_WAREHOUSE, else ./warehouse).",
+        show_default=False,
+    ),
 ]
 DEFAULT_WAREHOUSE = Path("warehouse")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON instead of a table.")]
 # --format json and --json say the same on every command: --format FMT is the spelling, --json
 # its alias (compare and trend, whose --json and --format json print different things, aside)
 AliasJsonOpt = Annotated[bool, typer.Option("--json", help="The same as --format json.")]
-TableOrJsonOpt = Annotated[str | None, typer.Option("--format", "-f", metavar="table|json", show_default="table",
-                                                    help="table: the terminal's lines and tables; json: the result as JSON (--json says the same).")]
+TableOrJsonOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--format",
+        "-f",
+        metavar="table|json",
+        show_default="table",
+        help="table: the terminal's lines and tables; json: the result as JSON (--json says the same).",
+    ),
+]
 
 
 def output_format(fmt: str | None, json_: bool, formats: tuple[str, ...], default: str) -> str:
@@ -96,14 +108,46 @@ def wants_json(fmt: str | None, json_: bool) -> bool:
         return output_format(fmt, json_, ("table", "json"), "table") == "json"
 
 
-MemoryOpt = Annotated[str | None, typer.Option("--memory-limit", help=f"DuckDB memory limit for making the tables (spills to disk beyond it), e.g. 1GB. Default: 1/{limits.MEMORY_LIMIT_SHARE} of this machine's memory (or its container's limit), at least {limits.MEMORY_LIMIT_FLOOR_MB}MB and at most {limits.MEMORY_LIMIT_CAP_MB}MB.", show_default=False)]
-ThreadsOpt = Annotated[int, typer.Option("--threads", help="DuckDB threads for making the tables (0: one per core).")]
-WaitOpt = Annotated[float, typer.Option("--wait", help="Seconds to wait for another writer to finish before giving up (exit 3).")]
-WorkersOpt = Annotated[int | None, typer.Option("--workers", help="Read and build each dump's devices on a local Dask cluster of N worker processes (needs profetl[dask]).", show_default=False)]
-SchedulerOpt = Annotated[str | None, typer.Option("--scheduler", help="Read and build each dump's devices on the running Dask scheduler at this address, e.g. tcp://HOST:8786 (needs profetl[dask]; the warehouse on a filesystem every worker sees; exit 6 when unreachable).", show_default=False)]
+MemoryOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--memory-limit",
+        help=f"DuckDB memory limit for making the tables (spills to disk beyond it), e.g. 1GB. Default: 1/{limits.MEMORY_LIMIT_SHARE} of this machine's memory (or its container's limit), at least {limits.MEMORY_LIMIT_FLOOR_MB}MB and at most {limits.MEMORY_LIMIT_CAP_MB}MB.",
+        show_default=False,
+    ),
+]
+ThreadsOpt = Annotated[
+    int, typer.Option("--threads", help="DuckDB threads for making the tables (0: one per core).")
+]
+WaitOpt = Annotated[
+    float,
+    typer.Option("--wait", help="Seconds to wait for another writer to finish before giving up (exit 3)."),
+]
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        help="Read and build each dump's devices on a local Dask cluster of N worker processes (needs profetl[dask]).",
+        show_default=False,
+    ),
+]
+SchedulerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        help="Read and build each dump's devices on the running Dask scheduler at this address, e.g. tcp://HOST:8786 (needs profetl[dask]; the warehouse on a filesystem every worker sees; exit 6 when unreachable).",
+        show_default=False,
+    ),
+]
 
 
-ReadThreadsOpt = Annotated[int, typer.Option("--read-threads", help="Read each dump's devices side by side in this many threads of this process (1: one after another); more memory, one part file per device.")]
+ReadThreadsOpt = Annotated[
+    int,
+    typer.Option(
+        "--read-threads",
+        help="Read each dump's devices side by side in this many threads of this process (1: one after another); more memory, one part file per device.",
+    ),
+]
 
 
 @contextmanager
@@ -134,6 +178,8 @@ def cluster(workers: int | None, scheduler: str | None) -> Iterator:
 
     with Cluster(workers=workers, scheduler=scheduler) as c:
         yield c
+
+
 def complete_run(ctx: typer.Context, incomplete: str) -> list[str]:
     """Shell completion of run ids (and ``latest``) from the warehouse named so far."""
     try:
@@ -151,19 +197,61 @@ def complete_table(incomplete: str) -> list[str]:
     return [n for n in names if n.startswith(incomplete)]
 
 
-RunsOpt = Annotated[list[str] | None, typer.Option("--run", "-r", metavar="RUN", show_default=False, autocompletion=complete_run,
-                                                  help="Run id, unique prefix or latest; repeat for several runs.")]
-RunArg = Annotated[str, typer.Argument(metavar="RUN", autocompletion=complete_run,
-                                        help="Run id, unique prefix, or latest (the run collected last; back-filled older runs do not change it).")]
-SinceOpt = Annotated[str | None, typer.Option("--since", metavar="WHEN", show_default=False,
-                                              help="Runs collected at or after WHEN (UTC): 2026-03-02, 2026-03-02T01:00, today, yesterday, 7d, 12h.")]
-UntilOpt = Annotated[str | None, typer.Option("--until", metavar="WHEN", show_default=False,
-                                              help="Runs collected before WHEN (same forms as --since).")]
-WorkloadOpt = Annotated[str | None, typer.Option("--workload", metavar="KEY", show_default=False,
-                                                 help="Only runs of this workload (the Workload column of `profetl runs`).")]
-DeviceOpt = Annotated[list[int] | None, typer.Option("--device", "-d", metavar="ID", show_default=False,
-                                                     help="Only these devices; repeat for several.")]
-OutOpt = Annotated[str, typer.Option("--out", "-o", metavar="FILE", help="Output file, or - for standard output.")]
+RunsOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--run",
+        "-r",
+        metavar="RUN",
+        show_default=False,
+        autocompletion=complete_run,
+        help="Run id, unique prefix or latest; repeat for several runs.",
+    ),
+]
+RunArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="RUN",
+        autocompletion=complete_run,
+        help="Run id, unique prefix, or latest (the run collected last; back-filled older runs do not change it).",
+    ),
+]
+SinceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--since",
+        metavar="WHEN",
+        show_default=False,
+        help="Runs collected at or after WHEN (UTC): 2026-03-02, 2026-03-02T01:00, today, yesterday, 7d, 12h.",
+    ),
+]
+UntilOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--until",
+        metavar="WHEN",
+        show_default=False,
+        help="Runs collected before WHEN (same forms as --since).",
+    ),
+]
+WorkloadOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--workload",
+        metavar="KEY",
+        show_default=False,
+        help="Only runs of this workload (the Workload column of `profetl runs`).",
+    ),
+]
+DeviceOpt = Annotated[
+    list[int] | None,
+    typer.Option(
+        "--device", "-d", metavar="ID", show_default=False, help="Only these devices; repeat for several."
+    ),
+]
+OutOpt = Annotated[
+    str, typer.Option("--out", "-o", metavar="FILE", help="Output file, or - for standard output.")
+]
 
 
 def warehouse(path: Path | None) -> Warehouse:
@@ -172,13 +260,26 @@ def warehouse(path: Path | None) -> Warehouse:
     return Warehouse(path or DEFAULT_WAREHOUSE)
 
 
-def selection(runs: list[str] | None = None, since: str | None = None, until: str | None = None,
-              workload: str | None = None, last: int | None = None) -> RunSelection:
+def selection(
+    runs: list[str] | None = None,
+    since: str | None = None,
+    until: str | None = None,
+    workload: str | None = None,
+    last: int | None = None,
+) -> RunSelection:
     """The run filter options as the library's RunSelection (raises UsageError on a bad time)."""
-    from pipeline.analysis.selection import RunSelection, parse_when  # with DuckDB: only for commands that select runs
+    from pipeline.analysis.selection import (
+        RunSelection,
+        parse_when,
+    )  # with DuckDB: only for commands that select runs
 
-    return RunSelection(runs=runs or None, since=parse_when(since) if since else None,
-                        until=parse_when(until) if until else None, workload=workload, last=last)
+    return RunSelection(
+        runs=runs or None,
+        since=parse_when(since) if since else None,
+        until=parse_when(until) if until else None,
+        workload=workload,
+        last=last,
+    )
 
 
 @contextmanager
@@ -190,10 +291,25 @@ def progress(description: str, total: int | None = None, enabled: bool = True) -
     if not (enabled and interactive()):
         yield lambda label=None: None
         return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("{task.fields[label]}"), console=_console("err"), transient=True) as bar:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[label]}"),
+        console=_console("err"),
+        transient=True,
+    ) as bar:
         task = bar.add_task(description, total=total, label="")
         yield lambda label=None: bar.update(task, advance=1, label=str(label or ""))
 
@@ -222,9 +338,16 @@ def job_progress(dumps: int | None = None, enabled: bool = True) -> Iterator:
     from pipeline import progress as progress_events
 
     state = {"dump": 0, "label": "", "phase": "", "step": "", "unit": ""}
-    with Progress(SpinnerColumn(), TextColumn("{task.fields[where]}"), BarColumn(bar_width=24),
-                  TextColumn("{task.fields[amount]}"), TimeElapsedColumn(), TextColumn("{task.fields[step]}"),
-                  console=_console("err"), transient=True) as bar:
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.fields[where]}"),
+        BarColumn(bar_width=24),
+        TextColumn("{task.fields[amount]}"),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[step]}"),
+        console=_console("err"),
+        transient=True,
+    ) as bar:
         task = bar.add_task("", total=None, where="looking for dumps", amount="", step="")
 
         def amount() -> str:
@@ -264,8 +387,12 @@ def writing(wh: Warehouse, wait: float = 0.0) -> Iterator[Warehouse]:
     """The writer lock, with a warning when the previous writer died holding it."""
     with wh.writer(wait_seconds=wait):
         if wh.stale_lock:
-            _console("err").print(f"profetl: warning: the previous writer (process {wh.stale_lock}) died without "
-                                  f"releasing {wh.path / '.lock'}; removed {wh.swept} leftover file(s)", highlight=False, markup=False)
+            _console("err").print(
+                f"profetl: warning: the previous writer (process {wh.stale_lock}) died without "
+                f"releasing {wh.path / '.lock'}; removed {wh.swept} leftover file(s)",
+                highlight=False,
+                markup=False,
+            )
         warn_unreadable(wh)
         yield wh
 
@@ -295,8 +422,11 @@ def errors() -> Iterator[None]:
     except Exception as e:  # a bug: still one line for cron, the traceback on request
         if os.environ.get("PROFETL_DEBUG"):
             raise
-        _console("err").print(f"profetl: internal error: {type(e).__name__}: {e} (PROFETL_DEBUG=1 shows the traceback)",
-                              markup=False, highlight=False)
+        _console("err").print(
+            f"profetl: internal error: {type(e).__name__}: {e} (PROFETL_DEBUG=1 shows the traceback)",
+            markup=False,
+            highlight=False,
+        )
         raise typer.Exit(ExitCode.FAILED) from None
 
 
@@ -367,8 +497,14 @@ def build_json(b: BuildResult) -> dict:
     """A build as `build --json` and `run --json` print it: rows by mart, seconds in all and by
     step (staging/<table>, marts/<table>), the process's memory high-water mark after each step,
     where the staging tables were kept (memory or file), and DuckDB's memory limit."""
-    return {"rows": b.rows_by_mart, "seconds": b.seconds, "seconds_by_step": b.seconds_by_step,
-            "max_rss_bytes_by_step": b.max_rss_by_step, "staging": b.staging, "memory_limit": b.memory_limit}
+    return {
+        "rows": b.rows_by_mart,
+        "seconds": b.seconds,
+        "seconds_by_step": b.seconds_by_step,
+        "max_rss_bytes_by_step": b.max_rss_by_step,
+        "staging": b.staging,
+        "memory_limit": b.memory_limit,
+    }
 
 
 def _header_lines(header: str, width: int) -> str:
@@ -382,18 +518,25 @@ def _header_lines(header: str, width: int) -> str:
     return "\n".join(lines)
 
 
-def fit_columns(headers: list[str], rows: list[list[str]], width: int,
-                priority: list[int] | None = None, wrap_headers: bool = True) -> tuple[list[int], list[int]]:
+def fit_columns(
+    headers: list[str],
+    rows: list[list[str]],
+    width: int,
+    priority: list[int] | None = None,
+    wrap_headers: bool = True,
+) -> tuple[list[int], list[int]]:
     """Which columns fit in ``width`` terminal columns with no value split (each column as wide
     as its widest value, its header broken at spaces when ``wrap_headers``): taken in
     ``priority`` order (default: left to right) while they fit; returns (shown, hidden) column
     indexes, each in table order."""
+
     def need(i: int) -> int:
         value = max((len(r[i]) for r in rows), default=0)
         if not wrap_headers:
             return max(value, len(headers[i])) + 3
         word = max(len(w) for w in headers[i].split(" ")) if headers[i] else 0
         return max(value, word) + 3  # one space each side and the border
+
     used, shown = 1, []
     for i in priority if priority is not None else range(len(headers)):
         if used + need(i) <= width or not shown:
@@ -402,8 +545,14 @@ def fit_columns(headers: list[str], rows: list[list[str]], width: int,
     return sorted(shown), [i for i in range(len(headers)) if i not in shown]
 
 
-def print_table(title: str | None, headers: list[str], rows: list[list[str]], caption: str | None = None,
-                priority: list[int] | None = None, see_all: str = "--json shows every column") -> None:
+def print_table(
+    title: str | None,
+    headers: list[str],
+    rows: list[list[str]],
+    caption: str | None = None,
+    priority: list[int] | None = None,
+    see_all: str = "--json shows every column",
+) -> None:
     """A table whose values are never split across lines: the columns that fit the terminal
     (in ``priority`` order), and a caption naming the rest and ``see_all``. Every text (cells,
     headers, title, caption) is printed as it is, no markup, with control characters (line
@@ -415,15 +564,23 @@ def print_table(title: str | None, headers: list[str], rows: list[list[str]], ca
     headers = [escape_controls(str(h)) for h in headers]
     rows = [["" if v is None else escape_controls(str(v)) for v in r] for r in rows]
     width = out.width
-    wrap = bool(fit_columns(headers, rows, width, priority, wrap_headers=False)[1])  # headers break only if needed
+    wrap = bool(
+        fit_columns(headers, rows, width, priority, wrap_headers=False)[1]
+    )  # headers break only if needed
     shown, hidden = fit_columns(headers, rows, width, priority, wrap_headers=wrap)
     if hidden:
         note = f"{len(hidden)} more column(s) not shown at this width ({', '.join(headers[i] for i in hidden)}): {see_all}"
         caption = f"{caption}; {note}" if caption else note
-    t = Table(title=None if title is None else Text(escape_controls(title)), title_justify="left", show_lines=False)
+    t = Table(
+        title=None if title is None else Text(escape_controls(title)), title_justify="left", show_lines=False
+    )
     for i in shown:
         value = max((len(r[i]) for r in rows), default=0)
-        t.add_column(Text(_header_lines(headers[i], max(value, 1)) if wrap else headers[i]), no_wrap=True, min_width=value)
+        t.add_column(
+            Text(_header_lines(headers[i], max(value, 1)) if wrap else headers[i]),
+            no_wrap=True,
+            min_width=value,
+        )
     for r in rows:
         t.add_row(*(Text(r[i]) for i in shown))
     out.print(t)

@@ -7,23 +7,45 @@ from typing import Annotated
 import pyarrow as pa
 import typer
 
-from pipeline.cli import common
 from pipeline.analysis.compare import Comparison, compare
+from pipeline.analysis.run_stats import DIMENSIONS, STATS
+from pipeline.cli import common
 from pipeline.errors import ExitCode, UsageError
 from pipeline.outputs.formats import ROW_FORMATS, write_table
-from pipeline.analysis.run_stats import DIMENSIONS, STATS
 from pipeline.outputs.sections import cell
 
-COLUMNS = ["level", "name", "before", "after", "change", "ratio", "before_count", "after_count", "status", "regression"]
+COLUMNS = [
+    "level",
+    "name",
+    "before",
+    "after",
+    "change",
+    "ratio",
+    "before_count",
+    "after_count",
+    "status",
+    "regression",
+]
 
 
 def _rows_table(cmp: Comparison) -> pa.Table:
-    return pa.Table.from_pylist([{k: getattr(c, k) for k in COLUMNS} for c in cmp.rows],
-                                schema=pa.schema([("level", pa.string()), ("name", pa.string()),
-                                                  ("before", pa.float64()), ("after", pa.float64()),
-                                                  ("change", pa.float64()), ("ratio", pa.float64()),
-                                                  ("before_count", pa.float64()), ("after_count", pa.float64()),
-                                                  ("status", pa.string()), ("regression", pa.bool_())]))
+    return pa.Table.from_pylist(
+        [{k: getattr(c, k) for k in COLUMNS} for c in cmp.rows],
+        schema=pa.schema(
+            [
+                ("level", pa.string()),
+                ("name", pa.string()),
+                ("before", pa.float64()),
+                ("after", pa.float64()),
+                ("change", pa.float64()),
+                ("ratio", pa.float64()),
+                ("before_count", pa.float64()),
+                ("after_count", pa.float64()),
+                ("status", pa.string()),
+                ("regression", pa.bool_()),
+            ]
+        ),
+    )
 
 
 def _ratio(r: float | None) -> str:
@@ -33,36 +55,102 @@ def _ratio(r: float | None) -> str:
 def _print(cmp: Comparison, limit: int | None) -> None:
     unit = f" ({cmp.unit})" if cmp.unit else ""
     common.out.print(f"Run {cmp.run_id} vs {cmp.baseline}", highlight=False, markup=False)
-    common.out.print(f"workload {cmp.workload}; per {cmp.by}, {cmp.stat}{unit}", highlight=False, markup=False)
+    common.out.print(
+        f"workload {cmp.workload}; per {cmp.by}, {cmp.stat}{unit}", highlight=False, markup=False
+    )
     for w in cmp.warnings:
         common.err.print(f"profetl: warning: {w}", highlight=False, markup=False)
     name_header = {"op": "Op Name", "api": "API", "task_type": "Type", "iteration": "Part"}[cmp.by]
     level_header = {"api": ["Level"], "iteration": ["Model ID"]}.get(cmp.by, [])
     headers = level_header + [name_header, f"Before{unit}", f"After{unit}", "Change", "Ratio", "Status"]
     rows = cmp.rows if limit is None else cmp.rows[:limit]
-    table = [([c.level] if level_header else []) +
-             [c.name, cell(c.before), cell(c.after), cell(c.change), _ratio(c.ratio),
-              c.status.upper() + " (regression)" if c.regression else c.status] for c in rows]
-    more = f"{len(cmp.rows) - len(rows)} more row(s): --limit 0 shows all" if len(rows) < len(cmp.rows) else None
+    table = [
+        ([c.level] if level_header else [])
+        + [
+            c.name,
+            cell(c.before),
+            cell(c.after),
+            cell(c.change),
+            _ratio(c.ratio),
+            c.status.upper() + " (regression)" if c.regression else c.status,
+        ]
+        for c in rows
+    ]
+    more = (
+        f"{len(cmp.rows) - len(rows)} more row(s): --limit 0 shows all" if len(rows) < len(cmp.rows) else None
+    )
     common.print_table(None, headers, table, caption=more)
     if cmp.threshold_pct is not None:
         n = len(cmp.regressions)
-        common.out.print(f"{n} regression(s) at {cmp.threshold_pct:g}% or more" + (f" (entries from {cmp.min_value:g} up)" if cmp.min_value else ""),
-                    highlight=False, markup=False)
+        common.out.print(
+            f"{n} regression(s) at {cmp.threshold_pct:g}% or more"
+            + (f" (entries from {cmp.min_value:g} up)" if cmp.min_value else ""),
+            highlight=False,
+            markup=False,
+        )
 
 
 def command(
     run: common.RunArg = "latest",
-    against: Annotated[str | None, typer.Option("--against", "-a", metavar="RUN", show_default=False, autocompletion=common.complete_run, help="Compare with this run.")] = None,
-    last: Annotated[int | None, typer.Option("--last", "-n", metavar="N", show_default=False, help="Compare with the median of the last N runs of the same workload collected before RUN (default: the one run before it).")] = None,
+    against: Annotated[
+        str | None,
+        typer.Option(
+            "--against",
+            "-a",
+            metavar="RUN",
+            show_default=False,
+            autocompletion=common.complete_run,
+            help="Compare with this run.",
+        ),
+    ] = None,
+    last: Annotated[
+        int | None,
+        typer.Option(
+            "--last",
+            "-n",
+            metavar="N",
+            show_default=False,
+            help="Compare with the median of the last N runs of the same workload collected before RUN (default: the one run before it).",
+        ),
+    ] = None,
     by: Annotated[str, typer.Option("--by", help=f"Entries to compare: {', '.join(DIMENSIONS)}.")] = "op",
-    stat: Annotated[str, typer.Option("--stat", help=f"Statistic per entry: {', '.join(STATS)} (mean: time per task instance, call, iteration or all-reduce range, ns).")] = "mean",
-    threshold: Annotated[float | None, typer.Option("--threshold", "-t", metavar="PCT", show_default=False, help="Exit 4 when an entry is at least PCT percent slower (ratio >= 1 + PCT/100).")] = None,
-    min_value: Annotated[float, typer.Option("--min", metavar="VALUE", help="Noise floor: entries whose before and after are both below VALUE (ns for times) are never regressions.")] = 0.0,
+    stat: Annotated[
+        str,
+        typer.Option(
+            "--stat",
+            help=f"Statistic per entry: {', '.join(STATS)} (mean: time per task instance, call, iteration or all-reduce range, ns).",
+        ),
+    ] = "mean",
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold",
+            "-t",
+            metavar="PCT",
+            show_default=False,
+            help="Exit 4 when an entry is at least PCT percent slower (ratio >= 1 + PCT/100).",
+        ),
+    ] = None,
+    min_value: Annotated[
+        float,
+        typer.Option(
+            "--min",
+            metavar="VALUE",
+            help="Noise floor: entries whose before and after are both below VALUE (ns for times) are never regressions.",
+        ),
+    ] = 0.0,
     workload: common.WorkloadOpt = None,
     device: common.DeviceOpt = None,
     limit: Annotated[int, typer.Option("--limit", help="Rows to print in the terminal table (0: all).")] = 30,
-    fmt: Annotated[str | None, typer.Option("--format", "-f", show_default=False, help=f"Write the rows as {', '.join(ROW_FORMATS)} (json: JSON lines) instead of a terminal table.")] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            show_default=False,
+            help=f"Write the rows as {', '.join(ROW_FORMATS)} (json: JSON lines) instead of a terminal table.",
+        ),
+    ] = None,
     out_path: common.OutOpt = "-",
     warehouse: common.WarehouseOpt = None,
     json_: common.JsonOpt = False,

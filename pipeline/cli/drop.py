@@ -11,7 +11,12 @@ from pipeline.warehouse.store import check_run_id
 
 
 def command(
-    run_ids: Annotated[list[str], typer.Argument(metavar="RUN_ID...", help="Exact run ids (no prefixes, no latest).", show_default=False)],
+    run_ids: Annotated[
+        list[str],
+        typer.Argument(
+            metavar="RUN_ID...", help="Exact run ids (no prefixes, no latest).", show_default=False
+        ),
+    ],
     warehouse: common.WarehouseOpt = None,
     wait: common.WaitOpt = 0.0,
     fmt: common.TableOrJsonOpt = None,

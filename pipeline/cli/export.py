@@ -6,28 +6,67 @@ from typing import Annotated
 
 import typer
 
+from pipeline.analysis.selection import select_runs
 from pipeline.cli import common
 from pipeline.errors import UsageError
 from pipeline.outputs.export import FORMATS, export_table
-from pipeline.analysis.selection import select_runs
 
 LIKE = ("msprof",)
 
 
 def command(
-    table: Annotated[str | None, typer.Argument(autocompletion=common.complete_table, help="A mart (runtime_api_summary, task_scheduler, ...) or raw table (api_calls, runs, ...); none with --all.", show_default=False)] = None,
+    table: Annotated[
+        str | None,
+        typer.Argument(
+            autocompletion=common.complete_table,
+            help="A mart (runtime_api_summary, task_scheduler, ...) or raw table (api_calls, runs, ...); none with --all.",
+            show_default=False,
+        ),
+    ] = None,
     run: common.RunsOpt = None,
     since: common.SinceOpt = None,
     until: common.UntilOpt = None,
     workload: common.WorkloadOpt = None,
     device: common.DeviceOpt = None,
-    fmt: Annotated[str | None, typer.Option("--format", "-f", show_default="csv", help=f"One of {', '.join(FORMATS)} (json: JSON lines).")] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format", "-f", show_default="csv", help=f"One of {', '.join(FORMATS)} (json: JSON lines)."
+        ),
+    ] = None,
     json_: common.AliasJsonOpt = False,
     out_path: common.OutOpt = "-",
-    headers: Annotated[str, typer.Option("--headers", help="CSV headers: display (the tool's names, e.g. Time(%), Stream ID) or snake (column names).")] = "display",
-    max_rows: Annotated[int | None, typer.Option("--max-rows", metavar="N", show_default=False, help="CSV: split into numbered files of at most N rows, each with the header (out.csv -> out-0001.csv, out-0002.csv, ...); 1048575 fits a spreadsheet.")] = None,
-    all_tables: Annotated[bool, typer.Option("--all", help="With --like msprof: every table msprof exports, of one run, into the folder --out.")] = False,
-    like: Annotated[str | None, typer.Option("--like", metavar="TOOL", show_default=False, help="With --all: msprof (its op_summary, op_statistic, api_statistic and task_time CSV files, names, headers and units).")] = None,
+    headers: Annotated[
+        str,
+        typer.Option(
+            "--headers",
+            help="CSV headers: display (the tool's names, e.g. Time(%), Stream ID) or snake (column names).",
+        ),
+    ] = "display",
+    max_rows: Annotated[
+        int | None,
+        typer.Option(
+            "--max-rows",
+            metavar="N",
+            show_default=False,
+            help="CSV: split into numbered files of at most N rows, each with the header (out.csv -> out-0001.csv, out-0002.csv, ...); 1048575 fits a spreadsheet.",
+        ),
+    ] = None,
+    all_tables: Annotated[
+        bool,
+        typer.Option(
+            "--all", help="With --like msprof: every table msprof exports, of one run, into the folder --out."
+        ),
+    ] = False,
+    like: Annotated[
+        str | None,
+        typer.Option(
+            "--like",
+            metavar="TOOL",
+            show_default=False,
+            help="With --all: msprof (its op_summary, op_statistic, api_statistic and task_time CSV files, names, headers and units).",
+        ),
+    ] = None,
     warehouse: common.WarehouseOpt = None,
 ) -> None:
     """Export TABLE for the chosen runs (default: the latest); a file appears whole or not at all.
@@ -60,8 +99,14 @@ def command(
     for w in done.warnings:
         common.err.print(f"profetl: warning: {w}", highlight=False, markup=False)
     if out_path != "-":
-        where = out_path if max_rows is None else f"{len(done.files)} file(s) {', '.join(str(p) for p, _ in done.files[:3])}{' ...' if len(done.files) > 3 else ''}"
-        common.err.print(f"wrote {done.rows} row(s) of {len(runs)} run(s) to {where}", highlight=False, markup=False)
+        where = (
+            out_path
+            if max_rows is None
+            else f"{len(done.files)} file(s) {', '.join(str(p) for p, _ in done.files[:3])}{' ...' if len(done.files) > 3 else ''}"
+        )
+        common.err.print(
+            f"wrote {done.rows} row(s) of {len(runs)} run(s) to {where}", highlight=False, markup=False
+        )
 
 
 def _like(wh, table, run, since, until, workload, device, fmt, out_path, max_rows, all_tables, like) -> None:
@@ -74,13 +119,18 @@ def _like(wh, table, run, since, until, workload, device, fmt, out_path, max_row
     if table is not None:
         raise UsageError("--all exports every table msprof exports: leave out TABLE")
     if fmt != "csv" or max_rows is not None:
-        raise UsageError("--like msprof writes msprof's CSV files (sliced every 1,000,000 rows as msprof does): "
-                         "leave out --format and --max-rows")
+        raise UsageError(
+            "--like msprof writes msprof's CSV files (sliced every 1,000,000 rows as msprof does): "
+            "leave out --format and --max-rows"
+        )
     if out_path == "-":
         raise UsageError("--like msprof writes several files: give --out a folder")
     runs = select_runs(wh, common.selection(run, since, until, workload))
     if len(runs) != 1:
         raise UsageError(f"--like msprof exports one run, and {len(runs)} are chosen: name one with --run")
     done = export_msprof(wh, runs[0]["run_id"], Path(out_path), device)
-    common.err.print(f"wrote {done.rows} row(s) of run {done.run_id} in {len(done.files)} file(s) to {out_path}",
-                     highlight=False, markup=False)
+    common.err.print(
+        f"wrote {done.rows} row(s) of run {done.run_id} in {len(done.files)} file(s) to {out_path}",
+        highlight=False,
+        markup=False,
+    )

@@ -12,10 +12,22 @@ from pipeline.jobs.runner import check_inputs, ingest_dump
 
 
 def command(
-    dump: Annotated[Path, typer.Argument(help="A dump directory of any layout generation: a hiprof result_dir, a PROF_* tree (or a job folder of PROF_* trees), or msprof / torch_npu exported outputs.", show_default=False)],
+    dump: Annotated[
+        Path,
+        typer.Argument(
+            help="A dump directory of any layout generation: a hiprof result_dir, a PROF_* tree (or a job folder of PROF_* trees), or msprof / torch_npu exported outputs.",
+            show_default=False,
+        ),
+    ],
     warehouse: common.WarehouseOpt = None,
     wait: common.WaitOpt = 0.0,
-    force: Annotated[bool, typer.Option("--force", help="Re-ingest even when the dump is unchanged; replace the run even when the changed dump now holds less.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Re-ingest even when the dump is unchanged; replace the run even when the changed dump now holds less.",
+        ),
+    ] = False,
     read_threads: common.ReadThreadsOpt = 1,
     fmt: common.TableOrJsonOpt = None,
     json_: common.AliasJsonOpt = False,
@@ -32,11 +44,18 @@ def command(
         o = ingest_dump(wh, dump, force=force, then_build=False, readers=readers)
     row = o.ingest.row
     if json_:
-        common.print_json({"run_id": o.run_id, "status": o.status, "rows": o.ingest.rows_by_table, "issues": o.issues})
+        common.print_json(
+            {"run_id": o.run_id, "status": o.status, "rows": o.ingest.rows_by_table, "issues": o.issues}
+        )
         return
     if o.status == "unchanged":
-        common.out.print(f"unchanged  {o.run_id}  {dump} (already in the warehouse; --force re-ingests)", highlight=False)
+        common.out.print(
+            f"unchanged  {o.run_id}  {dump} (already in the warehouse; --force re-ingests)", highlight=False
+        )
         return
-    common.out.print(f"ingested   {o.run_id}  {dump} ({row['records_decoded']} records, {row['bytes_skipped']} bytes skipped)", highlight=False)
+    common.out.print(
+        f"ingested   {o.run_id}  {dump} ({row['records_decoded']} records, {row['bytes_skipped']} bytes skipped)",
+        highlight=False,
+    )
     for line in o.issues:
         common.out.print(f"           - {line}", highlight=False, markup=False)

@@ -21,8 +21,22 @@ from pipeline import __version__
 from pipeline.errors import ExitCode
 
 # the commands, in help order; each is pipeline.cli.<name>.command
-COMMANDS = ("run", "ingest", "build", "runs", "drop", "check", "show", "export", "query", "compare", "trend", "timeline", "report",
-            "synth")
+COMMANDS = (
+    "run",
+    "ingest",
+    "build",
+    "runs",
+    "drop",
+    "check",
+    "show",
+    "export",
+    "query",
+    "compare",
+    "trend",
+    "timeline",
+    "report",
+    "synth",
+)
 
 
 class LazyGroup(TyperGroup):
@@ -59,7 +73,9 @@ app = typer.Typer(
 
 @app.callback()
 def root(
-    version: Annotated[bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", callback=_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
 ) -> None:
     """Ascend NPU profiling dumps into a Parquet warehouse, and the profiling tool's analysis tables."""
 
@@ -71,8 +87,11 @@ def main() -> None:
     # messages for the user: what the data lacks is an ingest issue, one line per problem
     import warnings
 
-    warnings.filterwarnings("ignore", category=RuntimeWarning,
-                            message=r"(overflow|invalid value|divide by zero|underflow) encountered")
+    warnings.filterwarnings(
+        "ignore",
+        category=RuntimeWarning,
+        message=r"(overflow|invalid value|divide by zero|underflow) encountered",
+    )
     try:
         app()
     except SystemExit as e:

@@ -56,13 +56,46 @@ def _sql(arg: str) -> str:
 
 
 def command(
-    sql: Annotated[str, typer.Argument(help="SQL text, @FILE to read a file, or - to read standard input.", show_default=False)],
-    param: Annotated[list[str] | None, typer.Option("--param", "-p", metavar="NAME=VALUE", help="Named parameter, used as $NAME in the SQL; repeatable. VALUE is bound as an integer if it is one (42, -7), as a DOUBLE if it is a decimal number (1.5, 2e-3), else as text (nan, 1_000, 0x10 are text). NAME:=VALUE binds text always (-p id:=007).")] = None,
-    fmt: Annotated[str | None, typer.Option("--format", "-f", show_default="table", help="table (terminal), csv, json (JSON lines) or parquet (needs --out FILE).")] = None,
+    sql: Annotated[
+        str,
+        typer.Argument(
+            help="SQL text, @FILE to read a file, or - to read standard input.", show_default=False
+        ),
+    ],
+    param: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--param",
+            "-p",
+            metavar="NAME=VALUE",
+            help="Named parameter, used as $NAME in the SQL; repeatable. VALUE is bound as an integer if it is one (42, -7), as a DOUBLE if it is a decimal number (1.5, 2e-3), else as text (nan, 1_000, 0x10 are text). NAME:=VALUE binds text always (-p id:=007).",
+        ),
+    ] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            show_default="table",
+            help="table (terminal), csv, json (JSON lines) or parquet (needs --out FILE).",
+        ),
+    ] = None,
     json_: common.AliasJsonOpt = False,
     out_path: common.OutOpt = "-",
-    limit: Annotated[int, typer.Option("--limit", help="Rows shown by --format table (0: all); the other formats get every row.")] = 100,
-    confine: Annotated[bool, typer.Option("--confine", envvar="PROFETL_QUERY_CONFINE", help="Also keep file-reading functions (read_csv, read_text, read_blob, glob, ...) inside the warehouse, for boxes where less-trusted users run queries (default: $PROFETL_QUERY_CONFINE).")] = False,
+    limit: Annotated[
+        int,
+        typer.Option(
+            "--limit", help="Rows shown by --format table (0: all); the other formats get every row."
+        ),
+    ] = 100,
+    confine: Annotated[
+        bool,
+        typer.Option(
+            "--confine",
+            envvar="PROFETL_QUERY_CONFINE",
+            help="Also keep file-reading functions (read_csv, read_text, read_blob, glob, ...) inside the warehouse, for boxes where less-trusted users run queries (default: $PROFETL_QUERY_CONFINE).",
+        ),
+    ] = False,
     warehouse: common.WarehouseOpt = None,
 ) -> None:
     """Run one SELECT over views of every raw table, every mart and `runs`, across all runs.
@@ -81,14 +114,26 @@ def command(
         if fmt == "table" and out_path != "-":
             raise UsageError("--out needs --format csv, json or parquet")
         if fmt == "table":
-            res = query(common.warehouse(warehouse), _sql(sql), _params(param or []), limit=limit or None, confine=confine)
+            res = query(
+                common.warehouse(warehouse),
+                _sql(sql),
+                _params(param or []),
+                limit=limit or None,
+                confine=confine,
+            )
         else:
-            n = query_to(common.warehouse(warehouse), _sql(sql), fmt, out_path, _params(param or []), confine=confine)
+            n = query_to(
+                common.warehouse(warehouse), _sql(sql), fmt, out_path, _params(param or []), confine=confine
+            )
     if fmt == "table":
         from pipeline.outputs.cells import cell
 
         more = res.total_rows - len(res.rows)
-        common.print_table(None, res.columns, [[cell(v) for v in row] for row in res.rows],
-                      caption=f"{more} more row(s): --limit 0 shows all, --format csv writes them" if more else None)
+        common.print_table(
+            None,
+            res.columns,
+            [[cell(v) for v in row] for row in res.rows],
+            caption=f"{more} more row(s): --limit 0 shows all, --format csv writes them" if more else None,
+        )
     elif out_path != "-":
         common.err.print(f"wrote {n} row(s) to {out_path}", highlight=False, markup=False)

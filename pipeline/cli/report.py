@@ -12,8 +12,17 @@ from pipeline.outputs.html_report import TREND_RUNS, write_report
 
 def command(
     run: common.RunArg = "latest",
-    out_path: Annotated[str, typer.Option("--out", "-o", metavar="FILE", help="The HTML file to write.")] = "report.html",
-    trend_runs: Annotated[int, typer.Option("--trend-runs", metavar="N", help="Runs of the workload the trend chart spans (this one and those before it).")] = TREND_RUNS,
+    out_path: Annotated[
+        str, typer.Option("--out", "-o", metavar="FILE", help="The HTML file to write.")
+    ] = "report.html",
+    trend_runs: Annotated[
+        int,
+        typer.Option(
+            "--trend-runs",
+            metavar="N",
+            help="Runs of the workload the trend chart spans (this one and those before it).",
+        ),
+    ] = TREND_RUNS,
     warehouse: common.WarehouseOpt = None,
     fmt: common.TableOrJsonOpt = None,
     json_: common.AliasJsonOpt = False,
@@ -34,5 +43,8 @@ def command(
     if json_:
         common.print_json({"path": str(w.path), "bytes": w.bytes, "charts": w.charts, "findings": w.findings})
         return
-    common.err.print(f"wrote {w.path} ({w.bytes / 1e6:.1f} MB, {w.charts} chart(s), {w.findings} finding(s))",
-                highlight=False, markup=False)
+    common.err.print(
+        f"wrote {w.path} ({w.bytes / 1e6:.1f} MB, {w.charts} chart(s), {w.findings} finding(s))",
+        highlight=False,
+        markup=False,
+    )

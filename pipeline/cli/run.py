@@ -14,11 +14,22 @@ from pipeline.limits import describe_memory_limit
 
 
 def command(
-    roots: Annotated[list[Path], typer.Argument(help="Dump directories, or folders to search for dumps.", show_default=False)],
+    roots: Annotated[
+        list[Path],
+        typer.Argument(help="Dump directories, or folders to search for dumps.", show_default=False),
+    ],
     warehouse: common.WarehouseOpt = None,
     wait: common.WaitOpt = 0.0,
-    force: Annotated[bool, typer.Option("--force", help="Re-ingest dumps whose content is unchanged; replace a run even when its changed dump now holds less (fewer records, more bytes skipped, metadata gone), or when its commit record cannot be read.")] = False,
-    show: Annotated[bool, typer.Option("--show", help="Print the five tables of each run afterwards.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Re-ingest dumps whose content is unchanged; replace a run even when its changed dump now holds less (fewer records, more bytes skipped, metadata gone), or when its commit record cannot be read.",
+        ),
+    ] = False,
+    show: Annotated[
+        bool, typer.Option("--show", help="Print the five tables of each run afterwards.")
+    ] = False,
     memory_limit: common.MemoryOpt = None,
     threads: common.ThreadsOpt = 0,
     read_threads: common.ReadThreadsOpt = 1,
@@ -47,11 +58,23 @@ def command(
     wh = common.warehouse(warehouse)
     with common.errors():
         check_inputs(roots)  # no root is there: exit 2 before the warehouse is touched
-    with common.errors(), common.readers(read_threads) as readers, common.cluster(workers, scheduler) as cluster, \
-            common.writing(wh, wait):
+    with (
+        common.errors(),
+        common.readers(read_threads) as readers,
+        common.cluster(workers, scheduler) as cluster,
+        common.writing(wh, wait),
+    ):
         with common.job_progress(enabled=not json_) as next_dump:
-            outcomes = run_roots(wh, roots, force=force, memory_limit=memory_limit, threads=threads or None,
-                                 on_dump=next_dump, cluster=cluster, readers=readers)
+            outcomes = run_roots(
+                wh,
+                roots,
+                force=force,
+                memory_limit=memory_limit,
+                threads=threads or None,
+                on_dump=next_dump,
+                cluster=cluster,
+                readers=readers,
+            )
     if json_:
         common.print_json([_summary(o) for o in outcomes])
     else:
@@ -59,8 +82,11 @@ def command(
             _print_outcome(o)
         ok = sum(o.status != "failed" for o in outcomes)
         lossy = sum(bool(o.losses) for o in outcomes if o.status != "failed")
-        common.out.print(f"{len(outcomes)} dump(s): {ok} done, {len(outcomes) - ok} failed"
-                    + (f", {lossy} built with data lost (see their issues)" if lossy else ""), highlight=False)
+        common.out.print(
+            f"{len(outcomes)} dump(s): {ok} done, {len(outcomes) - ok} failed"
+            + (f", {lossy} built with data lost (see their issues)" if lossy else ""),
+            highlight=False,
+        )
         if any(o.status != "unchanged" for o in outcomes):  # a dump was built, or its build tried
             common.out.print(f"DuckDB memory limit {describe_memory_limit(memory_limit)}", highlight=False)
         if show:
@@ -82,11 +108,22 @@ def _summary(o: Outcome) -> dict:
     row = (o.ingest.row if o.ingest else {}) or {}
     read = o.ingest is not None and not o.ingest.skipped
     return {
-        "source_path": o.source_path, "status": o.status, "run_id": o.run_id, "error": o.error,
-        "records_decoded": row.get("records_decoded"), "bytes_skipped": row.get("bytes_skipped"),
-        "issues": o.issues, "data_lost": o.losses,
-        "replaced": ({k: (o.ingest.replaced.get(k)) for k in ("ingest_id", "ingested_at", "source_path", "records_decoded",
-                                                          "bytes_skipped")} if o.ingest and o.ingest.replaced else None),
+        "source_path": o.source_path,
+        "status": o.status,
+        "run_id": o.run_id,
+        "error": o.error,
+        "records_decoded": row.get("records_decoded"),
+        "bytes_skipped": row.get("bytes_skipped"),
+        "issues": o.issues,
+        "data_lost": o.losses,
+        "replaced": (
+            {
+                k: (o.ingest.replaced.get(k))
+                for k in ("ingest_id", "ingested_at", "source_path", "records_decoded", "bytes_skipped")
+            }
+            if o.ingest and o.ingest.replaced
+            else None
+        ),
         "ingest": {"rows": o.ingest.rows_by_table, "seconds": row.get("ingest_seconds")} if read else None,
         "build": common.build_json(o.build) if o.build else None,
     }
@@ -96,7 +133,7 @@ def _print_outcome(o: Outcome) -> None:
     if o.status == "failed":
         reason = o.error or ""
         if reason.startswith(f"{o.source_path}: "):  # errors name their file; the dump's is said once
-            reason = reason[len(o.source_path) + 2:]
+            reason = reason[len(o.source_path) + 2 :]
         common.out.print(f"failed     {o.source_path}: {reason}", highlight=False, markup=False)
         return
     row = o.ingest.row if o.ingest else {}
@@ -109,10 +146,16 @@ def _print_outcome(o: Outcome) -> None:
     old = o.ingest.replaced if o.ingest else None
     if old:  # every replacement is said, with what it replaced
         label = "replaced"
-        detail += (f"; replaced the run ingested {old['ingested_at']:%Y-%m-%d %H:%M:%S} UTC from "
-                   f"{old['source_path']} ({old['records_decoded']} records, {old['bytes_skipped']} bytes skipped)")
+        detail += (
+            f"; replaced the run ingested {old['ingested_at']:%Y-%m-%d %H:%M:%S} UTC from "
+            f"{old['source_path']} ({old['records_decoded']} records, {old['bytes_skipped']} bytes skipped)"
+        )
     common.out.print(f"{label:<10} {o.run_id}  {o.source_path}{detail}", highlight=False, markup=False)
     for line in o.issues[:10]:
         common.out.print(f"           - {line}", highlight=False, markup=False)
     if len(o.issues) > 10:
-        common.out.print(f"           ... {len(o.issues) - 10} more (profetl query \"select * from ingest_issues\")", highlight=False, markup=False)
+        common.out.print(
+            f'           ... {len(o.issues) - 10} more (profetl query "select * from ingest_issues")',
+            highlight=False,
+            markup=False,
+        )

@@ -6,15 +6,24 @@ from typing import Annotated
 
 import typer
 
-from pipeline.cli import common
 from pipeline.analysis.selection import catalog_table, select_runs
+from pipeline.cli import common
 
 
 def command(
     since: common.SinceOpt = None,
     until: common.UntilOpt = None,
     workload: common.WorkloadOpt = None,
-    last: Annotated[int | None, typer.Option("--last", "-n", metavar="N", show_default=False, help="Only the newest N runs (after the other filters).")] = None,
+    last: Annotated[
+        int | None,
+        typer.Option(
+            "--last",
+            "-n",
+            metavar="N",
+            show_default=False,
+            help="Only the newest N runs (after the other filters).",
+        ),
+    ] = None,
     warehouse: common.WarehouseOpt = None,
     fmt: common.TableOrJsonOpt = None,
     json_: common.AliasJsonOpt = False,
@@ -37,25 +46,58 @@ def command(
         sel = common.selection(None, since, until, workload, last)
         # every run's control-file text is left out (not shown, and most of the index's bytes)
         skip = ("metadata_json",)
-        runs = (select_runs(wh, sel, default_latest=False, exclude=skip) if not sel.is_empty()
-                else catalog_table(wh, skip).to_pylist())
+        runs = (
+            select_runs(wh, sel, default_latest=False, exclude=skip)
+            if not sel.is_empty()
+            else catalog_table(wh, skip).to_pylist()
+        )
         common.warn_unreadable(wh)
     if json_:
-        unreadable = [{"run_id": run_id, "status": "unreadable", "reason": why}
-                      for run_id, why in sorted((wh.unreadable or {}).items())]
+        unreadable = [
+            {"run_id": run_id, "status": "unreadable", "reason": why}
+            for run_id, why in sorted((wh.unreadable or {}).items())
+        ]
         common.print_json(runs + unreadable)
         return
     if not runs:
-        common.out.print(f"no runs in {wh.path} yet (profetl run DUMP... adds some)", highlight=False, markup=False)
+        common.out.print(
+            f"no runs in {wh.path} yet (profetl run DUMP... adds some)", highlight=False, markup=False
+        )
         return
-    headers = ["Run ID", "Collected (UTC)", "Status", "Workload", "Chip", "Devices", "Records", "Bytes skipped",
-               "Issues", "Tables filled", "Source"]
-    rows = [[
-        r["run_id"], r["collected_at"].strftime("%Y-%m-%d %H:%M:%S") if r["collected_at"] else "N/A",
-        r["status"], r["workload"] or "N/A", r["chip"] or "N/A", ",".join(map(str, r["devices"] or [])),
-        str(r["records_decoded"]), str(r["bytes_skipped"]), str(r["issues"]),
-        ", ".join(r["tables_filled"] or []), r["source_path"],
-    ] for r in runs]
+    headers = [
+        "Run ID",
+        "Collected (UTC)",
+        "Status",
+        "Workload",
+        "Chip",
+        "Devices",
+        "Records",
+        "Bytes skipped",
+        "Issues",
+        "Tables filled",
+        "Source",
+    ]
+    rows = [
+        [
+            r["run_id"],
+            r["collected_at"].strftime("%Y-%m-%d %H:%M:%S") if r["collected_at"] else "N/A",
+            r["status"],
+            r["workload"] or "N/A",
+            r["chip"] or "N/A",
+            ",".join(map(str, r["devices"] or [])),
+            str(r["records_decoded"]),
+            str(r["bytes_skipped"]),
+            str(r["issues"]),
+            ", ".join(r["tables_filled"] or []),
+            r["source_path"],
+        ]
+        for r in runs
+    ]
     # one line per run: id, time, status and workload first; the rest as the width allows
-    common.print_table(f"Runs in {wh.path}", headers, rows, priority=[0, 1, 2, 3, 6, 8, 7, 5, 4, 10, 9],
-                  see_all="profetl runs --json shows every field")
+    common.print_table(
+        f"Runs in {wh.path}",
+        headers,
+        rows,
+        priority=[0, 1, 2, 3, 6, 8, 7, 5, 4, 10, 9],
+        see_all="profetl runs --json shows every field",
+    )

@@ -12,34 +12,66 @@ from pipeline.outputs.sections import TABLES, VIEWS, sections
 from pipeline.warehouse.store import Warehouse
 
 
-def print_run(wh: Warehouse, run_ref: str, table: str | None, limit: int | None, as_json: bool = False,
-              devices: list[int] | None = None) -> None:
+def print_run(
+    wh: Warehouse,
+    run_ref: str,
+    table: str | None,
+    limit: int | None,
+    as_json: bool = False,
+    devices: list[int] | None = None,
+) -> None:
     run = wh.resolve(run_ref)
     tables = [table] if table else [t for t, _ in VIEWS]
     found = [s for t in tables for s in sections(wh, run["run_id"], t, limit, devices=devices)]
     if as_json:
-        common.print_json([{"table": s.table, "headers": s.headers, "rows": s.rows, "total_rows": s.total_rows} for s in found])
+        common.print_json(
+            [
+                {"table": s.table, "headers": s.headers, "rows": s.rows, "total_rows": s.total_rows}
+                for s in found
+            ]
+        )
         return
-    common.out.print(f"Run {run['run_id']}  ({run['chip']}, devices {','.join(map(str, run['devices']))}, {run['source_path']})", highlight=False)
+    common.out.print(
+        f"Run {run['run_id']}  ({run['chip']}, devices {','.join(map(str, run['devices']))}, {run['source_path']})",
+        highlight=False,
+    )
     for line in run.get("sources") or []:
         common.out.print(f"  read: {line}", highlight=False, markup=False)
     for line in run.get("notes") or []:
         common.out.print(f"  not available: {line}", highlight=False, markup=False)
     for s in found:
-        more = f"{s.total_rows - len(s.rows)} more row(s): --limit 0 shows all" if len(s.rows) < s.total_rows else None
+        more = (
+            f"{s.total_rows - len(s.rows)} more row(s): --limit 0 shows all"
+            if len(s.rows) < s.total_rows
+            else None
+        )
         if not s.total_rows:
             common.out.print(f"\n{s.title}: no rows for this run", highlight=False)
             continue
         # what a row is about (names, ids, type) before its numbers, when not every column fits
-        about = [i for i, h in enumerate(s.headers) if "Name" in h or h.endswith(" ID") or h in ("Type", "API")]
-        common.print_table(s.title, s.headers, s.rows, caption=more,
-                      priority=about + [i for i in range(len(s.headers)) if i not in about],
-                      see_all=f"profetl show {run['run_id']} {s.table} --json, or profetl export, shows all")
+        about = [
+            i for i, h in enumerate(s.headers) if "Name" in h or h.endswith(" ID") or h in ("Type", "API")
+        ]
+        common.print_table(
+            s.title,
+            s.headers,
+            s.rows,
+            caption=more,
+            priority=about + [i for i in range(len(s.headers)) if i not in about],
+            see_all=f"profetl show {run['run_id']} {s.table} --json, or profetl export, shows all",
+        )
 
 
 def command(
     run: common.RunArg = "latest",
-    table: Annotated[str | None, typer.Argument(autocompletion=lambda incomplete: [t for t in TABLES if t.startswith(incomplete)], help=f"One of: {', '.join(TABLES)}. Default: the five result views.", show_default=False)] = None,
+    table: Annotated[
+        str | None,
+        typer.Argument(
+            autocompletion=lambda incomplete: [t for t in TABLES if t.startswith(incomplete)],
+            help=f"One of: {', '.join(TABLES)}. Default: the five result views.",
+            show_default=False,
+        ),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", help="Rows per table (0: all).")] = 50,
     device: common.DeviceOpt = None,
     warehouse: common.WarehouseOpt = None,
@@ -56,7 +88,9 @@ def command(
     """
     json_ = common.wants_json(fmt, json_)
     if table is not None and table not in TABLES:
-        common.err.print(f"profetl: error: no table {table!r}; use one of {', '.join(TABLES)}", highlight=False)
+        common.err.print(
+            f"profetl: error: no table {table!r}; use one of {', '.join(TABLES)}", highlight=False
+        )
         raise typer.Exit(2)
     wh = common.warehouse(warehouse)
     with common.errors():
@@ -64,6 +98,7 @@ def command(
             try:
                 wh.resolve(run)
             except UnknownRun:
-                raise UsageError(f"{run!r} is a table, not a run: the run comes first, "
-                                 f"e.g. profetl show latest {run}") from None
+                raise UsageError(
+                    f"{run!r} is a table, not a run: the run comes first, e.g. profetl show latest {run}"
+                ) from None
         print_run(wh, run, table, limit or None, json_, device)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import tempfile
 from contextlib import nullcontext
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
@@ -22,25 +22,95 @@ SCALED_SLICE_BYTES = 64 << 20  # a dump of --mb N: slices of the size real colle
 
 
 def command(
-    out_dir: Annotated[Path, typer.Argument(help="Directory to create (must not exist or be empty).", show_default=False)],
-    layout: Annotated[str, typer.Option("--layout", help="Layout to write: hiprof (generation 1 result_dir) or prof (msprof PROF_* trees, generations 2 and 3).")] = "hiprof",
-    chip: Annotated[str, typer.Option("--chip", help=f"With --layout prof: {', '.join(synth_prof.CHIPS)}.")] = "ascend910a",
-    processes: Annotated[int, typer.Option("--processes", help="With --layout prof: PROF_* directories of the job (devices split between them).")] = 1,
+    out_dir: Annotated[
+        Path, typer.Argument(help="Directory to create (must not exist or be empty).", show_default=False)
+    ],
+    layout: Annotated[
+        str,
+        typer.Option(
+            "--layout",
+            help="Layout to write: hiprof (generation 1 result_dir) or prof (msprof PROF_* trees, generations 2 and 3).",
+        ),
+    ] = "hiprof",
+    chip: Annotated[
+        str, typer.Option("--chip", help=f"With --layout prof: {', '.join(synth_prof.CHIPS)}.")
+    ] = "ascend910a",
+    processes: Annotated[
+        int,
+        typer.Option(
+            "--processes",
+            help="With --layout prof: PROF_* directories of the job (devices split between them).",
+        ),
+    ] = 1,
     seed: Annotated[int, typer.Option(help="Random seed; the same seed writes the same bytes.")] = 0,
-    devices: Annotated[int | None, typer.Option(help="Devices (default 1 for hiprof, 2 for prof).", show_default=False)] = None,
+    devices: Annotated[
+        int | None, typer.Option(help="Devices (default 1 for hiprof, 2 for prof).", show_default=False)
+    ] = None,
     streams: Annotated[int, typer.Option(help="Streams per device.")] = 2,
     inferences: Annotated[int, typer.Option(help="Inferences per device.")] = 3,
     tasks: Annotated[int, typer.Option(help="Kernel tasks per inference.")] = 8,
-    slice_bytes: Annotated[int | None, typer.Option("--slice-bytes", help=f"Slice size in bytes (default {SLICE_BYTES}; with --mb {SCALED_SLICE_BYTES >> 20} MiB).", show_default=False)] = None,
-    mb: Annotated[float | None, typer.Option("--mb", metavar="N", help="Write a dump of about N MB (10^6 bytes): the dump the other options describe, repeated along its timeline as often as that takes (as bench/run.py sizes its dumps); the counts printed are of one copy.", show_default=False)] = None,
-    aicore: Annotated[bool, typer.Option("--aicore/--no-aicore", help="Write aicore.data (AI Core PMU).")] = True,
-    metric_set: Annotated[str | None, typer.Option("--metric-set", help=f"AI Core metric set. hiprof: one of {', '.join(METRIC_SET_EVENTS)} (default aicorePipeline); prof: one of {', '.join(synth_prof.METRIC_SETS)} (default: the chip's, PipeUtilization or Memory on ascend310p).", show_default=False)] = None,
-    old_driver: Annotated[bool, typer.Option("--old-driver", help="With --layout prof: info.json without drvVersion, as drivers before 0x072211 wrote (batch ids from task-id wrap-around).")] = False,
-    drop_complete: Annotated[int, typer.Option("--drop-complete", help="Task instances to write without COMPLETE.")] = 0,
-    names: Annotated[str, typer.Option(help="slice (<name>.<dev>.slice_N) or legacy (older <name>.<dev>.<n>).")] = "slice",
-    truth: Annotated[Path | None, typer.Option("--truth", help="Also write every event as JSON to this file.")] = None,
-    start: Annotated[datetime | None, typer.Option("--start", metavar="DATETIME", help="Collection start (UTC); dumps with different starts are different runs. Default 2026-01-01T00:00:00.", show_default=False)] = None,
-    op_scale: Annotated[list[str] | None, typer.Option("--op-scale", metavar="OP=FACTOR", help="OP=FACTOR: multiply the running time of op OP (e.g. conv2d_0=1.3); repeatable.", show_default=False)] = None,
+    slice_bytes: Annotated[
+        int | None,
+        typer.Option(
+            "--slice-bytes",
+            help=f"Slice size in bytes (default {SLICE_BYTES}; with --mb {SCALED_SLICE_BYTES >> 20} MiB).",
+            show_default=False,
+        ),
+    ] = None,
+    mb: Annotated[
+        float | None,
+        typer.Option(
+            "--mb",
+            metavar="N",
+            help="Write a dump of about N MB (10^6 bytes): the dump the other options describe, repeated along its timeline as often as that takes (as bench/run.py sizes its dumps); the counts printed are of one copy.",
+            show_default=False,
+        ),
+    ] = None,
+    aicore: Annotated[
+        bool, typer.Option("--aicore/--no-aicore", help="Write aicore.data (AI Core PMU).")
+    ] = True,
+    metric_set: Annotated[
+        str | None,
+        typer.Option(
+            "--metric-set",
+            help=f"AI Core metric set. hiprof: one of {', '.join(METRIC_SET_EVENTS)} (default aicorePipeline); prof: one of {', '.join(synth_prof.METRIC_SETS)} (default: the chip's, PipeUtilization or Memory on ascend310p).",
+            show_default=False,
+        ),
+    ] = None,
+    old_driver: Annotated[
+        bool,
+        typer.Option(
+            "--old-driver",
+            help="With --layout prof: info.json without drvVersion, as drivers before 0x072211 wrote (batch ids from task-id wrap-around).",
+        ),
+    ] = False,
+    drop_complete: Annotated[
+        int, typer.Option("--drop-complete", help="Task instances to write without COMPLETE.")
+    ] = 0,
+    names: Annotated[
+        str, typer.Option(help="slice (<name>.<dev>.slice_N) or legacy (older <name>.<dev>.<n>).")
+    ] = "slice",
+    truth: Annotated[
+        Path | None, typer.Option("--truth", help="Also write every event as JSON to this file.")
+    ] = None,
+    start: Annotated[
+        datetime | None,
+        typer.Option(
+            "--start",
+            metavar="DATETIME",
+            help="Collection start (UTC); dumps with different starts are different runs. Default 2026-01-01T00:00:00.",
+            show_default=False,
+        ),
+    ] = None,
+    op_scale: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--op-scale",
+            metavar="OP=FACTOR",
+            help="OP=FACTOR: multiply the running time of op OP (e.g. conv2d_0=1.3); repeatable.",
+            show_default=False,
+        ),
+    ] = None,
     fmt: common.TableOrJsonOpt = None,
     json_: common.AliasJsonOpt = False,
 ) -> None:
@@ -64,7 +134,9 @@ def command(
             if mb <= 0:
                 raise UsageError(f"--mb {mb:g}: the size must be above 0")
             if truth:
-                raise UsageError("--truth holds the events of one copy of the base, not of the dump --mb writes")
+                raise UsageError(
+                    "--truth holds the events of one copy of the base, not of the dump --mb writes"
+                )
             if names != "slice":
                 raise UsageError("--mb writes slice names (<name>.<dev>.slice_N), not --names legacy")
         # with --mb the dump the options describe is a base, written with every stream in one
@@ -73,11 +145,38 @@ def command(
             dest = Path(tmp) / "base" if tmp else out_dir
             each = 1 << 40 if tmp else slice_bytes or SLICE_BYTES
             if layout == "prof":
-                t = _prof(dest, chip, processes, seed, devices, streams, inferences, tasks, each, start, op_scale,
-                          metric_set, old_driver)
+                t = _prof(
+                    dest,
+                    chip,
+                    processes,
+                    seed,
+                    devices,
+                    streams,
+                    inferences,
+                    tasks,
+                    each,
+                    start,
+                    op_scale,
+                    metric_set,
+                    old_driver,
+                )
             else:
-                t = _hiprof(dest, seed, devices, streams, inferences, tasks, each, aicore, metric_set, old_driver,
-                            drop_complete, names, start, op_scale)
+                t = _hiprof(
+                    dest,
+                    seed,
+                    devices,
+                    streams,
+                    inferences,
+                    tasks,
+                    each,
+                    aicore,
+                    metric_set,
+                    old_driver,
+                    drop_complete,
+                    names,
+                    start,
+                    op_scale,
+                )
             if truth:
                 truth.write_text(json.dumps(t.as_dict(), indent=1))
             copies = 1
@@ -90,24 +189,62 @@ def command(
     if layout == "prof":
         dump = out_dir / t.root if t.root else out_dir
         if json_:
-            common.print_json({"out": str(out_dir), "dump": str(dump), "chip": t.chip, "metric_set": t.metric_set,
-                               "bytes": size, **sized, "devices": len(t.devices), "api_calls": len(t.api_calls),
-                               "device_logs": len(t.logs), "pmu_records": len(t.pmu)})
+            common.print_json(
+                {
+                    "out": str(out_dir),
+                    "dump": str(dump),
+                    "chip": t.chip,
+                    "metric_set": t.metric_set,
+                    "bytes": size,
+                    **sized,
+                    "devices": len(t.devices),
+                    "api_calls": len(t.api_calls),
+                    "device_logs": len(t.logs),
+                    "pmu_records": len(t.pmu),
+                }
+            )
             return
-        common.out.print(f"wrote {dump} ({t.chip}, {t.metric_set}, {len(t.devices)} devices, {size} bytes{of} "
-                         f"{len(t.logs)} device task logs, {len(t.api_calls)} API calls)", highlight=False)
+        common.out.print(
+            f"wrote {dump} ({t.chip}, {t.metric_set}, {len(t.devices)} devices, {size} bytes{of} "
+            f"{len(t.logs)} device task logs, {len(t.api_calls)} API calls)",
+            highlight=False,
+        )
         return
     if json_:
-        common.print_json({"out": str(out_dir), "bytes": size, **sized, "task_states": len(t.states),
-                           "api_calls": len(t.api_calls), "task_instances": len(t.instances),
-                           "ops": sorted({o.op_name for o in t.ops})})
+        common.print_json(
+            {
+                "out": str(out_dir),
+                "bytes": size,
+                **sized,
+                "task_states": len(t.states),
+                "api_calls": len(t.api_calls),
+                "task_instances": len(t.instances),
+                "ops": sorted({o.op_name for o in t.ops}),
+            }
+        )
         return
-    common.out.print(f"wrote {out_dir} ({size} bytes{of} {len(t.states)} task states, {len(t.api_calls)} API calls)",
-                     highlight=False)
+    common.out.print(
+        f"wrote {out_dir} ({size} bytes{of} {len(t.states)} task states, {len(t.api_calls)} API calls)",
+        highlight=False,
+    )
 
 
-def _hiprof(out_dir, seed, devices, streams, inferences, tasks, slice_bytes, aicore, metric_set, old_driver,
-            drop_complete, names, start, op_scale):
+def _hiprof(
+    out_dir,
+    seed,
+    devices,
+    streams,
+    inferences,
+    tasks,
+    slice_bytes,
+    aicore,
+    metric_set,
+    old_driver,
+    drop_complete,
+    names,
+    start,
+    op_scale,
+):
     """--layout hiprof: a result_dir written by pipeline.synth.hiprof; returns its truth."""
     if old_driver:
         raise UsageError("--old-driver is for --layout prof")
@@ -118,31 +255,66 @@ def _hiprof(out_dir, seed, devices, streams, inferences, tasks, slice_bytes, aic
         raise UsageError(f"metric set {metric_set!r}; use one of {', '.join(METRIC_SET_EVENTS)}")
     extra = {"op_scale": _scales(op_scale or [])}
     if start is not None:
-        utc = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
+        utc = start if start.tzinfo else start.replace(tzinfo=UTC)
         extra["start_us"] = int(utc.timestamp()) * 1_000_000 + utc.microsecond
-    cfg = HiprofConfig(seed=seed, devices=devices or 1, streams=streams, inferences=inferences, tasks=tasks,
-                       slice_bytes=slice_bytes, aicore=aicore, metric_set=metric_set,
-                       drop_complete=drop_complete, names=names, **extra)
+    cfg = HiprofConfig(
+        seed=seed,
+        devices=devices or 1,
+        streams=streams,
+        inferences=inferences,
+        tasks=tasks,
+        slice_bytes=slice_bytes,
+        aicore=aicore,
+        metric_set=metric_set,
+        drop_complete=drop_complete,
+        names=names,
+        **extra,
+    )
     return generate(out_dir, cfg)
 
 
-def _prof(out_dir, chip, processes, seed, devices, streams, inferences, tasks, slice_bytes, start, op_scale,
-          metric_set, old_driver):
+def _prof(
+    out_dir,
+    chip,
+    processes,
+    seed,
+    devices,
+    streams,
+    inferences,
+    tasks,
+    slice_bytes,
+    start,
+    op_scale,
+    metric_set,
+    old_driver,
+):
     """--layout prof: a PROF_* tree (or a job of several) written by pipeline.synth.prof; returns its truth."""
     if chip not in synth_prof.CHIPS:
         raise UsageError(f"chip {chip!r}; use one of {', '.join(synth_prof.CHIPS)}")
     if op_scale:
         raise UsageError("--op-scale is for --layout hiprof")
     if metric_set is not None and metric_set not in synth_prof.METRIC_SETS:
-        raise UsageError(f"metric set {metric_set!r} for --layout prof; use one of {', '.join(synth_prof.METRIC_SETS)} "
-                         "(msprof's names, as a PROF_* sample.json carries them)")
+        raise UsageError(
+            f"metric set {metric_set!r} for --layout prof; use one of {', '.join(synth_prof.METRIC_SETS)} "
+            "(msprof's names, as a PROF_* sample.json carries them)"
+        )
     extra = {}
     if start is not None:
-        utc = start if start.tzinfo else start.replace(tzinfo=timezone.utc)
+        utc = start if start.tzinfo else start.replace(tzinfo=UTC)
         extra["start_us"] = int(utc.timestamp()) * 1_000_000 + utc.microsecond
-    cfg = synth_prof.ProfConfig(chip=chip, processes=processes, seed=seed, devices=devices or 2, streams=streams,
-                                inferences=inferences, tasks=tasks, slice_bytes=slice_bytes, metric_set=metric_set,
-                                old_driver=old_driver, **extra)
+    cfg = synth_prof.ProfConfig(
+        chip=chip,
+        processes=processes,
+        seed=seed,
+        devices=devices or 2,
+        streams=streams,
+        inferences=inferences,
+        tasks=tasks,
+        slice_bytes=slice_bytes,
+        metric_set=metric_set,
+        old_driver=old_driver,
+        **extra,
+    )
     return synth_prof.generate(out_dir, cfg)
 
 

@@ -12,12 +12,50 @@ from pipeline.outputs.trace import write_trace
 
 def command(
     run: common.RunArg = "latest",
-    out_path: Annotated[str, typer.Option("--out", "-o", metavar="FILE", help="Trace file (.json, or .json.gz gzipped), or - for standard output.")] = "-",
-    start: Annotated[str | None, typer.Option("--start", metavar="OFFSET", show_default=False, help="Window start after the run's first event: 250us, 3ms, 1.5s (plain numbers are ns).")] = None,
-    end: Annotated[str | None, typer.Option("--end", metavar="OFFSET", show_default=False, help="Window end after the run's first event (same forms as --start).")] = None,
-    inference: Annotated[int | None, typer.Option("--inference", metavar="N", show_default=False, help="Only the span of inference N on each device (its input start to output end there).")] = None,
+    out_path: Annotated[
+        str,
+        typer.Option(
+            "--out",
+            "-o",
+            metavar="FILE",
+            help="Trace file (.json, or .json.gz gzipped), or - for standard output.",
+        ),
+    ] = "-",
+    start: Annotated[
+        str | None,
+        typer.Option(
+            "--start",
+            metavar="OFFSET",
+            show_default=False,
+            help="Window start after the run's first event: 250us, 3ms, 1.5s (plain numbers are ns).",
+        ),
+    ] = None,
+    end: Annotated[
+        str | None,
+        typer.Option(
+            "--end",
+            metavar="OFFSET",
+            show_default=False,
+            help="Window end after the run's first event (same forms as --start).",
+        ),
+    ] = None,
+    inference: Annotated[
+        int | None,
+        typer.Option(
+            "--inference",
+            metavar="N",
+            show_default=False,
+            help="Only the span of inference N on each device (its input start to output end there).",
+        ),
+    ] = None,
     device: common.DeviceOpt = None,
-    speedscope: Annotated[bool, typer.Option("--speedscope", help="Write no args: speedscope takes a slice's args as part of its function's name, so only then do its Left Heavy and Sandwich views merge the calls of one API and the instances of one op.")] = False,
+    speedscope: Annotated[
+        bool,
+        typer.Option(
+            "--speedscope",
+            help="Write no args: speedscope takes a slice's args as part of its function's name, so only then do its Left Heavy and Sandwich views merge the calls of one API and the instances of one op.",
+        ),
+    ] = False,
     warehouse: common.WarehouseOpt = None,
     memory_limit: common.MemoryOpt = None,
     threads: common.ThreadsOpt = 0,
@@ -41,7 +79,17 @@ def command(
     """
     wh = common.warehouse(warehouse)
     with common.errors():
-        run_id, n = write_trace(wh, out_path, run, start, end, inference, device, memory_limit, threads or None,
-                                instance_args=not speedscope)
+        run_id, n = write_trace(
+            wh,
+            out_path,
+            run,
+            start,
+            end,
+            inference,
+            device,
+            memory_limit,
+            threads or None,
+            instance_args=not speedscope,
+        )
     if out_path != "-":
         common.err.print(f"wrote {n} event(s) of run {run_id} to {out_path}", highlight=False, markup=False)

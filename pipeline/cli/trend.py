@@ -7,36 +7,76 @@ from typing import Annotated
 import pyarrow as pa
 import typer
 
+from pipeline.analysis.run_stats import RUN_METRICS, STATS
+from pipeline.analysis.trend import Trend, trend
 from pipeline.cli import common
 from pipeline.errors import UsageError
 from pipeline.outputs.formats import ROW_FORMATS, write_table
-from pipeline.analysis.run_stats import RUN_METRICS, STATS
 from pipeline.outputs.plot import write_plot
 from pipeline.outputs.sections import cell
-from pipeline.analysis.trend import Trend, trend
 
 
 def _table(t: Trend) -> pa.Table:
-    return pa.table({
-        "run_id": pa.array([p.run_id for p in t.points], pa.string()),
-        "collected_at": pa.array([p.collected_at for p in t.points], pa.timestamp("us", tz="UTC")),
-        "workload": pa.array([p.workload for p in t.points], pa.string()),
-        "value": pa.array([p.value for p in t.points], pa.float64()),
-        "count": pa.array([p.count for p in t.points], pa.int64()),
-    })
+    return pa.table(
+        {
+            "run_id": pa.array([p.run_id for p in t.points], pa.string()),
+            "collected_at": pa.array([p.collected_at for p in t.points], pa.timestamp("us", tz="UTC")),
+            "workload": pa.array([p.workload for p in t.points], pa.string()),
+            "value": pa.array([p.value for p in t.points], pa.float64()),
+            "count": pa.array([p.count for p in t.points], pa.int64()),
+        }
+    )
 
 
 def command(
-    metric: Annotated[str, typer.Argument(metavar="KIND:NAME", help=f"op:NAME, api:NAME, task_type:NAME, or run:METRIC with METRIC one of {', '.join(RUN_METRICS)}.", show_default=False)],
-    stat: Annotated[str, typer.Option("--stat", help=f"For op, api and task_type: {', '.join(STATS)} (mean: ns per task instance or call).")] = "mean",
+    metric: Annotated[
+        str,
+        typer.Argument(
+            metavar="KIND:NAME",
+            help=f"op:NAME, api:NAME, task_type:NAME, or run:METRIC with METRIC one of {', '.join(RUN_METRICS)}.",
+            show_default=False,
+        ),
+    ],
+    stat: Annotated[
+        str,
+        typer.Option(
+            "--stat",
+            help=f"For op, api and task_type: {', '.join(STATS)} (mean: ns per task instance or call).",
+        ),
+    ] = "mean",
     run: common.RunsOpt = None,
     since: common.SinceOpt = None,
     until: common.UntilOpt = None,
     workload: common.WorkloadOpt = None,
-    last: Annotated[int | None, typer.Option("--last", "-n", metavar="N", show_default=False, help="Only the newest N runs (after the other filters).")] = None,
+    last: Annotated[
+        int | None,
+        typer.Option(
+            "--last",
+            "-n",
+            metavar="N",
+            show_default=False,
+            help="Only the newest N runs (after the other filters).",
+        ),
+    ] = None,
     device: common.DeviceOpt = None,
-    plot: Annotated[str | None, typer.Option("--plot", metavar="FILE", show_default=False, help="Also draw the trend: FILE.svg or FILE.png (time axis, one line per workload).")] = None,
-    fmt: Annotated[str | None, typer.Option("--format", "-f", show_default=False, help=f"Write the points as {', '.join(ROW_FORMATS)} (json: JSON lines) instead of a terminal table.")] = None,
+    plot: Annotated[
+        str | None,
+        typer.Option(
+            "--plot",
+            metavar="FILE",
+            show_default=False,
+            help="Also draw the trend: FILE.svg or FILE.png (time axis, one line per workload).",
+        ),
+    ] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            "-f",
+            show_default=False,
+            help=f"Write the points as {', '.join(ROW_FORMATS)} (json: JSON lines) instead of a terminal table.",
+        ),
+    ] = None,
     out_path: common.OutOpt = "-",
     warehouse: common.WarehouseOpt = None,
     json_: common.JsonOpt = False,
@@ -63,8 +103,19 @@ def command(
     if json_:
         common.print_json(t.as_dict())
     elif fmt is None:
-        common.print_table(f"{t.label}: {t.meaning}", ["Run ID", "Collected (UTC)", "Workload", "Value", "Count"],
-                      [[p.run_id, p.collected_at.strftime("%Y-%m-%d %H:%M:%S") if p.collected_at else "N/A",
-                        p.workload or "N/A", cell(p.value), cell(p.count)] for p in t.points])
+        common.print_table(
+            f"{t.label}: {t.meaning}",
+            ["Run ID", "Collected (UTC)", "Workload", "Value", "Count"],
+            [
+                [
+                    p.run_id,
+                    p.collected_at.strftime("%Y-%m-%d %H:%M:%S") if p.collected_at else "N/A",
+                    p.workload or "N/A",
+                    cell(p.value),
+                    cell(p.count),
+                ]
+                for p in t.points
+            ],
+        )
     if plot and plot != "-":
         common.err.print(f"wrote the plot to {plot}", highlight=False, markup=False)

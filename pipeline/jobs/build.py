@@ -7,22 +7,23 @@ import shutil
 import sys
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from pipeline.analysis.advice import configured as advice_thresholds, set_thresholds
-from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
+from pipeline.analysis.advice import configured as advice_thresholds
+from pipeline.analysis.advice import set_thresholds
 from pipeline.errors import GrainViolated, TransformFailed, UsageError
-from pipeline.warehouse.faults import checkpoint
+from pipeline.jobs.transforms import TABLE_LAYERS, SqlFile, run_table_layers, sql_files, transform_failed
 from pipeline.limits import memory_limit as resolve_memory_limit
 from pipeline.progress import report
+from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
+from pipeline.warehouse.faults import checkpoint
 from pipeline.warehouse.raw_reads import ALL_DEVICES, device_rows, raw_select
 from pipeline.warehouse.sink import parquet_writer, with_run_id
-from pipeline.jobs.transforms import TABLE_LAYERS, SqlFile, run_table_layers, sql_files, transform_failed
 from pipeline.warehouse.store import Warehouse, check_run_id, new_id, sharded_id
 
 try:
@@ -57,7 +58,9 @@ class BuildResult:
     folder: str = ""
 
 
-def connect(workdir: Path, memory_limit: str | None = None, threads: int | None = None) -> duckdb.DuckDBPyConnection:
+def connect(
+    workdir: Path, memory_limit: str | None = None, threads: int | None = None
+) -> duckdb.DuckDBPyConnection:
     """A DuckDB for one build in ``workdir``: its staging tables live in the buffer pool as
     temporary tables and spill to ``workdir`` beyond the memory limit, or for a big run are
     tables of ``workdir/build.duckdb`` (staging_storage). ``memory_limit`` None: the
@@ -68,8 +71,10 @@ def connect(workdir: Path, memory_limit: str | None = None, threads: int | None 
     try:
         # no progress bar: DuckDB draws it on standard output for a query that runs longer than
         # two seconds (on a cluster worker, into the output of the command that started it)
-        con = duckdb.connect(str(workdir / "build.duckdb"),
-                             config={"memory_limit": memory_limit, "temp_directory": str(workdir / "spill")})
+        con = duckdb.connect(
+            str(workdir / "build.duckdb"),
+            config={"memory_limit": memory_limit, "temp_directory": str(workdir / "spill")},
+        )
         con.execute("set enable_progress_bar = false")
     except duckdb.Error:
         check_settings(memory_limit, threads)  # a setting DuckDB refuses: UsageError naming it
@@ -122,7 +127,7 @@ STAGING_IN_FILE_ABOVE = 2.0  # times the memory limit
 
 
 def staging_storage(con: duckdb.DuckDBPyConnection, run: dict) -> str:
-    """"file" when the run's staging tables would take more than STAGING_IN_FILE_ABOVE times
+    """ "file" when the run's staging tables would take more than STAGING_IN_FILE_ABOVE times
     DuckDB's memory limit, else "memory" (also when the run's record count is unknown)."""
     records = run.get("records_decoded")
     if not records:
@@ -131,8 +136,19 @@ def staging_storage(con: duckdb.DuckDBPyConnection, run: dict) -> str:
     return "file" if records * STAGING_BYTES_PER_RECORD > STAGING_IN_FILE_ABOVE * limit else "memory"
 
 
-_UNITS = {"bytes": 1, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50,
-          "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12, "pb": 10**15}
+_UNITS = {
+    "bytes": 1,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+    "pib": 2**50,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "pb": 10**15,
+}
 
 
 def _setting_bytes(text: str) -> float:
@@ -149,8 +165,9 @@ def staging_table_kind(storage: str) -> str:
     return "table" if storage == "file" else "temp table"
 
 
-def build(wh: Warehouse, run: dict, memory_limit: str | None = None, threads: int | None = None,
-          cluster=None) -> BuildResult:
+def build(
+    wh: Warehouse, run: dict, memory_limit: str | None = None, threads: int | None = None, cluster=None
+) -> BuildResult:
     """Build every mart of one run into new part files; the caller commits the run row. With
     ``cluster`` (pipeline.jobs.cluster.Cluster) each device's marts are made there, on its own,
     and put together here (docs/architecture.md#cluster). ``memory_limit`` None: the machine's
@@ -165,11 +182,13 @@ def build(wh: Warehouse, run: dict, memory_limit: str | None = None, threads: in
         # by its absolute path: a worker runs in a folder of its own, often on another machine
         own = Warehouse(wh.path.absolute())
         calls = [(build_marts, (own, run, memory_limit, threads, d)) for d in devices]
-        parts = cluster.run(calls, [f"{run['source_path']}: build of {_device_label(d)}" for d in devices],
-                            phase="build")
+        parts = cluster.run(
+            calls, [f"{run['source_path']}: build of {_device_label(d)}" for d in devices], phase="build"
+        )
     # one shard of the mart part per device built on its own (docs/architecture.md#cluster)
-    result = BuildResult(run["run_id"], sharded_id(new_id(), len(parts)), staging=parts[0].staging,
-                         memory_limit=memory_limit)
+    result = BuildResult(
+        run["run_id"], sharded_id(new_id(), len(parts)), staging=parts[0].staging, memory_limit=memory_limit
+    )
     try:
         for part in parts:
             result.issues += part.issues
@@ -204,15 +223,21 @@ def run_devices(wh: Warehouse, run: dict) -> list:
     try:
         tables = [t for t in RAW_TABLES if "device_id" in contract("raw", t).column_names]
         sql = " union ".join(f"select distinct device_id from ({raw_select(wh, t, run)})" for t in tables)
-        return [r[0] for r in con.execute(f"select device_id from ({sql}) order by device_id nulls last").fetchall()]
+        return [
+            r[0]
+            for r in con.execute(f"select device_id from ({sql}) order by device_id nulls last").fetchall()
+        ]
     except duckdb.Error as e:
-        raise TransformFailed(f"run {run['run_id']}: its devices cannot be listed: {str(e).splitlines()[0]}") from None
+        raise TransformFailed(
+            f"run {run['run_id']}: its devices cannot be listed: {str(e).splitlines()[0]}"
+        ) from None
     finally:
         con.close()
 
 
-def build_marts(wh: Warehouse, run: dict, memory_limit: str | None = None, threads: int | None = None,
-                device=ALL_DEVICES) -> BuildResult:
+def build_marts(
+    wh: Warehouse, run: dict, memory_limit: str | None = None, threads: int | None = None, device=ALL_DEVICES
+) -> BuildResult:
     """Every mart of one run (or of one ``device`` of it) into Parquet files in a temporary
     folder of the warehouse, named by ``BuildResult.files``; the caller moves them into place."""
     t0 = time.monotonic()
@@ -230,14 +255,19 @@ def build_marts(wh: Warehouse, run: dict, memory_limit: str | None = None, threa
         result.staging = staging_storage(con, run)
 
         marts = sql_files("marts")
-        report(phase="build", total=sum(len(sql_files(layer)) for layer in TABLE_LAYERS) + len(marts), unit="steps")
+        report(
+            phase="build",
+            total=sum(len(sql_files(layer)) for layer in TABLE_LAYERS) + len(marts),
+            unit="steps",
+        )
 
         def staged(step: str) -> None:
             _note_max_rss(result, step)
             report(advance=1, step=step)
 
         result.seconds_by_step.update(
-            run_table_layers(con, on_step=staged, stored_as=staging_table_kind(result.staging)))
+            run_table_layers(con, on_step=staged, stored_as=staging_table_kind(result.staging))
+        )
         # each mart's query (with the macros run_layer loaded) streamed once into its file
         for mart in marts:
             name = mart.name
@@ -255,7 +285,9 @@ def build_marts(wh: Warehouse, run: dict, memory_limit: str | None = None, threa
             report(advance=1)
             result.files[name] = str(out)
         # the issues as written (running the mart's query again would cost as much as the first time)
-        issues = pq.read_table(result.files["build_issues"], columns=["device_id", "kind", "count", "message"])
+        issues = pq.read_table(
+            result.files["build_issues"], columns=["device_id", "kind", "count", "message"]
+        )
         for device_id, kind, count, message in zip(*(col.to_pylist() for col in issues.columns)):
             result.issues.append(f"device {device_id}: {kind}: {count} {message}")
         if device is not ALL_DEVICES:
@@ -277,7 +309,9 @@ def build_marts(wh: Warehouse, run: dict, memory_limit: str | None = None, threa
 def _note_max_rss(result: BuildResult, step: str) -> None:
     if resource is not None:
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        result.max_rss_by_step[step] = peak if sys.platform == "darwin" else peak * 1024  # bytes there, KiB elsewhere
+        result.max_rss_by_step[step] = (
+            peak if sys.platform == "darwin" else peak * 1024
+        )  # bytes there, KiB elsewhere
 
 
 # A mart's rows come from DuckDB in small Arrow batches (the larger a batch, the more of the
@@ -287,7 +321,9 @@ FETCH_ROWS = 20_000
 ROW_GROUP_ROWS = 100_000
 
 
-def _write_mart(con: duckdb.DuckDBPyConnection, mart: SqlFile, out, run_id: str, where: str | None = None) -> int:
+def _write_mart(
+    con: duckdb.DuckDBPyConnection, mart: SqlFile, out, run_id: str, where: str | None = None
+) -> int:
     """The mart's query (its rows that meet ``where``, if given), run once as its rows are
     written (not made a view first: DuckDB would bind the query twice); ``run_id`` is added as
     the first column."""
@@ -301,7 +337,8 @@ def _write_mart(con: duckdb.DuckDBPyConnection, mart: SqlFile, out, run_id: str,
         got = [f.name for f in reader.schema]
         if got != schema.names:
             raise TransformFailed(
-                f"sql/marts/{name}.sql returns columns {got}, its contract schemas/marts/{name}.toml lists {schema.names}")
+                f"sql/marts/{name}.sql returns columns {got}, its contract schemas/marts/{name}.toml lists {schema.names}"
+            )
         rows = 0
         with parquet_writer(out, stored) as w:
             group: list[pa.RecordBatch] = []
@@ -333,8 +370,10 @@ def check_grain(con: duckdb.DuckDBPyConnection, name: str, part: Path) -> None:
     where = f"schemas/marts/{name}.toml"
     unknown = [k for k in keys + c.grain_nullable_columns if k not in c.column_names]
     if unknown:
-        raise GrainViolated(f"mart {name}: grain column(s) {', '.join(unknown)} of {where} are not columns "
-                            f"of the table", table=name)
+        raise GrainViolated(
+            f"mart {name}: grain column(s) {', '.join(unknown)} of {where} are not columns of the table",
+            table=name,
+        )
     if not keys:
         raise GrainViolated(f"mart {name}: {where} declares no grain", table=name)
     strict = [k for k in keys if k not in c.grain_nullable_columns]
@@ -355,18 +394,25 @@ def check_grain(con: duckdb.DuckDBPyConnection, name: str, part: Path) -> None:
     shown = ", ".join(f"{k}={v!r}" for k, v in key.items())
     if has_null:
         nulls = ", ".join(k for k in strict if key[k] is None)
-        raise GrainViolated(f"mart {name}: grain column(s) {nulls} NULL in the key ({shown}); {where} does "
-                            f"not let them be NULL", table=name, key=key)
-    raise GrainViolated(f"mart {name}: {rows} rows share the grain key ({shown}) declared in {where}",
-                        table=name, key=key)
+        raise GrainViolated(
+            f"mart {name}: grain column(s) {nulls} NULL in the key ({shown}); {where} does "
+            f"not let them be NULL",
+            table=name,
+            key=key,
+        )
+    raise GrainViolated(
+        f"mart {name}: {rows} rows share the grain key ({shown}) declared in {where}", table=name, key=key
+    )
 
 
 def with_build(row: dict, result: BuildResult, tables_filled_raw: list[str]) -> dict:
     """The run row after a build: new build id, status, timings and filled tables."""
     row = dict(row)
     row["build_id"] = result.build_id
-    row["built_at"] = datetime.now(timezone.utc)
+    row["built_at"] = datetime.now(UTC)
     row["build_seconds"] = result.seconds
     row["status"] = "built"
-    row["tables_filled"] = sorted(set(tables_filled_raw) | {m for m, n in result.rows_by_mart.items() if n and m != "build_issues"})
+    row["tables_filled"] = sorted(
+        set(tables_filled_raw) | {m for m, n in result.rows_by_mart.items() if n and m != "build_issues"}
+    )
     return row

@@ -51,15 +51,24 @@ class Cluster:
             try:
                 self.client = Client(scheduler, timeout=CONNECT_SECONDS)
             except (OSError, TimeoutError, ValueError) as e:
-                raise ClusterUnavailable(f"cannot reach the Dask scheduler at {scheduler} "
-                                         f"(waited {CONNECT_SECONDS} s): {str(e).splitlines()[0]}") from None
+                raise ClusterUnavailable(
+                    f"cannot reach the Dask scheduler at {scheduler} "
+                    f"(waited {CONNECT_SECONDS} s): {str(e).splitlines()[0]}"
+                ) from None
         else:
-            self._local = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
-                                       dashboard_address=":0", silence_logs=logging.ERROR)
+            self._local = LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                dashboard_address=":0",
+                silence_logs=logging.ERROR,
+            )
             self.client = Client(self._local)
             self.address = self._local.scheduler_address
 
-    def run(self, calls: Sequence[tuple[Callable, tuple]], labels: Sequence[str], phase: str = "cluster") -> list:
+    def run(
+        self, calls: Sequence[tuple[Callable, tuple]], labels: Sequence[str], phase: str = "cluster"
+    ) -> list:
         """Run ``calls`` (function, arguments) as tasks; their results in order. The first
         unit that fails (or whose worker died as often as the scheduler retries) stops the
         rest and raises UnitFailed naming it (``labels``) with its reason."""
@@ -108,7 +117,13 @@ def _cluster_reason(e: BaseException, address: str | None) -> str:
     name = type(e).__name__
     if name == "KilledWorker":
         return "the worker running it died, as often as the scheduler retries a task (distributed.scheduler.allowed-failures)"
-    if name in ("CancelledError", "FutureCancelledError", "ClosedClientError", "CommClosedError", "StreamClosedError"):
+    if name in (
+        "CancelledError",
+        "FutureCancelledError",
+        "ClosedClientError",
+        "CommClosedError",
+        "StreamClosedError",
+    ):
         return f"the connection to the Dask scheduler at {address} was lost (was it stopped?)"
     return f"{name}: {str(e).splitlines()[0] if str(e) else ''}"
 
@@ -123,7 +138,9 @@ class Threads:
 
         self._pool = ThreadPoolExecutor(n, thread_name_prefix="profetl-unit")
 
-    def run(self, calls: Sequence[tuple[Callable, tuple]], labels: Sequence[str], phase: str = "units") -> list:
+    def run(
+        self, calls: Sequence[tuple[Callable, tuple]], labels: Sequence[str], phase: str = "units"
+    ) -> list:
         report(phase=f"{phase} in threads", total=len(calls), unit="devices")
         futures = [self._pool.submit(_call, fn, args) for fn, args in calls]
         results = []

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pipeline.errors import InputError, MissingInput
@@ -16,7 +16,9 @@ EDGE_BYTES = 64 * 1024
 
 def detect(path: Path) -> str | None:
     """The layout of a dump directory, or None when it is not one profetl reads."""
-    raw = prof.detect(path) or ("hiprof_result_dir" if hiprof.is_result_dir(path) else None)  # generations 1-3
+    raw = prof.detect(path) or (
+        "hiprof_result_dir" if hiprof.is_result_dir(path) else None
+    )  # generations 1-3
     export_layout = exported.detect(path)  # generation 4; None where raw data of any generation is present
     if export_layout is not None and raw in (None, "msprof_prof", "msprof_job"):
         return export_layout  # a PROF_* tree or job whose data/ is gone, or a torch_npu rank folder
@@ -162,7 +164,7 @@ def run_id(collection_start_us: int | None, metadata: dict[str, str]) -> str:
     for name in sorted(metadata):
         h.update(name.encode() + b"\0" + metadata[name].encode() + b"\0")
     if collection_start_us is not None:
-        stamp = datetime.fromtimestamp(collection_start_us / 1e6, timezone.utc).strftime("%Y%m%dT%H%M%S")
+        stamp = datetime.fromtimestamp(collection_start_us / 1e6, UTC).strftime("%Y%m%dT%H%M%S")
     else:
         stamp = "nostart"
     return f"{stamp}-{h.hexdigest()[:8]}"

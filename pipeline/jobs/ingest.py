@@ -11,20 +11,30 @@ import json
 import os
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pipeline import __version__
-from pipeline.warehouse.contracts import RAW_TABLES
-from pipeline.jobs.dumps import detect, discover, fingerprint, fingerprint_file, run_id as make_run_id, same_content, unchanged
 from pipeline.errors import DamagedRun, InputError, MissingInput, ReplacementRefused
-from pipeline.warehouse.faults import checkpoint
+from pipeline.jobs.dumps import (
+    detect,
+    discover,
+    fingerprint,
+    fingerprint_file,
+    same_content,
+    unchanged,
+)
+from pipeline.jobs.dumps import (
+    run_id as make_run_id,
+)
+from pipeline.jobs.units import ingest_units, merge_reads, read_into, read_unit, unit_label
 from pipeline.paths import display
 from pipeline.progress import report
 from pipeline.readers import exported, prof
 from pipeline.readers.hiprof.files import rel_name, scan
 from pipeline.readers.issues import Issue, IssueLog
-from pipeline.jobs.units import ingest_units, merge_reads, read_into, read_unit, unit_label
+from pipeline.warehouse.contracts import RAW_TABLES
+from pipeline.warehouse.faults import checkpoint
 from pipeline.warehouse.store import Warehouse, check_run_id, new_id, sharded_id
 
 
@@ -49,8 +59,11 @@ def identify(dump: Path) -> tuple[str, int | None, dict[str, str]]:
         controls = prof.control_files(prof.scan(dump))
     else:
         files = scan(dump)
-        controls = [(kind, p) for kind, by_dev in files.control.items()
-                    for _, p in sorted(by_dev.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))]
+        controls = [
+            (kind, p)
+            for kind, by_dev in files.control.items()
+            for _, p in sorted(by_dev.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))
+        ]
     texts: dict[str, str] = {}
     start_us = None
     for kind, p in controls:
@@ -92,6 +105,7 @@ def export_identity(dump: Path) -> tuple[str, int | None, dict[str, str]]:
             texts[rel] = f"{f.path.stat().st_size}:{fingerprint_file(f.path)}"
     if start_us is None:
         from pipeline.readers.exported.reader import profiler_info_start_us, session_start_us
+
         start_us = session_start_us(ed)
         if start_us is None:
             start_us = profiler_info_start_us(ed)
@@ -137,11 +151,17 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
         inside = discover(dump, max_depth=3)
         if inside:  # e.g. msprof's output folder holding one PROF_* tree
             names = ", ".join(display(d) for d in inside[:3]) + (", ..." if len(inside) > 3 else "")
-            raise InputError(f"is not a dump itself but holds {len(inside)}: {names}; ingest one of them, "
-                             f"or all with `profetl run {display(dump)}`", path=display(dump))
-        raise InputError("is not a dump profetl can read (no PROF_* tree, profiler_default_tag files, exported "
-                         "msprof / torch_npu outputs, or result_dir "
-                         "data/ folder with hiprof-era files)", path=display(dump))
+            raise InputError(
+                f"is not a dump itself but holds {len(inside)}: {names}; ingest one of them, "
+                f"or all with `profetl run {display(dump)}`",
+                path=display(dump),
+            )
+        raise InputError(
+            "is not a dump profetl can read (no PROF_* tree, profiler_default_tag files, exported "
+            "msprof / torch_npu outputs, or result_dir "
+            "data/ folder with hiprof-era files)",
+            path=display(dump),
+        )
     t0 = time.monotonic()
     report(phase="ingest", total=sum(f.stat().st_size for f in dump.rglob("*") if f.is_file()), unit="bytes")
     run_id, start_us, texts = identify(dump)
@@ -150,8 +170,7 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
     if not texts:  # no control file to tell it from another dump started alike: its content does
         run_id = make_run_id(start_us, {"content key": content})
     existing = _existing(wh, run_id, force)
-    if (existing and not same_content(existing["fingerprint"], fp)
-            and not same_source(existing, dump)):
+    if existing and not same_content(existing["fingerprint"], fp) and not same_source(existing, dump):
         # the same control files but other data, from another folder: another dump (a copy of
         # a collection's control files, two dumps started alike), so another run
         run_id = f"{run_id}-{content[:8]}"
@@ -174,15 +193,24 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
         checkpoint("raw_written")
         decoded = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
         if not decoded and not meta.data_bytes:  # a run of nothing: say so, as a loss
-            _add_issue(files["ingest_issues"][0], run_id, log, rows, Issue(
-                ".", "no_data", "every data file of the dump is empty (0 bytes): the run holds no records"))
+            _add_issue(
+                files["ingest_issues"][0],
+                run_id,
+                log,
+                rows,
+                Issue(
+                    ".", "no_data", "every data file of the dump is empty (0 bytes): the run holds no records"
+                ),
+            )
         if existing and not force:
             lost = replacement_losses(existing, decoded, log.bytes_skipped(), texts, meta, rows)
             if lost:
                 raise ReplacementRefused(
                     f"refused to replace run {run_id} (from {existing['source_path']}, ingested "
                     f"{existing['ingested_at']:%Y-%m-%d %H:%M:%S} UTC): the dump now {'; '.join(lost)}; "
-                    "--force replaces it anyway", path=display(dump))
+                    "--force replaces it anyway",
+                    path=display(dump),
+                )
         check_run_id(run_id)
         for table, sources in files.items():
             for p, final in zip(sources, wh.files("raw", table, ingest_id), strict=True):
@@ -208,7 +236,7 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
         "pmu_event_ids": meta.pmu_event_ids,
         "ai_core_profiling_mode": meta.ai_core_profiling_mode,
         "collection_start_us": meta.collection_start_us,
-        "ingested_at": datetime.now(timezone.utc),
+        "ingested_at": datetime.now(UTC),
         "built_at": None,
         "ingest_seconds": time.monotonic() - t0,
         "build_seconds": None,
@@ -224,8 +252,15 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
         "notes": meta.notes,
         "profetl_version": __version__,
     }
-    return IngestResult(run_id, display(dump), row=row, rows_by_table=rows, issues=[i.line() for i in log.issues],
-                        losses=log.losses(), replaced=existing)
+    return IngestResult(
+        run_id,
+        display(dump),
+        row=row,
+        rows_by_table=rows,
+        issues=[i.line() for i in log.issues],
+        losses=log.losses(),
+        replaced=existing,
+    )
 
 
 def _existing(wh: Warehouse, run_id: str, force: bool) -> dict | None:

@@ -6,19 +6,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.warehouse.contracts import RAW_TABLES
-from pipeline.jobs.dumps import discover
 from pipeline.errors import MissingInput, PipelineError
+from pipeline.jobs.dumps import discover
 from pipeline.jobs.ingest import IngestResult, ingest
 from pipeline.paths import display
+from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.warehouse.store import Warehouse
 
 if TYPE_CHECKING:
     from pipeline.jobs.build import BuildResult
 
 
-def _build(wh: Warehouse, run: dict, tables_filled: list[str], memory_limit: str,
-           threads: int | None, cluster=None) -> tuple[BuildResult, dict]:
+def _build(
+    wh: Warehouse, run: dict, tables_filled: list[str], memory_limit: str, threads: int | None, cluster=None
+) -> tuple[BuildResult, dict]:
     """Build one run: the result and the run row after it. pipeline.jobs.build, and with it DuckDB,
     loads at the first job that builds, so `profetl ingest` starts without them."""
     from pipeline.jobs.build import build, with_build
@@ -45,9 +46,16 @@ class Outcome:
         return self.ingest.losses if self.ingest is not None and not self.ingest.skipped else {}
 
 
-def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool = True,
-                memory_limit: str | None = None, threads: int | None = None, cluster=None,
-                readers=None) -> Outcome:
+def ingest_dump(
+    wh: Warehouse,
+    dump: Path,
+    force: bool = False,
+    then_build: bool = True,
+    memory_limit: str | None = None,
+    threads: int | None = None,
+    cluster=None,
+    readers=None,
+) -> Outcome:
     """Ingest one dump (and build it), committing the run once at the end. Hold the writer lock.
     With ``cluster`` (pipeline.jobs.cluster.Cluster) its devices are read and built there; with
     ``readers`` (pipeline.jobs.cluster.Threads) only read there, side by side in this process."""
@@ -69,11 +77,14 @@ def ingest_dump(wh: Warehouse, dump: Path, force: bool = False, then_build: bool
         wh.discard_uncommitted(res.run_id)  # the new raw files (and marts) no commit names
         raise
     issues = res.issues + (b.issues if b else [])
-    return Outcome(display(dump), "built" if b else "ingested", res.run_id, ingest=res, build=b, issues=issues)
+    return Outcome(
+        display(dump), "built" if b else "ingested", res.run_id, ingest=res, build=b, issues=issues
+    )
 
 
-def rebuild(wh: Warehouse, run: dict, memory_limit: str | None = None, threads: int | None = None,
-            cluster=None) -> Outcome:
+def rebuild(
+    wh: Warehouse, run: dict, memory_limit: str | None = None, threads: int | None = None, cluster=None
+) -> Outcome:
     raw_filled = [t for t in run["tables_filled"] if t in RAW_TABLES]
     b, row = _build(wh, run, raw_filled, memory_limit, threads, cluster)
     try:
@@ -92,9 +103,17 @@ def check_inputs(paths: list[Path]) -> None:
         raise MissingInput(display(paths[0]))
 
 
-def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build: bool = True,
-              memory_limit: str | None = None, threads: int | None = None,
-              on_dump=None, cluster=None, readers=None) -> list[Outcome]:
+def run_roots(
+    wh: Warehouse,
+    roots: list[Path],
+    force: bool = False,
+    then_build: bool = True,
+    memory_limit: str | None = None,
+    threads: int | None = None,
+    on_dump=None,
+    cluster=None,
+    readers=None,
+) -> list[Outcome]:
     """Every dump under every root, each its own run; a failing dump does not stop the others.
     With ``cluster`` each dump's devices are read and built there, one dump after another.
     Roots none of which exists are a usage error, raised before any work (``check_inputs``)."""
@@ -116,10 +135,22 @@ def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build:
             outcomes.append(Outcome(display(root), "failed", error=str(e)))
             continue
         for path, reason in unreadable:  # a folder that may hold dumps no one will see: a failure
-            outcomes.append(Outcome(display(path), "failed", error=f"{display(path)}: cannot be searched for dumps "
-                                                                   f"({reason}); the rest of {display(root)} was"))
+            outcomes.append(
+                Outcome(
+                    display(path),
+                    "failed",
+                    error=f"{display(path)}: cannot be searched for dumps "
+                    f"({reason}); the rest of {display(root)} was",
+                )
+            )
         if not found and not unreadable:
-            outcomes.append(Outcome(display(root), "failed", error=f"{display(root)}: no dump found (a result_dir holds data/ with hiprof-era files)"))
+            outcomes.append(
+                Outcome(
+                    display(root),
+                    "failed",
+                    error=f"{display(root)}: no dump found (a result_dir holds data/ with hiprof-era files)",
+                )
+            )
         dumps.extend(found)
     for dump in dumps:
         if on_dump:
@@ -129,9 +160,13 @@ def run_roots(wh: Warehouse, roots: list[Path], force: bool = False, then_build:
         except PipelineError as e:
             outcomes.append(Outcome(display(dump), "failed", error=str(e)))
         except OSError as e:
-            outcomes.append(Outcome(display(dump), "failed", error=f"{display(e.filename or dump)}: {e.strerror}"))
+            outcomes.append(
+                Outcome(display(dump), "failed", error=f"{display(e.filename or dump)}: {e.strerror}")
+            )
         except Exception as e:  # noqa: BLE001 - one dump's bug must not stop the night's other dumps
-            outcomes.append(Outcome(display(dump), "failed", error=f"internal error: {type(e).__name__}: {e}"))
+            outcomes.append(
+                Outcome(display(dump), "failed", error=f"internal error: {type(e).__name__}: {e}")
+            )
     if dumps:
         wh.compact()  # old small runs into group files: few files however many nights
         for e in wh.damaged_parts:  # the night's runs are committed; the damage is a failure of its own

@@ -113,13 +113,19 @@ def transform_failed(con: duckdb.DuckDBPyConnection, what: str, e: duckdb.Error)
             limit = con.execute("select current_setting('memory_limit')").fetchall()[0][0]
         except duckdb.Error:
             limit = "the memory limit"
-        message += f" (DuckDB's memory limit is {limit}: raise it with --memory-limit, or use fewer --threads)"
+        message += (
+            f" (DuckDB's memory limit is {limit}: raise it with --memory-limit, or use fewer --threads)"
+        )
     return TransformFailed(message)
 
 
-def run_layer(con: duckdb.DuckDBPyConnection, layer: str,
-              only: set[str] | None = None, on_step: Callable[[str], None] | None = None,
-              stored_as: str = "temp table") -> dict[str, float]:
+def run_layer(
+    con: duckdb.DuckDBPyConnection,
+    layer: str,
+    only: set[str] | None = None,
+    on_step: Callable[[str], None] | None = None,
+    stored_as: str = "temp table",
+) -> dict[str, float]:
     """Create every table of a layer (or those named in ``only``) after the shared macros;
     returns the seconds each took, by name, in the order they were made. A stored table is
     a temporary table, or with ``stored_as="table"`` a table of the connection's database
@@ -147,9 +153,12 @@ def run_layer(con: duckdb.DuckDBPyConnection, layer: str,
     return seconds
 
 
-def run_table_layers(con: duckdb.DuckDBPyConnection, only: set[str] | None = None,
-                     on_step: Callable[[str], None] | None = None,
-                     stored_as: str = "temp table") -> dict[str, float]:
+def run_table_layers(
+    con: duckdb.DuckDBPyConnection,
+    only: set[str] | None = None,
+    on_step: Callable[[str], None] | None = None,
+    stored_as: str = "temp table",
+) -> dict[str, float]:
     """The staging and then the intermediate layer (run_layer each; ``only`` names tables of
     either); returns the seconds each table took, by "<layer>/<name>", in the order made."""
     seconds = {}

@@ -28,23 +28,28 @@ WHOLE = None  # the unit of a dump read in one piece (an export)
 
 def raw_sink(paths: dict[str, Path], run_id: str) -> ParquetSink:
     """The sink one read of a dump (or of one unit) writes its raw tables through."""
-    return ParquetSink(paths, derive={"task_states": InstanceNumbers().add, "task_runs": RunNumbers().add},
-                       run_id=run_id)
+    return ParquetSink(
+        paths, derive={"task_states": InstanceNumbers().add, "task_runs": RunNumbers().add}, run_id=run_id
+    )
 
 
-def read_dump(layout: str, dump: Path, sink: ParquetSink, log: IssueLog, workdir: Path, unit=WHOLE,
-              first: bool = True) -> RunMeta:
+def read_dump(
+    layout: str, dump: Path, sink: ParquetSink, log: IssueLog, workdir: Path, unit=WHOLE, first: bool = True
+) -> RunMeta:
     """Decode ``dump`` (or its ``unit``) with its generation's reader, imported here: a process
     that reads one generation (or only builds) does not load the others' readers. ``workdir``
     is a folder of the ingest's own (an export's databases are read from copies taken there);
     ``first``: this unit also reports what belongs to no unit."""
     if layout in exported.LAYOUTS:
         from pipeline.readers.exported.reader import read_export
+
         return read_export(dump, sink, log, layout, workdir=workdir)
     if layout in prof.LAYOUTS:
         from pipeline.readers.prof.reader import read_prof
+
         return read_prof(dump, sink, log, layout, collections=None if unit is WHOLE else [unit])
     from pipeline.readers.hiprof.reader import read_result_dir
+
     return read_result_dir(dump, sink, log, devices=None if unit is WHOLE else [unit], dump_level=first)
 
 
@@ -54,8 +59,10 @@ def ingest_units(layout: str, dump: Path) -> list:
         return [WHOLE]
     if layout in prof.LAYOUTS:
         from pipeline.readers.prof.reader import units
+
         return units(dump, layout)
     from pipeline.readers.hiprof.reader import units
+
     return units(dump)
 
 
@@ -116,9 +123,11 @@ def merge_reads(layout: str, reads: list[UnitRead]) -> tuple[RunMeta, IssueLog, 
         meta = metas[0]
     elif layout in prof.LAYOUTS:
         from pipeline.readers.prof.reader import merge_metas
+
         meta = merge_metas(metas)
     else:
         from pipeline.readers.hiprof.reader import merge_metas
+
         meta = merge_metas(metas)
     return meta, log, rows
 

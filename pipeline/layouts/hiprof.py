@@ -98,28 +98,30 @@ GE_TASK_DESC = Layout(  # Framework.task_desc_info.<dev>.slice_N, formats.md#ge-
     tag=23,
 )
 
-GE_MODEL_TIME = Layout(  # Framework.model_time_info_<a>_<b>.<dev>.slice_N, formats.md#ge-model-time (C struct)
-    "ge_model_time",
-    struct(
-        [
-            ("magic", "<u2", 0),
-            ("data_tag", "<u2", 2),
-            ("model_id", "<u4", 4),
-            ("model_name_kind", "u1", 8),
-            ("model_name", "S120", 16),
-            ("model_name_hash", "<u8", 16),
-            ("request_id", "<u4", 136),
-            ("tid", "<u4", 140),
-            ("input_start", "<u8", 144),
-            ("input_end", "<u8", 152),
-            ("infer_start", "<u8", 160),
-            ("infer_end", "<u8", 168),
-            ("output_start", "<u8", 176),
-            ("output_end", "<u8", 184),
-        ],
-        256,
-    ),
-    tag=22,
+GE_MODEL_TIME = (
+    Layout(  # Framework.model_time_info_<a>_<b>.<dev>.slice_N, formats.md#ge-model-time (C struct)
+        "ge_model_time",
+        struct(
+            [
+                ("magic", "<u2", 0),
+                ("data_tag", "<u2", 2),
+                ("model_id", "<u4", 4),
+                ("model_name_kind", "u1", 8),
+                ("model_name", "S120", 16),
+                ("model_name_hash", "<u8", 16),
+                ("request_id", "<u4", 136),
+                ("tid", "<u4", 140),
+                ("input_start", "<u8", 144),
+                ("input_end", "<u8", 152),
+                ("infer_start", "<u8", 160),
+                ("infer_end", "<u8", 168),
+                ("output_start", "<u8", 176),
+                ("output_end", "<u8", 184),
+            ],
+            256,
+        ),
+        tag=22,
+    )
 )
 
 GE_MODEL_LOAD = Layout(  # Framework.model_load_info_<a>.<dev>.slice_N, formats.md#ge-model-load
@@ -216,13 +218,21 @@ TS_MEMCPY = Layout(
 
 # Tags that a TLV stream may carry and that a reader walks over. Decoded ones map to a
 # layout; the others are documented producer tags whose records are counted, not read.
-DECODED_TAGS = {l.tag: l for l in (TIME_LINE, EVENT_COUNT, STEP_TRACE, TS_MEMCPY)}
+DECODED_TAGS = {layout.tag: layout for layout in (TIME_LINE, EVENT_COUNT, STEP_TRACE, TS_MEMCPY)}
 COUNTED_TAGS = {6: "RUNTIME_TS", 7: "TS_CPU_USAGE", 8: "AI_CORE_STATUS", 9: "AIV_STATUS"}
 
 # TIME_LINE task states (docs/formats.md#time-line)
 WAITING, RUNNING, COMPLETE, PENDING = 1, 2, 3, 4
 AI_CORE_START, AI_CORE_DONE, AI_CPU_PHASES_TWO_START = 7, 8, 9
-KNOWN_TASK_STATES = {WAITING, RUNNING, COMPLETE, PENDING, AI_CORE_START, AI_CORE_DONE, AI_CPU_PHASES_TWO_START}
+KNOWN_TASK_STATES = {
+    WAITING,
+    RUNNING,
+    COMPLETE,
+    PENDING,
+    AI_CORE_START,
+    AI_CORE_DONE,
+    AI_CPU_PHASES_TWO_START,
+}
 
 # TS_MEMCPY states mapped onto the TIME_LINE ones, so one state machine serves both.
 MEMCPY_STATE_TO_TASK_STATE = {0: WAITING, 1: RUNNING, 2: COMPLETE}

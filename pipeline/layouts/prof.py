@@ -15,7 +15,9 @@ import numpy as np
 from pipeline.layouts import Layout, struct
 from pipeline.layouts import hiprof as hiprof_layouts
 
-DEVICE_MAGIC = 0x6BD3  # u16 at bytes 2-3 of HWTS, AI Core PMU, STARS SoC and FFTS records (docs/formats.md#conventions)
+DEVICE_MAGIC = (
+    0x6BD3  # u16 at bytes 2-3 of HWTS, AI Core PMU, STARS SoC and FFTS records (docs/formats.md#conventions)
+)
 EVENT_FLAG = 0xFFFFFFFFFFFFFFFF  # api_event u64 @24 of an EVENT record (docs/formats.md#api-event)
 
 # --- host: api_event, compact, additional (docs/formats.md#api-event) ---------------
@@ -63,36 +65,59 @@ TASK_TRACK = Layout(  # (aging|unaging).compact.task_track.slice_N, formats.md#t
     ),
 )
 
-NODE_BASIC_INFO = Layout(  # (aging|unaging).compact.node_basic_info.slice_N, formats.md#node-basic-info (node level)
-    "node_basic_info",
-    struct(
-        _COMPACT_HEADER
-        + [
-            ("op_name", "<u8", 24),  # hash id
-            ("task_type", "<u4", 32),  # GE task type
-            ("op_type", "<u8", 36),  # hash id
-            ("block_num", "<u4", 44),  # low 16 block dim, high 16 mix factor
-            ("op_flag", "<u4", 48),
-            ("op_state", "u1", 52),
-        ],
-        64,
-    ),
+NODE_BASIC_INFO = (
+    Layout(  # (aging|unaging).compact.node_basic_info.slice_N, formats.md#node-basic-info (node level)
+        "node_basic_info",
+        struct(
+            _COMPACT_HEADER
+            + [
+                ("op_name", "<u8", 24),  # hash id
+                ("task_type", "<u4", 32),  # GE task type
+                ("op_type", "<u8", 36),  # hash id
+                ("block_num", "<u4", 44),  # low 16 block dim, high 16 mix factor
+                ("op_flag", "<u4", 48),
+                ("op_state", "u1", 52),
+            ],
+            64,
+        ),
+    )
 )
 
 GRAPH_ID_MAP = Layout(  # (aging|unaging).additional.graph_id_map.slice_N, formats.md#graph-id-map
     "graph_id_map",
-    struct(_COMPACT_HEADER + [("model_name", "<u8", 24), ("graph_id", "<u4", 32), ("model_id", "<u4", 36)], 256),
+    struct(
+        _COMPACT_HEADER + [("model_name", "<u8", 24), ("graph_id", "<u4", 32), ("model_id", "<u4", 36)], 256
+    ),
 )
 
 LEVELS = {  # formats.md#levels: LevelDataType -> api_calls.level
-    30000: "pytorch_tx", 25000: "pta", 20500: "msproftx", 20000: "acl", 15000: "model",
-    10000: "node", 6000: "aicpu", 5500: "hccl", 5000: "runtime",
+    30000: "pytorch_tx",
+    25000: "pta",
+    20500: "msproftx",
+    20000: "acl",
+    15000: "model",
+    10000: "node",
+    6000: "aicpu",
+    5500: "hccl",
+    5000: "runtime",
 }
 ACL_LEVEL, MODEL_LEVEL, NODE_LEVEL, RUNTIME_LEVEL = 20000, 15000, 10000, 5000
 FLIP_TASK_TYPE, MAINTENANCE_TASK_TYPE = 98, 6  # compact task_track types that are no device task
 
-GE_TASK_TYPES = ["AI_CORE", "AI_CPU", "AI_VECTOR_CORE", "WRITE_BACK", "MIX_AIC", "MIX_AIV",
-                 "FFTS_PLUS", "DSA_SQE", "DVPP", "HCCL", "FUSION", "INVALID"]  # formats.md#task-types
+GE_TASK_TYPES = [
+    "AI_CORE",
+    "AI_CPU",
+    "AI_VECTOR_CORE",
+    "WRITE_BACK",
+    "MIX_AIC",
+    "MIX_AIV",
+    "FFTS_PLUS",
+    "DSA_SQE",
+    "DVPP",
+    "HCCL",
+    "FUSION",
+    "INVALID",
+]  # formats.md#task-types
 
 # --- device: fixed 40-byte ts_track (docs/formats.md#ts-track) -------------------------
 
@@ -106,8 +131,16 @@ TS_STEP_TRACE = hiprof_layouts.STEP_TRACE
 TS_MEMCPY = hiprof_layouts.TS_MEMCPY
 TS_TASK_TYPE = Layout(
     "ts_task_type",
-    struct(_TS + [("stream_id", "<u2", 16), ("task_id", "<u2", 18), ("task_type", "<u2", 20),
-                  ("task_state", "u1", 22)], TS_TRACK_SIZE),
+    struct(
+        _TS
+        + [
+            ("stream_id", "<u2", 16),
+            ("task_id", "<u2", 18),
+            ("task_type", "<u2", 20),
+            ("task_state", "u1", 22),
+        ],
+        TS_TRACK_SIZE,
+    ),
     tag=12,
 )
 TS_FLIP = Layout(
@@ -120,7 +153,9 @@ TS_BLOCK_NUM = Layout(
     struct(_TS + [("stream_id", "<u2", 16), ("task_id", "<u2", 18), ("block_num", "<u4", 20)], TS_TRACK_SIZE),
     tag=15,
 )
-TS_LAYOUTS = {l.tag: l for l in (TS_STEP_TRACE, TS_MEMCPY, TS_TASK_TYPE, TS_FLIP, TS_BLOCK_NUM)}
+TS_LAYOUTS = {
+    layout.tag: layout for layout in (TS_STEP_TRACE, TS_MEMCPY, TS_TASK_TYPE, TS_FLIP, TS_BLOCK_NUM)
+}
 TS_IGNORED_TAGS = {13: "TASK_FLIP (old)"}  # documented tags msprof skips
 
 # --- device: HWTS chips (docs/formats.md#hwts-log, #aic-pmu, #aic-sample) --------------
@@ -218,12 +253,41 @@ LPM_FREQ = Layout(  # lpmFreqConv.data.<dev>.slice_N: up to 55 (syscnt, AI Core 
     struct([("count", "<u4", 0), ("entries", np.dtype((LPM_ENTRY, (LPM_FREQ_ENTRIES,))), 8)], 888),
 )
 
-STARS_SQE_TYPES = ["AI_CORE", "AI_CPU", "AIV_SQE", "PLACE_HOLDER_SQE", "EVENT_RECORD_SQE", "EVENT_WAIT_SQE",
-                   "NOTIFY_RECORD_SQE", "NOTIFY_WAIT_SQE", "WRITE_VALUE_SQE", "VQ6_SQE", "TOF_SQE", "SDMA_SQE",
-                   "VPC_SQE", "JPEGE_SQE", "JPEGD_SQE", "DSA_SQE", "ROCCE_SQE", "PCIE_DMA_SQE", "HOST_CPU_SQE",
-                   "CDQM_SQE", "C_CORE_SQE"]  # msprof sqe_type_map StarsSqeType
-HWTS_SQE_TYPES = ["AI_CORE", "AI_CPU", "AIV_SQE", "PLACE_HOLDER_SQE", "EVENT_RECORD_SQE", "EVENT_WAIT_SQE",
-                  "NOTIFY_RECORD_SQE", "NOTIFY_WAIT_SQE", "WRITE_VALUE_SQE", "SDMA_SQE"]  # HwSqeType
+STARS_SQE_TYPES = [
+    "AI_CORE",
+    "AI_CPU",
+    "AIV_SQE",
+    "PLACE_HOLDER_SQE",
+    "EVENT_RECORD_SQE",
+    "EVENT_WAIT_SQE",
+    "NOTIFY_RECORD_SQE",
+    "NOTIFY_WAIT_SQE",
+    "WRITE_VALUE_SQE",
+    "VQ6_SQE",
+    "TOF_SQE",
+    "SDMA_SQE",
+    "VPC_SQE",
+    "JPEGE_SQE",
+    "JPEGD_SQE",
+    "DSA_SQE",
+    "ROCCE_SQE",
+    "PCIE_DMA_SQE",
+    "HOST_CPU_SQE",
+    "CDQM_SQE",
+    "C_CORE_SQE",
+]  # msprof sqe_type_map StarsSqeType
+HWTS_SQE_TYPES = [
+    "AI_CORE",
+    "AI_CPU",
+    "AIV_SQE",
+    "PLACE_HOLDER_SQE",
+    "EVENT_RECORD_SQE",
+    "EVENT_WAIT_SQE",
+    "NOTIFY_RECORD_SQE",
+    "NOTIFY_WAIT_SQE",
+    "WRITE_VALUE_SQE",
+    "SDMA_SQE",
+]  # HwSqeType
 
 # --- MindSpore 0.5 (profiler_default_tag naming) ---------------------------------------
 

@@ -22,18 +22,30 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from pipeline.warehouse.contracts import Contract, contract, contracts
 from pipeline.errors import UnknownTable, UsageError
 from pipeline.outputs import formats
 from pipeline.outputs.formats import ROW_FORMATS, atomic_write, check_format, csv_cell, csv_text
 from pipeline.outputs.query import write_consistent
-from pipeline.warehouse.views import read_consistent
+from pipeline.warehouse.contracts import Contract, contract, contracts
 from pipeline.warehouse.store import Warehouse
+from pipeline.warehouse.views import read_consistent
 
 FORMATS = ROW_FORMATS
 HEADERS = ("display", "snake")
-__all__ = ["FORMATS", "HEADERS", "Exported", "atomic_write", "csv_cell", "export", "export_table", "fetch",
-           "select_sql", "stream_runs", "table_contract", "to_csv"]
+__all__ = [
+    "FORMATS",
+    "HEADERS",
+    "Exported",
+    "atomic_write",
+    "csv_cell",
+    "export",
+    "export_table",
+    "fetch",
+    "select_sql",
+    "stream_runs",
+    "table_contract",
+    "to_csv",
+]
 
 
 def table_contract(table: str) -> Contract:
@@ -52,8 +64,13 @@ def _columns(c: Contract) -> list[str]:
 BATCH_ROWS = 100_000
 
 
-def select_sql(c: Contract, names: list[str], devices: list[int] | None, items: list[str] | None = None,
-               many: bool = False) -> str:
+def select_sql(
+    c: Contract,
+    names: list[str],
+    devices: list[int] | None,
+    items: list[str] | None = None,
+    many: bool = False,
+) -> str:
     """SELECT of ``names`` (or the expressions ``items``) from the table of one run, ``$run``;
     optionally only some devices. ``many``: of the runs in the list ``$runs`` whose ids lie
     between ``$lo`` and ``$hi`` (the range lets the reader skip the files and row groups of
@@ -64,10 +81,17 @@ def select_sql(c: Contract, names: list[str], devices: list[int] | None, items: 
             raise UsageError(f"{c.name} has no device_id column; leave out --device")
         where = " AND device_id IN (" + ", ".join(str(int(d)) for d in devices) + ")"
     if many:  # a stretch of runs: the run's collection time by each row's run_id
-        items = [i.replace("FROM _run_records WHERE run_id = $run)",
-                           f"FROM _run_records AS _r WHERE _r.run_id = {c.name}.run_id)") for i in items or names]
-        return (f"SELECT {', '.join(items)} FROM {c.name} "
-                f"WHERE run_id BETWEEN $lo AND $hi AND list_contains($runs, run_id){where}")
+        items = [
+            i.replace(
+                "FROM _run_records WHERE run_id = $run)",
+                f"FROM _run_records AS _r WHERE _r.run_id = {c.name}.run_id)",
+            )
+            for i in items or names
+        ]
+        return (
+            f"SELECT {', '.join(items)} FROM {c.name} "
+            f"WHERE run_id BETWEEN $lo AND $hi AND list_contains($runs, run_id){where}"
+        )
     return f"SELECT {', '.join(items or names)} FROM {c.name} WHERE run_id = $run{where}"
 
 
@@ -79,15 +103,24 @@ def run_chunks(wh: Warehouse, layer: str, run_ids: list[str]) -> list[list[str]]
 
     key = "raw_part" if layer == "raw" else "mart_part"
     t = wh._table()
-    idx = ({r["run_id"]: r for r in t.select(["run_id", key, "collection_start_us"]).to_pylist()}
-           if t is not None else wh.index())
+    idx = (
+        {r["run_id"]: r for r in t.select(["run_id", key, "collection_start_us"]).to_pylist()}
+        if t is not None
+        else wh.index()
+    )
     chunks: list[list[str]] = []
     prev = None
     for run_id in run_ids:
         r = idx.get(run_id)
         part = r.get(key) if r else None
-        if (chunks and prev is not None and part is not None and is_group(part) and part == prev[key]
-                and run_order(prev) < run_order(r)):
+        if (
+            chunks
+            and prev is not None
+            and part is not None
+            and is_group(part)
+            and part == prev[key]
+            and run_order(prev) < run_order(r)
+        ):
             chunks[-1].append(run_id)
         else:
             chunks.append([run_id])
@@ -95,8 +128,9 @@ def run_chunks(wh: Warehouse, layer: str, run_ids: list[str]) -> list[list[str]]
     return chunks
 
 
-def stream_runs(con, sql: str, run_ids: list[str], chunks: list[list[str]] | None = None,
-                many_sql: str | None = None) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
+def stream_runs(
+    con, sql: str, run_ids: list[str], chunks: list[list[str]] | None = None, many_sql: str | None = None
+) -> tuple[pa.Schema, Iterator[pa.RecordBatch]]:
     """The rows of ``sql`` for each run in turn (in the order the build wrote them), as the
     schema and a lazy stream of batches: one reader is open at a time. With ``chunks``
     (``run_chunks``) and ``many_sql`` (``select_sql(many=True)``), a stretch of several runs is
@@ -107,7 +141,9 @@ def stream_runs(con, sql: str, run_ids: list[str], chunks: list[list[str]] | Non
     def reader(chunk: list[str]):
         if len(chunk) == 1:
             return con.sql(sql, params={"run": chunk[0]}).to_arrow_reader(BATCH_ROWS)
-        return con.sql(many_sql, params={"runs": chunk, "lo": min(chunk), "hi": max(chunk)}).to_arrow_reader(BATCH_ROWS)
+        return con.sql(many_sql, params={"runs": chunk, "lo": min(chunk), "hi": max(chunk)}).to_arrow_reader(
+            BATCH_ROWS
+        )
 
     first = reader(chunks[0]) if chunks else con.sql(sql, params={"run": None}).to_arrow_reader(BATCH_ROWS)
 
@@ -119,7 +155,9 @@ def stream_runs(con, sql: str, run_ids: list[str], chunks: list[list[str]] | Non
     return first.schema, batches()
 
 
-def fetch(wh: Warehouse, table: str, run_ids: list[str], devices: list[int] | None = None) -> tuple[Contract, pa.Table]:
+def fetch(
+    wh: Warehouse, table: str, run_ids: list[str], devices: list[int] | None = None
+) -> tuple[Contract, pa.Table]:
     """The table's rows for the given runs (in that order), in the order the build wrote them;
     optionally only some devices. In memory: for small tables and tests; ``export`` streams."""
     c = table_contract(table)
@@ -184,9 +222,12 @@ def _csv_select(c: Contract, names: list[str]) -> list[str]:
             items.append(
                 f"CASE WHEN {n} >= {WALL_CLOCK_NS} THEN strftime(make_timestamp(({n} // 1000000000) * 1000000), "
                 f"'%Y-%m-%dT%H:%M:%S') || '.' || lpad(({n} % 1000000000)::VARCHAR, 9, '0') || 'Z' "
-                f"ELSE {n}::VARCHAR END AS {n}")
+                f"ELSE {n}::VARCHAR END AS {n}"
+            )
         elif n == COLLECTED:
-            items.append(f"(SELECT make_timestamptz(collection_start_us) FROM _run_records WHERE run_id = $run) AS {n}")
+            items.append(
+                f"(SELECT make_timestamptz(collection_start_us) FROM _run_records WHERE run_id = $run) AS {n}"
+            )
         else:
             items.append(n)
     return items
@@ -207,14 +248,29 @@ class Exported:
     warnings: list[str] = field(default_factory=list)
 
 
-def export(wh: Warehouse, table: str, run_ids: list[str], fmt: str, out: str, headers: str = "display",
-           devices: list[int] | None = None) -> int:
+def export(
+    wh: Warehouse,
+    table: str,
+    run_ids: list[str],
+    fmt: str,
+    out: str,
+    headers: str = "display",
+    devices: list[int] | None = None,
+) -> int:
     """``export_table`` to one file or standard output; returns the row count."""
     return export_table(wh, table, run_ids, fmt, out, headers, devices).rows
 
 
-def export_table(wh: Warehouse, table: str, run_ids: list[str], fmt: str, out: str, headers: str = "display",
-                 devices: list[int] | None = None, max_rows: int | None = None) -> Exported:
+def export_table(
+    wh: Warehouse,
+    table: str,
+    run_ids: list[str],
+    fmt: str,
+    out: str,
+    headers: str = "display",
+    devices: list[int] | None = None,
+    max_rows: int | None = None,
+) -> Exported:
     """Write the table of ``run_ids`` to ``out`` (``-`` is standard output).
 
     A run_id column, and the run's collection time after it, are added when more than one
@@ -238,8 +294,11 @@ def export_table(wh: Warehouse, table: str, run_ids: list[str], fmt: str, out: s
     names = _keep(c, len(run_ids) > 1)
     if len(run_ids) > 1 and c.name != "runs":
         names.insert(names.index("run_id") + 1, COLLECTED)
-    items = _csv_select(c, names) if fmt == "csv" else [
-        i if n == COLLECTED else n for n, i in zip(names, _csv_select(c, names))]
+    items = (
+        _csv_select(c, names)
+        if fmt == "csv"
+        else [i if n == COLLECTED else n for n, i in zip(names, _csv_select(c, names))]
+    )
     sql = select_sql(c, names, devices, items)
     many = select_sql(c, names, devices, items, many=True)
     head = _header(c, names, headers) if fmt == "csv" else None
@@ -252,7 +311,11 @@ def export_table(wh: Warehouse, table: str, run_ids: list[str], fmt: str, out: s
         done = Exported(rows, [] if out == "-" else [(Path(out), rows)])
     else:  # a retried read writes every file again from the start
         rows, files = read_consistent(
-            wh, lambda con: formats.write_csv_parts(select(con)[1], head, Path(out), max_rows), run_ids, {c.name})
+            wh,
+            lambda con: formats.write_csv_parts(select(con)[1], head, Path(out), max_rows),
+            run_ids,
+            {c.name},
+        )
         done = Exported(rows, files)
     if fmt == "csv":
         for path, n in done.files or [(out, rows)]:

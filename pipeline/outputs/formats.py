@@ -107,8 +107,9 @@ def _duckdb_texts(columns: list[pa.Array], expression: str) -> list[pa.Array]:
         _duckdb = duckdb.connect()
     table = pa.table({f"c{i}": c for i, c in enumerate(columns)})
     pieces = pa.Table.from_batches(table.to_batches(max_chunksize=FLOAT_PIECE_ROWS), table.schema)
-    text = _duckdb.from_arrow(pieces).project(", ".join(
-        expression.replace("{c}", f"c{i}") for i in range(len(columns))))
+    text = _duckdb.from_arrow(pieces).project(
+        ", ".join(expression.replace("{c}", f"c{i}") for i in range(len(columns)))
+    )
     return [c.combine_chunks() for c in text.to_arrow_table().columns]
 
 
@@ -116,7 +117,9 @@ def _float_cells(columns: list[pa.Array]) -> list[pa.Array]:
     """csv_cell's float rule over columns: ``printf('%.15g')``, the digits of Python's
     ``format(v, '.15g')``, empty for NULL, NaN and infinities (one vectorised DuckDB expression
     instead of a Python call per value)."""
-    return _duckdb_texts(columns, "case when isfinite({c}::double) then printf('%.15g', {c}::double) else '' end")
+    return _duckdb_texts(
+        columns, "case when isfinite({c}::double) then printf('%.15g', {c}::double) else '' end"
+    )
 
 
 def _csv_field(cells: pa.Array) -> pa.Array:
@@ -177,7 +180,7 @@ def _csv_chunks(batches: Iterable[pa.RecordBatch], header: list[str]) -> Iterato
 
 
 # text json.dumps writes as it is, between quotes: printable ASCII but for quote and backslash
-_JSON_PLAIN_REGEX = '^[ !#-\\[\\]-~]*$'
+_JSON_PLAIN_REGEX = "^[ !#-\\[\\]-~]*$"
 
 
 def json_texts(column: pa.Array) -> pa.Array:
@@ -189,7 +192,9 @@ def json_texts(column: pa.Array) -> pa.Array:
     if pa.types.is_integer(ty) or pa.types.is_boolean(ty):
         return pc.fill_null(pc.cast(column, pa.string()), "null")
     if pa.types.is_floating(ty):
-        return _duckdb_texts([column], "case when isfinite({c}::double) then {c}::double::varchar else 'null' end")[0]
+        return _duckdb_texts(
+            [column], "case when isfinite({c}::double) then {c}::double::varchar else 'null' end"
+        )[0]
     if pa.types.is_string(ty) or pa.types.is_large_string(ty):
         column = column.cast(pa.string())  # a batch's text: one kind of string for Arrow's joins
         quoted = pc.binary_join_element_wise('"', column, '"', "")
@@ -222,7 +227,9 @@ def atomic_write(out: Path, write: Callable[[Path], None]) -> None:
     out = Path(out)
     if not out.parent.is_dir():
         why = "is not a folder" if out.parent.exists() else "does not exist"
-        raise UsageError(f"cannot write {out}: {out.parent} {why} (profetl does not create folders for --out)")
+        raise UsageError(
+            f"cannot write {out}: {out.parent} {why} (profetl does not create folders for --out)"
+        )
     tmp = out.with_name(f".{out.name}.{secrets.token_hex(4)}.tmp")
     try:
         write(tmp)
@@ -242,8 +249,10 @@ def spreadsheet_warning(path: str, rows: int) -> str | None:
         return None
     lost = rows + 1 - SPREADSHEET_ROWS
     where = "standard output" if path == "-" else path
-    return (f"{where} has {rows:,} rows and a header: a spreadsheet opens {SPREADSHEET_ROWS:,} lines and "
-            f"drops the last {lost:,} rows; --max-rows {SPREADSHEET_ROWS - 1} writes numbered files that each open whole")
+    return (
+        f"{where} has {rows:,} rows and a header: a spreadsheet opens {SPREADSHEET_ROWS:,} lines and "
+        f"drops the last {lost:,} rows; --max-rows {SPREADSHEET_ROWS - 1} writes numbered files that each open whole"
+    )
 
 
 def part_path(out: Path, k: int) -> Path:
@@ -253,9 +262,13 @@ def part_path(out: Path, k: int) -> Path:
     return out.with_name(f"{out.stem}-{k:04d}{out.suffix}")
 
 
-def csv_slices(batches: Iterable[pa.RecordBatch], head: bytes, max_rows: int,
-               temp_path: Callable[[int], Path], encode: Callable[[pa.RecordBatch], bytes] | None = None,
-               ) -> list[tuple[Path, int]]:
+def csv_slices(
+    batches: Iterable[pa.RecordBatch],
+    head: bytes,
+    max_rows: int,
+    temp_path: Callable[[int], Path],
+    encode: Callable[[pa.RecordBatch], bytes] | None = None,
+) -> list[tuple[Path, int]]:
     """Rows arriving in ``batches`` as CSV files of at most ``max_rows`` rows each, every one
     starting with ``head`` (one file, header only, when there are no rows), the k-th (from 0)
     written to ``temp_path(k)`` with ``encode`` (``_csv_records`` unless given). Returns each
@@ -294,8 +307,9 @@ def csv_slices(batches: Iterable[pa.RecordBatch], head: bytes, max_rows: int,
     return [(tmp, n) for tmp, _, n in parts]
 
 
-def write_csv_parts(batches: Iterable[pa.RecordBatch], header: list[str], out: Path,
-                    max_rows: int) -> tuple[int, list[tuple[Path, int]]]:
+def write_csv_parts(
+    batches: Iterable[pa.RecordBatch], header: list[str], out: Path, max_rows: int
+) -> tuple[int, list[tuple[Path, int]]]:
     """Rows arriving in ``batches`` as CSV files of at most ``max_rows`` rows each, every one
     with the header, named by ``part_path`` (one file, header only, when there are no rows).
     Every file is written under a temporary name beside ``out`` and all are renamed once the
@@ -306,7 +320,9 @@ def write_csv_parts(batches: Iterable[pa.RecordBatch], header: list[str], out: P
     out = Path(out)
     if not out.parent.is_dir():
         why = "is not a folder" if out.parent.exists() else "does not exist"
-        raise UsageError(f"cannot write {out}: {out.parent} {why} (profetl does not create folders for --out)")
+        raise UsageError(
+            f"cannot write {out}: {out.parent} {why} (profetl does not create folders for --out)"
+        )
     token = secrets.token_hex(4)
 
     def temp_path(k: int) -> Path:
@@ -350,8 +366,9 @@ def write_table(table: pa.Table, fmt: str, out: str, headers: list[str] | None =
     return write_batches(table.to_batches(), table.schema, fmt, out, headers)
 
 
-def write_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema, fmt: str, out: str,
-                  headers: list[str] | None = None) -> int:
+def write_batches(
+    batches: Iterable[pa.RecordBatch], schema: pa.Schema, fmt: str, out: str, headers: list[str] | None = None
+) -> int:
     """Rows of ``schema`` arriving in ``batches`` as CSV (with ``headers`` when given), JSON
     lines or Parquet, written as they arrive; returns rows written. A file appears whole or
     not at all; standard output gets each batch as it is written."""
@@ -365,6 +382,7 @@ def write_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema, fmt: str
             yield b
 
     if fmt == "parquet":
+
         def write(target) -> None:
             with pq.ParquetWriter(target, schema, compression="zstd") as w:
                 for b in counted():
@@ -377,8 +395,11 @@ def write_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema, fmt: str
         else:
             atomic_write(Path(out), write)
         return rows
-    chunks = (_csv_chunks(counted(), headers or schema.names) if fmt == "csv"
-              else _jsonl_chunks(counted(), schema.names))
+    chunks = (
+        _csv_chunks(counted(), headers or schema.names)
+        if fmt == "csv"
+        else _jsonl_chunks(counted(), schema.names)
+    )
     if out == "-":
         sys.stdout.flush()
         stream = getattr(sys.stdout, "buffer", None)
@@ -389,6 +410,7 @@ def write_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema, fmt: str
                 sys.stdout.write(bytes(chunk).decode("utf-8"))
         (stream or sys.stdout).flush()
     else:
+
         def write_chunks(p: Path) -> None:
             with open(p, "wb") as f:
                 for chunk in chunks:

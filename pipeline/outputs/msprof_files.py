@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 import secrets
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pipeline.errors import UsageError
@@ -36,8 +36,10 @@ def _text(col: str) -> str:
 
 def _us(col: str) -> str:
     """Integer ns as us with 3 decimals, exactly."""
-    return (f"CASE WHEN {col} IS NULL THEN '{NA}' ELSE printf('%s%d.%03d', CASE WHEN {col} < 0 THEN '-' ELSE '' END, "
-            f"abs({col}) // 1000, abs({col}) % 1000) END")
+    return (
+        f"CASE WHEN {col} IS NULL THEN '{NA}' ELSE printf('%s%d.%03d', CASE WHEN {col} < 0 THEN '-' ELSE '' END, "
+        f"abs({col}) // 1000, abs({col}) % 1000) END"
+    )
 
 
 def _wall_us(col: str) -> str:
@@ -78,92 +80,117 @@ class MsprofFile:
         return [h for h, _ in self.columns]
 
 
-OP_SUMMARY = MsprofFile("op_summary", "op_summary", (
-    ("Device_id", _device()),
-    ("Model ID", _text("model_id")),
-    ("Task ID", _text("task_id")),
-    ("Stream ID", _text("stream_id")),
-    ("Op Name", _text("op_name")),
-    ("OP Type", _text("op_type")),
-    ("OP State", _text("op_state")),
-    ("Task Type", _text("task_type")),
-    ("Task Start Time(us)", _wall_us("start_ns")),
-    ("Task Duration(us)", _us("dur_ns")),
-    ("Task Wait Time(us)", _us("wait_ns")),
-    ("Block Num", _text("block_dim")),
-    ("Mix Block Num", _text("mix_block_dim")),
-    ("HF32 Eligible", f"'{NA}'"),
-    ("Input Shapes", _text("input_shapes")),
-    ("Input Data Types", _text("input_data_types")),
-    ("Input Formats", _text("input_formats")),
-    ("Output Shapes", _text("output_shapes")),
-    ("Output Data Types", _text("output_data_types")),
-    ("Output Formats", _text("output_formats")),
-    ("Context ID", _text("context_id")),
-    ("aicore_time(us)", _r3("aicore_time_us")),
-    ("total_cycles", _text("total_cycles::BIGINT")),
-    ("vec_ratio", _r3("vec_ratio")),
-    ("mac_ratio", _r3("mac_ratio")),
-    ("scalar_ratio", _r3("scalar_ratio")),
-    ("mte2_ratio", _r3("mte2_ratio")),
-    ("memory_bound", _r3("memory_bound")),
-    ("cube_utilization(%)", _r3("cube_utilization_pct")),
-), "start_ns, stream_id, task_id, context_id NULLS FIRST")
+OP_SUMMARY = MsprofFile(
+    "op_summary",
+    "op_summary",
+    (
+        ("Device_id", _device()),
+        ("Model ID", _text("model_id")),
+        ("Task ID", _text("task_id")),
+        ("Stream ID", _text("stream_id")),
+        ("Op Name", _text("op_name")),
+        ("OP Type", _text("op_type")),
+        ("OP State", _text("op_state")),
+        ("Task Type", _text("task_type")),
+        ("Task Start Time(us)", _wall_us("start_ns")),
+        ("Task Duration(us)", _us("dur_ns")),
+        ("Task Wait Time(us)", _us("wait_ns")),
+        ("Block Num", _text("block_dim")),
+        ("Mix Block Num", _text("mix_block_dim")),
+        ("HF32 Eligible", f"'{NA}'"),
+        ("Input Shapes", _text("input_shapes")),
+        ("Input Data Types", _text("input_data_types")),
+        ("Input Formats", _text("input_formats")),
+        ("Output Shapes", _text("output_shapes")),
+        ("Output Data Types", _text("output_data_types")),
+        ("Output Formats", _text("output_formats")),
+        ("Context ID", _text("context_id")),
+        ("aicore_time(us)", _r3("aicore_time_us")),
+        ("total_cycles", _text("total_cycles::BIGINT")),
+        ("vec_ratio", _r3("vec_ratio")),
+        ("mac_ratio", _r3("mac_ratio")),
+        ("scalar_ratio", _r3("scalar_ratio")),
+        ("mte2_ratio", _r3("mte2_ratio")),
+        ("memory_bound", _r3("memory_bound")),
+        ("cube_utilization(%)", _r3("cube_utilization_pct")),
+    ),
+    "start_ns, stream_id, task_id, context_id NULLS FIRST",
+)
 
-OP_STATISTIC = MsprofFile("op_statistic", "op_statistic", (
-    ("Device_id", _device()),
-    ("OP Type", _text("op_type")),
-    ("Core Type", _text("core_type")),
-    ("Count", _text("count")),
-    ("Total Time(us)", _us("total_ns")),
-    ("Min Time(us)", _us("min_ns")),
-    ("Avg Time(us)", _avg_us("total_ns", "count")),
-    ("Max Time(us)", _us("max_ns")),
-    ("Ratio(%)", _r3("ratio_pct")),
-), "total_ns DESC, op_type, core_type NULLS FIRST")
+OP_STATISTIC = MsprofFile(
+    "op_statistic",
+    "op_statistic",
+    (
+        ("Device_id", _device()),
+        ("OP Type", _text("op_type")),
+        ("Core Type", _text("core_type")),
+        ("Count", _text("count")),
+        ("Total Time(us)", _us("total_ns")),
+        ("Min Time(us)", _us("min_ns")),
+        ("Avg Time(us)", _avg_us("total_ns", "count")),
+        ("Max Time(us)", _us("max_ns")),
+        ("Ratio(%)", _r3("ratio_pct")),
+    ),
+    "total_ns DESC, op_type, core_type NULLS FIRST",
+)
 
-API_STATISTIC = MsprofFile("api_statistic", "api_statistic", (
-    ("Device_id", _device()),
-    ("Level", _text("level")),
-    ("API Name", _text("api_name")),
-    ("Time(us)", _us("time_ns")),
-    ("Count", _text("count")),
-    ("Avg(us)", _avg_us("time_ns", "count")),
-    ("Min(us)", _us("min_ns")),
-    ("Max(us)", _us("max_ns")),
-    ("Variance", _r3("variance_us2")),
-), "api_name, level")
+API_STATISTIC = MsprofFile(
+    "api_statistic",
+    "api_statistic",
+    (
+        ("Device_id", _device()),
+        ("Level", _text("level")),
+        ("API Name", _text("api_name")),
+        ("Time(us)", _us("time_ns")),
+        ("Count", _text("count")),
+        ("Avg(us)", _avg_us("time_ns", "count")),
+        ("Min(us)", _us("min_ns")),
+        ("Max(us)", _us("max_ns")),
+        ("Variance", _r3("variance_us2")),
+    ),
+    "api_name, level",
+)
 
 # every chip but Ascend310: one row per kernel execution
-TASK_TIME = MsprofFile("task_time", "op_summary", (
-    ("Device_id", _device()),
-    ("kernel_name", _text("op_name")),
-    ("kernel_type", _text("task_type")),
-    ("stream_id", _text("stream_id")),
-    ("task_id", _text("task_id")),
-    ("task_time(us)", _us("dur_ns")),
-    ("task_start(us)", _wall_us("start_ns")),
-    ("task_stop(us)", _wall_us("start_ns + dur_ns")),
-), "start_ns, stream_id, task_id, context_id NULLS FIRST")
+TASK_TIME = MsprofFile(
+    "task_time",
+    "op_summary",
+    (
+        ("Device_id", _device()),
+        ("kernel_name", _text("op_name")),
+        ("kernel_type", _text("task_type")),
+        ("stream_id", _text("stream_id")),
+        ("task_id", _text("task_id")),
+        ("task_time(us)", _us("dur_ns")),
+        ("task_start(us)", _wall_us("start_ns")),
+        ("task_stop(us)", _wall_us("start_ns + dur_ns")),
+    ),
+    "start_ns, stream_id, task_id, context_id NULLS FIRST",
+)
 
 # Ascend310: msprof's task_time file is the Task Scheduler table
-TASK_TIME_ASCEND310 = MsprofFile("task_time", "task_scheduler", (
-    ("Device_id", _device()),
-    ("Time(%)", _r3("time_pct")),
-    ("Time(us)", _us("time_ns")),
-    ("Count", _text("task_count")),
-    ("Avg(us)", _r3("avg_ns", " / 1000")),
-    ("Min(us)", _us("min_ns")),
-    ("Max(us)", _us("max_ns")),
-    ("Waiting(us)", _us("waiting_ns")),
-    ("Running(us)", _us("running_ns")),
-    ("Pending(us)", _us("pending_ns")),
-    ("Type", _text("task_type")),
-    ("API", _text("api_name")),
-    ("Task ID", _text("task_id")),
-    ("Op Name", _text("op_name")),
-    ("Stream ID", _text("stream_id")),
-), "time_pct DESC, time_ns DESC, task_id, stream_id, task_type, api_name NULLS FIRST, op_name NULLS FIRST")
+TASK_TIME_ASCEND310 = MsprofFile(
+    "task_time",
+    "task_scheduler",
+    (
+        ("Device_id", _device()),
+        ("Time(%)", _r3("time_pct")),
+        ("Time(us)", _us("time_ns")),
+        ("Count", _text("task_count")),
+        ("Avg(us)", _r3("avg_ns", " / 1000")),
+        ("Min(us)", _us("min_ns")),
+        ("Max(us)", _us("max_ns")),
+        ("Waiting(us)", _us("waiting_ns")),
+        ("Running(us)", _us("running_ns")),
+        ("Pending(us)", _us("pending_ns")),
+        ("Type", _text("task_type")),
+        ("API", _text("api_name")),
+        ("Task ID", _text("task_id")),
+        ("Op Name", _text("op_name")),
+        ("Stream ID", _text("stream_id")),
+    ),
+    "time_pct DESC, time_ns DESC, task_id, stream_id, task_type, api_name NULLS FIRST, op_name NULLS FIRST",
+)
 
 
 def files_for(chip: str | None) -> tuple[MsprofFile, ...]:
@@ -188,7 +215,7 @@ def stamp_of(run: dict) -> str:
     us = run.get("collection_start_us")
     if us is None:
         return "00000000000000"
-    return datetime.fromtimestamp(us / 1e6, timezone.utc).strftime("%Y%m%d%H%M%S")
+    return datetime.fromtimestamp(us / 1e6, UTC).strftime("%Y%m%d%H%M%S")
 
 
 @dataclass
@@ -208,14 +235,18 @@ def _select(f: MsprofFile) -> str:
     cells made by a projection over it, which keeps its order (so ORDER BY never meets a
     header that names a column too, as Count and count do)."""
     items = ", ".join(f'{sql} AS "{header}"' for header, sql in f.columns)
-    rows = (f"SELECT {f.table}.*, _dev.wall_offset_ns AS _wall_offset_ns FROM {f.table} "
-            f"LEFT JOIN (SELECT device_id AS _dev_id, max(wall_offset_ns) AS wall_offset_ns FROM devices "
-            f"WHERE run_id = $run GROUP BY device_id) AS _dev ON _dev._dev_id = {f.table}.device_id "
-            f"WHERE run_id = $run AND device_id = $device ORDER BY {f.order}")
+    rows = (
+        f"SELECT {f.table}.*, _dev.wall_offset_ns AS _wall_offset_ns FROM {f.table} "
+        f"LEFT JOIN (SELECT device_id AS _dev_id, max(wall_offset_ns) AS wall_offset_ns FROM devices "
+        f"WHERE run_id = $run GROUP BY device_id) AS _dev ON _dev._dev_id = {f.table}.device_id "
+        f"WHERE run_id = $run AND device_id = $device ORDER BY {f.order}"
+    )
     return f"SELECT {items} FROM ({rows}) AS _row"
 
 
-def export_msprof(wh: Warehouse, run_id: str, out_dir: Path, devices: list[int] | None = None) -> MsprofExport:
+def export_msprof(
+    wh: Warehouse, run_id: str, out_dir: Path, devices: list[int] | None = None
+) -> MsprofExport:
     """Write every file kind of ``files_for`` the run's chip, a file per device that has rows
     (only ``devices`` when given), into the existing folder ``out_dir``. Every file is written
     under a temporary name and all are renamed once the last is complete: the export appears
@@ -234,12 +265,19 @@ def export_msprof(wh: Warehouse, run_id: str, out_dir: Path, devices: list[int] 
         temps: list[tuple[Path, Path, str, int, int]] = []  # (tmp, final, kind, device, rows)
         try:
             for f in kinds:
-                present = [d for (d,) in con.sql(f"SELECT DISTINCT device_id FROM {f.table} WHERE run_id = $run "
-                                                 "ORDER BY 1", params={"run": run_id}).fetchall()]
+                present = [
+                    d
+                    for (d,) in con.sql(
+                        f"SELECT DISTINCT device_id FROM {f.table} WHERE run_id = $run ORDER BY 1",
+                        params={"run": run_id},
+                    ).fetchall()
+                ]
                 for device in present:
                     if devices and device not in devices:
                         continue
-                    reader = con.sql(_select(f), params={"run": run_id, "device": device}).to_arrow_reader(100_000)
+                    reader = con.sql(_select(f), params={"run": run_id, "device": device}).to_arrow_reader(
+                        100_000
+                    )
                     temps += _write_slices(reader, f, device, stamp, out_dir, token)
             for tmp, final, _, _, _ in temps:
                 os.replace(tmp, final)
@@ -251,14 +289,21 @@ def export_msprof(wh: Warehouse, run_id: str, out_dir: Path, devices: list[int] 
     return MsprofExport(run_id, read_consistent(wh, write, [run_id], tables))
 
 
-def _write_slices(reader, f: MsprofFile, device: int, stamp: str, out_dir: Path,
-                  token: str) -> list[tuple[Path, Path, str, int, int]]:
+def _write_slices(
+    reader, f: MsprofFile, device: int, stamp: str, out_dir: Path, token: str
+) -> list[tuple[Path, Path, str, int, int]]:
     """One device's rows of ``f`` in files of at most ``SLICE_ROWS`` rows, under temporary
     names; their final names are known once the rows are counted (one file: no slice number)."""
-    parts = formats.csv_slices(reader, formats.csv_header(f.header), SLICE_ROWS,
-                               lambda k: out_dir / f".{f.kind}_{device}.{k}.{token}.tmp",
-                               formats.text_csv_records)
+    parts = formats.csv_slices(
+        reader,
+        formats.csv_header(f.header),
+        SLICE_ROWS,
+        lambda k: out_dir / f".{f.kind}_{device}.{k}.{token}.tmp",
+        formats.text_csv_records,
+    )
     if len(parts) == 1:
         return [(parts[0][0], out_dir / file_name(f.kind, device, stamp), f.kind, device, parts[0][1])]
-    return [(tmp, out_dir / file_name(f.kind, device, stamp, k), f.kind, device, n)
-            for k, (tmp, n) in enumerate(parts)]
+    return [
+        (tmp, out_dir / file_name(f.kind, device, stamp, k), f.kind, device, n)
+        for k, (tmp, n) in enumerate(parts)
+    ]

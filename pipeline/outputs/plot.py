@@ -12,13 +12,13 @@ from __future__ import annotations
 import io
 import math
 import re
-from datetime import timezone
+from datetime import UTC
 from html import escape
 from pathlib import Path
 
+from pipeline.analysis.trend import Point, Trend
 from pipeline.errors import UsageError
 from pipeline.outputs.formats import atomic_write, write_bytes
-from pipeline.analysis.trend import Point, Trend
 
 
 def _fmt(v: float) -> str:
@@ -54,14 +54,16 @@ def _figure(t: Trend):
     unplaced = sum(p.collected_at is None for p in t.points)
     fig, ax = plt.subplots(figsize=(10, 5), dpi=100)
     for i, (workload, points) in enumerate(lines.items()):
-        xs = [p.collected_at.astimezone(timezone.utc).replace(tzinfo=None) for p in points]
+        xs = [p.collected_at.astimezone(UTC).replace(tzinfo=None) for p in points]
         ys = [math.nan if p.value is None else p.value for p in points]
         (line,) = ax.plot(xs, ys, marker="o", markersize=4, linewidth=1.8, label=workload)
         line.set_gid(f"workload-{i}")
     first = min(p.collected_at for ps in lines.values() for p in ps)
     last = max(p.collected_at for ps in lines.values() for p in ps)
-    sub = f"{len(t.points)} run(s), {sum(p.value is not None for p in t.points)} with a value; " \
-          f"{first:%Y-%m-%d %H:%M} .. {last:%Y-%m-%d %H:%M} UTC"
+    sub = (
+        f"{len(t.points)} run(s), {sum(p.value is not None for p in t.points)} with a value; "
+        f"{first:%Y-%m-%d %H:%M} .. {last:%Y-%m-%d %H:%M} UTC"
+    )
     if unplaced:
         sub += f"; {unplaced} run(s) without a collection time not drawn"
     ax.set_title(f"{t.label}\n{sub}", fontsize=11, loc="left")
@@ -90,8 +92,8 @@ def _with_tooltips(svg: str, lines: dict[str, list[Point]], unit: str) -> str:
         body = m.group(1)
         for u, p in reversed(list(zip(uses, drawn))):
             tip = escape(f"{p.run_id} ({p.collected_at:%Y-%m-%d %H:%M} UTC): {_fmt(p.value)} {unit}".rstrip())
-            body = body[:u.start()] + u.group(0)[:-2] + f"><title>{tip}</title></use>" + body[u.end():]
-        svg = svg[:m.start(1)] + body + svg[m.end(1):]
+            body = body[: u.start()] + u.group(0)[:-2] + f"><title>{tip}</title></use>" + body[u.end() :]
+        svg = svg[: m.start(1)] + body + svg[m.end(1) :]
     return svg
 
 

@@ -14,7 +14,6 @@ from pipeline.warehouse.contracts import RAW_TABLES, names
 from pipeline.warehouse.store import Warehouse
 from pipeline.warehouse.views import read_consistent
 
-
 # rows per batch streamed from DuckDB to an output file
 BATCH_ROWS = 100_000
 
@@ -48,7 +47,7 @@ def check_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
     while kind == "EXPLAIN":
         m = _EXPLAIN.match(text)
         try:
-            inner = con.extract_statements(text[m.end():]) if m else []
+            inner = con.extract_statements(text[m.end() :]) if m else []
         except duckdb.Error:
             inner = []
         if len(inner) != 1:
@@ -57,15 +56,25 @@ def check_read_only(con: duckdb.DuckDBPyConnection, sql: str) -> None:
         if kind not in READ_ONLY_STATEMENTS:
             kind = "EXPLAIN " + kind
     if kind not in READ_ONLY_STATEMENTS:
-        raise QueryFailed(f"only SELECT queries are allowed here, not {kind}: the warehouse is read-only to `query`")
+        raise QueryFailed(
+            f"only SELECT queries are allowed here, not {kind}: the warehouse is read-only to `query`"
+        )
 
 
 def _kind(statement) -> str:
     return str(statement.type).rsplit(".", 1)[-1]
 
 
-def write_consistent(wh: Warehouse, select, fmt: str, out: str, headers: list[str] | None = None,
-                     run_ids: list[str] | None = None, tables=None, **sandbox) -> int:
+def write_consistent(
+    wh: Warehouse,
+    select,
+    fmt: str,
+    out: str,
+    headers: list[str] | None = None,
+    run_ids: list[str] | None = None,
+    tables=None,
+    **sandbox,
+) -> int:
     """Write the rows of ``select(con)`` (a schema and a stream of record batches) to ``out``
     as they are read, on fresh views like ``read_consistent``. A file is written again from
     the start on the second try; standard output cannot take back the rows it already got, so
@@ -78,33 +87,42 @@ def write_consistent(wh: Warehouse, select, fmt: str, out: str, headers: list[st
         nonlocal tries
         tries += 1
         if tries > 1 and out == "-":
-            raise QueryFailed("a writer replaced a run while its rows were written to standard output; run the command again")
+            raise QueryFailed(
+                "a writer replaced a run while its rows were written to standard output; run the command again"
+            )
         schema, batches = select(con)
         return write_batches(batches, schema, fmt, out, headers)
 
     return read_consistent(wh, read, run_ids, tables, **sandbox)
 
 
-def query_to(wh: Warehouse, sql: str, fmt: str, out: str, params: dict | None = None, confine: bool = False) -> int:
+def query_to(
+    wh: Warehouse, sql: str, fmt: str, out: str, params: dict | None = None, confine: bool = False
+) -> int:
     """Run one read-only query and stream its rows to ``out`` as CSV, JSON lines or Parquet
     (on a locked-down connection, ``lock_down``)."""
+
     def select(con):
         check_read_only(con, sql)
         reader = con.sql(sql, params=params or None).to_arrow_reader(BATCH_ROWS)
         return reader.schema, reader
 
     try:
-        return _on_views(sql, lambda views: write_consistent(wh, select, fmt, out, sandbox=True, confine=confine, **views))
+        return _on_views(
+            sql, lambda views: write_consistent(wh, select, fmt, out, sandbox=True, confine=confine, **views)
+        )
     except duckdb.Error as e:
         raise QueryFailed(str(e).splitlines()[0]) from None
 
 
-def query(wh: Warehouse, sql: str, params: dict | None = None, limit: int | None = None,
-          confine: bool = False) -> QueryResult:
+def query(
+    wh: Warehouse, sql: str, params: dict | None = None, limit: int | None = None, confine: bool = False
+) -> QueryResult:
     """Run one read-only query on a locked-down connection (``lock_down``); keep every row, or
     the first ``limit`` (the rest are counted, not kept, so the head of a huge result costs the
     memory of the head: when there are more, DuckDB runs the query again as a count, or, for
     a result read through Arrow, counts its batches)."""
+
     def read(con):
         check_read_only(con, sql)
         rel = con.sql(sql, params=params or None)
@@ -128,9 +146,32 @@ def query(wh: Warehouse, sql: str, params: dict | None = None, limit: int | None
 # DuckDB types whose Python values (``fetchall``) are those Arrow gives (``to_pylist``), lists
 # and structs of them included; a result with another (INTERVAL, MAP, TIMESTAMP_NS, a fixed
 # size array, ...) is read through Arrow, so that a value shows the same either way
-_PLAIN = {"boolean", "tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint", "uinteger",
-          "ubigint", "uhugeint", "float", "double", "decimal", "varchar", "blob", "date", "time", "timestamp",
-          "timestamp_s", "timestamp_ms", "timestamp with time zone", "enum", "null"}
+_PLAIN = {
+    "boolean",
+    "tinyint",
+    "smallint",
+    "integer",
+    "bigint",
+    "hugeint",
+    "utinyint",
+    "usmallint",
+    "uinteger",
+    "ubigint",
+    "uhugeint",
+    "float",
+    "double",
+    "decimal",
+    "varchar",
+    "blob",
+    "date",
+    "time",
+    "timestamp",
+    "timestamp_s",
+    "timestamp_ms",
+    "timestamp with time zone",
+    "enum",
+    "null",
+}
 
 
 def _plain(t) -> bool:

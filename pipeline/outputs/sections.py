@@ -8,8 +8,8 @@ import pyarrow.compute as pc
 
 from pipeline.outputs.cells import cell
 from pipeline.outputs.export import display_header, select_sql, stream_runs, table_contract
-from pipeline.warehouse.views import read_consistent
 from pipeline.warehouse.store import Warehouse
+from pipeline.warehouse.views import read_consistent
 
 # (table, title as in the seed document's figures)
 VIEWS = [
@@ -41,8 +41,14 @@ class Section:
     total_rows: int
 
 
-def sections(wh: Warehouse, run_id: str, table: str, limit: int | None = None,
-             hide_empty_columns: bool = True, devices: list[int] | None = None) -> list[Section]:
+def sections(
+    wh: Warehouse,
+    run_id: str,
+    table: str,
+    limit: int | None = None,
+    hide_empty_columns: bool = True,
+    devices: list[int] | None = None,
+) -> list[Section]:
     """One section per device (or per device asked for), as the tool shows one device at a time.
 
     Row counts and which columns have values come from SQL; the rows shown are read in the
@@ -54,9 +60,16 @@ def sections(wh: Warehouse, run_id: str, table: str, limit: int | None = None,
     params = {"run": run_id}
 
     def read(con):
-        totals = dict(con.sql(f"select device_id, count(*) from ({sql}) group by device_id", params=params).fetchall())
-        counts = con.sql(f"select {', '.join(f'count({col.name})' for col in cols)} from ({sql})",
-                         params=params).fetchall()[0] if cols else ()
+        totals = dict(
+            con.sql(f"select device_id, count(*) from ({sql}) group by device_id", params=params).fetchall()
+        )
+        counts = (
+            con.sql(
+                f"select {', '.join(f'count({col.name})' for col in cols)} from ({sql})", params=params
+            ).fetchall()[0]
+            if cols
+            else ()
+        )
         kept: dict = {d: [] for d in totals}
         _, batches = stream_runs(con, sql, [run_id])
         for batch in batches:

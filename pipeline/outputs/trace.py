@@ -60,21 +60,21 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
 
 import duckdb
 
 from pipeline import __version__
-from pipeline.jobs.build import connect, staging_storage, staging_table_kind
-from pipeline.warehouse.contracts import RAW_TABLES
+from pipeline.analysis.selection import run_row
 from pipeline.errors import UsageError
+from pipeline.jobs.build import connect, staging_storage, staging_table_kind
+from pipeline.jobs.transforms import run_table_layers
 from pipeline.outputs.export import WALL_CLOCK_NS
 from pipeline.outputs.formats import atomic_write
+from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.warehouse.raw_reads import raw_select
-from pipeline.analysis.selection import run_row
-from pipeline.jobs.transforms import run_table_layers
 from pipeline.warehouse.store import Warehouse
 
 HOST_DEVICE = 64
@@ -140,8 +140,19 @@ class _Tracks:
             raise UsageError(f"device {pid} has more than {_API_THREADS} host threads: choose --device")
         return _API_BASE + k * LANES
 
-    def place(self, pid: int, name: str, base: int, start: int, end: int, *, nests: bool = False,
-              holds: bool = False, repeat: dict | None = None, instant: bool = False) -> int:
+    def place(
+        self,
+        pid: int,
+        name: str,
+        base: int,
+        start: int,
+        end: int,
+        *,
+        nests: bool = False,
+        holds: bool = False,
+        repeat: dict | None = None,
+        instant: bool = False,
+    ) -> int:
         """The tid of the lane of track ``name`` for the slice [start, end] (slices of a track
         come in start order, at equal starts the longer first). ``nests``: the slice may lie
         inside an open slice that ``holds`` others: it goes to the first lane where it does,
@@ -158,7 +169,9 @@ class _Tracks:
         lanes = self.lanes.setdefault((pid, name), [])
         ts, dur = _us(start - self.t0), _us(end - start)
         free = inside = None  # the first lane with no slice open at start, the first it nests in
-        holders: list[tuple[int, float, dict | None, bool]] = []  # open slices of another lane that could hold it
+        holders: list[
+            tuple[int, float, dict | None, bool]
+        ] = []  # open slices of another lane that could hold it
         for i, lane in enumerate(lanes):
             while lane.open and lane.open[-1][0] < start:
                 lane.open.pop()
@@ -166,7 +179,12 @@ class _Tracks:
                 free = i if free is None else free
             elif nests and inside is None:
                 top_end, top_float, _, top_holds = lane.open[-1]
-                if top_holds and top_end > start and end <= top_end and _fit(ts - lane.first_ts, dur, top_float) is not None:
+                if (
+                    top_holds
+                    and top_end > start
+                    and end <= top_end
+                    and _fit(ts - lane.first_ts, dur, top_float) is not None
+                ):
                     inside = i
                 elif not holders:
                     holders = [o for o in lane.open if o[2] is not None and o[0] > start and end <= o[0]]
@@ -174,15 +192,23 @@ class _Tracks:
         if inside is None and holders:
             outer = holders[0][2]
             since = _ns(outer["ts"]) + self.t0
-            i = next((i for i, lane in enumerate(lanes) if not lane.open and (lane.last_end is None or lane.last_end < since)),
-                     len(lanes))
+            i = next(
+                (
+                    i
+                    for i, lane in enumerate(lanes)
+                    if not lane.open and (lane.last_end is None or lane.last_end < since)
+                ),
+                len(lanes),
+            )
             copies = holders
         else:
             i = inside if inside is not None else free if free is not None else len(lanes)
         if i == len(lanes):
             lanes.append(_Lane())
         if i >= LANES:
-            raise UsageError(f"track {name!r} of device {pid} needs more than {LANES} lanes: choose a shorter window")
+            raise UsageError(
+                f"track {name!r} of device {pid} needs more than {LANES} lanes: choose a shorter window"
+            )
         lane = lanes[i]
         for o_end, _, event, _ in copies:
             o_ts, o_dur = event["ts"], event["dur"]
@@ -210,10 +236,14 @@ class _Tracks:
         for d in devices:
             name = "Host" if d == HOST_DEVICE else f"Device {d}"
             out.append({"ph": "M", "name": "process_name", "pid": d, "tid": 0, "args": {"name": name}})
-            out.append({"ph": "M", "name": "process_sort_index", "pid": d, "tid": 0, "args": {"sort_index": d}})
+            out.append(
+                {"ph": "M", "name": "process_sort_index", "pid": d, "tid": 0, "args": {"sort_index": d}}
+            )
         for (pid, name), tid in sorted(self.names.items(), key=lambda kv: (kv[0][0], kv[1])):
             out.append({"ph": "M", "name": "thread_name", "pid": pid, "tid": tid, "args": {"name": name}})
-            out.append({"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
+            out.append(
+                {"ph": "M", "name": "thread_sort_index", "pid": pid, "tid": tid, "args": {"sort_index": tid}}
+            )
         return out
 
 
@@ -244,11 +274,19 @@ def _us(ns: int) -> float:
 
 
 # the staging and intermediate tables the trace reads, with those they are made from
-_TABLES = {"stg_api_calls", "stg_task_instances", "stg_task_launches", "stg_task_ops", "int_op_keys",
-           "int_task_executions"}
+_TABLES = {
+    "stg_api_calls",
+    "stg_task_instances",
+    "stg_task_launches",
+    "stg_task_ops",
+    "int_op_keys",
+    "int_task_executions",
+}
 
 
-def _connect_run(wh: Warehouse, run: dict, workdir: Path, memory_limit: str | None, threads: int | None) -> duckdb.DuckDBPyConnection:
+def _connect_run(
+    wh: Warehouse, run: dict, workdir: Path, memory_limit: str | None, threads: int | None
+) -> duckdb.DuckDBPyConnection:
     """The run's raw tables as the build sees them, and the staging and intermediate tables
     the trace needs, made as a build makes them, in a DuckDB that spills to ``workdir``
     beyond ``memory_limit`` (the build's by default)."""
@@ -271,8 +309,10 @@ def _rows(con: duckdb.DuckDBPyConnection, sql: str, params: dict | None = None) 
 # rows that can overlap the window [$lo, $hi] (either end NULL: open), found in SQL so that only
 # the window's rows reach Python; the exact test per event is _overlaps
 _WINDOW = "(start_ns is not null and ($lo is null or coalesce(end_ns, start_ns) >= $lo) and ($hi is null or start_ns <= $hi))"
-_TASK_WINDOW = ("(($lo is null or greatest(waiting_ns, pending_ns, running_ns, complete_ns) >= $lo) "
-                "and ($hi is null or least(waiting_ns, pending_ns, running_ns, complete_ns) <= $hi))")
+_TASK_WINDOW = (
+    "(($lo is null or greatest(waiting_ns, pending_ns, running_ns, complete_ns) >= $lo) "
+    "and ($hi is null or least(waiting_ns, pending_ns, running_ns, complete_ns) <= $hi))"
+)
 
 
 def _overlaps(start: int | None, end: int | None, lo: int | None, hi: int | None) -> bool:
@@ -303,16 +343,26 @@ class _Window:
 
 def _clock(t0: int) -> str:
     if t0 >= WALL_CLOCK_NS:
-        when = datetime.fromtimestamp(t0 // 10**9, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-        return (f"wall clock (UTC): ts = (time - origin) in us, origin {t0} ns since the Unix epoch "
-                f"({when}.{t0 % 10**9:09d}Z)")
+        when = datetime.fromtimestamp(t0 // 10**9, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+        return (
+            f"wall clock (UTC): ts = (time - origin) in us, origin {t0} ns since the Unix epoch "
+            f"({when}.{t0 % 10**9:09d}Z)"
+        )
     return f"host monotonic raw clock: ts = (time - origin) in us, origin {t0} ns on that clock"
 
 
 @contextmanager
-def _trace(wh: Warehouse, run_ref: str, start: str | None, end: str | None, inference: int | None,
-           devices: list[int] | None, memory_limit: str | None, threads: int | None,
-           instance_args: bool = True) -> Iterator[tuple[dict, Iterator[dict]]]:
+def _trace(
+    wh: Warehouse,
+    run_ref: str,
+    start: str | None,
+    end: str | None,
+    inference: int | None,
+    devices: list[int] | None,
+    memory_limit: str | None,
+    threads: int | None,
+    instance_args: bool = True,
+) -> Iterator[tuple[dict, Iterator[dict]]]:
     """(the trace's otherData, its events as a lazy stream; thread names and sort indexes
     last, once every track is known). The run's tables live in a DuckDB that spills,
     rows come from it a batch at a time and events go out as they are made: memory holds
@@ -324,15 +374,25 @@ def _trace(wh: Warehouse, run_ref: str, start: str | None, end: str | None, infe
         con = _connect_run(wh, run, Path(workdir), memory_limit, threads)
         try:
             devs = "true" if not devices else "device_id in (" + ", ".join(str(int(d)) for d in devices) + ")"
-            phases = list(_rows(con, "select device_id, model_name, infer_id, phase, start_ns, end_ns, seq from inferences"
-                                     f" where {devs} order by device_id, start_ns, seq"))
-            t0 = con.execute(f"""
+            phases = list(
+                _rows(
+                    con,
+                    "select device_id, model_name, infer_id, phase, start_ns, end_ns, seq from inferences"
+                    f" where {devs} order by device_id, start_ns, seq",
+                )
+            )
+            t0 = (
+                con.execute(f"""
                 select min(first_ns) from (
                     select min(start_ns) as first_ns from stg_api_calls where {devs}
                     union all select min(start_ns) from inferences where {devs}
                     union all select min(least(waiting_ns, pending_ns, running_ns)) from stg_task_instances where {devs}
-                )""").fetchall()[0][0] or 0
-            window = _Window(t0 + lo_off if lo_off is not None else None, t0 + hi_off if hi_off is not None else None)
+                )""").fetchall()[0][0]
+                or 0
+            )
+            window = _Window(
+                t0 + lo_off if lo_off is not None else None, t0 + hi_off if hi_off is not None else None
+            )
             if inference is not None:
                 # each device's own inference N: devices run their inferences at different times
                 spans: dict[int, tuple[int, int]] = {}
@@ -343,15 +403,25 @@ def _trace(wh: Warehouse, run_ref: str, start: str | None, end: str | None, infe
                 if not spans:
                     raise UsageError(f"run {run['run_id']} has no inference {inference}")
                 window.per_device = {
-                    d: (max(window.lo if window.lo is not None else s0, s0), min(window.hi if window.hi is not None else e0, e0))
-                    for d, (s0, e0) in spans.items()}
+                    d: (
+                        max(window.lo if window.lo is not None else s0, s0),
+                        min(window.hi if window.hi is not None else e0, e0),
+                    )
+                    for d, (s0, e0) in spans.items()
+                }
                 window.lo = min(lo for lo, _ in window.per_device.values())
                 window.hi = max(hi for _, hi in window.per_device.values())
             if window.lo is not None and window.hi is not None and window.hi < window.lo:
                 raise UsageError("the window ends before it starts")
-            other = {"run_id": run["run_id"], "workload": run["workload"], "source_path": run["source_path"],
-                     "clock": _clock(t0), "ts_origin_ns": t0, "window_ns": [window.lo, window.hi],
-                     "generator": f"profetl {__version__}"}
+            other = {
+                "run_id": run["run_id"],
+                "workload": run["workload"],
+                "source_path": run["source_path"],
+                "clock": _clock(t0),
+                "ts_origin_ns": t0,
+                "window_ns": [window.lo, window.hi],
+                "generator": f"profetl {__version__}",
+            }
             if window.per_device is not None:
                 other["window_ns_by_device"] = {str(d): list(b) for d, b in sorted(window.per_device.items())}
             yield other, _events(con, devs, devices, phases, window, t0, instance_args)
@@ -373,7 +443,9 @@ def _spans(phases: list[dict]) -> dict[int, list[dict]]:
         x = spans.setdefault((p["device_id"], p["infer_id"]), {**p, "end_ns": p["end_ns"]})
         x["start_ns"], x["end_ns"] = min(x["start_ns"], p["start_ns"]), max(x["end_ns"], p["end_ns"])
     out: dict[int, list[dict]] = {}
-    for (d, _), x in sorted(spans.items(), key=lambda kv: (kv[0][0], kv[1]["start_ns"], -kv[1]["end_ns"], kv[0][1])):
+    for (d, _), x in sorted(
+        spans.items(), key=lambda kv: (kv[0][0], kv[1]["start_ns"], -kv[1]["end_ns"], kv[0][1])
+    ):
         out.setdefault(d, []).append(x)
     return out
 
@@ -382,8 +454,15 @@ def _inference_name(model_name: str | None) -> str:
     return f"{model_name or 'model'} inference"
 
 
-def _events(con: duckdb.DuckDBPyConnection, devs: str, devices: list[int] | None, phases: list[dict],
-            window: _Window, t0: int, instance_args: bool = True) -> Iterator[dict]:
+def _events(
+    con: duckdb.DuckDBPyConnection,
+    devs: str,
+    devices: list[int] | None,
+    phases: list[dict],
+    window: _Window,
+    t0: int,
+    instance_args: bool = True,
+) -> Iterator[dict]:
     tracks = _Tracks(t0)
     pids: set[int] = set()
     params = {"lo": window.lo, "hi": window.hi}
@@ -400,32 +479,77 @@ def _events(con: duckdb.DuckDBPyConnection, devs: str, devices: list[int] | None
     # placed on a later lane of their track, by (device, thread, start): an arrow from such a
     # call needs its lane; every other call is on its track's first lane
     moved: dict[tuple[int, int, int], int] = {}
-    for c in _rows(con, f"select * from stg_api_calls where {devs} and {_WINDOW} order by device_id, start_ns, end_ns desc, seq", params):
+    for c in _rows(
+        con,
+        f"select * from stg_api_calls where {devs} and {_WINDOW} order by device_id, start_ns, end_ns desc, seq",
+        params,
+    ):
         if not window.keeps(c["device_id"], c["start_ns"], c["end_ns"]):
             continue
         base = tracks.api_base(c["device_id"], c["tid"])
-        tid = tracks.place(c["device_id"], _api_track(c["tid"]), base, c["start_ns"], c["end_ns"], nests=True, holds=True)
+        tid = tracks.place(
+            c["device_id"], _api_track(c["tid"]), base, c["start_ns"], c["end_ns"], nests=True, holds=True
+        )
         if c["level"] == "runtime" and tid != base:
             moved[(c["device_id"], c["tid"], c["start_ns"])] = tid
-        args = {k: c[k] for k in ("level", "api_type", "pid", "tid", "stream_id", "seq") if c.get(k) is not None}
+        args = {
+            k: c[k] for k in ("level", "api_type", "pid", "tid", "stream_id", "seq") if c.get(k) is not None
+        }
         pids.add(c["device_id"])
-        yield event({"ph": "X", "cat": "api", "name": c["api_name"], "ts": ts(c["start_ns"]),
-                     "dur": tracks.dur, "pid": c["device_id"], "tid": tid}, args)
+        yield event(
+            {
+                "ph": "X",
+                "cat": "api",
+                "name": c["api_name"],
+                "ts": ts(c["start_ns"]),
+                "dur": tracks.dur,
+                "pid": c["device_id"],
+                "tid": tid,
+            },
+            args,
+        )
     # each inference holds its phases; model loads beside them
     spans = _spans(phases)
-    inferences = sorted([{**x, "phase": None} for xs in spans.values() for x in xs] + phases,
-                        key=lambda p: (p["device_id"], p["start_ns"], -p["end_ns"], p["phase"] is not None, p["seq"]))
+    inferences = sorted(
+        [{**x, "phase": None} for xs in spans.values() for x in xs] + phases,
+        key=lambda p: (p["device_id"], p["start_ns"], -p["end_ns"], p["phase"] is not None, p["seq"]),
+    )
     for p in inferences:
         if not window.keeps(p["device_id"], p["start_ns"], p["end_ns"]):
             continue
         whole = p["phase"] is None
-        name = (_inference_name(p["model_name"]) if whole else f"{p['model_name'] or 'model'} load"
-                if p["phase"] == "load" else p["phase"])
-        tid = tracks.place(p["device_id"], "Inferences", 900 * LANES, p["start_ns"], p["end_ns"], nests=not whole, holds=whole)
+        name = (
+            _inference_name(p["model_name"])
+            if whole
+            else f"{p['model_name'] or 'model'} load"
+            if p["phase"] == "load"
+            else p["phase"]
+        )
+        tid = tracks.place(
+            p["device_id"],
+            "Inferences",
+            900 * LANES,
+            p["start_ns"],
+            p["end_ns"],
+            nests=not whole,
+            holds=whole,
+        )
         pids.add(p["device_id"])
-        args = {"model_name": p["model_name"], "infer_id": p["infer_id"]} | ({} if whole else {"phase": p["phase"]})
-        yield event({"ph": "X", "cat": "inference_span" if whole else "inference", "name": name, "ts": ts(p["start_ns"]),
-                     "dur": tracks.dur, "pid": p["device_id"], "tid": tid}, args)
+        args = {"model_name": p["model_name"], "infer_id": p["infer_id"]} | (
+            {} if whole else {"phase": p["phase"]}
+        )
+        yield event(
+            {
+                "ph": "X",
+                "cat": "inference_span" if whole else "inference",
+                "name": name,
+                "ts": ts(p["start_ns"]),
+                "dur": tracks.dur,
+                "pid": p["device_id"],
+                "tid": tid,
+            },
+            args,
+        )
 
     # every stream's task track holds its device's inferences too, and the tasks nest in them
     todo: dict[tuple, int] = {}  # (device, stream) -> the index of its device's next inference
@@ -439,83 +563,188 @@ def _events(con: duckdb.DuckDBPyConnection, devs: str, devices: list[int] | None
             i += 1
             if not window.keeps(device, x["start_ns"], x["end_ns"]):
                 continue
-            e = event({"ph": "X", "cat": "inference_span", "name": _inference_name(x["model_name"]),
-                       "ts": ts(x["start_ns"]), "dur": _us(x["end_ns"] - x["start_ns"]), "pid": device},
-                      {"model_name": x["model_name"], "infer_id": x["infer_id"]})
-            tid = tracks.place(device, track, _stream_base(stream, 0), x["start_ns"], x["end_ns"], holds=True, repeat=e)
+            e = event(
+                {
+                    "ph": "X",
+                    "cat": "inference_span",
+                    "name": _inference_name(x["model_name"]),
+                    "ts": ts(x["start_ns"]),
+                    "dur": _us(x["end_ns"] - x["start_ns"]),
+                    "pid": device,
+                },
+                {"model_name": x["model_name"], "infer_id": x["infer_id"]},
+            )
+            tid = tracks.place(
+                device, track, _stream_base(stream, 0), x["start_ns"], x["end_ns"], holds=True, repeat=e
+            )
             yield e | {"tid": tid}
         todo[(device, stream)] = i
 
     flow = 0
     for t in _rows(con, _TASKS_SQL.format(where=f"{devs} and {_TASK_WINDOW}"), params):
         name = t["op_name"] or t["task_type_name"] or "task"
-        args = {k: t[k] for k in ("stream_id", "task_id", "instance_no", "task_type_name", "op_name", "op_type",
-                                  "api_name", "record_kind") if t.get(k) is not None}
+        args = {
+            k: t[k]
+            for k in (
+                "stream_id",
+                "task_id",
+                "instance_no",
+                "task_type_name",
+                "op_name",
+                "op_type",
+                "api_name",
+                "record_kind",
+            )
+            if t.get(k) is not None
+        }
         stream = f"Stream {t['stream_id']}"
         begin = t["running_ns"] if t["running_ns"] is not None else t["pending_ns"]
         if not t["is_complete"] or begin is None:
-            last = max(x for x in (t["waiting_ns"], t["pending_ns"], t["running_ns"], t["complete_ns"]) if x is not None)
+            last = max(
+                x
+                for x in (t["waiting_ns"], t["pending_ns"], t["running_ns"], t["complete_ns"])
+                if x is not None
+            )
             if not window.keeps(t["device_id"], last, last):
                 continue
             yield from inferences_until(t["device_id"], t["stream_id"], last)
-            tid = tracks.place(t["device_id"], f"{stream} tasks", _stream_base(t["stream_id"], 0), last, last,
-                               nests=True, instant=True)
+            tid = tracks.place(
+                t["device_id"],
+                f"{stream} tasks",
+                _stream_base(t["stream_id"], 0),
+                last,
+                last,
+                nests=True,
+                instant=True,
+            )
             yield from tracks.take_repeated()
             kind = "no COMPLETE" if not t["is_complete"] else "no RUNNING or PENDING"
             pids.add(t["device_id"])
-            yield event({"ph": "i", "s": "t", "cat": "task", "name": f"{name} ({kind})", "ts": ts(last),
-                         "pid": t["device_id"], "tid": tid}, args)
+            yield event(
+                {
+                    "ph": "i",
+                    "s": "t",
+                    "cat": "task",
+                    "name": f"{name} ({kind})",
+                    "ts": ts(last),
+                    "pid": t["device_id"],
+                    "tid": tid,
+                },
+                args,
+            )
             continue
         if not window.keeps(t["device_id"], begin, t["complete_ns"]):
             continue
         yield from inferences_until(t["device_id"], t["stream_id"], begin)
-        tid = tracks.place(t["device_id"], f"{stream} tasks", _stream_base(t["stream_id"], 0), begin, t["complete_ns"],
-                           nests=True)
+        tid = tracks.place(
+            t["device_id"],
+            f"{stream} tasks",
+            _stream_base(t["stream_id"], 0),
+            begin,
+            t["complete_ns"],
+            nests=True,
+        )
         yield from tracks.take_repeated()
         pids.add(t["device_id"])
         states = [("waiting", t["waiting_ns"]), ("pending", t["pending_ns"]), ("running", t["running_ns"])]
         marks = sorted([(x, s) for s, x in states if x is not None] + [(t["complete_ns"], "complete")])
         # how long the instance spent in each state (ns), not when it entered it
-        spent = {f"{state}_dur_ns": nxt - x for (x, state), (nxt, _) in zip(marks, marks[1:]) if state != "complete"}
-        yield event({"ph": "X", "cat": "task", "name": name, "ts": ts(begin),
-                     "dur": tracks.dur, "pid": t["device_id"], "tid": tid}, args | spent)
+        spent = {
+            f"{state}_dur_ns": nxt - x
+            for (x, state), (nxt, _) in zip(marks, marks[1:])
+            if state != "complete"
+        }
+        yield event(
+            {
+                "ph": "X",
+                "cat": "task",
+                "name": name,
+                "ts": ts(begin),
+                "dur": tracks.dur,
+                "pid": t["device_id"],
+                "tid": tid,
+            },
+            args | spent,
+        )
         # an arrow from the launching runtime call, when that call is in the trace
         call_dev = t["call_device_id"]
-        if call_dev is not None and (not devices or call_dev in devices) \
-                and window.keeps(call_dev, t["call_start_ns"], t["call_end_ns"]):
-            call_tid = (moved.get((call_dev, t["call_tid"], t["call_start_ns"]))
-                        or tracks.names.get((call_dev, _api_track(t["call_tid"]))))
+        if (
+            call_dev is not None
+            and (not devices or call_dev in devices)
+            and window.keeps(call_dev, t["call_start_ns"], t["call_end_ns"])
+        ):
+            call_tid = moved.get((call_dev, t["call_tid"], t["call_start_ns"])) or tracks.names.get(
+                (call_dev, _api_track(t["call_tid"]))
+            )
         else:
             call_tid = None
         if call_tid is not None:
             flow += 1
-            yield {"ph": "s", "cat": "launch", "name": "launch", "id": flow, "ts": ts(t["call_start_ns"]),
-                   "pid": call_dev, "tid": call_tid}
-            yield {"ph": "f", "bp": "e", "cat": "launch", "name": "launch", "id": flow, "ts": ts(begin),
-                   "pid": t["device_id"], "tid": tid}
+            yield {
+                "ph": "s",
+                "cat": "launch",
+                "name": "launch",
+                "id": flow,
+                "ts": ts(t["call_start_ns"]),
+                "pid": call_dev,
+                "tid": call_tid,
+            }
+            yield {
+                "ph": "f",
+                "bp": "e",
+                "cat": "launch",
+                "name": "launch",
+                "id": flow,
+                "ts": ts(begin),
+                "pid": t["device_id"],
+                "tid": tid,
+            }
         for (x, state), (nxt, _) in zip(marks, marks[1:]):
             if state == "complete" or nxt <= x:
                 continue
-            sid = tracks.place(t["device_id"], f"{stream} {state}", _stream_base(t["stream_id"], _STATE_RANK[state]), x, nxt)
-            yield event({"ph": "X", "cat": "task_state", "name": state, "ts": ts(x), "dur": _us(nxt - x),
-                         "pid": t["device_id"], "tid": sid}, {"op_name": t["op_name"], "task_id": t["task_id"]})
+            sid = tracks.place(
+                t["device_id"], f"{stream} {state}", _stream_base(t["stream_id"], _STATE_RANK[state]), x, nxt
+            )
+            yield event(
+                {
+                    "ph": "X",
+                    "cat": "task_state",
+                    "name": state,
+                    "ts": ts(x),
+                    "dur": _us(nxt - x),
+                    "pid": t["device_id"],
+                    "tid": sid,
+                },
+                {"op_name": t["op_name"], "task_id": t["task_id"]},
+            )
     # the inferences after a stream's last task
     for device, stream in list(todo):
         yield from inferences_until(device, stream, None)
     yield from tracks.metadata(sorted(pids))
 
 
-def write_trace(wh: Warehouse, out: str, run_ref: str = "latest", start: str | None = None, end: str | None = None,
-                inference: int | None = None, devices: list[int] | None = None,
-                memory_limit: str | None = None, threads: int | None = None,
-                instance_args: bool = True) -> tuple[str, int]:
+def write_trace(
+    wh: Warehouse,
+    out: str,
+    run_ref: str = "latest",
+    start: str | None = None,
+    end: str | None = None,
+    inference: int | None = None,
+    devices: list[int] | None = None,
+    memory_limit: str | None = None,
+    threads: int | None = None,
+    instance_args: bool = True,
+) -> tuple[str, int]:
     """The run as a Trace Event JSON object written to ``out`` event by event (``-``
     standard output; a ``.gz`` name is gzipped; a file appears whole or not at all); returns
     (run id, events written, thread names and sort indexes not counted). ``start`` / ``end`` are
     offsets from the run's first event (``3ms``); ``inference`` limits it to that inference's
     span on every device. ``instance_args=False`` leaves args out of the events (speedscope
     takes a slice's args as part of its function's name)."""
-    with _trace(wh, run_ref, start, end, inference, devices, memory_limit, threads, instance_args) as (other, events):
+    with _trace(wh, run_ref, start, end, inference, devices, memory_limit, threads, instance_args) as (
+        other,
+        events,
+    ):
         count = 0
 
         def write(f: TextIO) -> None:
@@ -524,15 +753,21 @@ def write_trace(wh: Warehouse, out: str, run_ref: str = "latest", start: str | N
             for i, e in enumerate(events):
                 f.write(("," if i else "") + json.dumps(e, separators=(",", ":")))
                 count += e["ph"] != "M"
-            f.write('],"displayTimeUnit":"ns","otherData":' + json.dumps(other, separators=(",", ":")) + "}\n")
+            f.write(
+                '],"displayTimeUnit":"ns","otherData":' + json.dumps(other, separators=(",", ":")) + "}\n"
+            )
 
         if out == "-":
             write(sys.stdout)
             sys.stdout.flush()
         elif out.endswith(".gz"):
+
             def write_gz(p: Path) -> None:
-                with open(p, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz, \
-                        io.TextIOWrapper(gz, encoding="utf-8") as f:
+                with (
+                    open(p, "wb") as raw,
+                    gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, filename="") as gz,
+                    io.TextIOWrapper(gz, encoding="utf-8") as f,
+                ):
                     write(f)
 
             atomic_write(Path(out), write_gz)

@@ -40,16 +40,24 @@ class Batch:
         return Batch(self.records[keep], self.offsets[keep], self.seq[keep])
 
 
-def report_bytes(stream: SliceStream, log: IssueLog, device_id, offset: int, length: int,
-                 kind: str, message: str, count: int = 1) -> None:
+def report_bytes(
+    stream: SliceStream,
+    log: IssueLog,
+    device_id,
+    offset: int,
+    length: int,
+    kind: str,
+    message: str,
+    count: int = 1,
+) -> None:
     """Bytes not decoded: one issue per slice file the stream range covers."""
     for rel, off, n in stream.spans(offset, length):
-        log.add(Issue(rel, kind, message, device_id=device_id, byte_offset=off,
-                      byte_length=n, count=count))
+        log.add(Issue(rel, kind, message, device_id=device_id, byte_offset=off, byte_length=n, count=count))
 
 
-def decode_fixed(stream: SliceStream, layout: Layout, log: IssueLog, device_id: int | None,
-                 check_magic: bool = True) -> Iterator[Batch]:
+def decode_fixed(
+    stream: SliceStream, layout: Layout, log: IssueLog, device_id: int | None, check_magic: bool = True
+) -> Iterator[Batch]:
     """Fixed-size records; records whose magic is not 0x5A5A are reported and skipped."""
     size = layout.size
     carry = Carry()
@@ -68,14 +76,29 @@ def decode_fixed(stream: SliceStream, layout: Layout, log: IssueLog, device_id: 
             bad = rec["magic"] != HOST_MAGIC
             if bad.any():
                 for i, k in runs_of_true(bad):
-                    report_bytes(stream, log, device_id, int(offs[i]), k * size, "bad_magic",
-                            f"{k} {layout.name} record(s) without magic 0x5A5A skipped", k)
+                    report_bytes(
+                        stream,
+                        log,
+                        device_id,
+                        int(offs[i]),
+                        k * size,
+                        "bad_magic",
+                        f"{k} {layout.name} record(s) without magic 0x5A5A skipped",
+                        k,
+                    )
                 rec, offs, seq = rec[~bad], offs[~bad], seq[~bad]
         log.decoded(len(rec) * size)
         yield Batch(rec, offs, seq)
     if carry.tail:
-        report_bytes(stream, log, device_id, carry.tail_offset, len(carry.tail), "truncated_record",
-                f"stream ends {len(carry.tail)} bytes into a {size}-byte {layout.name} record")
+        report_bytes(
+            stream,
+            log,
+            device_id,
+            carry.tail_offset,
+            len(carry.tail),
+            "truncated_record",
+            f"stream ends {len(carry.tail)} bytes into a {size}-byte {layout.name} record",
+        )
 
 
 @dataclass
@@ -86,8 +109,9 @@ class TlvRun:
     count: int
 
 
-def tlv_runs(buf: np.ndarray, decoded: dict[int, Layout], counted: dict[int, str]
-             ) -> tuple[list[TlvRun], int, str | None]:
+def tlv_runs(
+    buf: np.ndarray, decoded: dict[int, Layout], counted: dict[int, str]
+) -> tuple[list[TlvRun], int, str | None]:
     """Cut a buffer into runs of same-tag, same-size TLV records.
 
     Returns the runs, the bytes consumed, and an error message when the stream is
@@ -117,13 +141,13 @@ def tlv_runs(buf: np.ndarray, decoded: dict[int, Layout], counted: dict[int, str
         avail = (n - pos) // size
         aligned = pos % 4 == 0 and size % 4 == 0
         if aligned:
-            headers = keys[pos // 4:: size // 4]
+            headers = keys[pos // 4 :: size // 4]
             key = tag | (size << 8)
         m, probe = 0, 16
         while m < avail:
             k = min(avail - m, probe)
             if aligned:
-                same = headers[m:m + k] == key
+                same = headers[m : m + k] == key
             else:
                 idx = pos + size * (m + np.arange(k, dtype=np.int64))
                 same = (buf[idx + 1] == tag) & (
@@ -140,8 +164,13 @@ def tlv_runs(buf: np.ndarray, decoded: dict[int, Layout], counted: dict[int, str
     return runs, pos, None
 
 
-def decode_tlv(stream: SliceStream, decoded: dict[int, Layout], counted: dict[int, str],
-               log: IssueLog, device_id: int | None) -> Iterator[dict[int, Batch]]:
+def decode_tlv(
+    stream: SliceStream,
+    decoded: dict[int, Layout],
+    counted: dict[int, str],
+    log: IssueLog,
+    device_id: int | None,
+) -> Iterator[dict[int, Batch]]:
     """Decoded records by tag, chunk by chunk. Counted tags are reported by count and bytes.
 
     A corrupt header stops the stream (there is no resynchronisation marker): the rest
@@ -172,17 +201,39 @@ def decode_tlv(stream: SliceStream, decoded: dict[int, Layout], counted: dict[in
             yield {tag: _concat(batches, decoded[tag]) for tag, batches in parts.items()}
         if error is not None:
             bad_at = start + consumed
-            report_bytes(stream, log, device_id, bad_at, stream.total - bad_at, "corrupt_stream",
-                    f"{error}; the rest of the stream cannot be framed and is skipped")
+            report_bytes(
+                stream,
+                log,
+                device_id,
+                bad_at,
+                stream.total - bad_at,
+                "corrupt_stream",
+                f"{error}; the rest of the stream cannot be framed and is skipped",
+            )
             carry.tail = b""
             break
     for tag, (count, nbytes) in sorted(counted_n.items()):
         rel = stream.files[0].rel if stream.files else ""
-        log.add(Issue(rel, "counted_tag", f"{count} {counted[tag]} (tag {tag}) record(s) counted, not decoded",
-                      device_id=device_id, byte_length=nbytes, count=count))
+        log.add(
+            Issue(
+                rel,
+                "counted_tag",
+                f"{count} {counted[tag]} (tag {tag}) record(s) counted, not decoded",
+                device_id=device_id,
+                byte_length=nbytes,
+                count=count,
+            )
+        )
     if carry.tail:
-        report_bytes(stream, log, device_id, carry.tail_offset, len(carry.tail), "truncated_record",
-                f"stream ends inside a record ({len(carry.tail)} bytes left)")
+        report_bytes(
+            stream,
+            log,
+            device_id,
+            carry.tail_offset,
+            len(carry.tail),
+            "truncated_record",
+            f"stream ends inside a record ({len(carry.tail)} bytes left)",
+        )
 
 
 def _concat(batches: list[Batch], layout: Layout) -> Batch:
@@ -194,10 +245,10 @@ def _concat(batches: list[Batch], layout: Layout) -> Batch:
         recs = np.concatenate([b.records.view(np.uint8) for b in batches]).view(dtype)
     else:
         # Runs of one tag may differ in record size: bring them to the layout's own dtype.
-        recs = np.concatenate([b.records if b.records.dtype == layout.dtype else _narrow(b.records, layout)
-                               for b in batches])
-    return Batch(recs, np.concatenate([b.offsets for b in batches]),
-                 np.concatenate([b.seq for b in batches]))
+        recs = np.concatenate(
+            [b.records if b.records.dtype == layout.dtype else _narrow(b.records, layout) for b in batches]
+        )
+    return Batch(recs, np.concatenate([b.offsets for b in batches]), np.concatenate([b.seq for b in batches]))
 
 
 def _narrow(rec: np.ndarray, layout: Layout) -> np.ndarray:

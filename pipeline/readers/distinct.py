@@ -23,8 +23,9 @@ def distinct(values: np.ndarray) -> tuple[list, np.ndarray]:
     """
     if values.dtype.kind == "S":
         width = values.dtype.itemsize
-        arr = pa.FixedSizeBinaryArray.from_buffers(pa.binary(width), len(values),
-                                                   [None, pa.py_buffer(np.ascontiguousarray(values))])
+        arr = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(width), len(values), [None, pa.py_buffer(np.ascontiguousarray(values))]
+        )
     else:
         arr = pa.array(values)
     enc = arr.dictionary_encode()
@@ -37,16 +38,21 @@ def map_distinct(values: np.ndarray, fn: Callable, type: pa.DataType | None = No
     array of it (int32 indices, no NULL among the dictionary's values); with ``type``, a plain
     array of that type."""
     if len(values) == 0:
-        return pa.array([], type) if type is not None else pa.DictionaryArray.from_arrays(
-            pa.array([], pa.int32()), pa.array([], pa.string()))
+        return (
+            pa.array([], type)
+            if type is not None
+            else pa.DictionaryArray.from_arrays(pa.array([], pa.int32()), pa.array([], pa.string()))
+        )
     uniq, index = distinct(values)
     results = [fn(v) for v in uniq]
     if type is not None:
         return pa.array(results, type).take(pa.array(index))
     none = [i for i, r in enumerate(results) if r is None]
     mask = np.isin(index, none) if none else None
-    return pa.DictionaryArray.from_arrays(pa.array(index.astype(np.int32), mask=mask),
-                                          pa.array(["" if r is None else r for r in results], pa.string()))
+    return pa.DictionaryArray.from_arrays(
+        pa.array(index.astype(np.int32), mask=mask),
+        pa.array(["" if r is None else r for r in results], pa.string()),
+    )
 
 
 def merge_by_mask(mask: np.ndarray, where_true: pa.Array, where_false: pa.Array) -> pa.Array:
@@ -54,8 +60,9 @@ def merge_by_mask(mask: np.ndarray, where_true: pa.Array, where_false: pa.Array)
     ``where_false``'s at the others (for fields whose meaning depends on another field).
     Text given once as a dictionary array and once as plain text comes back as a dictionary."""
     if where_true.type != where_false.type:
-        where_true, where_false = (a if pa.types.is_dictionary(a.type) else a.dictionary_encode()
-                                   for a in (where_true, where_false))
+        where_true, where_false = (
+            a if pa.types.is_dictionary(a.type) else a.dictionary_encode() for a in (where_true, where_false)
+        )
     order = np.concatenate([np.flatnonzero(mask), np.flatnonzero(~mask)])
     position = np.empty(len(mask), np.int64)
     position[order] = np.arange(len(mask))

@@ -77,9 +77,17 @@ class _States:
         else:
             memcpy = (np.asarray(kind, dtype=object)[rows] == "ts_memcpy").astype(np.int64)
         ts, has_ts = _times(columns["ts_ns"], rows)
-        return cls(rows, _ints(columns, "device_id", rows), memcpy, _ints(columns, "stream_id", rows),
-                   _ints(columns, "task_id", rows), ts, has_ts, _ints(columns, "task_state", rows),
-                   _ints(columns, "seq", rows))
+        return cls(
+            rows,
+            _ints(columns, "device_id", rows),
+            memcpy,
+            _ints(columns, "stream_id", rows),
+            _ints(columns, "task_id", rows),
+            ts,
+            has_ts,
+            _ints(columns, "task_state", rows),
+            _ints(columns, "seq", rows),
+        )
 
     @classmethod
     def of_runs(cls, columns: dict, rows: np.ndarray) -> _States:
@@ -87,14 +95,29 @@ class _States:
         one counted."""
         end, has_end = _times(columns["end_ns"], rows)
         zero = np.zeros(len(rows), np.int64)
-        return cls(rows, _ints(columns, "device_id", rows), zero, _ints(columns, "stream_id", rows),
-                   _ints(columns, "task_id", rows), end, has_end, zero + COMPLETE, _ints(columns, "seq", rows))
+        return cls(
+            rows,
+            _ints(columns, "device_id", rows),
+            zero,
+            _ints(columns, "stream_id", rows),
+            _ints(columns, "task_id", rows),
+            end,
+            has_end,
+            zero + COMPLETE,
+            _ints(columns, "seq", rows),
+        )
 
     def countable(self) -> np.ndarray:
         """Rows with a time whose ids fit the packed key."""
-        return (self.has_ts & (self.device >= 0) & (self.device < 1 << _DEVICE_BITS)
-                & (self.stream >= 0) & (self.stream < 1 << _STREAM_BITS)
-                & (self.task >= 0) & (self.task < 1 << _TASK_BITS))
+        return (
+            self.has_ts
+            & (self.device >= 0)
+            & (self.device < 1 << _DEVICE_BITS)
+            & (self.stream >= 0)
+            & (self.stream < 1 << _STREAM_BITS)
+            & (self.task >= 0)
+            & (self.task < 1 << _TASK_BITS)
+        )
 
     def take(self, mask: np.ndarray) -> _States:
         return _States(*(getattr(self, f.name)[mask] for f in fields(self)))
@@ -180,8 +203,14 @@ class InstanceNumbers:
             return zero, zero.astype(bool), zero, zero, zero, zero
         pos = np.minimum(np.searchsorted(self._keys, uniq), len(self._keys) - 1)
         seen = self._keys[pos] == uniq
-        return (pos, seen, *(np.where(seen, a[pos], 0)
-                             for a in (self._count, self._last_ts, self._last_state, self._last_seq)))
+        return (
+            pos,
+            seen,
+            *(
+                np.where(seen, a[pos], 0)
+                for a in (self._count, self._last_ts, self._last_state, self._last_seq)
+            ),
+        )
 
     def _remember(self, uniq, seen, pos, total, last_ts, last_state, last_seq) -> None:
         p = pos[seen]

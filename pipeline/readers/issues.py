@@ -65,13 +65,28 @@ class IssueLog:
 
 
 # Issue kinds that stand for bytes of a recognised file that were not decoded into a record.
-BYTE_KINDS = {"truncated_record", "corrupt_stream", "bad_magic", "counted_tag", "bad_hash_line", "bad_text_line",
-              "unreadable_file", "changed_while_read"}
+BYTE_KINDS = {
+    "truncated_record",
+    "corrupt_stream",
+    "bad_magic",
+    "counted_tag",
+    "bad_hash_line",
+    "bad_text_line",
+    "unreadable_file",
+    "changed_while_read",
+}
 
 # Issue kinds that mean the run lacks data the dump was meant to hold: bytes not decoded,
 # metadata that could not be read, files or parts of files missing, a writer not finished.
 # A night where a dump is built with any of them ends with ExitCode.DATA_LOSS.
-LOSS_KINDS = BYTE_KINDS | {"bad_metadata", "missing_file", "missing_data", "unfinished_write", "bad_row", "no_data"}
+LOSS_KINDS = BYTE_KINDS | {
+    "bad_metadata",
+    "missing_file",
+    "missing_data",
+    "unfinished_write",
+    "bad_row",
+    "no_data",
+}
 
 
 def runs_of_true(mask: np.ndarray) -> list[tuple[int, int]]:

@@ -79,7 +79,8 @@ class DeviceInfo(_Open):
     aiv_num: Small | None = None
 
     _freq = field_validator("hwts_frequency", "aic_frequency", "aiv_frequency")(
-        classmethod(lambda cls, v: _check_freq(v)))
+        classmethod(lambda cls, v: _check_freq(v))
+    )
 
     @property
     def hwts_mhz(self) -> float | None:
@@ -135,7 +136,9 @@ class SampleJson(_Open):
             except ValueError:
                 raise MetadataError(f"ai_core_profiling_events has {part!r}, not a hex event id") from None
             if ids[-1] > MAX_I32:
-                raise MetadataError(f"ai_core_profiling_events has {part[:24]!r}, out of the range of event ids")
+                raise MetadataError(
+                    f"ai_core_profiling_events has {part[:24]!r}, out of the range of event ids"
+                )
         return ids
 
 
@@ -241,8 +244,10 @@ def read_sync_log(path: Path) -> SyncLog:
             digits = m.group(2)
             value = int(digits) if len(digits) <= 20 else None
             if value is None or not 0 <= value <= MAX_I64:
-                raise MetadataError(f"{m.group(1)}: {digits[:24]}{'...' if len(digits) > 24 else ''} is out of the "
-                                    "range of a 64-bit clock")
+                raise MetadataError(
+                    f"{m.group(1)}: {digits[:24]}{'...' if len(digits) > 24 else ''} is out of the "
+                    "range of a 64-bit clock"
+                )
             values[m.group(1)] = value
     if "clock_monotonic_raw" not in values and "cntvct" not in values:
         raise MetadataError("has neither clock_monotonic_raw nor cntvct")
@@ -269,6 +274,12 @@ def normalise_metric_set(name: str | None) -> str | None:
 
 
 CHIPS = {
-    "0": "Ascend310", "1": "Ascend910A", "2": "mdc", "3": "lhisi", "4": "Ascend310P",
-    "5": "Ascend910B", "7": "Ascend310B", "15": "Ascend950",
+    "0": "Ascend310",
+    "1": "Ascend910A",
+    "2": "mdc",
+    "3": "lhisi",
+    "4": "Ascend310P",
+    "5": "Ascend910B",
+    "7": "Ascend310B",
+    "15": "Ascend950",
 }

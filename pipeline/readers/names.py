@@ -43,9 +43,16 @@ def name_reporter(stream, offsets: np.ndarray, log: IssueLog, device_id: int | N
         files = stream.file_index(offs)
         for i in np.unique(files).tolist():
             mine = offs[files == i]
-            log.add(Issue(stream.files[i].rel, "bad_name_encoding",
-                          f"{len(mine)} {what} field(s) are not UTF-8; kept with \\x escapes",
-                          device_id=device_id, byte_offset=int(mine[0] - stream.starts[i]), count=len(mine)))
+            log.add(
+                Issue(
+                    stream.files[i].rel,
+                    "bad_name_encoding",
+                    f"{len(mine)} {what} field(s) are not UTF-8; kept with \\x escapes",
+                    device_id=device_id,
+                    byte_offset=int(mine[0] - stream.starts[i]),
+                    count=len(mine),
+                )
+            )
 
     return report
 
@@ -57,11 +64,23 @@ def read_hash_dic(path: Path, rel: str, log: IssueLog, device_id: int | None) ->
         key, sep, value = line.partition(b":")
         return (int(key.strip()), value.decode("utf-8", "replace")) if sep and key.strip().isdigit() else None
 
-    return dict(v for _, v in parse_lines(path.read_bytes(), entry, log, rel, device_id, "bad_hash_line", "<id>:<name>"))
+    return dict(
+        v
+        for _, v in parse_lines(path.read_bytes(), entry, log, rel, device_id, "bad_hash_line", "<id>:<name>")
+    )
 
 
-def names_or_hashes(kind: np.ndarray, names: np.ndarray, hashes: np.ndarray, dic: dict[int, str],
-                    what: str, rel: str, log: IssueLog, device_id: int, on_bad=None) -> pa.Array:
+def names_or_hashes(
+    kind: np.ndarray,
+    names: np.ndarray,
+    hashes: np.ndarray,
+    dic: dict[int, str],
+    what: str,
+    rel: str,
+    log: IssueLog,
+    device_id: int,
+    on_bad=None,
+) -> pa.Array:
     """A union field: the string where ``kind`` is 1, else the hash resolved through ``dic``.
 
     An unresolved hash keeps its decimal id as the name and is reported.
@@ -78,10 +97,19 @@ def names_or_hashes(kind: np.ndarray, names: np.ndarray, hashes: np.ndarray, dic
             return str(x)
         return found
 
-    out = merge_by_mask(strings, decode_names(names[strings], report), map_distinct(hashes[~strings], resolve))
+    out = merge_by_mask(
+        strings, decode_names(names[strings], report), map_distinct(hashes[~strings], resolve)
+    )
     if missing:
-        log.add(Issue(rel, "unresolved_hash", f"{missing} {what} hash id(s) not in any hash_dic; the id is kept as the name",
-                      device_id=device_id, count=missing))
+        log.add(
+            Issue(
+                rel,
+                "unresolved_hash",
+                f"{missing} {what} hash id(s) not in any hash_dic; the id is kept as the name",
+                device_id=device_id,
+                count=missing,
+            )
+        )
     return out
 
 

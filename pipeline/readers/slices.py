@@ -39,8 +39,14 @@ class SliceStream:
     (``grown_while_read``) and so is a slice shorter than its ``.done`` marker says
     (``missing_data``)."""
 
-    def __init__(self, files: list[SliceFile], chunk_bytes: int = CHUNK_BYTES, skip: int = 0,
-                 log=None, device_id: int | None = None):
+    def __init__(
+        self,
+        files: list[SliceFile],
+        chunk_bytes: int = CHUNK_BYTES,
+        skip: int = 0,
+        log=None,
+        device_id: int | None = None,
+    ):
         self.files = files
         self.chunk_bytes = chunk_bytes
         self.skip = skip
@@ -53,9 +59,17 @@ class SliceStream:
             for f in files:
                 declared = done_size(f.path)
                 if declared is not None and declared > f.size:
-                    log.add(Issue(f.rel, "missing_data", f"holds {f.size} bytes where its .done marker says "
-                                  f"{declared}: {declared - f.size} bytes are missing", device_id=device_id,
-                                  byte_offset=f.size, byte_length=declared - f.size))
+                    log.add(
+                        Issue(
+                            f.rel,
+                            "missing_data",
+                            f"holds {f.size} bytes where its .done marker says "
+                            f"{declared}: {declared - f.size} bytes are missing",
+                            device_id=device_id,
+                            byte_offset=f.size,
+                            byte_length=declared - f.size,
+                        )
+                    )
 
     def chunks(self, align: int = 1) -> Iterator[tuple[int, bytes]]:
         """(stream offset, bytes) for every chunk of every slice, in order. With ``align`` (a
@@ -80,9 +94,17 @@ class SliceStream:
                     pos += len(data)
                 grown = os.fstat(fh.fileno()).st_size - f.size
                 if grown > 0 and self.log is not None:
-                    self.log.add(Issue(f.rel, "grown_while_read", f"{grown} bytes were written to it after the ingest "
-                                       "measured it; not read (the dump counts as changed, the next run reads them)",
-                                       device_id=self.device_id, byte_offset=f.size, byte_length=grown))
+                    self.log.add(
+                        Issue(
+                            f.rel,
+                            "grown_while_read",
+                            f"{grown} bytes were written to it after the ingest "
+                            "measured it; not read (the dump counts as changed, the next run reads them)",
+                            device_id=self.device_id,
+                            byte_offset=f.size,
+                            byte_length=grown,
+                        )
+                    )
 
     def file_index(self, offsets: np.ndarray) -> np.ndarray:
         """Index into ``files`` of the slice holding each stream offset."""

@@ -11,8 +11,15 @@ from pipeline.readers.issues import Issue, IssueLog
 T = TypeVar("T")
 
 
-def parse_lines(raw: bytes, parse: Callable[[bytes], T | None], log: IssueLog, rel: str,
-                device_id: int | None, kind: str, expected: str) -> list[tuple[int, T]]:
+def parse_lines(
+    raw: bytes,
+    parse: Callable[[bytes], T | None],
+    log: IssueLog,
+    rel: str,
+    device_id: int | None,
+    kind: str,
+    expected: str,
+) -> list[tuple[int, T]]:
     """``(line number, parse(line))`` for every line ``parse`` accepts (it returns None for
     a line it does not); blank lines are fine, the others one issue with their bytes."""
     out: list[tuple[int, T]] = []
@@ -28,6 +35,15 @@ def parse_lines(raw: bytes, parse: Callable[[bytes], T | None], log: IssueLog, r
         offset += len(line)
     log.decoded(len(raw) - bad_bytes)
     if bad:
-        log.add(Issue(rel, kind, f"{bad} line(s) are not {expected} and were skipped",
-                      device_id=device_id, byte_offset=first_bad, byte_length=bad_bytes, count=bad))
+        log.add(
+            Issue(
+                rel,
+                kind,
+                f"{bad} line(s) are not {expected} and were skipped",
+                device_id=device_id,
+                byte_offset=first_bad,
+                byte_length=bad_bytes,
+                count=bad,
+            )
+        )
     return out

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +27,17 @@ from pipeline.errors import UsageError
 from pipeline.layouts import HOST_MAGIC
 from pipeline.layouts import hiprof as hiprof_layouts
 from pipeline.synth.prof import block_cycles
-from pipeline.synth.truth import ApiCall, DeviceTruth, Inference, Op, Pmu, TaskInstance, TaskState, Truth, training_marks
+from pipeline.synth.truth import (
+    ApiCall,
+    DeviceTruth,
+    Inference,
+    Op,
+    Pmu,
+    TaskInstance,
+    TaskState,
+    Truth,
+    training_marks,
+)
 
 METRIC_SET_EVENTS = {
     # hiprof's metric-set names and msprof's; docs/formats.md#rule-pmu-slots
@@ -66,7 +76,9 @@ class HiprofConfig:
     hashed_names: bool = True  # some op/model names go through Framework.hash_dic
     start_us: int = 1_767_225_600_000_000  # collection start (2026-01-01T00:00:00Z); runs differ by it
     op_scale: dict[str, float] = field(default_factory=dict)  # op name -> factor on its running time
-    pmu_share: dict[int, float] = field(default_factory=dict)  # PMU event id -> its counter as a share of the task's cycles (else random)
+    pmu_share: dict[int, float] = field(
+        default_factory=dict
+    )  # PMU event id -> its counter as a share of the task's cycles (else random)
 
 
 def _r10(x: int) -> int:
@@ -78,25 +90,30 @@ def generate(out: Path, cfg: HiprofConfig | None = None) -> Truth:
     if cfg.metric_set not in METRIC_SET_EVENTS:
         raise ValueError(f"metric set {cfg.metric_set!r}; known: {', '.join(METRIC_SET_EVENTS)}")
     if cfg.tasks + 1 > MAX_TASK_ID:  # the ops' ids and the memcpy's
-        raise UsageError(f"--tasks {cfg.tasks}: at most {MAX_TASK_ID - 1} with --layout hiprof, whose task ids are "
-                         "16 bits and name one op each for the whole run (Ascend310 has no batch ids); "
-                         "--layout prof wraps its ids as newer chips do")
+        raise UsageError(
+            f"--tasks {cfg.tasks}: at most {MAX_TASK_ID - 1} with --layout hiprof, whose task ids are "
+            "16 bits and name one op each for the whole run (Ascend310 has no batch ids); "
+            "--layout prof wraps its ids as newer chips do"
+        )
     out = Path(out)
     (out / "data").mkdir(parents=True, exist_ok=True)
     events = METRIC_SET_EVENTS[cfg.metric_set]
     truth = Truth(layout="hiprof", metric_set=cfg.metric_set, event_ids=list(events))
-    _write_json(out / "sample.json", {
-        "devices": ",".join(str(d) for d in range(cfg.devices)),
-        "ai_core_profiling": "on" if cfg.aicore else "off",
-        "ai_core_profiling_mode": "task-based",
-        "ai_core_metrics": cfg.metric_set,
-        "ai_core_profiling_events": ",".join(hex(e) for e in events),
-        "aicore_sampling_interval": 10,
-        "llc_profiling": "read",
-        "ts_timeline": "on",
-        "runtimeApi": "on",
-        "acl": "on",
-    })
+    _write_json(
+        out / "sample.json",
+        {
+            "devices": ",".join(str(d) for d in range(cfg.devices)),
+            "ai_core_profiling": "on" if cfg.aicore else "off",
+            "ai_core_profiling_mode": "task-based",
+            "ai_core_metrics": cfg.metric_set,
+            "ai_core_profiling_events": ",".join(hex(e) for e in events),
+            "aicore_sampling_interval": 10,
+            "llc_profiling": "read",
+            "ts_timeline": "on",
+            "runtimeApi": "on",
+            "acl": "on",
+        },
+    )
     for d in range(cfg.devices):
         _device(out, cfg, d, truth)
     return truth
@@ -104,8 +121,15 @@ def generate(out: Path, cfg: HiprofConfig | None = None) -> Truth:
 
 def _device(out: Path, cfg: HiprofConfig, d: int, truth: Truth) -> None:
     rng = random.Random(cfg.seed * 7919 + d)
-    dev = DeviceTruth(d, HWTS_MHZ, AIC_MHZ, AI_CORE_NUM, host_mon_ns=5_000_000_000_000 + d * 1_000_000,
-                      dev_cntvct=1_000_000_000 + d * 123_457, pid=4321)
+    dev = DeviceTruth(
+        d,
+        HWTS_MHZ,
+        AIC_MHZ,
+        AI_CORE_NUM,
+        host_mon_ns=5_000_000_000_000 + d * 1_000_000,
+        dev_cntvct=1_000_000_000 + d * 123_457,
+        pid=4321,
+    )
     truth.devices.append(dev)
     tid = 4322
     _control_files(out, dev, cfg.start_us)
@@ -114,8 +138,17 @@ def _device(out: Path, cfg: HiprofConfig, d: int, truth: Truth) -> None:
     for j in range(cfg.tasks):
         op_type = OP_TYPES[j % len(OP_TYPES)]
         is_cpu = j % 5 == 4
-        ops.append(Op(d, streams[j % len(streams)], j + 1, f"{op_type.lower()}_{j}", op_type,
-                      rng.choice([1, 2, 4, 8]), "AI_CPU" if is_cpu else "AI_CORE"))
+        ops.append(
+            Op(
+                d,
+                streams[j % len(streams)],
+                j + 1,
+                f"{op_type.lower()}_{j}",
+                op_type,
+                rng.choice([1, 2, 4, 8]),
+                "AI_CPU" if is_cpu else "AI_CORE",
+            )
+        )
     truth.ops.extend(ops)
     memcpy_task = (streams[0], cfg.tasks + 1)
 
@@ -135,31 +168,85 @@ def _device(out: Path, cfg: HiprofConfig, d: int, truth: Truth) -> None:
         last_end = infer_start
         for op in ops:
             launch = (cursor, cursor + 2_000)
-            rt.append(ApiCall(d, "runtime", "rtKernelLaunch", None, None, tid, op.stream_id, *launch, task_ids=[op.task_id]))
+            rt.append(
+                ApiCall(
+                    d,
+                    "runtime",
+                    "rtKernelLaunch",
+                    None,
+                    None,
+                    tid,
+                    op.stream_id,
+                    *launch,
+                    task_ids=[op.task_id],
+                )
+            )
             base = _r10(launch[1] + 500)
             waiting = base if rng.random() < cfg.p_waiting else None
             pending = base + 1_000 if rng.random() < cfg.p_pending else None
             running = base + 2_000 + rng.randint(0, 50) * 10
             run_ns = rng.randint(100, 2_000) * 10
-            complete = running + (_r10(round(run_ns * cfg.op_scale[op.op_name])) if op.op_name in cfg.op_scale else run_ns)
+            complete = running + (
+                _r10(round(run_ns * cfg.op_scale[op.op_name])) if op.op_name in cfg.op_scale else run_ns
+            )
             task_type = AI_CPU_TASK if op.task_type == "AI_CPU" else AI_CORE_TASK
-            instances.append(TaskInstance(d, k, op.stream_id, op.task_id, task_type, "time_line", op.op_name,
-                                          waiting, pending, running, complete))
+            instances.append(
+                TaskInstance(
+                    d,
+                    k,
+                    op.stream_id,
+                    op.task_id,
+                    task_type,
+                    "time_line",
+                    op.op_name,
+                    waiting,
+                    pending,
+                    running,
+                    complete,
+                )
+            )
             last_end = max(last_end, complete)
             cursor += 3_000
         if cfg.memcpy:
             launch = (cursor, cursor + 1_500)
-            rt.append(ApiCall(d, "runtime", "rtMemcpyAsync", None, None, tid, memcpy_task[0], *launch, task_ids=[memcpy_task[1]]))
+            rt.append(
+                ApiCall(
+                    d,
+                    "runtime",
+                    "rtMemcpyAsync",
+                    None,
+                    None,
+                    tid,
+                    memcpy_task[0],
+                    *launch,
+                    task_ids=[memcpy_task[1]],
+                )
+            )
             recv = _r10(launch[1] + 500)
             start = recv + 500
             end = start + rng.randint(50, 500) * 10
-            instances.append(TaskInstance(d, k, memcpy_task[0], memcpy_task[1], hiprof_layouts.MEMCPY_TASK_TYPE, "ts_memcpy", None,
-                                          recv, None, start, end))
+            instances.append(
+                TaskInstance(
+                    d,
+                    k,
+                    memcpy_task[0],
+                    memcpy_task[1],
+                    hiprof_layouts.MEMCPY_TASK_TYPE,
+                    "ts_memcpy",
+                    None,
+                    recv,
+                    None,
+                    start,
+                    end,
+                )
+            )
             last_end = max(last_end, end)
             cursor += 2_000
         infer_end = _r10(max(last_end, cursor) + 5_000)
         for s in streams:
-            rt.append(ApiCall(d, "runtime", "rtStreamSynchronize", None, None, tid, s, cursor, infer_end - 1_000))
+            rt.append(
+                ApiCall(d, "runtime", "rtStreamSynchronize", None, None, tid, s, cursor, infer_end - 1_000)
+            )
         out_phase = (infer_end + 1_000, infer_end + 16_000)
         step = (_r10(infer_start + 500), _r10(infer_end - 500)) if cfg.step_trace else None
         marks = training_marks(step) if step and cfg.training else []
@@ -172,12 +259,22 @@ def _device(out: Path, cfg: HiprofConfig, d: int, truth: Truth) -> None:
     for i in rng.sample(kernel, min(cfg.drop_complete, len(kernel))):
         instances[i].complete_ns = None
 
-    pmu_rng = random.Random(cfg.seed * 7919 + d + 104_729)  # PMU values only: the timeline does not depend on them
+    pmu_rng = random.Random(
+        cfg.seed * 7919 + d + 104_729
+    )  # PMU values only: the timeline does not depend on them
     for x in instances:
         if x.kind == "ts_memcpy":
-            seq = [(hiprof_layouts.WAITING, x.waiting_ns), (hiprof_layouts.RUNNING, x.running_ns), (hiprof_layouts.COMPLETE, x.complete_ns)]
+            seq = [
+                (hiprof_layouts.WAITING, x.waiting_ns),
+                (hiprof_layouts.RUNNING, x.running_ns),
+                (hiprof_layouts.COMPLETE, x.complete_ns),
+            ]
         else:
-            seq = [(hiprof_layouts.WAITING, x.waiting_ns), (hiprof_layouts.PENDING, x.pending_ns), (hiprof_layouts.RUNNING, x.running_ns)]
+            seq = [
+                (hiprof_layouts.WAITING, x.waiting_ns),
+                (hiprof_layouts.PENDING, x.pending_ns),
+                (hiprof_layouts.RUNNING, x.running_ns),
+            ]
             if x.task_type == AI_CORE_TASK:
                 seq.append((hiprof_layouts.AI_CORE_START, x.running_ns + 100))
                 if x.complete_ns is not None:
@@ -188,7 +285,9 @@ def _device(out: Path, cfg: HiprofConfig, d: int, truth: Truth) -> None:
                 states.append(TaskState(d, x.stream_id, x.task_id, x.task_type, state, ts, x.kind))
         if cfg.aicore and x.kind == "time_line" and x.task_type == AI_CORE_TASK and x.complete_ns is not None:
             op = next(o for o in ops if (o.stream_id, o.task_id) == (x.stream_id, x.task_id))
-            cyc = block_cycles(pmu_rng, op.block_dim, dev.ai_core_num, x.complete_ns - x.running_ns, dev.aic_mhz)
+            cyc = block_cycles(
+                pmu_rng, op.block_dim, dev.ai_core_num, x.complete_ns - x.running_ns, dev.aic_mhz
+            )
             counters = [pmu_rng.randint(0, cyc) for _ in truth.event_ids]
             for event, share in cfg.pmu_share.items():  # after the draws: the other values stay as without it
                 if event in truth.event_ids:
@@ -216,31 +315,60 @@ def _write_json(path: Path, obj: dict) -> None:
 
 
 def _utc_text(us: int) -> str:
-    return (datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=us)).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 def _control_files(out: Path, dev: DeviceTruth, wall0_us: int) -> None:
     d = dev.device_id
-    _write_json(out / f"info.json.{d}", {
-        "jobInfo": "NA", "devices": str(d), "platform_version": "0", "pid": str(dev.pid),
-        "hostname": "synth", "memoryTotal": 16384, "netCard": [], "version": "1.0",
-        "CPU": [{"Id": 0, "Name": "synth", "Frequency": "", "Logical_CPU_Count": 2, "Type": "synth"}],
-        "DeviceInfo": [{"id": d, "hwts_frequency": str(dev.hwts_mhz), "aic_frequency": str(dev.aic_mhz),
-                        "aiv_frequency": str(dev.aic_mhz), "ai_core_num": dev.ai_core_num, "aiv_num": 0}],
-    })
+    _write_json(
+        out / f"info.json.{d}",
+        {
+            "jobInfo": "NA",
+            "devices": str(d),
+            "platform_version": "0",
+            "pid": str(dev.pid),
+            "hostname": "synth",
+            "memoryTotal": 16384,
+            "netCard": [],
+            "version": "1.0",
+            "CPU": [{"Id": 0, "Name": "synth", "Frequency": "", "Logical_CPU_Count": 2, "Type": "synth"}],
+            "DeviceInfo": [
+                {
+                    "id": d,
+                    "hwts_frequency": str(dev.hwts_mhz),
+                    "aic_frequency": str(dev.aic_mhz),
+                    "aiv_frequency": str(dev.aic_mhz),
+                    "ai_core_num": dev.ai_core_num,
+                    "aiv_num": 0,
+                }
+            ],
+        },
+    )
     start_mon = dev.host_mon_ns - 1_000_000
-    _write_json(out / f"start_info.{d}", {
-        "collectionDateBegin": _utc_text(wall0_us), "collectionTimeBegin": str(wall0_us),
-        "clockMonotonicRaw": str(start_mon)})
-    _write_json(out / f"end_info.{d}", {
-        "collectionDateEnd": _utc_text(wall0_us + 60_000_000), "collectionTimeEnd": str(wall0_us + 60_000_000),
-        "clockMonotonicRaw": str(start_mon + 60_000_000_000)})
+    _write_json(
+        out / f"start_info.{d}",
+        {
+            "collectionDateBegin": _utc_text(wall0_us),
+            "collectionTimeBegin": str(wall0_us),
+            "clockMonotonicRaw": str(start_mon),
+        },
+    )
+    _write_json(
+        out / f"end_info.{d}",
+        {
+            "collectionDateEnd": _utc_text(wall0_us + 60_000_000),
+            "collectionTimeEnd": str(wall0_us + 60_000_000),
+            "clockMonotonicRaw": str(start_mon + 60_000_000_000),
+        },
+    )
     # clock_realtime first: the 2022 msprof reader takes these lines by position.
     (out / f"host_start.log.{d}").write_text(
         f"[Device{d}]\nclock_realtime: {wall0_us * 1000 + 1_000_000}\nclock_monotonic_raw: {dev.host_mon_ns}\n"
-        f"cntvct: {dev.dev_cntvct}\ncntvct_diff: 0\n")
+        f"cntvct: {dev.dev_cntvct}\ncntvct_diff: 0\n"
+    )
     (out / f"dev_start.log.{d}").write_text(
-        f"clock_realtime: {wall0_us * 1000 + 1_000_000}\nclock_monotonic_raw: {dev.host_mon_ns}\ncntvct: {dev.dev_cntvct}\n")
+        f"clock_realtime: {wall0_us * 1000 + 1_000_000}\nclock_monotonic_raw: {dev.host_mon_ns}\ncntvct: {dev.dev_cntvct}\n"
+    )
 
 
 def _name(cfg: HiprofConfig, stem: str, d: int, legacy_stem: str | None = None) -> callable:
@@ -253,7 +381,7 @@ def _write_slices(out: Path, namer, data: bytes, slice_bytes: int) -> None:
     if not data:
         return
     for n, pos in enumerate(range(0, len(data), slice_bytes)):
-        chunk = data[pos:pos + slice_bytes]
+        chunk = data[pos : pos + slice_bytes]
         path = out / "data" / namer(n)
         path.write_bytes(chunk)
         (path.parent / (path.name + ".done")).write_text(f"filesize:{len(chunk)}\n")
@@ -296,8 +424,12 @@ def _write_host(out, cfg, d, acl, rt, ops, desc_ts, infers, load, rng) -> None:
     for c in acl:
         by_cat.setdefault(c.api_type, []).append(c)
     for cat, calls in sorted(by_cat.items()):
-        _write_slices(out, _name(cfg, f"AclModule.{ACL_CATEGORY[cat]}", d), _api_bytes(calls), cfg.slice_bytes)
-    _write_slices(out, _name(cfg, "Runtime.api", d, "Runtime.runtime.data"), _runtime_bytes(rt), cfg.slice_bytes)
+        _write_slices(
+            out, _name(cfg, f"AclModule.{ACL_CATEGORY[cat]}", d), _api_bytes(calls), cfg.slice_bytes
+        )
+    _write_slices(
+        out, _name(cfg, "Runtime.api", d, "Runtime.runtime.data"), _runtime_bytes(rt), cfg.slice_bytes
+    )
 
     g = hiprof_layouts.GE_TASK_DESC.zeros(len(ops))
     g["magic"], g["data_tag"] = HOST_MAGIC, hiprof_layouts.GE_TASK_DESC.tag
@@ -396,8 +528,11 @@ def _write_device(out: Path, cfg: HiprofConfig, dev: DeviceTruth, states, pmu, i
     steps = [x for x in infers if x.step is not None]
     if steps:
         # (infer, tag, stream, ns): MODEL_START, the training records, MODEL_END
-        recs = [(x, tag, stream, ns) for x in steps
-                for tag, stream, ns in [(0, 0, x.step[0]), *x.marks, (1, 0, x.step[1])]]
+        recs = [
+            (x, tag, stream, ns)
+            for x in steps
+            for tag, stream, ns in [(0, 0, x.step[0]), *x.marks, (1, 0, x.step[1])]
+        ]
         st = _tlv(hiprof_layouts.STEP_TRACE, len(recs))
         ts = np.array([r[3] for r in recs], np.int64)
         st["timestamp"] = _syscnt(dev, ts)
@@ -406,7 +541,9 @@ def _write_device(out: Path, cfg: HiprofConfig, dev: DeviceTruth, states, pmu, i
         st["tag_id"] = [r[1] for r in recs]
         st["stream_id"] = [r[2] for r in recs]
         parts.append((st, ts))
-    _write_slices(out, _name(cfg, "ts_track.data", d, "ts_track.data.50"), _interleave(parts), cfg.slice_bytes)
+    _write_slices(
+        out, _name(cfg, "ts_track.data", d, "ts_track.data.50"), _interleave(parts), cfg.slice_bytes
+    )
     if cfg.aicore and pmu:
         e = _tlv(hiprof_layouts.EVENT_COUNT, len(pmu))
         ts = np.array([p.ts_ns for p in pmu], np.int64)
@@ -417,4 +554,6 @@ def _write_device(out: Path, cfg: HiprofConfig, dev: DeviceTruth, states, pmu, i
         e["task_cyc"] = [p.total_cycles for p in pmu]
         e["timestamp"] = _syscnt(dev, ts)
         e["block"] = [p.block_dim for p in pmu]
-        _write_slices(out, _name(cfg, "aicore.data", d, "aicore.data.50"), _interleave([(e, ts)]), cfg.slice_bytes)
+        _write_slices(
+            out, _name(cfg, "aicore.data", d, "aicore.data.50"), _interleave([(e, ts)]), cfg.slice_bytes
+        )

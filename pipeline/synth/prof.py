@@ -46,7 +46,7 @@ from __future__ import annotations
 import json
 import random
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -73,12 +73,42 @@ class ChipSpec:
 
 
 CHIPS = {
-    "ascend910a": ChipSpec("Ascend910A", "1", "hwts", 100, 1000, 32, 0x072211, None, "PipeUtilization",
-                           (0x8, 0xA, 0x9, 0xB, 0xC, 0xD, 0x54, 0x55)),
-    "ascend310p": ChipSpec("Ascend310P", "4", "hwts", 100, 1080, 8, 0x072211, None, "Memory",
-                           (0x15, 0x16, 0x31, 0x32, 0xF, 0x10, 0x12, 0x13)),
-    "ascend910b": ChipSpec("Ascend910B", "5", "stars", 50, 1800, 24, 0x072212, 100, "PipeUtilization",
-                           (0x8, 0xA, 0x9, 0xB, 0xC, 0xD, 0x54, 0x55)),
+    "ascend910a": ChipSpec(
+        "Ascend910A",
+        "1",
+        "hwts",
+        100,
+        1000,
+        32,
+        0x072211,
+        None,
+        "PipeUtilization",
+        (0x8, 0xA, 0x9, 0xB, 0xC, 0xD, 0x54, 0x55),
+    ),
+    "ascend310p": ChipSpec(
+        "Ascend310P",
+        "4",
+        "hwts",
+        100,
+        1080,
+        8,
+        0x072211,
+        None,
+        "Memory",
+        (0x15, 0x16, 0x31, 0x32, 0xF, 0x10, 0x12, 0x13),
+    ),
+    "ascend910b": ChipSpec(
+        "Ascend910B",
+        "5",
+        "stars",
+        50,
+        1800,
+        24,
+        0x072212,
+        100,
+        "PipeUtilization",
+        (0x8, 0xA, 0x9, 0xB, 0xC, 0xD, 0x54, 0x55),
+    ),
 }
 
 # metric sets a PROF_* sample.json names (msprof's vocabulary) and their events in slot order
@@ -107,7 +137,10 @@ TYPE_INFO = {  # (level, type) -> name, as type_info_dic carries them (docs/form
     (5000, 1050): "StreamSynchronize",
 }
 API_TYPE = {name: key for key, name in TYPE_INFO.items()}
-COMPACT_TASK_TRACK_TYPE, NODE_BASIC_INFO_TYPE = 4, 0  # compact header types (the former not given in the repo)
+COMPACT_TASK_TRACK_TYPE, NODE_BASIC_INFO_TYPE = (
+    4,
+    0,
+)  # compact header types (the former not given in the repo)
 GE_AI_CORE, GE_AI_CPU = 0, 1
 HASH_BASE = 0xF000_0000_0000_0000  # hash ids above 2^63: u64 ids must survive as u64
 
@@ -126,7 +159,9 @@ class ProfConfig:
     drop_start: int = 0  # executions whose start log is not written
     extra_start: int = 0  # executions preceded by a spurious start log (replaced by the real one)
     aged_records: int = 0  # STARS: the oldest stars_soc slices deleted, ending this many records + 7 bytes in
-    sample_based: bool = False  # HWTS chips: aicore.data holds per-interval, per-core samples (docs/formats.md#aic-sample)
+    sample_based: bool = (
+        False  # HWTS chips: aicore.data holds per-interval, per-core samples (docs/formats.md#aic-sample)
+    )
     sample_interval_ns: int = 20_000
     sample_cores: int = 3
     start_us: int = 1_767_225_600_000_000  # collection start (2026-01-01T00:00:00Z)
@@ -254,7 +289,7 @@ def _r20(x: int) -> int:
 
 
 def _utc_text(us: int) -> str:
-    return (datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(microseconds=us)).strftime("%Y-%m-%d %H:%M:%S.%f")
+    return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(microseconds=us)).strftime("%Y-%m-%d %H:%M:%S.%f")
 
 
 def _write_json(path: Path, obj: dict) -> None:
@@ -303,7 +338,9 @@ def generate(out: Path, cfg: ProfConfig | None = None) -> ProfTruth:
     spec = CHIPS[cfg.chip]
     if cfg.metric_set is not None:
         if cfg.metric_set not in METRIC_SETS:
-            raise ValueError(f"metric set {cfg.metric_set!r} for a PROF_* dump; known: {', '.join(METRIC_SETS)}")
+            raise ValueError(
+                f"metric set {cfg.metric_set!r} for a PROF_* dump; known: {', '.join(METRIC_SETS)}"
+            )
         spec = replace(spec, metric_set=cfg.metric_set, events=METRIC_SETS[cfg.metric_set])
     if cfg.old_driver:
         spec = replace(spec, drv_version=None)
@@ -313,8 +350,17 @@ def generate(out: Path, cfg: ProfConfig | None = None) -> ProfTruth:
     out.mkdir(parents=True, exist_ok=True)
     nproc = max(1, min(cfg.processes, cfg.devices))
     prof_names = [_prof_name(i, cfg.start_us) for i in range(nproc)]
-    truth = ProfTruth("prof", spec.name, spec.platform_version, spec.family, spec.metric_set, list(spec.events),
-                      root="" if nproc > 1 else prof_names[0], prof_dirs=prof_names, drv_version=spec.drv_version)
+    truth = ProfTruth(
+        "prof",
+        spec.name,
+        spec.platform_version,
+        spec.family,
+        spec.metric_set,
+        list(spec.events),
+        root="" if nproc > 1 else prof_names[0],
+        prof_dirs=prof_names,
+        drv_version=spec.drv_version,
+    )
     host_mon = 4_000_000_000_000
     hosts = [_Host(spec, host_mon, 777_000_000 + 1000 * i) for i in range(nproc)]
     for d in range(cfg.devices):
@@ -325,23 +371,40 @@ def generate(out: Path, cfg: ProfConfig | None = None) -> ProfTruth:
     return truth
 
 
-def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, truth: ProfTruth, prof_name: str) -> None:
+def _device(
+    prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, truth: ProfTruth, prof_name: str
+) -> None:
     rng = random.Random(cfg.seed * 7919 + d * 31 + len(spec.name))
-    dev = DeviceSpec(d, spec.hwts_mhz, spec.aic_mhz, spec.ai_core_num, host.mon_ns + 20_000 * d,
-                     1_000_000_000 + 123_460 * d, prof_name)
+    dev = DeviceSpec(
+        d,
+        spec.hwts_mhz,
+        spec.aic_mhz,
+        spec.ai_core_num,
+        host.mon_ns + 20_000 * d,
+        1_000_000_000 + 123_460 * d,
+        prof_name,
+    )
     truth.devices.append(dev)
     tid, pid = 7000 + d, truth.pid
     streams = [3 + 2 * i for i in range(max(1, cfg.streams))]
     ops = []
     for j in range(cfg.tasks):
         cpu = j % 5 == 4
-        ops.append((f"{OP_TYPES[j % len(OP_TYPES)].lower()}_{j}", OP_TYPES[j % len(OP_TYPES)],
-                    streams[j % len(streams)], "AI_CPU" if cpu else "AI_CORE", rng.choice([1, 2, 4, 8, 16, 32, 48])))
+        ops.append(
+            (
+                f"{OP_TYPES[j % len(OP_TYPES)].lower()}_{j}",
+                OP_TYPES[j % len(OP_TYPES)],
+                streams[j % len(streams)],
+                "AI_CPU" if cpu else "AI_CORE",
+                rng.choice([1, 2, 4, 8, 16, 32, 48]),
+            )
+        )
 
     def api(level: str, name: str, start: int, end: int, item: str | None = None, kind: str = "api") -> None:
         lv, ty = API_TYPE[name]
-        truth.api_calls.append(ApiRecord(d, level, name, ty >> 16 if level == "acl" else None, pid, tid, start, end,
-                                         item, kind))
+        truth.api_calls.append(
+            ApiRecord(d, level, name, ty >> 16 if level == "acl" else None, pid, tid, start, end, item, kind)
+        )
         if kind == "api":
             item_id = int(item) if level == "model" else (host.h(item) if item else 0)
             host.api.append((lv, ty, tid, 0, host.units(start), host.units(end), item_id))
@@ -389,22 +452,56 @@ def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, tr
         for name, op_type, s, ge, block in ops:
             node = (cursor, cursor + 4_000)
             api("node", "launch", *node, name)
-            host.nodes.append((host.units(cursor + 200), host.h(name), GE_AI_CPU if ge == "AI_CPU" else GE_AI_CORE,
-                               host.h(op_type), block, tid))
+            host.nodes.append(
+                (
+                    host.units(cursor + 200),
+                    host.h(name),
+                    GE_AI_CPU if ge == "AI_CPU" else GE_AI_CORE,
+                    host.h(op_type),
+                    block,
+                    tid,
+                )
+            )
             rt_name = "CpuKernelLaunch" if ge == "AI_CPU" else "KernelLaunch"
             rt = (cursor + 1_000, cursor + 3_000)
             api("runtime", rt_name, *rt)
             track = cursor + 1_500
             task_id = next_task_id(s, track)
-            host.tracks.append((host.units(track), d, s, task_id, batch[s], 1 if ge == "AI_CPU" else 0,
-                                host.h(f"{name}_kernel"), tid))
+            host.tracks.append(
+                (
+                    host.units(track),
+                    d,
+                    s,
+                    task_id,
+                    batch[s],
+                    1 if ge == "AI_CPU" else 0,
+                    host.h(f"{name}_kernel"),
+                    tid,
+                )
+            )
             # a stream runs its tasks one after another
             start = max(_r20(rt[1] + 500 + rng.randint(0, 40) * 20), stream_free[s] + 40)
             end = start + rng.randint(50, 1_500) * 20
             stream_free[s] = end
             type_name = "AI_CPU" if ge == "AI_CPU" else "AI_CORE"
-            launches.append(Launch(d, k, s, task_id, batch[s], name, op_type, ge, block, rt_name, type_name,
-                                   start, end, track))
+            launches.append(
+                Launch(
+                    d,
+                    k,
+                    s,
+                    task_id,
+                    batch[s],
+                    name,
+                    op_type,
+                    ge,
+                    block,
+                    rt_name,
+                    type_name,
+                    start,
+                    end,
+                    track,
+                )
+            )
             ends.append(end)
             cursor += 5_000
         # a kernel launched outside any node launch: its op name is its task_track kernel name (formats.md#rule-association)
@@ -412,16 +509,34 @@ def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, tr
         rt = (cursor, cursor + 2_000)
         api("runtime", "CpuKernelLaunch", *rt)
         task_id = next_task_id(s, cursor + 500)
-        host.tracks.append((host.units(cursor + 500), d, s, task_id, batch[s], 1, host.h("DataPrep_kernel"), tid))
+        host.tracks.append(
+            (host.units(cursor + 500), d, s, task_id, batch[s], 1, host.h("DataPrep_kernel"), tid)
+        )
         start = max(_r20(rt[1] + 500), stream_free[s] + 40)
         end = start + rng.randint(50, 500) * 20
         stream_free[s] = end
-        launches.append(Launch(d, k, s, task_id, batch[s], "DataPrep_kernel", "", "AI_CPU", 0, "CpuKernelLaunch",
-                               "AI_CPU", start, end, cursor + 500))
+        launches.append(
+            Launch(
+                d,
+                k,
+                s,
+                task_id,
+                batch[s],
+                "DataPrep_kernel",
+                "",
+                "AI_CPU",
+                0,
+                "CpuKernelLaunch",
+                "AI_CPU",
+                start,
+                end,
+                cursor + 500,
+            )
+        )
         ends.append(end)
         cursor += 3_000
         sync_end = _r20(max(ends + [cursor]) + 1_000)
-        for s in streams:
+        for _ in streams:
             api("runtime", "StreamSynchronize", cursor, sync_end)
         m1 = sync_end + 500
         api("model", "ModelExecute", m0, m1, "1")
@@ -435,8 +550,11 @@ def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, tr
         host.api.append((lv, ty, tid, k, host.units(ev[0]), prof_layouts.EVENT_FLAG, 0))
         host.api.append((lv, ty, tid, k, host.units(ev[1]), prof_layouts.EVENT_FLAG, 0))
         step = (_r20(m0 + 200), _r20(m1 - 100))
-        truth.iterations.append(Iteration(d, k, 1, (acl0, acl1), inp, (m0, m1), outp, step,
-                                          training_marks(step) if cfg.training else []))
+        truth.iterations.append(
+            Iteration(
+                d, k, 1, (acl0, acl1), inp, (m0, m1), outp, step, training_marks(step) if cfg.training else []
+            )
+        )
         t = ev[1] + 40_000
 
     # device logs in time order; some executions lose their start, some get a spurious one
@@ -445,7 +563,9 @@ def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, tr
         events.append((x.start_ns, 0, i))
         events.append((x.end_ns, 1, i))
     drop = set(rng.sample(range(len(launches)), min(cfg.drop_start, len(launches))))
-    extra = set(rng.sample(sorted(set(range(len(launches))) - drop), min(cfg.extra_start, len(launches) - len(drop))))
+    extra = set(
+        rng.sample(sorted(set(range(len(launches))) - drop), min(cfg.extra_start, len(launches) - len(drop)))
+    )
     for i in extra:
         events.append((_r20(launches[i].start_ns - 300), 0, i))
     events.sort()
@@ -461,13 +581,19 @@ def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, tr
 
     # AI Core frequency (STARS): before the first task, then lower after the first inference
     mine = [it for it in truth.iterations if it.device_id == d]
-    freq = [(d, dev.host_mon_ns - 2_000, 1650), (d, mine[0].step[1] + 20, 1500)] if spec.family == "stars" else []
+    freq = (
+        [(d, dev.host_mon_ns - 2_000, 1650), (d, mine[0].step[1] + 20, 1500)]
+        if spec.family == "stars"
+        else []
+    )
     truth.freq.extend(freq)
 
     pmu, samples = [], []
     if cfg.sample_based:
         first, last = min(x.end_ns for x in launches), max(x.end_ns for x in launches)
-        for end in range(_r20(first) + cfg.sample_interval_ns, last + cfg.sample_interval_ns, cfg.sample_interval_ns):
+        for end in range(
+            _r20(first) + cfg.sample_interval_ns, last + cfg.sample_interval_ns, cfg.sample_interval_ns
+        ):
             for core in range(min(cfg.sample_cores, spec.ai_core_num)):
                 cyc = rng.randint(1, cfg.sample_interval_ns * spec.aic_mhz // 1000)
                 cnt = [rng.randint(0, cyc) for _ in spec.events]
@@ -487,7 +613,9 @@ def _device(prof: Path, cfg: ProfConfig, spec: ChipSpec, d: int, host: _Host, tr
             cnt[i55] = rng.randint(0, cnt[i54])
         pmu.append(PmuRecord(d, x.stream_id, x.task_id, cyc, cnt + [0] * (8 - len(cnt)), x.end_ns, float(f)))
     truth.pmu.extend(pmu)
-    truth.logs.extend(logs if not (cfg.aged_records and spec.family == "stars") else logs[cfg.aged_records + 1:])
+    truth.logs.extend(
+        logs if not (cfg.aged_records and spec.family == "stars") else logs[cfg.aged_records + 1 :]
+    )
     _write_device(prof / f"device_{d}", cfg, spec, dev, logs, pmu, freq, mine, flips, launches, samples)
 
 
@@ -511,12 +639,12 @@ def _write_slices(data_dir: Path, stem: str, data: bytes, slice_bytes: int, drop
         return
     n = 0
     for pos in range(0, len(data), slice_bytes):
-        chunk = data[pos:pos + slice_bytes]
+        chunk = data[pos : pos + slice_bytes]
         end = pos + len(chunk)
         n += 1
         if end <= drop_head:
             continue  # deleted by ageing
-        chunk = chunk[max(0, drop_head - pos):]
+        chunk = chunk[max(0, drop_head - pos) :]
         path = data_dir / f"{stem}.slice_{n - 1}"
         path.write_bytes(chunk)
         (data_dir / f"{path.name}.done").write_text(f"filesize:{len(chunk)}\n")
@@ -527,17 +655,36 @@ def _syscnt(dev: DeviceSpec, ns) -> np.ndarray:
     return (ns - dev.host_mon_ns) * dev.hwts_mhz // 1000 + dev.dev_cntvct
 
 
-def _control(dirpath: Path, suffix: str, info: dict, sample: dict, start_us: int, mon: int, sync: str,
-             dev_start: str | None) -> None:
+def _control(
+    dirpath: Path,
+    suffix: str,
+    info: dict,
+    sample: dict,
+    start_us: int,
+    mon: int,
+    sync: str,
+    dev_start: str | None,
+) -> None:
     dirpath.mkdir(parents=True, exist_ok=True)
     _write_json(dirpath / f"info.json{suffix}", info)
     _write_json(dirpath / "sample.json", sample)
     start_mon = mon - 1_000_000
-    _write_json(dirpath / f"start_info{suffix}", {"collectionDateBegin": _utc_text(start_us),
-                                                  "collectionTimeBegin": str(start_us), "clockMonotonicRaw": str(start_mon)})
-    _write_json(dirpath / f"end_info{suffix}", {"collectionDateEnd": _utc_text(start_us + 60_000_000),
-                                                "collectionTimeEnd": str(start_us + 60_000_000),
-                                                "clockMonotonicRaw": str(start_mon + 60_000_000_000)})
+    _write_json(
+        dirpath / f"start_info{suffix}",
+        {
+            "collectionDateBegin": _utc_text(start_us),
+            "collectionTimeBegin": str(start_us),
+            "clockMonotonicRaw": str(start_mon),
+        },
+    )
+    _write_json(
+        dirpath / f"end_info{suffix}",
+        {
+            "collectionDateEnd": _utc_text(start_us + 60_000_000),
+            "collectionTimeEnd": str(start_us + 60_000_000),
+            "clockMonotonicRaw": str(start_mon + 60_000_000_000),
+        },
+    )
     (dirpath / f"host_start.log{suffix}").write_text(sync)
     if dev_start is not None:
         (dirpath / f"dev_start.log{suffix}").write_text(dev_start)
@@ -548,43 +695,98 @@ def _control(dirpath: Path, suffix: str, info: dict, sample: dict, start_us: int
 def _sample(spec: ChipSpec, devices: str, cfg: ProfConfig) -> dict:
     mode = "sample-based" if cfg.sample_based else "task-based"
     events = ",".join(hex(e) for e in spec.events)
-    return {"devices": devices, "ai_core_profiling": "on", "ai_core_profiling_mode": mode,
-            "aicore_sampling_interval": cfg.sample_interval_ns // 1000,
-            "ai_core_metrics": spec.metric_set, "ai_core_profiling_events": events,
-            "aiv_profiling": "on", "aiv_profiling_mode": mode, "aiv_sampling_interval": cfg.sample_interval_ns // 1000,
-            "aiv_metrics": spec.metric_set, "aiv_profiling_events": events,
-            "llc_profiling": "read", "hwts_log": "on", "ts_timeline": "on", "runtimeApi": "on", "acl": "on"}
+    return {
+        "devices": devices,
+        "ai_core_profiling": "on",
+        "ai_core_profiling_mode": mode,
+        "aicore_sampling_interval": cfg.sample_interval_ns // 1000,
+        "ai_core_metrics": spec.metric_set,
+        "ai_core_profiling_events": events,
+        "aiv_profiling": "on",
+        "aiv_profiling_mode": mode,
+        "aiv_sampling_interval": cfg.sample_interval_ns // 1000,
+        "aiv_metrics": spec.metric_set,
+        "aiv_profiling_events": events,
+        "llc_profiling": "read",
+        "hwts_log": "on",
+        "ts_timeline": "on",
+        "runtimeApi": "on",
+        "acl": "on",
+    }
 
 
 def _info(spec: ChipSpec, devices: str, pid: int, device: DeviceSpec | None) -> dict:
-    info = {"jobInfo": "NA", "devices": devices, "platform_version": spec.platform_version, "pid": str(pid),
-            "hostname": "synth", "memoryTotal": 16384, "netCard": [], "version": "1.0", "rank_id": 0,
-            "CPU": [{"Id": 0, "Name": "synth", "Frequency": str(spec.host_freq_mhz) if spec.host_freq_mhz else "",
-                     "Logical_CPU_Count": 2, "Type": "synth"}]}
+    info = {
+        "jobInfo": "NA",
+        "devices": devices,
+        "platform_version": spec.platform_version,
+        "pid": str(pid),
+        "hostname": "synth",
+        "memoryTotal": 16384,
+        "netCard": [],
+        "version": "1.0",
+        "rank_id": 0,
+        "CPU": [
+            {
+                "Id": 0,
+                "Name": "synth",
+                "Frequency": str(spec.host_freq_mhz) if spec.host_freq_mhz else "",
+                "Logical_CPU_Count": 2,
+                "Type": "synth",
+            }
+        ],
+    }
     if spec.drv_version is not None:
         info["drvVersion"] = spec.drv_version
     if device is not None:
-        info["DeviceInfo"] = [{"id": device.device_id, "hwts_frequency": str(device.hwts_mhz),
-                               "aic_frequency": str(device.aic_mhz), "aiv_frequency": str(device.aic_mhz),
-                               "ai_core_num": device.ai_core_num, "aiv_num": 0}]
+        info["DeviceInfo"] = [
+            {
+                "id": device.device_id,
+                "hwts_frequency": str(device.hwts_mhz),
+                "aic_frequency": str(device.aic_mhz),
+                "aiv_frequency": str(device.aic_mhz),
+                "ai_core_num": device.ai_core_num,
+                "aiv_num": 0,
+            }
+        ]
     return info
 
 
-def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, logs: list[DeviceLog],
-                  pmu: list[PmuRecord], freq: list, iterations: list[Iteration], flips: list, launches: list,
-                  samples: list[Sample]) -> None:
+def _write_device(
+    ddir: Path,
+    cfg: ProfConfig,
+    spec: ChipSpec,
+    dev: DeviceSpec,
+    logs: list[DeviceLog],
+    pmu: list[PmuRecord],
+    freq: list,
+    iterations: list[Iteration],
+    flips: list,
+    launches: list,
+    samples: list[Sample],
+) -> None:
     d = dev.device_id
-    _control(ddir, f".{d}", _info(spec, str(d), 4321, dev), _sample(spec, str(d), cfg), cfg.start_us, dev.host_mon_ns,
-             f"[Device{d}]\nclock_monotonic_raw: {dev.host_mon_ns}\ncntvct: {dev.dev_cntvct}\ncntvct_diff: 0\n",
-             f"clock_monotonic_raw: {dev.host_mon_ns + 17}\ncntvct: {dev.dev_cntvct}\n")
+    _control(
+        ddir,
+        f".{d}",
+        _info(spec, str(d), 4321, dev),
+        _sample(spec, str(d), cfg),
+        cfg.start_us,
+        dev.host_mon_ns,
+        f"[Device{d}]\nclock_monotonic_raw: {dev.host_mon_ns}\ncntvct: {dev.dev_cntvct}\ncntvct_diff: 0\n",
+        f"clock_monotonic_raw: {dev.host_mon_ns + 17}\ncntvct: {dev.dev_cntvct}\n",
+    )
     data = ddir / "data"
     data.mkdir(parents=True, exist_ok=True)
 
     # ts_track: step trace, flips, a task-type record per launch, one old-style flip (tag 13, skipped)
     recs = []
     # (iteration, tag, stream, ns): MODEL_START, the training records, MODEL_END
-    marks = [(it, tag, stream, ns) for it in iterations
-             for tag, stream, ns in [(0, 0, it.step[0]), *it.marks, (1, 0, it.step[1])]]
+    marks = [
+        (it, tag, stream, ns)
+        for it in iterations
+        for tag, stream, ns in [(0, 0, it.step[0]), *it.marks, (1, 0, it.step[1])]
+    ]
     st = prof_layouts.TS_STEP_TRACE.zeros(len(marks))
     st["mode"], st["tag"], st["buf_size"] = 1, prof_layouts.TS_STEP_TRACE.tag, 40
     st["timestamp"] = _syscnt(dev, [m[3] for m in marks])
@@ -682,13 +884,24 @@ def _write_device(ddir: Path, cfg: ProfConfig, spec: ChipSpec, dev: DeviceSpec, 
 def _write_host(prof: Path, cfg: ProfConfig, spec: ChipSpec, host: _Host, truth: ProfTruth) -> None:
     hdir = prof / "host"
     devs = str(HOST_DEVICE)  # a host folder's control files name the host, as real ones do
-    _control(hdir, "", _info(spec, devs, truth.pid, None), _sample(spec, devs, cfg), cfg.start_us, host.mon_ns,
-             f"[Host]\nclock_monotonic_raw: {host.mon_ns}\ncntvct: {host.cntvct}\ncntvct_diff: 0\n", None)
+    _control(
+        hdir,
+        "",
+        _info(spec, devs, truth.pid, None),
+        _sample(spec, devs, cfg),
+        cfg.start_us,
+        host.mon_ns,
+        f"[Host]\nclock_monotonic_raw: {host.mon_ns}\ncntvct: {host.cntvct}\ncntvct_diff: 0\n",
+        None,
+    )
     data = hdir / "data"
     data.mkdir(parents=True, exist_ok=True)
     (data / "unaging.additional.type_info_dic.slice_0").write_text(
-        "".join(f"{lv}_{ty}:{name}\n" for (lv, ty), name in TYPE_INFO.items()))
-    (data / "unaging.additional.hash_dic.slice_0").write_text("".join(f"{k}:{v}\n" for k, v in host.hashes.items()))
+        "".join(f"{lv}_{ty}:{name}\n" for (lv, ty), name in TYPE_INFO.items())
+    )
+    (data / "unaging.additional.hash_dic.slice_0").write_text(
+        "".join(f"{k}:{v}\n" for k, v in host.hashes.items())
+    )
 
     per_slice = lambda size: max(1, cfg.slice_bytes // size) * size  # noqa: E731 - host slices hold whole records
     a = prof_layouts.API_EVENT.zeros(len(host.api))
@@ -700,21 +913,41 @@ def _write_host(prof: Path, cfg: ProfConfig, spec: ChipSpec, host: _Host, truth:
     _write_slices(data, "aging.api_event.data", a[order].tobytes(), per_slice(prof_layouts.API_EVENT.size))
 
     t = prof_layouts.TASK_TRACK.zeros(len(host.tracks))
-    t["magic"], t["level"], t["type"], t["data_len"] = HOST_MAGIC, prof_layouts.RUNTIME_LEVEL, COMPACT_TASK_TRACK_TYPE, 40
+    t["magic"], t["level"], t["type"], t["data_len"] = (
+        HOST_MAGIC,
+        prof_layouts.RUNTIME_LEVEL,
+        COMPACT_TASK_TRACK_TYPE,
+        40,
+    )
     for i, (ts, dev, s, task, batch, ttype, kernel, tid) in enumerate(host.tracks):
         t[i]["timestamp"], t[i]["device_id"], t[i]["stream_id"], t[i]["task_id"] = ts, dev, s, task
         t[i]["batch_id"], t[i]["task_type"], t[i]["kernel_name"], t[i]["tid"] = batch, ttype, kernel, tid
     _write_slices(data, "aging.compact.task_track", t.tobytes(), per_slice(prof_layouts.TASK_TRACK.size))
 
     n = prof_layouts.NODE_BASIC_INFO.zeros(len(host.nodes))
-    n["magic"], n["level"], n["type"], n["data_len"] = HOST_MAGIC, prof_layouts.NODE_LEVEL, NODE_BASIC_INFO_TYPE, 40
+    n["magic"], n["level"], n["type"], n["data_len"] = (
+        HOST_MAGIC,
+        prof_layouts.NODE_LEVEL,
+        NODE_BASIC_INFO_TYPE,
+        40,
+    )
     for i, (ts, op, ge, op_type, block, tid) in enumerate(host.nodes):
         n[i]["timestamp"], n[i]["op_name"], n[i]["task_type"], n[i]["op_type"] = ts, op, ge, op_type
         n[i]["block_num"], n[i]["tid"] = block, tid
-    _write_slices(data, "unaging.compact.node_basic_info", n.tobytes(), per_slice(prof_layouts.NODE_BASIC_INFO.size))
+    _write_slices(
+        data, "unaging.compact.node_basic_info", n.tobytes(), per_slice(prof_layouts.NODE_BASIC_INFO.size)
+    )
 
     g = prof_layouts.GRAPH_ID_MAP.zeros(len(host.graphs))
     g["magic"], g["level"], g["data_len"] = HOST_MAGIC, prof_layouts.MODEL_LEVEL, 16
     for i, (ts, name, graph, model, tid) in enumerate(host.graphs):
-        g[i]["timestamp"], g[i]["model_name"], g[i]["graph_id"], g[i]["model_id"], g[i]["tid"] = ts, name, graph, model, tid
-    _write_slices(data, "unaging.additional.graph_id_map", g.tobytes(), per_slice(prof_layouts.GRAPH_ID_MAP.size))
+        g[i]["timestamp"], g[i]["model_name"], g[i]["graph_id"], g[i]["model_id"], g[i]["tid"] = (
+            ts,
+            name,
+            graph,
+            model,
+            tid,
+        )
+    _write_slices(
+        data, "unaging.additional.graph_id_map", g.tobytes(), per_slice(prof_layouts.GRAPH_ID_MAP.size)
+    )

@@ -37,7 +37,9 @@ SLICE_RE = re.compile(r"^(?P<stem>.+)\.slice_(?P<n>\d+)$")
 class FieldEdits:
     """Byte positions of fields to move, grouped by (width, kind)."""
 
-    edits: list[tuple[np.ndarray, str, str]] = field(default_factory=list)  # (byte positions, '<u8'|..., kind)
+    edits: list[tuple[np.ndarray, str, str]] = field(
+        default_factory=list
+    )  # (byte positions, '<u8'|..., kind)
     record: int = 1  # record size where slices must hold whole records (host files)
 
     def add(self, positions: np.ndarray, fmt: str, kind: str) -> None:
@@ -60,8 +62,12 @@ HIPROF_FIXED = {
     "Runtime.api.": (hiprof_layouts.RUNTIME_API, ["entry", "exit"], [], []),
     "Runtime.task_track.": (hiprof_layouts.RUNTIME_TASK_TRACK, ["timestamp"], [], []),
     "Framework.task_desc_info.": (hiprof_layouts.GE_TASK_DESC, ["timestamp"], ["cur_iter"], []),
-    "Framework.model_time_info": (hiprof_layouts.GE_MODEL_TIME, ["input_start", "input_end", "infer_start", "infer_end",
-                                                   "output_start", "output_end"], ["request_id"], []),
+    "Framework.model_time_info": (
+        hiprof_layouts.GE_MODEL_TIME,
+        ["input_start", "input_end", "infer_start", "infer_end", "output_start", "output_end"],
+        ["request_id"],
+        [],
+    ),
 }
 PROF_HOST = {
     "api_event": (prof_layouts.API_EVENT, ["begin", "end"], [], []),
@@ -80,7 +86,7 @@ def _edits_for(name: str, buf: np.ndarray) -> FieldEdits | None:
     """The fields of one base stream to move per copy; None for a stream written once."""
     e = FieldEdits()
     n_bytes = len(buf)
-    for prefix, (layout, host, iters, batches) in HIPROF_FIXED.items():
+    for prefix, (layout, host, iters, _batches) in HIPROF_FIXED.items():
         if name.startswith(prefix):
             n = n_bytes // layout.size
             for pos, fmt in _fixed_positions(n, layout.size, layout, host):
@@ -88,14 +94,16 @@ def _edits_for(name: str, buf: np.ndarray) -> FieldEdits | None:
             for pos, fmt in _fixed_positions(n, layout.size, layout, iters):
                 e.add(pos, fmt, "iter")
             return e
-    for key, (layout, host, iters, batches) in PROF_HOST.items():
+    for key, (layout, host, _iters, batches) in PROF_HOST.items():
         if key in name and (name.startswith("aging.") or name.startswith("unaging.")):
             n = n_bytes // layout.size
             e.record = layout.size
             rec = np.frombuffer(buf, layout.dtype, count=n)
             for (pos, fmt), fname in zip(_fixed_positions(n, layout.size, layout, host), host):
                 if layout is prof_layouts.API_EVENT and fname == "end":
-                    pos = pos[rec["end"] != np.uint64(prof_layouts.EVENT_FLAG)]  # EVENT records: the end is a flag
+                    pos = pos[
+                        rec["end"] != np.uint64(prof_layouts.EVENT_FLAG)
+                    ]  # EVENT records: the end is a flag
                 e.add(pos, fmt, "host")
             for pos, fmt in _fixed_positions(n, layout.size, layout, batches):
                 e.add(pos, fmt, "batch")
@@ -139,7 +147,11 @@ def _is_prof_ts(buf: np.ndarray) -> bool:
     if len(buf) % prof_layouts.TS_TRACK_SIZE or len(buf) < 4:
         return False
     size = int(buf[2]) | (int(buf[3]) << 8)
-    return size == prof_layouts.TS_TRACK_SIZE or int(buf[1]) in prof_layouts.TS_LAYOUTS and int(buf[1]) not in hiprof_layouts.DECODED_TAGS
+    return (
+        size == prof_layouts.TS_TRACK_SIZE
+        or int(buf[1]) in prof_layouts.TS_LAYOUTS
+        and int(buf[1]) not in hiprof_layouts.DECODED_TAGS
+    )
 
 
 @dataclass
@@ -191,8 +203,14 @@ def _span(streams: dict, kind: str) -> tuple[int, int] | None:
     return None if lo is None else (lo, hi)
 
 
-def scale(base: Path, out: Path, copies: int, slice_bytes: int = 64 * 1024 * 1024, iter_step: int | None = None,
-          batch_step: int | None = None) -> int:
+def scale(
+    base: Path,
+    out: Path,
+    copies: int,
+    slice_bytes: int = 64 * 1024 * 1024,
+    iter_step: int | None = None,
+    batch_step: int | None = None,
+) -> int:
     """Write ``base`` repeated ``copies`` times along its timeline into ``out``; returns the bytes written."""
     base, out = Path(base), Path(out)
     clocks = _info_clocks(base)
@@ -257,7 +275,9 @@ def _streams(base: Path) -> tuple[dict[Path, tuple[np.ndarray, FieldEdits]], lis
             once.append(p)
             continue
         if m.group("n") != "0" or p.with_name(f"{m.group('stem')}.slice_1").exists():
-            raise ValueError(f"{p}: the base dump must hold every stream in one slice (use a large --slice-bytes)")
+            raise ValueError(
+                f"{p}: the base dump must hold every stream in one slice (use a large --slice-bytes)"
+            )
         streams[p] = (buf, e)
     return streams, once
 

@@ -87,8 +87,14 @@ def training_marks(step: tuple[int, int]) -> list[tuple[int, int, int]]:
     ranges that overlap, [+2, +4] us on stream 0 and [+3, +5] us on stream 1 (even tag starts,
     the next odd tag ends). Times stay multiples of 20 ns when the step's are."""
     start, end = step
-    return [(2, 0, start + 1_000), (10000, 0, start + 2_000), (10002, 1, start + 3_000),
-            (10001, 0, start + 4_000), (10003, 1, start + 5_000), (3, 0, end - 1_000)]
+    return [
+        (2, 0, start + 1_000),
+        (10000, 0, start + 2_000),
+        (10002, 1, start + 3_000),
+        (10001, 0, start + 4_000),
+        (10003, 1, start + 5_000),
+        (3, 0, end - 1_000),
+    ]
 
 
 @dataclass

@@ -127,7 +127,9 @@ def _verify(wh: Warehouse, rel: str, entry: dict | None) -> FileCheck:
         return fc
     for fld in want:
         if fld.name in names and not _same_kind(schema.field(fld.name).type, fld.type):
-            fc.problem = f"schema: column {fld.name} is {schema.field(fld.name).type}, the contract says {fld.type}"
+            fc.problem = (
+                f"schema: column {fld.name} is {schema.field(fld.name).type}, the contract says {fld.type}"
+            )
             return fc
     return fc
 
@@ -161,8 +163,12 @@ def check(wh: Warehouse) -> CheckReport:
                 out = [_verify(wh, rel, e) for rel, e in sorted(entries.items())]
             else:  # committed by a profetl that recorded no sizes: the files that are there, as read
                 rep.unrecorded += 1
-                out = [_verify(wh, _rel(wh, f), None)
-                       for table in layer_tables(layer) for f in wh.files(layer, table, part) if f.exists()]
+                out = [
+                    _verify(wh, _rel(wh, f), None)
+                    for table in layer_tables(layer)
+                    for f in wh.files(layer, table, part)
+                    if f.exists()
+                ]
             checked[(layer, part)] = out
             rep.files.extend(out)
     for r in rows:
@@ -174,8 +180,11 @@ def check(wh: Warehouse) -> CheckReport:
         rep.runs.append(rc)
     named = {fc.file for fcs in checked.values() for fc in fcs}
     parts = {p for p in checked}
-    rep.unowned = sorted(rel for f in _layer_files(wh) if (rel := _rel(wh, f)) not in named
-                         and (rel.split("/")[0], part_of(f.name)) not in parts)
+    rep.unowned = sorted(
+        rel
+        for f in _layer_files(wh)
+        if (rel := _rel(wh, f)) not in named and (rel.split("/")[0], part_of(f.name)) not in parts
+    )
     return rep
 
 

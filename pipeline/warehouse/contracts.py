@@ -7,12 +7,11 @@ mart against its contract, and the docs are generated from the same files.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-
-import re
 
 from pipeline.errors import UnknownTable
 from pipeline.lazy import lazy
@@ -166,5 +165,16 @@ def contract(layer: str, table: str) -> Contract:
         raise UnknownTable(f"no {layer} table named {table!r}; known: {known}") from None
 
 
-RAW_TABLES = ("devices", "api_calls", "task_states", "task_runs", "task_ops",
-              "pmu_counters", "task_metrics", "inferences", "step_trace", "freq_samples", "ingest_issues")
+RAW_TABLES = (
+    "devices",
+    "api_calls",
+    "task_states",
+    "task_runs",
+    "task_ops",
+    "pmu_counters",
+    "task_metrics",
+    "inferences",
+    "step_trace",
+    "freq_samples",
+    "ingest_issues",
+)

@@ -12,7 +12,6 @@ from pipeline.warehouse.contracts import contract
 from pipeline.warehouse.store import Warehouse, part_of
 from pipeline.warehouse.views import quote
 
-
 ALL_DEVICES = object()
 
 # Tables of host threads' records, which the rules join to a device's records by thread (tid):
@@ -59,9 +58,12 @@ def _select(wh: Warehouse, table: str, run: dict) -> str:
         try:
             have = have or set(pq.read_schema(p).names)
         except (OSError, pa.ArrowException) as e:
-            raise _damaged(wh, run, p, getattr(e, "strerror", None) or (str(e).splitlines() or [type(e).__name__])[0]) from None
-    cols = ", ".join(col.name if col.name in have else f"NULL::{col.sql_type} AS {col.name}"
-                     for col in wanted)
+            raise _damaged(
+                wh, run, p, getattr(e, "strerror", None) or (str(e).splitlines() or [type(e).__name__])[0]
+            ) from None
+    cols = ", ".join(
+        col.name if col.name in have else f"NULL::{col.sql_type} AS {col.name}" for col in wanted
+    )
     # a group file holds other runs too
     where = f" where run_id = {quote(run_id)}" if "run_id" in have else ""
     # a sharded part (docs/architecture.md#cluster) as one scan per shard: DuckDB estimates a
@@ -74,5 +76,9 @@ def _select(wh: Warehouse, table: str, run: dict) -> str:
 def _damaged(wh: Warehouse, run: dict, path, reason: str) -> DamagedPart:
     """A raw part file of ``run`` that the build cannot read: the run is not built (its marts
     stay as they were), and what can be done about it."""
-    return DamagedPart(path, reason, f"run {run['run_id']} cannot be built from it: its marts are left as they were; "
-                                     + wh.damage_advice(wh.index(), "raw_part", part_of(path.name)))
+    return DamagedPart(
+        path,
+        reason,
+        f"run {run['run_id']} cannot be built from it: its marts are left as they were; "
+        + wh.damage_advice(wh.index(), "raw_part", part_of(path.name)),
+    )

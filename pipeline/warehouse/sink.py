@@ -13,7 +13,6 @@ import pyarrow.parquet as pq
 
 from pipeline.warehouse.contracts import Contract, contract
 
-
 # Text columns travel from the readers to the Parquet writer as dictionary arrays: a reader's
 # names are few distinct values (pipeline.readers.distinct) and the file a record came from is
 # one of a stream's few files, so a batch carries an index per record and each text once, and
@@ -38,8 +37,11 @@ def to_table(c: Contract, columns: dict) -> pa.Table:
         if v is None:
             arrays.append(pa.nulls(n, TEXT if text else t))
         elif isinstance(v, str):  # one value for every row
-            arrays.append(pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([v], t))
-                          if text else pa.repeat(pa.scalar(v, t), n))
+            arrays.append(
+                pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, np.int32)), pa.array([v], t))
+                if text
+                else pa.repeat(pa.scalar(v, t), n)
+            )
         elif text and isinstance(v, pa.DictionaryArray):
             arrays.append(v.cast(TEXT))
         elif isinstance(v, (pa.Array, pa.ChunkedArray)):
@@ -58,7 +60,9 @@ def with_run_id(t, run_id: str | None):
     and every Parquet reader sees the run without a folder convention."""
     if run_id is None:
         return t
-    col = pa.DictionaryArray.from_arrays(pa.array(np.zeros(t.num_rows, np.int32)), pa.array([run_id], pa.string()))
+    col = pa.DictionaryArray.from_arrays(
+        pa.array(np.zeros(t.num_rows, np.int32)), pa.array([run_id], pa.string())
+    )
     if isinstance(t, pa.RecordBatch):
         return pa.RecordBatch.from_arrays([col, *t.columns], names=["run_id", *t.schema.names])
     return t.add_column(0, "run_id", col)
@@ -95,11 +99,15 @@ def parquet_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
     encoding = {f.name: "DELTA_BINARY_PACKED" for f in schema if f.type in (pa.int64(), pa.uint64())}
     encoding |= {f.name: "BYTE_STREAM_SPLIT" for f in schema if pa.types.is_floating(f.type)}
     stats = [f.name for f in schema if not _is_text(f.type) or f.name == "run_id"]
-    return pq.ParquetWriter(path, schema, compression="zstd",
-                            use_dictionary=[f.name for f in schema if f.name not in encoding],
-                            column_encoding=encoding,
-                            write_statistics=stats,
-                            store_schema=not any(pa.types.is_dictionary(f.type) for f in schema))
+    return pq.ParquetWriter(
+        path,
+        schema,
+        compression="zstd",
+        use_dictionary=[f.name for f in schema if f.name not in encoding],
+        column_encoding=encoding,
+        write_statistics=stats,
+        store_schema=not any(pa.types.is_dictionary(f.type) for f in schema),
+    )
 
 
 def _is_text(t: pa.DataType) -> bool:
@@ -124,8 +132,13 @@ class ParquetSink:
 
     QUEUE_BATCHES = 2
 
-    def __init__(self, paths: dict[str, Path], layer: str = "raw",
-                 derive: dict[str, Callable[[dict], dict]] | None = None, run_id: str | None = None):
+    def __init__(
+        self,
+        paths: dict[str, Path],
+        layer: str = "raw",
+        derive: dict[str, Callable[[dict], dict]] | None = None,
+        run_id: str | None = None,
+    ):
         self.paths = paths
         self.run_id = run_id  # written as every row's first column
         self.derive = derive or {}

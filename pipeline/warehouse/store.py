@@ -37,11 +37,20 @@ import shutil
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pipeline import __version__
-from pipeline.errors import INDEX_HISTORY, DamagedIndex, DamagedPart, DamagedRun, MissingIndex, UnknownRun, UsageError, WarehouseLocked
+from pipeline.errors import (
+    INDEX_HISTORY,
+    DamagedIndex,
+    DamagedPart,
+    DamagedRun,
+    MissingIndex,
+    UnknownRun,
+    UsageError,
+    WarehouseLocked,
+)
 from pipeline.lazy import lazy
 from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
 from pipeline.warehouse.faults import checkpoint
@@ -67,8 +76,15 @@ INDEX_FORMAT = 2
 FORMAT_KEY = b"profetl.index_format"
 # Columns an index of every format has, and the kind of each: a Parquet file without them (a
 # part file copied over the index) is not a run index.
-INDEX_REQUIRED = {"run_id": "text", "ingest_id": "text", "build_id": "text", "raw_part": "text",
-                  "mart_part": "text", "collection_start_us": "int", "ingested_at": "time"}
+INDEX_REQUIRED = {
+    "run_id": "text",
+    "ingest_id": "text",
+    "build_id": "text",
+    "raw_part": "text",
+    "mart_part": "text",
+    "collection_start_us": "int",
+    "ingested_at": "time",
+}
 # Each run's row lists (``files``, ``files_type()``) the files of the parts it is the first run
 # of, in run order: a path relative to the warehouse, its size and SHA-256, recorded when the
 # file was written, before its commit. A part's files are thus listed once, whatever the
@@ -80,7 +96,16 @@ KEEP_VERSIONS = 5
 HISTORY = INDEX_HISTORY
 
 # Columns of the index that place runs: what readers other than `runs` read of it.
-LIGHT = ["run_id", "ingest_id", "build_id", "collection_start_us", "ingested_at", "raw_part", "mart_part", "workload"]
+LIGHT = [
+    "run_id",
+    "ingest_id",
+    "build_id",
+    "collection_start_us",
+    "ingested_at",
+    "raw_part",
+    "mart_part",
+    "workload",
+]
 INDEX_ROW_GROUP_ROWS = 256
 # The columns that place a run's rows and say which profetl wrote it: what a reader without the
 # ``runs`` view reads of the index (``Warehouse.placing``).
@@ -102,7 +127,7 @@ GROUP_ROW_GROUP_ROWS = 8192
 
 
 def new_id() -> str:
-    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
 
 
 def check_run_id(run_id: str) -> str:
@@ -139,7 +164,7 @@ def part_of(file_name: str) -> str | None:
     ``part-<part>.<k>.parquet`` of a sharded part), or None for another name."""
     if not (file_name.startswith("part-") and file_name.endswith(".parquet")):
         return None
-    return file_name[len("part-"):-len(".parquet")].split(".", 1)[0]
+    return file_name[len("part-") : -len(".parquet")].split(".", 1)[0]
 
 
 def run_order(r: dict) -> tuple:
@@ -181,7 +206,9 @@ def recorded_sizes(index: pa.Table) -> dict[str, int]:
     entries = pc.list_flatten(index.column("files"))
     if not len(entries):
         return {}
-    return dict(zip(pc.struct_field(entries, "file").to_pylist(), pc.struct_field(entries, "size").to_pylist()))
+    return dict(
+        zip(pc.struct_field(entries, "file").to_pylist(), pc.struct_field(entries, "size").to_pylist())
+    )
 
 
 def entry_part(rel: str) -> tuple[str, str]:
@@ -245,11 +272,15 @@ class Warehouse:
         """Refuse a path that cannot be a warehouse: a file, or (``must_exist``, for commands
         that only work on runs already there) nothing at all."""
         if self.path.exists() and not self.path.is_dir():
-            raise UsageError(f"the warehouse {self.path} is a file, not a folder; "
-                             "--warehouse (-w) or $PROFETL_WAREHOUSE names the warehouse folder")
+            raise UsageError(
+                f"the warehouse {self.path} is a file, not a folder; "
+                "--warehouse (-w) or $PROFETL_WAREHOUSE names the warehouse folder"
+            )
         if must_exist and not self.path.exists():
-            raise UsageError(f"no warehouse at {self.path}: `profetl run DUMP... --warehouse {self.path}` makes one; "
-                             "--warehouse (-w) or $PROFETL_WAREHOUSE names another")
+            raise UsageError(
+                f"no warehouse at {self.path}: `profetl run DUMP... --warehouse {self.path}` makes one; "
+                "--warehouse (-w) or $PROFETL_WAREHOUSE names another"
+            )
         return self
 
     @property
@@ -370,7 +401,11 @@ class Warehouse:
             return None
         path = "'" + str(f).replace("'", "''") + "'"
         try:  # the footer: a run index of a format this profetl reads
-            meta = dict(con.execute(f"SELECT key::VARCHAR, value::VARCHAR FROM parquet_kv_metadata({path})").fetchall())
+            meta = dict(
+                con.execute(
+                    f"SELECT key::VARCHAR, value::VARCHAR FROM parquet_kv_metadata({path})"
+                ).fetchall()
+            )
             cols = con.execute(f"DESCRIBE SELECT * FROM read_parquet({path})").fetchall()
         except duckdb.Error as e:
             raise DamagedIndex(f, (str(e).splitlines() or [type(e).__name__])[0]) from None
@@ -378,16 +413,25 @@ class Warehouse:
         # UNION BY NAME: an index without one of the other columns reads it as NULL (as
         # ``snapshot`` conforms it)
         others = ", ".join(f"NULL::VARCHAR AS {c}" for c in PLACING[1:])
-        rows = (f"SELECT * FROM read_parquet({path}, file_row_number = true) "
-                f"UNION ALL BY NAME SELECT {others}, NULL::BIGINT AS file_row_number WHERE false")
+        rows = (
+            f"SELECT * FROM read_parquet({path}, file_row_number = true) "
+            f"UNION ALL BY NAME SELECT {others}, NULL::BIGINT AS file_row_number WHERE false"
+        )
         cols = ", ".join(PLACING)
         if run_ids is not None:
             where, params = "run_id IN (SELECT unnest($ids))", {"ids": list(run_ids)}
         else:
-            where, params = ("n IN (SELECT min(n) FROM i GROUP BY raw_part) "
-                             "OR n IN (SELECT min(n) FROM i GROUP BY mart_part)"), None
-        sql = (f"WITH i AS (SELECT {cols}, file_row_number AS n FROM ({rows})) "
-               f"SELECT {cols} FROM i WHERE {where} ORDER BY n")
+            where, params = (
+                (
+                    "n IN (SELECT min(n) FROM i GROUP BY raw_part) "
+                    "OR n IN (SELECT min(n) FROM i GROUP BY mart_part)"
+                ),
+                None,
+            )
+        sql = (
+            f"WITH i AS (SELECT {cols}, file_row_number AS n FROM ({rows})) "
+            f"SELECT {cols} FROM i WHERE {where} ORDER BY n"
+        )
         try:
             found = con.execute(sql, params).fetchall()
         except duckdb.Error as e:
@@ -408,8 +452,10 @@ class Warehouse:
             return {}
         path = "'" + str(f).replace("'", "''") + "'"
         empty = "SELECT NULL::STRUCT(file VARCHAR, size BIGINT, sha256 VARCHAR)[] AS files WHERE false"
-        sql = (f"SELECT e.file, e.size FROM (SELECT unnest(files) AS e FROM "
-               f"(SELECT files FROM (SELECT * FROM read_parquet({path}) UNION ALL BY NAME {empty})))")
+        sql = (
+            f"SELECT e.file, e.size FROM (SELECT unnest(files) AS e FROM "
+            f"(SELECT files FROM (SELECT * FROM read_parquet({path}) UNION ALL BY NAME {empty})))"
+        )
         try:
             return dict(con.execute(sql).fetchall())
         except duckdb.Error as e:
@@ -482,7 +528,9 @@ class Warehouse:
             if run_id not in idx:
                 raise UnknownRun(f"no run {run_id!r} in {self.path} (see `profetl runs`)")
         before = _named(idx)
-        held = {(layer, idx[r][key]): r for r in reversed(run_ids) for layer, key, _ in LAYERS if idx[r].get(key)}
+        held = {
+            (layer, idx[r][key]): r for r in reversed(run_ids) for layer, key, _ in LAYERS if idx[r].get(key)
+        }
         for layer, key, _ in LAYERS:
             for group in dict.fromkeys(idx[r][key] for r in run_ids if is_group(idx[r].get(key))):
                 self._regroup(idx, layer, key, group, drop=set(run_ids))
@@ -491,8 +539,9 @@ class Warehouse:
         gone = before - _named(idx)
         removed = dict.fromkeys(run_ids, 1)
         for layer, part in gone:
-            removed[held[(layer, part)]] += sum(1 for table in self._table_dirs(layer)
-                                                for f in self.files(layer, table, part) if f.exists())
+            removed[held[(layer, part)]] += sum(
+                1 for table in self._table_dirs(layer) for f in self.files(layer, table, part) if f.exists()
+            )
         self._write_index(idx)
         self._drop(gone)
         return removed
@@ -585,13 +634,13 @@ class Warehouse:
         d = self.history_dir
         d.mkdir(exist_ok=True)
         kept = self.index_versions()
-        last = int(kept[-1].name[len("runs-"):-len(".parquet")]) if kept else 0
+        last = int(kept[-1].name[len("runs-") : -len(".parquet")]) if kept else 0
         tmp = d / f".runs-{secrets.token_hex(4)}.tmp"
         shutil.copyfile(f, tmp)
         with open(tmp, "rb") as fh:
             os.fsync(fh.fileno())
         os.replace(tmp, d / f"runs-{last + 1:08d}.parquet")
-        for old in kept[:max(0, len(kept) + 1 - KEEP_VERSIONS)]:
+        for old in kept[: max(0, len(kept) + 1 - KEEP_VERSIONS)]:
             old.unlink(missing_ok=True)
         _fsync_dir(d)
 
@@ -673,9 +722,17 @@ class Warehouse:
         if run_ref in (None, "latest"):
             cols = {k: t.column(k).to_pylist() for k in ("run_id", "collection_start_us", "ingested_at")}
             pick = latest([dict(zip(cols, v)) for v in zip(*cols.values())])["run_id"]
-            return self.run(pick) if self.index_file.exists() else next(r for r in self.runs() if r["run_id"] == pick)
+            return (
+                self.run(pick)
+                if self.index_file.exists()
+                else next(r for r in self.runs() if r["run_id"] == pick)
+            )
         if run_ref in ids:
-            return self.run(run_ref) if self.index_file.exists() else next(r for r in self.runs() if r["run_id"] == run_ref)
+            return (
+                self.run(run_ref)
+                if self.index_file.exists()
+                else next(r for r in self.runs() if r["run_id"] == run_ref)
+            )
         prefix = [i for i in ids if i.startswith(run_ref)]
         if len(prefix) == 1:
             return self.resolve(prefix[0])
@@ -688,8 +745,12 @@ class Warehouse:
         a sharded part is several files)."""
         key = "raw_part" if layer == "raw" else "mart_part"
         r = self._placing(run["run_id"]) or {}
-        part = r.get(key) if r.get("ingest_id" if layer == "raw" else "build_id") == run.get(
-            "ingest_id" if layer == "raw" else "build_id") else None
+        part = (
+            r.get(key)
+            if r.get("ingest_id" if layer == "raw" else "build_id")
+            == run.get("ingest_id" if layer == "raw" else "build_id")
+            else None
+        )
         if part is None:  # a run not committed yet (a build of a new ingest): its own files
             own = run.get("ingest_id" if layer == "raw" else "build_id")
             if not own:
@@ -740,8 +801,12 @@ class Warehouse:
         # (conformed: an index written before a column was added gets it, NULL)
         rest = _conform(t.filter(pc.invert(pc.equal(t.column("run_id"), run_id))), index_schema(), None)
         both = pa.concat_tables([rest, pa.Table.from_pylist([new], schema=index_schema())])
-        order = pc.sort_indices(both, options=pc.SortOptions(
-            [("collection_start_us", "ascending", "at_start"), ("run_id", "ascending", "at_start")]))
+        order = pc.sort_indices(
+            both,
+            options=pc.SortOptions(
+                [("collection_start_us", "ascending", "at_start"), ("run_id", "ascending", "at_start")]
+            ),
+        )
         self._write_index(both.take(order))
         self._drop(_named({run_id: old} if old else {}) - _named({run_id: new}))
 
@@ -787,7 +852,9 @@ class Warehouse:
         else:
             ops = distinct("task_ops", "op_name")
             what = ("ops-" + hashlib.md5(",".join(ops).encode()).hexdigest()[:8]) if ops else "empty"
-        return "/".join(x for x in (run.get("layout"), run.get("chip") or "unknown-chip", what) if x is not None)
+        return "/".join(
+            x for x in (run.get("layout"), run.get("chip") or "unknown-chip", what) if x is not None
+        )
 
     # --- groups --------------------------------------------------------------------
     def _regroup(self, idx: dict[str, dict], layer: str, key: str, group: str, drop: set[str]) -> None:
@@ -800,9 +867,13 @@ class Warehouse:
             self._write_group(layer, key, members, gid)
         except DamagedPart as e:
             leaving = sorted(r for r in drop if idx.get(r, {}).get(key) == group)
-            raise DamagedPart(e.path, e.reason, f"run(s) {', '.join(leaving)} cannot leave group {group} without "
-                                                f"writing it again, which needs every row it holds: nothing was changed; "
-                                                + self.damage_advice(idx, key, group)) from None
+            raise DamagedPart(
+                e.path,
+                e.reason,
+                f"run(s) {', '.join(leaving)} cannot leave group {group} without "
+                f"writing it again, which needs every row it holds: nothing was changed; "
+                + self.damage_advice(idx, key, group),
+            ) from None
         for r in members:
             idx[r["run_id"]] = dict(r, **{key: gid})
 
@@ -840,11 +911,15 @@ class Warehouse:
                                 pending.append(b)
                                 n += b.num_rows
                                 if n >= GROUP_ROW_GROUP_ROWS:
-                                    w.write_table(pa.Table.from_batches(pending, schema),
-                                                  row_group_size=GROUP_ROW_GROUP_ROWS)
+                                    w.write_table(
+                                        pa.Table.from_batches(pending, schema),
+                                        row_group_size=GROUP_ROW_GROUP_ROWS,
+                                    )
                                     pending, n = [], 0
                     if pending:
-                        w.write_table(pa.Table.from_batches(pending, schema), row_group_size=GROUP_ROW_GROUP_ROWS)
+                        w.write_table(
+                            pa.Table.from_batches(pending, schema), row_group_size=GROUP_ROW_GROUP_ROWS
+                        )
                 final = self.file(layer, table, part)
                 self.place(out, final)
                 placed.append(final)
@@ -861,13 +936,21 @@ class Warehouse:
         drop all its runs at once; for a run's own part, re-ingest or drop that run."""
         holders = [r["run_id"] for r in sorted(idx.values(), key=run_order) if r.get(key) == part]
         if is_group(part):
-            shown = " ".join(holders[:20]) + (f" ... ({len(holders)} runs: `profetl query \"select run_id from "
-                                              f"runs where {key} = '{part}'\"`)" if len(holders) > 20 else "")
-            return (f"restore it from a backup of the warehouse, or drop the {len(holders)} run(s) of group {part} "
-                    f"in one command (`profetl drop {shown}`) and run their dumps again")
+            shown = " ".join(holders[:20]) + (
+                f' ... ({len(holders)} runs: `profetl query "select run_id from '
+                f"runs where {key} = '{part}'\"`)"
+                if len(holders) > 20
+                else ""
+            )
+            return (
+                f"restore it from a backup of the warehouse, or drop the {len(holders)} run(s) of group {part} "
+                f"in one command (`profetl drop {shown}`) and run their dumps again"
+            )
         run = holders[0] if holders else "RUN_ID"
-        return (f"restore it from a backup of the warehouse, or run its dump again (`profetl run --force DUMP`) "
-                f"or drop the run (`profetl drop {run}`)")
+        return (
+            f"restore it from a backup of the warehouse, or run its dump again (`profetl run --force DUMP`) "
+            f"or drop the run (`profetl drop {run}`)"
+        )
 
     def _run_bytes(self, layer: str, part: str) -> int:
         total = 0
@@ -890,7 +973,9 @@ class Warehouse:
         if t is None:  # no index: nothing committed yet, or profetl 0.2's layout left unmigrated
             return 0
         if t is not None:  # few runs outside groups: nothing to do, known without a dict per run
-            outside = max(sum(1 for p in t.column(key).to_pylist() if p and not is_group(p)) for _, key, _ in LAYERS)
+            outside = max(
+                sum(1 for p in t.column(key).to_pylist() if p and not is_group(p)) for _, key, _ in LAYERS
+            )
             if outside < KEEP_FRESH + COMPACT_BATCH:
                 return 0
         idx = self.index()
@@ -912,7 +997,9 @@ class Warehouse:
                     groups.setdefault(r[key], []).append(r)
             damaged: set[str] = set()  # parts found damaged: left as they are
             while len(waiting) >= COMPACT_BATCH:
-                saved = {r["run_id"]: dict(idx[r["run_id"]]) for r, _ in waiting} | {r["run_id"]: dict(r) for g in groups.values() for r in g}
+                saved = {r["run_id"]: dict(idx[r["run_id"]]) for r, _ in waiting} | {
+                    r["run_id"]: dict(r) for g in groups.values() for r in g
+                }
                 made: list[str] = []
                 try:
                     self._compact_layer(idx, layer, key, waiting, groups, damaged, made)
@@ -925,9 +1012,14 @@ class Warehouse:
                         raise
                     damaged.add(src)
                     holders = [r for r in idx.values() if r.get(key) == src]
-                    doing = ("compaction did not add runs to group " + src + ", which stays as it is" if is_group(src)
-                             else f"run {holders[0]['run_id'] if holders else src} stays uncompacted in its own files")
-                    self.damaged_parts.append(DamagedPart(e.path, e.reason, doing + "; " + self.damage_advice(idx, key, src)))
+                    doing = (
+                        "compaction did not add runs to group " + src + ", which stays as it is"
+                        if is_group(src)
+                        else f"run {holders[0]['run_id'] if holders else src} stays uncompacted in its own files"
+                    )
+                    self.damaged_parts.append(
+                        DamagedPart(e.path, e.reason, doing + "; " + self.damage_advice(idx, key, src))
+                    )
                     waiting = [(r, n) for r, n in waiting if r.get(key) != src]
                     continue
                 moved |= {r["run_id"] for r, _ in waiting}
@@ -937,8 +1029,16 @@ class Warehouse:
             self._drop(before - _named(idx))
         return len(moved)
 
-    def _compact_layer(self, idx: dict[str, dict], layer: str, key: str, waiting: list[tuple[dict, int]],
-                       groups: dict[str, list[dict]], damaged: set[str], made: list[str]) -> None:
+    def _compact_layer(
+        self,
+        idx: dict[str, dict],
+        layer: str,
+        key: str,
+        waiting: list[tuple[dict, int]],
+        groups: dict[str, list[dict]],
+        damaged: set[str],
+        made: list[str],
+    ) -> None:
         """The ``waiting`` runs into the newest group of ``layer`` (unless it is ``damaged``,
         full or big), then new groups; the ids of the groups written go to ``made``."""
         batch: list[dict] = []
@@ -971,7 +1071,7 @@ class Warehouse:
         idx = self.index()
         keep = rows[-KEEP_FRESH:]
         old = rows[:-KEEP_FRESH] if len(rows) > KEEP_FRESH else []
-        chunks = [old[i:i + GROUP_RUNS] for i in range(0, len(old), GROUP_RUNS)]
+        chunks = [old[i : i + GROUP_RUNS] for i in range(0, len(old), GROUP_RUNS)]
         for layer, key, id_key in LAYERS:
             for chunk in [[r] for r in keep] + chunks:
                 part = chunk[0][id_key] if len(chunk) == 1 and chunk[0] in keep else "c" + new_id()
@@ -984,6 +1084,7 @@ class Warehouse:
                     f = self.file(layer, table, part)
                     f.parent.mkdir(parents=True, exist_ok=True)
                     from pipeline.warehouse.sink import parquet_writer
+
                     with parquet_writer(f, schema) as w:
                         w.write_table(whole, row_group_size=GROUP_ROW_GROUP_ROWS)
                     self.record(f)
@@ -1049,7 +1150,7 @@ class Warehouse:
                         # (after migration, what the index no longer names: all of it)
                         part_ids = {p.split("/", 1)[1] for p in named if p.startswith(f.name + "/")}
                         for g in f.iterdir():
-                            if g.name[:-len(".parquet")] not in part_ids:
+                            if g.name[: -len(".parquet")] not in part_ids:
                                 g.unlink(missing_ok=True)
                                 removed += 1
                         _rmdir(f)
@@ -1172,7 +1273,8 @@ class Warehouse:
                     except OSError:
                         pass
                     raise WarehouseLocked(
-                        f"{lock} is held by process {holder}; another writer is running") from None
+                        f"{lock} is held by process {holder}; another writer is running"
+                    ) from None
                 time.sleep(0.2)
 
 
@@ -1215,8 +1317,14 @@ def latest(runs: list[dict]) -> dict:
     dumps does not change what ``latest`` names; among runs without a collection time, or
     collected at the same time, the one ingested last. A run with a collection time comes
     before any without."""
-    return max(runs, key=lambda r: (r.get("collection_start_us") is not None, r.get("collection_start_us") or 0,
-                                    r["ingested_at"]))
+    return max(
+        runs,
+        key=lambda r: (
+            r.get("collection_start_us") is not None,
+            r.get("collection_start_us") or 0,
+            r["ingested_at"],
+        ),
+    )
 
 
 def _reason(e: BaseException) -> str:
@@ -1231,8 +1339,11 @@ def _read_index(f: Path, columns: list[str] | None) -> pa.Table:
         with pq.ParquetFile(f) as pf:
             schema = pf.schema_arrow
             meta = pf.metadata.metadata or {}
-            _check_index(f, meta.get(FORMAT_KEY, b"").decode(errors="replace") or None,
-                         {x.name: _arrow_kind(x.type) for x in schema})
+            _check_index(
+                f,
+                meta.get(FORMAT_KEY, b"").decode(errors="replace") or None,
+                {x.name: _arrow_kind(x.type) for x in schema},
+            )
             t = pf.read(columns=columns)
     except (OSError, pa.ArrowException, UnicodeDecodeError) as e:  # (a garbled footer's names)
         raise DamagedIndex(f, _reason(e)) from None
@@ -1246,12 +1357,18 @@ def _check_index(f: Path, version: str | None, kinds: dict[str, str]) -> None:
         if not version.isdigit():
             raise DamagedIndex(f, f"its index format {version[:20]!r} is not a number")
         if int(version) > INDEX_FORMAT:
-            raise DamagedIndex(f, f"it is of index format {int(version)}, written by a newer profetl; "
-                                  f"this one reads formats up to {INDEX_FORMAT}")
+            raise DamagedIndex(
+                f,
+                f"it is of index format {int(version)}, written by a newer profetl; "
+                f"this one reads formats up to {INDEX_FORMAT}",
+            )
     missing = [c for c in INDEX_REQUIRED if c not in kinds]
     if missing:
-        raise DamagedIndex(f, f"it is not a run index: it has no {', '.join(missing[:3])}"
-                              f"{', ...' if len(missing) > 3 else ''} column{'s' if len(missing) > 1 else ''}")
+        raise DamagedIndex(
+            f,
+            f"it is not a run index: it has no {', '.join(missing[:3])}"
+            f"{', ...' if len(missing) > 3 else ''} column{'s' if len(missing) > 1 else ''}",
+        )
     wrong = [c for c, k in INDEX_REQUIRED.items() if kinds[c] != k]
     if "files" in kinds and kinds["files"] != "list":
         wrong.append("files")
@@ -1260,8 +1377,11 @@ def _check_index(f: Path, version: str | None, kinds: dict[str, str]) -> None:
 
 
 def _arrow_kind(t: pa.DataType) -> str:
-    if pa.types.is_string(t) or pa.types.is_large_string(t) or (
-            pa.types.is_dictionary(t) and pa.types.is_string(t.value_type)):
+    if (
+        pa.types.is_string(t)
+        or pa.types.is_large_string(t)
+        or (pa.types.is_dictionary(t) and pa.types.is_string(t.value_type))
+    ):
         return "text"
     if pa.types.is_integer(t):
         return "int"
@@ -1310,8 +1430,13 @@ def _named(idx: dict[str, dict]) -> set[tuple[str, str]]:
 
 
 def _with_run(t: pa.Table, run_id: str) -> pa.Table:
-    col = pa.array([run_id] * t.num_rows, pa.string()) if t.num_rows < 16 else \
-        pa.DictionaryArray.from_arrays(pa.array([0] * t.num_rows, pa.int32()), pa.array([run_id])).cast(pa.string())
+    col = (
+        pa.array([run_id] * t.num_rows, pa.string())
+        if t.num_rows < 16
+        else pa.DictionaryArray.from_arrays(pa.array([0] * t.num_rows, pa.int32()), pa.array([run_id])).cast(
+            pa.string()
+        )
+    )
     if "run_id" in t.column_names:
         return t.set_column(t.column_names.index("run_id"), "run_id", col)
     return t.add_column(0, "run_id", col)

@@ -49,8 +49,9 @@ def _size(f: Path) -> int | None:
         return None
 
 
-def _snapshot_files(wh: Warehouse, layer: str, table: str, first: dict[str, dict],
-                    sizes: dict[str, int]) -> list[Path]:
+def _snapshot_files(
+    wh: Warehouse, layer: str, table: str, first: dict[str, dict], sizes: dict[str, int]
+) -> list[Path]:
     """The files of ``table`` for the parts the snapshot names (``_first_runs``). A file named
     but gone means a writer replaced or regrouped a run since the index was read (``_Changed``:
     read again), or, when the index still names it, that the file was lost: an error for a run
@@ -77,14 +78,26 @@ def _snapshot_files(wh: Warehouse, layer: str, table: str, first: dict[str, dict
         for part, r in missing.items():
             if (now.get(r["run_id"]) or {}).get(key) != part:
                 raise _Changed(f"run {r['run_id']} was replaced or removed while it was read")
-            if r.get("profetl_version") == __version__:  # a group's runs are dropped together, not re-ingested
-                raise DamagedPart(next(f for f in wh.files(layer, table, part) if not f.exists()), "missing",
-                                  wh.damage_advice(now, key, part))
+            if (
+                r.get("profetl_version") == __version__
+            ):  # a group's runs are dropped together, not re-ingested
+                raise DamagedPart(
+                    next(f for f in wh.files(layer, table, part) if not f.exists()),
+                    "missing",
+                    wh.damage_advice(now, key, part),
+                )
     return out
 
 
-def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict], first: dict[str, dict], every: bool,
-              sizes: dict[str, int]) -> str:
+def _view_sql(
+    wh: Warehouse,
+    layer: str,
+    c: Contract,
+    runs: list[dict],
+    first: dict[str, dict],
+    every: bool,
+    sizes: dict[str, int],
+) -> str:
     """The table's rows of ``runs`` (``every``: all the snapshot's runs) through the files the
     snapshot names (``first``: ``_first_runs`` of ``runs``; ``sizes``: their recorded sizes)."""
     files = _snapshot_files(wh, layer, c.name, first, sizes)
@@ -95,10 +108,14 @@ def _view_sql(wh: Warehouse, layer: str, c: Contract, runs: list[dict], first: d
     old = [f for f in files if f.parent.name.startswith("run_id=")]
     scans = []
     if flat:
-        scans.append(f"SELECT * FROM read_parquet([{', '.join(quote(f) for f in flat)}], union_by_name = true)")
+        scans.append(
+            f"SELECT * FROM read_parquet([{', '.join(quote(f) for f in flat)}], union_by_name = true)"
+        )
     if old:  # profetl 0.2's layout, until a writer migrates it: the run is the folder's name
-        scans.append(f"SELECT * FROM read_parquet([{', '.join(quote(f) for f in old)}], hive_partitioning = true, "
-                     "hive_types = {'run_id': VARCHAR}, union_by_name = true)")
+        scans.append(
+            f"SELECT * FROM read_parquet([{', '.join(quote(f) for f in old)}], hive_partitioning = true, "
+            "hive_types = {'run_id': VARCHAR}, union_by_name = true)"
+        )
     # a group file holds runs not asked for
     # (a list of constants, not a join: a join would not keep the files' row order)
     where = "" if every else " WHERE run_id IN (" + ", ".join(quote(r["run_id"]) for r in runs) + ")"
@@ -116,7 +133,9 @@ def _identity(f: Path) -> tuple | None:
     return st.st_ino, st.st_mtime_ns, st.st_size
 
 
-def _placing(con: duckdb.DuckDBPyConnection, wh: Warehouse, run_ids: list[str] | None) -> tuple[list[dict] | None, dict]:
+def _placing(
+    con: duckdb.DuckDBPyConnection, wh: Warehouse, run_ids: list[str] | None
+) -> tuple[list[dict] | None, dict]:
     """``Warehouse.placing`` and ``Warehouse.recorded_sizes``, checked against a writer's
     commit. DuckDB opens the index by its name more than once in a read (its footer when the
     query is planned, its rows when it runs), so a commit replacing the index in between would
@@ -138,8 +157,14 @@ def _placing(con: duckdb.DuckDBPyConnection, wh: Warehouse, run_ids: list[str] |
     return runs, sizes
 
 
-def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None,
-            sandbox: bool = False, confine: bool = False, records: bool = True) -> duckdb.DuckDBPyConnection:
+def connect(
+    wh: Warehouse,
+    run_ids: list[str] | None = None,
+    tables=None,
+    sandbox: bool = False,
+    confine: bool = False,
+    records: bool = True,
+) -> duckdb.DuckDBPyConnection:
     """A connection with views ``runs``, every raw table and every mart (optionally some runs only).
 
     Times print in UTC. ``runs`` holds the commit records plus ``RUN_VIEW_COLUMNS``.
@@ -168,7 +193,9 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None,
                 snap = pa.Table.from_pylist(list(wh.index().values()), schema=index_schema())
             sizes = recorded_sizes(snap)  # of every run: a group's files are listed on one of its runs
             if run_ids is not None:
-                snap = snap.filter(pc.is_in(snap.column("run_id"), value_set=pa.array(list(run_ids), pa.string())))
+                snap = snap.filter(
+                    pc.is_in(snap.column("run_id"), value_set=pa.array(list(run_ids), pa.string()))
+                )
             runs = snap.select(list(PLACING)).to_pylist()
             if records:
                 # the index as read once, held in memory: the runs view and the part files
@@ -181,7 +208,9 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None,
         for layer, layer_names in (("raw", RAW_TABLES), ("marts", names("marts"))):
             for name in layer_names:
                 if only is None or name in only:
-                    sql = _view_sql(wh, layer, contract(layer, name), runs, first[layer], run_ids is None, sizes)
+                    sql = _view_sql(
+                        wh, layer, contract(layer, name), runs, first[layer], run_ids is None, sizes
+                    )
                     con.execute(f"CREATE VIEW {name} AS {sql}")
         if records:
             con.execute(_RUNS_VIEW_LEGACY if legacy else _RUNS_VIEW)
@@ -195,8 +224,11 @@ def connect(wh: Warehouse, run_ids: list[str] | None = None, tables=None,
 
 # Set when the connection is made: no extension is installed or loaded behind a query's back
 # (reading a URL or a .json file would otherwise fetch and load one).
-_SANDBOX_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False,
-                   "allow_community_extensions": False}
+_SANDBOX_CONFIG = {
+    "autoinstall_known_extensions": False,
+    "autoload_known_extensions": False,
+    "allow_community_extensions": False,
+}
 
 
 def lock_down(con: duckdb.DuckDBPyConnection, confine_to: Warehouse | None = None) -> None:
@@ -223,9 +255,12 @@ def lock_down(con: duckdb.DuckDBPyConnection, confine_to: Warehouse | None = Non
 # Columns the ``runs`` view adds to the commit records (documented in docs/tables.md).
 RUN_VIEW_COLUMNS = {
     "collected_at": ("timestamp", "Collection start (UTC) as a timestamp: collection_start_us"),
-    "workload": ("string", "What the run ran, so that runs can be compared over time: "
-                 "<layout>/<chip>/<model names joined by +>, or <layout>/<chip>/ops-<hash of the "
-                 "sorted op names> when the run has no model records"),
+    "workload": (
+        "string",
+        "What the run ran, so that runs can be compared over time: "
+        "<layout>/<chip>/<model names joined by +>, or <layout>/<chip>/ops-<hash of the "
+        "sorted op names> when the run has no model records",
+    ),
 }
 _RUNS_VIEW_READS = {"inferences", "task_ops"}  # to compute workload in profetl 0.2's layout
 # The index keeps each run's workload, computed from its raw tables when it is committed
@@ -293,8 +328,10 @@ def read_consistent(wh: Warehouse, read, run_ids: list[str] | None = None, table
             why = str(e).splitlines()[0]
         finally:
             con.close()
-    raise QueryFailed(f"the warehouse {wh.path} changed under {READ_ATTEMPTS} attempts to read it "
-                      f"(a writer replacing runs?), or a file of it cannot be read: {why}; run the command again")
+    raise QueryFailed(
+        f"the warehouse {wh.path} changed under {READ_ATTEMPTS} attempts to read it "
+        f"(a writer replacing runs?), or a file of it cannot be read: {why}; run the command again"
+    )
 
 
 def _vanished(e: duckdb.Error) -> bool:

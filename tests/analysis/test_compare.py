@@ -7,8 +7,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from pipeline.cli.main import app
 from pipeline.analysis.compare import compare
+from pipeline.cli.main import app
 from pipeline.errors import ExitCode, UsageError
 from tests.helpers.history import build_history, median, op_mean
 
@@ -23,14 +23,17 @@ def nights(tmp_path_factory):
     """Five nights of one workload (same seed); conv2d_0 is 30% slower in the last one,
     slightly off in nights 1-3 so that the median differs from any single run; a sixth
     night runs only six ops per inference (other random draws too)."""
-    return build_history(tmp_path_factory.mktemp("cmp"), [
-        {"seed": 1, "devices": 2},
-        {"seed": 1, "devices": 2, "op_scale": {SLOW_OP: 1.04}},
-        {"seed": 1, "devices": 2, "op_scale": {SLOW_OP: 0.98}},
-        {"seed": 1, "devices": 2, "op_scale": {SLOW_OP: 1.02}},
-        {"seed": 1, "devices": 2, "op_scale": {SLOW_OP: 1.3}},
-        {"seed": 1, "devices": 2, "tasks": 6},
-    ])
+    return build_history(
+        tmp_path_factory.mktemp("cmp"),
+        [
+            {"seed": 1, "devices": 2},
+            {"seed": 1, "devices": 2, "op_scale": {SLOW_OP: 1.04}},
+            {"seed": 1, "devices": 2, "op_scale": {SLOW_OP: 0.98}},
+            {"seed": 1, "devices": 2, "op_scale": {SLOW_OP: 1.02}},
+            {"seed": 1, "devices": 2, "op_scale": {SLOW_OP: 1.3}},
+            {"seed": 1, "devices": 2, "tasks": 6},
+        ],
+    )
 
 
 def _row(cmp, name):
@@ -123,8 +126,10 @@ def test_by_iteration_times_the_step_trace_iterations(nights):
     assert row.after == pytest.approx(_iteration_mean(n[5].truth))
     assert row.after < row.before and row.status == "faster"  # six tasks per inference instead of eight
     assert row.after_count == len(n[5].truth.inferences) == 2 * 3
-    r = runner.invoke(app, ["compare", n[5].run_id, "--against", n[0].run_id, "--by", "iteration",
-                            "--warehouse", str(wh.path)])
+    r = runner.invoke(
+        app,
+        ["compare", n[5].run_id, "--against", n[0].run_id, "--by", "iteration", "--warehouse", str(wh.path)],
+    )
     assert r.exit_code == 0, r.output
     assert "Model ID" in r.stdout and "Iteration Time" in r.stdout
 
@@ -132,8 +137,11 @@ def test_by_iteration_times_the_step_trace_iterations(nights):
 def test_one_device(nights):
     wh, n = nights
     cmp = compare(wh, n[4].run_id, against=n[0].run_id, devices=[1])
-    dev1 = [x.complete_ns - x.running_ns for x in n[4].truth.instances
-            if x.op_name == SLOW_OP and x.device_id == 1]
+    dev1 = [
+        x.complete_ns - x.running_ns
+        for x in n[4].truth.instances
+        if x.op_name == SLOW_OP and x.device_id == 1
+    ]
     assert _row(cmp, SLOW_OP).after == pytest.approx(sum(dev1) / len(dev1))
 
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from typer.testing import CliRunner
 
+from pipeline.analysis.selection import RunSelection
+from pipeline.analysis.trend import trend
 from pipeline.cli.main import app
 from pipeline.errors import UsageError
 from pipeline.outputs.plot import svg
-from pipeline.analysis.selection import RunSelection
-from pipeline.analysis.trend import trend
 from tests.helpers.history import build_history, op_mean
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
@@ -34,7 +34,7 @@ def test_ten_runs_give_the_ten_values(ten):
     assert [p.run_id for p in t.points] == [n.run_id for n in nights]  # collection order
     assert [p.value for p in t.points] == pytest.approx([op_mean(n.truth, OP) for n in nights], rel=1e-12)
     assert [p.count for p in t.points] == [3] * 10
-    assert t.points[3].collected_at == datetime(2026, 1, 4, tzinfo=timezone.utc)
+    assert t.points[3].collected_at == datetime(2026, 1, 4, tzinfo=UTC)
     # the scale shows through: value / first value follows SCALES within the 10 ns rounding
     ratios = [p.value / t.points[0].value for p in t.points]
     assert ratios == pytest.approx(SCALES, abs=0.01)
@@ -44,10 +44,13 @@ def test_total_count_and_run_metrics(ten):
     wh, nights = ten
     total = trend(wh, f"op:{OP}", stat="total")
     assert [p.value for p in total.points] == [
-        sum(x.complete_ns - x.running_ns for x in n.truth.instances if x.op_name == OP) for n in nights]
+        sum(x.complete_ns - x.running_ns for x in n.truth.instances if x.op_name == OP) for n in nights
+    ]
     task_time = trend(wh, "run:task_time")
     assert [p.value for p in task_time.points] == [
-        sum(x.complete_ns - x.running_ns for x in n.truth.instances if x.complete_ns is not None) for n in nights]
+        sum(x.complete_ns - x.running_ns for x in n.truth.instances if x.complete_ns is not None)
+        for n in nights
+    ]
     api = trend(wh, "api:rtKernelLaunch", stat="count")
     assert [p.value for p in api.points] == [8 * 3] * 10
     assert trend(wh, "run:aicore_time").unit == "us"
@@ -55,10 +58,15 @@ def test_total_count_and_run_metrics(ten):
 
 def test_selection_and_missing_entries(ten):
     wh, nights = ten
-    t = trend(wh, f"op:{OP}", sel=RunSelection(since=datetime(2026, 1, 3, tzinfo=timezone.utc),
-                                               until=datetime(2026, 1, 6, tzinfo=timezone.utc)))
+    t = trend(
+        wh,
+        f"op:{OP}",
+        sel=RunSelection(since=datetime(2026, 1, 3, tzinfo=UTC), until=datetime(2026, 1, 6, tzinfo=UTC)),
+    )
     assert [p.run_id for p in t.points] == [n.run_id for n in nights[2:5]]
-    assert [p.run_id for p in trend(wh, f"op:{OP}", sel=RunSelection(last=2)).points] == [n.run_id for n in nights[-2:]]
+    assert [p.run_id for p in trend(wh, f"op:{OP}", sel=RunSelection(last=2)).points] == [
+        n.run_id for n in nights[-2:]
+    ]
     with pytest.raises(UsageError, match="no selected run has op"):
         trend(wh, "op:no_such_op")
     with pytest.raises(UsageError, match="KIND:NAME"):
@@ -99,15 +107,29 @@ def test_svg_plot_has_one_point_per_value_on_a_time_axis(ten):
 def test_svg_plot_one_line_per_workload_with_a_legend_and_time_spacing():
     from pipeline.analysis.trend import Point, Trend
 
-    day = datetime(2026, 1, 1, tzinfo=timezone.utc).timestamp()
-    at = lambda d: datetime.fromtimestamp(day + d * 86400, timezone.utc)  # noqa: E731
-    t = Trend("op:x", "mean", "ns", "", [
-        Point("a0", at(0), "w/one", 10.0), Point("b0", at(1), "w/two", 30.0), Point("a1", at(2), "w/one", 12.0),
-        Point("a2", at(62), "w/one", 11.0), Point("b1", at(63), "w/two", 31.0), Point("c", None, "w/one", 5.0)])
+    day = datetime(2026, 1, 1, tzinfo=UTC).timestamp()
+    at = lambda d: datetime.fromtimestamp(day + d * 86400, UTC)  # noqa: E731
+    t = Trend(
+        "op:x",
+        "mean",
+        "ns",
+        "",
+        [
+            Point("a0", at(0), "w/one", 10.0),
+            Point("b0", at(1), "w/two", 30.0),
+            Point("a1", at(2), "w/one", 12.0),
+            Point("a2", at(62), "w/one", 11.0),
+            Point("b1", at(63), "w/two", 31.0),
+            Point("c", None, "w/one", 5.0),
+        ],
+    )
     text = svg(t)
     root = ET.fromstring(text)
     one, two = _markers(root, 0), _markers(root, 1)
-    assert [m[2].split()[0] for m in one] == ["a0", "a1", "a2"] and [m[2].split()[0] for m in two] == ["b0", "b1"]
+    assert [m[2].split()[0] for m in one] == ["a0", "a1", "a2"] and [m[2].split()[0] for m in two] == [
+        "b0",
+        "b1",
+    ]
     # two months take the width of two months, not of one night
     assert (one[2][0] - one[1][0]) == pytest.approx(30 * (one[1][0] - one[0][0]), rel=1e-3)
     assert "w/one" in text and "w/two" in text and "workload" in text  # the legend
@@ -122,7 +144,9 @@ def test_cli_table_json_csv_and_plot(ten, tmp_path):
     assert all(n.run_id in r.stdout for n in nights)
     r = runner.invoke(app, base + ["--json"])
     got = json.loads(r.stdout)
-    assert [p["value"] for p in got["points"]] == pytest.approx([op_mean(n.truth, OP) for n in nights], rel=1e-12)
+    assert [p["value"] for p in got["points"]] == pytest.approx(
+        [op_mean(n.truth, OP) for n in nights], rel=1e-12
+    )
     r = runner.invoke(app, base + ["--format", "csv", "--last", "3"])
     lines = r.stdout.splitlines()
     assert lines[0] == "run_id,collected_at,workload,value,count" and len(lines) == 4
@@ -145,6 +169,11 @@ def test_a_warning_when_workloads_mix(ten):
 
     wh, _ = ten
     assert trend(wh, f"op:{OP}").warnings == []  # ten runs of one workload
-    t = Trend("op:x", "mean", "ns", "", [Point("a", None, "w1", 1.0), Point("b", None, "w2", 2.0),
-                                        Point("c", None, "w3", None)])
+    t = Trend(
+        "op:x",
+        "mean",
+        "ns",
+        "",
+        [Point("a", None, "w1", 1.0), Point("b", None, "w2", 2.0), Point("c", None, "w3", None)],
+    )
     assert len(_mixed(t).warnings) == 1 and "w1, w2" in t.warnings[0]

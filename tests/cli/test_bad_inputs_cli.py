@@ -35,7 +35,9 @@ def _torch_export(d: Path, info: str | None = None, kernel_details: bytes | None
     rank = d / "host_1_ascend_pt"
     (rank / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
     (rank / "profiler_info_5.json").write_text(info or json.dumps({"rank_id": 5}))
-    (rank / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").write_bytes(kernel_details or KERNEL_DETAILS.encode())
+    (rank / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv").write_bytes(
+        kernel_details or KERNEL_DETAILS.encode()
+    )
     return rank
 
 
@@ -75,8 +77,11 @@ def rank_id_10_30(small_dumps, d):
 
 
 def collection_end_40_nines(small_dumps, d):
-    return _torch_export(d, '{"rank_id": 5, "start_info": {"start_monotonic": 100}, '
-                            '"end_info": {"collectionTimeEnd": ' + "9" * 40 + ', "MonotonicTimeEnd": 200}}')
+    return _torch_export(
+        d,
+        '{"rank_id": 5, "start_info": {"start_monotonic": 100}, '
+        '"end_info": {"collectionTimeEnd": ' + "9" * 40 + ', "MonotonicTimeEnd": 200}}',
+    )
 
 
 def string_ids_not_utf8(small_dumps, d):
@@ -110,18 +115,51 @@ def all_data_files_empty(small_dumps, d):
 # case -> (make the dump, exit code, issue kind, text in its message, [SQL, its one value])
 CASES = {
     "slice linked to itself": (self_link, 5, "unreadable_file", "aicore.data.0.slice_0", None),
-    "device 2^32 in a file name": (device_2_32_in_a_file_name, 5, "unreadable_file", "does not fit 32 bits", None),
-    "device 2^32 in a folder name": (device_2_32_in_a_folder_name, 5, "unreadable_file", f"device_{2**32}", None),
+    "device 2^32 in a file name": (
+        device_2_32_in_a_file_name,
+        5,
+        "unreadable_file",
+        "does not fit 32 bits",
+        None,
+    ),
+    "device 2^32 in a folder name": (
+        device_2_32_in_a_folder_name,
+        5,
+        "unreadable_file",
+        f"device_{2**32}",
+        None,
+    ),
     "rank_id 10^30": (rank_id_10_30, 5, "bad_metadata", "rank_id 1.000e+30", None),
     "collection end of 40 nines": (collection_end_40_nines, 5, "bad_metadata", "collectionTimeEnd", None),
-    "STRING_IDS not UTF-8": (string_ids_not_utf8, 0, "bad_value", "STRING_IDS",
-                             ("select count(*) from task_ops where op_name = 'Mat\ufffdMul_1'", 1)),
+    "STRING_IDS not UTF-8": (
+        string_ids_not_utf8,
+        0,
+        "bad_value",
+        "STRING_IDS",
+        ("select count(*) from task_ops where op_name = 'Mat\ufffdMul_1'", 1),
+    ),
     "1e300 in TASK.startNs": (start_1e300, 5, "bad_row", "task_runs", ("select count(*) from task_runs", 2)),
-    "deviceId beyond int32": (device_id_beyond_int32, 5, "bad_row", "task_ops",
-                              ("select count(*) from task_ops", 1)),
-    "kernel_details row not UTF-8": (kernel_details_row_not_utf8, 5, "bad_text_line", "row (line 5) has 4 cells",
-                                     ("select count(*) from task_runs", 2)),
-    "all data files empty": (all_data_files_empty, 5, "no_data", "every data file of the dump is empty", None),
+    "deviceId beyond int32": (
+        device_id_beyond_int32,
+        5,
+        "bad_row",
+        "task_ops",
+        ("select count(*) from task_ops", 1),
+    ),
+    "kernel_details row not UTF-8": (
+        kernel_details_row_not_utf8,
+        5,
+        "bad_text_line",
+        "row (line 5) has 4 cells",
+        ("select count(*) from task_runs", 2),
+    ),
+    "all data files empty": (
+        all_data_files_empty,
+        5,
+        "no_data",
+        "every data file of the dump is empty",
+        None,
+    ),
 }
 
 

@@ -50,7 +50,9 @@ def test_readme_names_the_commands_without_warehouse():
     --warehouse (a command added without it has to be named there too)."""
     group = typer.main.get_command(app)
     ctx = group.context_class(group)
-    without = [n for n in COMMANDS if not any("--warehouse" in p.opts for p in group.get_command(ctx, n).params)]
+    without = [
+        n for n in COMMANDS if not any("--warehouse" in p.opts for p in group.get_command(ctx, n).params)
+    ]
     assert without, "every command takes --warehouse: say so in README.md and drop this exception"
     readme = " ".join((REPO / "README.md").read_text().split())
     names = " and ".join(f"`{n}`" for n in without)
@@ -95,7 +97,9 @@ def test_show_prints_the_five_views(built):
 def test_export_csv_equals_library_rows(built, tmp_path):
     _, wh = built
     out = tmp_path / "ts.csv"
-    r = invoke("export", "task_scheduler", "--run", "latest", "--format", "csv", "--out", out, "--warehouse", wh)
+    r = invoke(
+        "export", "task_scheduler", "--run", "latest", "--format", "csv", "--out", out, "--warehouse", wh
+    )
     assert r.exit_code == 0, r.output
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     from pipeline.warehouse.store import Warehouse
@@ -140,12 +144,15 @@ def test_query_with_parameter_and_formats(built):
     assert r.stdout.splitlines() == ["n", "1"]
 
 
-@pytest.mark.parametrize("args, message", [
-    (["show", "nope"], "no run 'nope'"),
-    (["export", "no_such_table"], "no table named 'no_such_table'"),
-    (["query", "select * from missing_table"], "missing_table"),
-    (["export", "acl_api", "--format", "xlsx"], "format 'xlsx'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["show", "nope"], "no run 'nope'"),
+        (["export", "no_such_table"], "no table named 'no_such_table'"),
+        (["query", "select * from missing_table"], "missing_table"),
+        (["export", "acl_api", "--format", "xlsx"], "format 'xlsx'"),
+    ],
+)
 @pytest.mark.slow
 def test_errors_are_one_line(built, args, message):
     _, wh = built
@@ -165,7 +172,9 @@ def test_run_on_a_folder_without_dumps_fails_cleanly(tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("option", [("--memory-limit", "12"), ("--memory-limit", "lots"), ("--threads", "-1")])
+@pytest.mark.parametrize(
+    "option", [("--memory-limit", "12"), ("--memory-limit", "lots"), ("--threads", "-1")]
+)
 def test_bad_build_settings_are_a_usage_error_before_any_work(built, tmp_path, option):
     dump, _ = built
     wh = tmp_path / "wh"
@@ -177,7 +186,9 @@ def test_bad_build_settings_are_a_usage_error_before_any_work(built, tmp_path, o
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("option", [("--memory-limit", "12"), ("--memory-limit", "lots"), ("--threads", "-1")])
+@pytest.mark.parametrize(
+    "option", [("--memory-limit", "12"), ("--memory-limit", "lots"), ("--threads", "-1")]
+)
 def test_bad_settings_given_to_build_are_a_usage_error(built, tmp_path, option):
     """`build` checks the settings only when DuckDB refuses them: still one line, exit 2, run left ingested."""
     dump, _ = built
@@ -187,7 +198,9 @@ def test_bad_settings_given_to_build_are_a_usage_error(built, tmp_path, option):
     assert r.exit_code == 2, r.output
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and option[1] in lines[0], r.stderr
-    assert [run["status"] for run in json.loads(invoke("runs", "--warehouse", wh, "--json").stdout)] == ["ingested"]
+    assert [run["status"] for run in json.loads(invoke("runs", "--warehouse", wh, "--json").stdout)] == [
+        "ingested"
+    ]
 
 
 @pytest.mark.slow
@@ -202,7 +215,9 @@ def test_a_build_out_of_memory_names_the_limit_and_the_options(built, tmp_path):
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1, r.stderr
     assert "Out of Memory" in lines[0] and "sql/" in lines[0], lines[0]
-    assert "memory limit is 1.9 MiB" in lines[0] and "--memory-limit" in lines[0] and "--threads" in lines[0], lines[0]
+    assert (
+        "memory limit is 1.9 MiB" in lines[0] and "--memory-limit" in lines[0] and "--threads" in lines[0]
+    ), lines[0]
     runs = json.loads(invoke("runs", "--warehouse", wh, "--json").stdout)
     assert [r["status"] for r in runs] == ["ingested"]
 
@@ -213,17 +228,30 @@ def test_timeline_takes_the_memory_limit_and_threads(built, tmp_path):
     r = invoke("timeline", "--warehouse", wh, "--memory-limit", "2MB", "--out", tmp_path / "t.json")
     assert r.exit_code == 1 and "memory limit is 1.9 MiB" in r.stderr, r.output
     assert not (tmp_path / "t.json").exists()
-    r = invoke("timeline", "--warehouse", wh, "--memory-limit", "64MB", "--threads", "1", "--out", tmp_path / "t.json")
+    r = invoke(
+        "timeline",
+        "--warehouse",
+        wh,
+        "--memory-limit",
+        "64MB",
+        "--threads",
+        "1",
+        "--out",
+        tmp_path / "t.json",
+    )
     assert r.exit_code == 0, r.output
     assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]
 
 
-@pytest.mark.parametrize("memory, limit", [
-    (8 * 2**30, "320MB"),          # 1/32 is 268 MB: the floor
-    (24_000_000_000, "750MB"),     # 1/32
-    (128 * 2**30, "2000MB"),       # 1/32 is 4.3 GB: the cap
-    (None, "320MB"),               # memory unknown: the floor
-])
+@pytest.mark.parametrize(
+    "memory, limit",
+    [
+        (8 * 2**30, "320MB"),  # 1/32 is 268 MB: the floor
+        (24_000_000_000, "750MB"),  # 1/32
+        (128 * 2**30, "2000MB"),  # 1/32 is 4.3 GB: the cap
+        (None, "320MB"),  # memory unknown: the floor
+    ],
+)
 def test_default_memory_limit_is_a_share_of_the_machine(monkeypatch, memory, limit):
     from pipeline import limits
 
@@ -238,9 +266,13 @@ def test_a_container_limit_below_the_machine_counts(monkeypatch, tmp_path):
     physical = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     (tmp_path / "low").write_text("1000000000\n")
     (tmp_path / "unlimited").write_text("max\n")
-    monkeypatch.setattr(limits, "_cgroup_limit_files", lambda: [str(tmp_path / "unlimited"), str(tmp_path / "low")])
+    monkeypatch.setattr(
+        limits, "_cgroup_limit_files", lambda: [str(tmp_path / "unlimited"), str(tmp_path / "low")]
+    )
     assert limits.machine_memory() == min(1_000_000_000, physical)
-    monkeypatch.setattr(limits, "_cgroup_limit_files", lambda: [str(tmp_path / "unlimited"), str(tmp_path / "none")])
+    monkeypatch.setattr(
+        limits, "_cgroup_limit_files", lambda: [str(tmp_path / "unlimited"), str(tmp_path / "none")]
+    )
     assert limits.machine_memory() == physical
 
 

@@ -8,6 +8,7 @@ import pty
 import re
 import subprocess
 import sys
+from datetime import UTC
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -30,7 +31,9 @@ def invoke(*args):
 
 @pytest.fixture(scope="module")
 def two(tmp_path_factory):
-    return build_history(tmp_path_factory.mktemp("feel"), [{"seed": 8, "devices": 2}, {"seed": 9, "devices": 2}])
+    return build_history(
+        tmp_path_factory.mktemp("feel"), [{"seed": 8, "devices": 2}, {"seed": 9, "devices": 2}]
+    )
 
 
 def test_runs_lists_collection_time_workload_and_filters(two):
@@ -45,7 +48,17 @@ def test_runs_lists_collection_time_workload_and_filters(two):
     assert [x["run_id"] for x in json.loads(r.stdout)] == [nights[1].run_id]
     r = invoke("runs", "--warehouse", wh.path)
     assert r.exit_code == 0
-    for header in ("Run ID", "Collected (UTC)", "Status", "Workload", "Chip", "Devices", "Records", "Issues", "Source"):
+    for header in (
+        "Run ID",
+        "Collected (UTC)",
+        "Status",
+        "Workload",
+        "Chip",
+        "Devices",
+        "Records",
+        "Issues",
+        "Source",
+    ):
         assert header in r.stdout
 
 
@@ -72,8 +85,9 @@ def _on_a_terminal(*args) -> tuple[int, str, str]:
     master, slave = pty.openpty()
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     env["PYTHONPATH"] = str(REPO)
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", *map(str, args)], stdout=subprocess.PIPE,
-                            stderr=slave, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli", *map(str, args)], stdout=subprocess.PIPE, stderr=slave, env=env
+    )
     os.close(slave)
     seen = []
     while True:
@@ -99,7 +113,9 @@ def test_progress_bar_only_on_a_terminal(tmp_path):
     assert r.stdout.splitlines()[0].startswith("built")
     code, out, terminal = _on_a_terminal("build", "--all", "--warehouse", tmp_path / "wh")
     assert code == 0 and out.startswith("built"), (out, terminal)
-    assert "steps" in terminal and "\x1b[" in terminal, terminal  # the bar (build steps done), drawn with terminal controls
+    assert "steps" in terminal and "\x1b[" in terminal, (
+        terminal
+    )  # the bar (build steps done), drawn with terminal controls
     code, out, terminal = _on_a_terminal("build", "--all", "--json", "--warehouse", tmp_path / "wh")
     assert code == 0 and json.loads(out) and "steps" not in terminal, terminal  # --json: no bar
 
@@ -113,7 +129,17 @@ def test_run_id_and_table_completion(two):
     assert common.complete_table("task_s") == ["task_scheduler", "task_states"]
 
 
-DATA_COMMANDS = {"run", "ingest", "build", "runs", "drop", "check", "show", "synth", "report"}  # --format table|json
+DATA_COMMANDS = {
+    "run",
+    "ingest",
+    "build",
+    "runs",
+    "drop",
+    "check",
+    "show",
+    "synth",
+    "report",
+}  # --format table|json
 FORMAT_COMMANDS = {"export", "query"}  # --format csv|json|parquet
 TWO_JSONS = {"compare", "trend"}  # --json: the whole result; --format json: its rows as JSON lines
 JSON_ITSELF = {"timeline"}  # the output is a JSON trace
@@ -121,7 +147,9 @@ JSON_ITSELF = {"timeline"}  # the output is a JSON trace
 
 @pytest.mark.parametrize("name", list(COMMANDS))
 def test_every_data_command_offers_json(name):
-    assert name in DATA_COMMANDS | FORMAT_COMMANDS | TWO_JSONS | JSON_ITSELF, f"decide how {name} prints data as JSON"
+    assert name in DATA_COMMANDS | FORMAT_COMMANDS | TWO_JSONS | JSON_ITSELF, (
+        f"decide how {name} prints data as JSON"
+    )
     help_text = invoke(name, "--help").stdout
     if name not in JSON_ITSELF:  # both spellings on every command
         assert "--json" in help_text and "--format" in help_text and "json" in help_text
@@ -138,23 +166,38 @@ def test_json_and_format_json_are_one_option(tmp_path):
     assert json.loads(a.stdout) | {"out": ""} == json.loads(b.stdout) | {"out": ""}
     assert invoke("run", tmp_path / "d", "-w", wh).exit_code == 0
     run_id = json.loads(invoke("runs", "-w", wh, "--json").stdout)[0]["run_id"]
-    same = [["run", tmp_path / "d"], ["ingest", tmp_path / "d"], ["build"], ["runs"], ["check"],
-            ["show", "latest", "task_scheduler"], ["report", "--out", tmp_path / "r.html"],
-            ["query", "select 1 as x, 'a' as y"], ["export", "task_scheduler"]]
+    same = [
+        ["run", tmp_path / "d"],
+        ["ingest", tmp_path / "d"],
+        ["build"],
+        ["runs"],
+        ["check"],
+        ["show", "latest", "task_scheduler"],
+        ["report", "--out", tmp_path / "r.html"],
+        ["query", "select 1 as x, 'a' as y"],
+        ["export", "task_scheduler"],
+    ]
     for args in same:
         by_flag = invoke(*args, "-w", wh, "--json")
         by_format = invoke(*args, "-w", wh, "--format", "json")
         assert by_flag.exit_code == by_format.exit_code == 0, (args, by_flag.output, by_format.output)
         assert by_flag.stdout == by_format.stdout and by_flag.stdout.strip(), args
-        parsed = ([json.loads(line) for line in by_flag.stdout.splitlines()] if args[0] in FORMAT_COMMANDS
-                  else json.loads(by_flag.stdout))  # JSON lines, or one JSON document
+        parsed = (
+            [json.loads(line) for line in by_flag.stdout.splitlines()]
+            if args[0] in FORMAT_COMMANDS
+            else json.loads(by_flag.stdout)
+        )  # JSON lines, or one JSON document
         assert isinstance(parsed, (list, dict)), args
     assert json.loads(invoke("query", "select 1 as x", "-w", wh, "--json").stdout) == {"x": 1}
     dropped = invoke("drop", run_id, "-w", wh, "--json")
     assert invoke("run", tmp_path / "d", "-w", wh).exit_code == 0
     assert dropped.stdout == invoke("drop", run_id, "-w", wh, "--format", "json").stdout != ""
-    for args in (["runs", "--json", "--format", "table"], ["query", "select 1", "--json", "--format", "csv"],
-                 ["export", "task_scheduler", "--json", "-f", "parquet"], ["runs", "--format", "csv"]):
+    for args in (
+        ["runs", "--json", "--format", "table"],
+        ["query", "select 1", "--json", "--format", "csv"],
+        ["export", "task_scheduler", "--json", "-f", "parquet"],
+        ["runs", "--format", "csv"],
+    ):
         r = invoke(*args, "-w", wh)
         assert r.exit_code == 2, (args, r.output)
         assert _one_error_line(r), args
@@ -164,8 +207,8 @@ def test_build_json_says_where_the_time_went(tmp_path):
     """Every staging, intermediate and mart SQL file is a step of its own in `build --json` (the benchmark
     prints the slowest ones, and the one where the build's memory peaked), and the steps
     account for no more than the whole build."""
-    from pipeline.synth.hiprof import HiprofConfig, generate
     from pipeline.jobs.transforms import sql_files
+    from pipeline.synth.hiprof import HiprofConfig, generate
 
     generate(tmp_path / "d", HiprofConfig())
     assert invoke("ingest", tmp_path / "d", "--warehouse", tmp_path / "wh").exit_code == 0
@@ -173,7 +216,9 @@ def test_build_json_says_where_the_time_went(tmp_path):
     assert r.exit_code == 0, r.output
     (built,) = json.loads(r.stdout)
     steps = built["seconds_by_step"]
-    expected = [f"{layer}/{f.name}" for layer in ("staging", "intermediate", "marts") for f in sql_files(layer)]
+    expected = [
+        f"{layer}/{f.name}" for layer in ("staging", "intermediate", "marts") for f in sql_files(layer)
+    ]
     assert sorted(steps) == sorted(expected)
     assert all(s >= 0 for s in steps.values())
     assert sum(steps.values()) <= built["seconds"]
@@ -191,8 +236,8 @@ def test_run_json_says_where_the_time_went(tmp_path):
     """`run --json` gives each dump's ingest (rows by table, seconds) and its build as `build
     --json` does (the benchmark times `profetl run` and splits it by these); a dump not read
     again has neither."""
-    from pipeline.synth.hiprof import HiprofConfig, generate
     from pipeline.jobs.transforms import sql_files
+    from pipeline.synth.hiprof import HiprofConfig, generate
 
     generate(tmp_path / "d", HiprofConfig())
     r = invoke("run", tmp_path / "d", "--warehouse", tmp_path / "wh", "--json")
@@ -202,8 +247,13 @@ def test_run_json_says_where_the_time_went(tmp_path):
     assert done["ingest"]["seconds"] == row["ingest_seconds"] > 0
     assert done["build"]["seconds"] == row["build_seconds"] > 0
     assert sum(done["ingest"]["rows"][t] for t in ("api_calls", "task_runs")) > 0
-    assert sum(n for t, n in done["ingest"]["rows"].items() if t not in ("devices", "ingest_issues")) == row["records_decoded"]
-    expected = [f"{layer}/{f.name}" for layer in ("staging", "intermediate", "marts") for f in sql_files(layer)]
+    assert (
+        sum(n for t, n in done["ingest"]["rows"].items() if t not in ("devices", "ingest_issues"))
+        == row["records_decoded"]
+    )
+    expected = [
+        f"{layer}/{f.name}" for layer in ("staging", "intermediate", "marts") for f in sql_files(layer)
+    ]
     assert list(done["build"]["seconds_by_step"]) == expected == list(done["build"]["max_rss_bytes_by_step"])
     assert done["build"]["rows"]["op_summary"] > 0
     again = json.loads(invoke("run", tmp_path / "d", "--warehouse", tmp_path / "wh", "--json").stdout)
@@ -217,15 +267,24 @@ def test_starting_the_command_line_loads_no_decoder():
     import subprocess
     import sys
 
-    code = ("import sys; from pipeline.cli.main import app; "
-            "print(sorted(m for m in sys.modules if m.startswith('pipeline.readers.') and m.endswith('.reader')"
-            " or m in ('pipeline.readers.metadata', 'pydantic')))")
+    code = (
+        "import sys; from pipeline.cli.main import app; "
+        "print(sorted(m for m in sys.modules if m.startswith('pipeline.readers.') and m.endswith('.reader')"
+        " or m in ('pipeline.readers.metadata', 'pydantic')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
-HEAVY = ("duckdb", "pipeline.jobs.build", "pipeline.synth.prof", "pipeline.analysis.compare", "pipeline.outputs.trace",
-         "pipeline.readers.prof.reader", "pipeline.outputs.sections")
+HEAVY = (
+    "duckdb",
+    "pipeline.jobs.build",
+    "pipeline.synth.prof",
+    "pipeline.analysis.compare",
+    "pipeline.outputs.trace",
+    "pipeline.readers.prof.reader",
+    "pipeline.outputs.sections",
+)
 
 
 def _loaded_by(*args: str) -> list[str]:
@@ -233,10 +292,12 @@ def _loaded_by(*args: str) -> list[str]:
     import subprocess
     import sys
 
-    code = ("import atexit, json, sys; "
-            f"atexit.register(lambda: print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)), file=sys.stderr)); "
-            f"sys.argv = ['profetl', *{list(args)!r}]; "
-            "from pipeline.cli.main import main; main()")
+    code = (
+        "import atexit, json, sys; "
+        f"atexit.register(lambda: print(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)), file=sys.stderr)); "
+        f"sys.argv = ['profetl', *{list(args)!r}]; "
+        "from pipeline.cli.main import main; main()"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stderr.strip().splitlines()[-1])
@@ -254,7 +315,11 @@ def test_a_command_loads_only_what_it_runs(tmp_path):
     assert _loaded_by("ingest", root, "-w", wh) == ["pipeline.readers.prof.reader"]
     assert _loaded_by("build", "-w", wh) == ["duckdb", "pipeline.jobs.build"]
     assert _loaded_by("ingest", "--help") == []
-    assert _loaded_by("run", root, "-w", str(tmp_path / "wh2")) == ["duckdb", "pipeline.jobs.build", "pipeline.readers.prof.reader"]
+    assert _loaded_by("run", root, "-w", str(tmp_path / "wh2")) == [
+        "duckdb",
+        "pipeline.jobs.build",
+        "pipeline.readers.prof.reader",
+    ]
     assert "pipeline.outputs.sections" in _loaded_by("run", root, "-w", str(tmp_path / "wh2"), "--show")
 
 
@@ -269,8 +334,11 @@ def test_a_reader_that_goes_away_from_show_stops_it_quietly(tmp_path):
 
     generate(tmp_path / "d", HiprofConfig(inferences=40, tasks=20))
     assert invoke("run", tmp_path / "d", "--warehouse", tmp_path / "wh").exit_code == 0
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "show", "--limit", "0", "-w", str(tmp_path / "wh")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pipeline.cli", "show", "--limit", "0", "-w", str(tmp_path / "wh")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout.read(4) == b"Run "
     proc.stdout.close()  # hundreds of kilobytes of tables are still to come
     assert proc.wait(timeout=120) == ExitCode.PIPE_CLOSED == 141
@@ -285,9 +353,21 @@ def test_a_reader_that_goes_away_stops_the_output_quietly(tmp_path):
 
     from pipeline.errors import ExitCode
 
-    proc = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "query", "select * from range(3000000)",
-                             "-w", str(tmp_path / "wh"), "--format", "csv"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pipeline.cli",
+            "query",
+            "select * from range(3000000)",
+            "-w",
+            str(tmp_path / "wh"),
+            "--format",
+            "csv",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdout.read(6) == b"range\n"
     proc.stdout.close()  # the reader goes away long before the rows end
     assert proc.wait(timeout=120) == ExitCode.PIPE_CLOSED == 141
@@ -300,14 +380,16 @@ def _process(tmp_path, *args: str):
     import subprocess
     import sys
 
-    code = ("import atexit, sys\n"
-            "class Teardown:\n"
-            "    def __del__(self): sys.stderr.write('teardown ran\\n')\n"
-            "witness = Teardown()\n"
-            "atexit.register(lambda: sys.stderr.write('atexit ran\\n'))\n"
-            f"sys.argv = ['profetl', *{list(args)!r}]\n"
-            "from pipeline.cli.main import main\n"
-            "main()\n")
+    code = (
+        "import atexit, sys\n"
+        "class Teardown:\n"
+        "    def __del__(self): sys.stderr.write('teardown ran\\n')\n"
+        "witness = Teardown()\n"
+        "atexit.register(lambda: sys.stderr.write('atexit ran\\n'))\n"
+        f"sys.argv = ['profetl', *{list(args)!r}]\n"
+        "from pipeline.cli.main import main\n"
+        "main()\n"
+    )
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
 
 
@@ -341,13 +423,24 @@ def test_output_to_a_full_disk_is_one_line_and_failed(tmp_path, args):
 
     (tmp_path / "wh").mkdir()
     with open("/dev/full", "w") as full:
-        p = subprocess.run([sys.executable, "-m", "pipeline.cli", *args, *(["-w", str(tmp_path / "wh")] if args != ["--help"] else [])],
-                           stdout=full, stderr=subprocess.PIPE, text=True)
+        p = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pipeline.cli",
+                *args,
+                *(["-w", str(tmp_path / "wh")] if args != ["--help"] else []),
+            ],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     assert p.returncode == ExitCode.FAILED, p.stderr
     assert p.stderr.splitlines() == ["profetl: error: No space left on device"]
 
 
 # --- messages a newcomer can act on -----------------------------------------------------------
+
 
 def _one_error_line(r) -> str:
     lines = r.stderr.strip().splitlines()
@@ -372,22 +465,35 @@ def test_a_warehouse_that_is_a_file_is_refused_by_name(tmp_path, two):
     wh, _ = two
     afile = tmp_path / "warehouse.txt"
     afile.write_text("not a warehouse")
-    for args in (["run", tmp_path], ["build", "--all"], ["runs"], ["show"], ["export", "task_scheduler"],
-                 ["query", "select 1"]):
+    for args in (
+        ["run", tmp_path],
+        ["build", "--all"],
+        ["runs"],
+        ["show"],
+        ["export", "task_scheduler"],
+        ["query", "select 1"],
+    ):
         r = invoke(*args, "--warehouse", afile)
         assert r.exit_code == 2, (args, r.output)
-        assert _one_error_line(r) == (f"profetl: error: the warehouse {afile} is a file, not a folder; "
-                                      "--warehouse (-w) or $PROFETL_WAREHOUSE names the warehouse folder"), args
+        assert _one_error_line(r) == (
+            f"profetl: error: the warehouse {afile} is a file, not a folder; "
+            "--warehouse (-w) or $PROFETL_WAREHOUSE names the warehouse folder"
+        ), args
     assert afile.read_text() == "not a warehouse"
 
 
-@pytest.mark.parametrize("args", [["runs"], ["runs", "--json"], ["show"], ["export", "task_scheduler"], ["build"],
-                                  ["build", "--all"]])
+@pytest.mark.parametrize(
+    "args",
+    [["runs"], ["runs", "--json"], ["show"], ["export", "task_scheduler"], ["build"], ["build", "--all"]],
+)
 def test_a_missing_warehouse_is_an_error_not_an_empty_one(tmp_path, args):
     missing = tmp_path / "typo"
     r = invoke(*args, "--warehouse", missing)
     assert r.exit_code == 2, r.output
-    assert f"no warehouse at {missing}: `profetl run DUMP... --warehouse {missing}` makes one" in _one_error_line(r)
+    assert (
+        f"no warehouse at {missing}: `profetl run DUMP... --warehouse {missing}` makes one"
+        in _one_error_line(r)
+    )
     assert not missing.exists()
 
 
@@ -409,15 +515,19 @@ def test_show_of_a_table_name_says_the_run_comes_first(two):
     wh, _ = two
     r = invoke("show", "task_scheduler", "--warehouse", wh.path)
     assert r.exit_code == 2
-    assert _one_error_line(r) == ("profetl: error: 'task_scheduler' is a table, not a run: the run comes first, "
-                                  "e.g. profetl show latest task_scheduler")
+    assert _one_error_line(r) == (
+        "profetl: error: 'task_scheduler' is a table, not a run: the run comes first, "
+        "e.g. profetl show latest task_scheduler"
+    )
 
 
 @pytest.mark.parametrize("n", ["0", "-1"])
 def test_runs_last_takes_one_or_more(two, n):
     wh, nights = two
     r = invoke("runs", "--last", n, "--warehouse", wh.path)
-    assert r.exit_code == 2 and _one_error_line(r) == f"profetl: error: --last {n}: takes a number of runs >= 1"
+    assert (
+        r.exit_code == 2 and _one_error_line(r) == f"profetl: error: --last {n}: takes a number of runs >= 1"
+    )
     r = invoke("trend", "task_scheduler:avg_ns", "--last", n, "--warehouse", wh.path)
     assert r.exit_code == 2, r.output
     r = invoke("runs", "--last", "1", "--warehouse", wh.path, "--json")
@@ -425,35 +535,92 @@ def test_runs_last_takes_one_or_more(two, n):
 
 
 def test_an_empty_time_window_says_what_it_resolved_to(two):
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     wh, _ = two
-    r = invoke("export", "task_scheduler", "--since", "2030-01-01", "--until", "2031-01-01T08:00+08:00",
-               "--warehouse", wh.path)
+    r = invoke(
+        "export",
+        "task_scheduler",
+        "--since",
+        "2030-01-01",
+        "--until",
+        "2031-01-01T08:00+08:00",
+        "--warehouse",
+        wh.path,
+    )
     assert r.exit_code == 2
     line = _one_error_line(r)
-    assert ("(collected at or after 2030-01-01 00:00:00 UTC; collected before 2031-01-01 00:00:00 UTC)" in line
-            and "its 2 run(s) were collected from 2026-01-01 00:00:00 UTC to 2026-01-02 00:00:00 UTC" in line), line
+    assert (
+        "(collected at or after 2030-01-01 00:00:00 UTC; collected before 2031-01-01 00:00:00 UTC)" in line
+        and "its 2 run(s) were collected from 2026-01-01 00:00:00 UTC to 2026-01-02 00:00:00 UTC" in line
+    ), line
     r = invoke("runs", "--since", "30d", "--warehouse", wh.path)
     line = _one_error_line(r)
     m = re.search(r"collected at or after (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d) UTC", line)
     assert m, line
-    since = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=timezone.utc)
-    assert abs(since - (datetime.now(timezone.utc) - timedelta(days=30))) < timedelta(minutes=1)
+    since = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=UTC)
+    assert abs(since - (datetime.now(UTC) - timedelta(days=30))) < timedelta(minutes=1)
 
 
 def test_query_params_are_integers_decimals_or_text_and_text_can_be_forced(two):
     from pipeline.cli.query import _params
 
-    assert _params(["a=42", "b=-7", "c=1.5", "d=2e-3", "e=nan", "f=1_000", "g=inf", "h=0x10", "i= 1", "j=", "k:=007",
-                    "l:=1.5", "m=a=b"]) == {
-        "a": 42, "b": -7, "c": 1.5, "d": 0.002, "e": "nan", "f": "1_000", "g": "inf", "h": "0x10", "i": " 1", "j": "",
-        "k": "007", "l": "1.5", "m": "a=b"}
+    assert _params(
+        [
+            "a=42",
+            "b=-7",
+            "c=1.5",
+            "d=2e-3",
+            "e=nan",
+            "f=1_000",
+            "g=inf",
+            "h=0x10",
+            "i= 1",
+            "j=",
+            "k:=007",
+            "l:=1.5",
+            "m=a=b",
+        ]
+    ) == {
+        "a": 42,
+        "b": -7,
+        "c": 1.5,
+        "d": 0.002,
+        "e": "nan",
+        "f": "1_000",
+        "g": "inf",
+        "h": "0x10",
+        "i": " 1",
+        "j": "",
+        "k": "007",
+        "l": "1.5",
+        "m": "a=b",
+    }
     wh, _ = two
-    r = invoke("query", "select typeof($n) n, typeof($x) x, typeof($y) y, typeof($z) z, $z as zv", "-p", "n=1000",
-               "-p", "x=nan", "-p", "y=1_000", "-p", "z:=007", "-f", "json", "--warehouse", wh.path)
+    r = invoke(
+        "query",
+        "select typeof($n) n, typeof($x) x, typeof($y) y, typeof($z) z, $z as zv",
+        "-p",
+        "n=1000",
+        "-p",
+        "x=nan",
+        "-p",
+        "y=1_000",
+        "-p",
+        "z:=007",
+        "-f",
+        "json",
+        "--warehouse",
+        wh.path,
+    )
     assert r.exit_code == 0, r.output
-    assert json.loads(r.stdout) == {"n": "INTEGER", "x": "VARCHAR", "y": "VARCHAR", "z": "VARCHAR", "zv": "007"}
+    assert json.loads(r.stdout) == {
+        "n": "INTEGER",
+        "x": "VARCHAR",
+        "y": "VARCHAR",
+        "z": "VARCHAR",
+        "zv": "007",
+    }
     for bad in ("=1", ":=1", "noequals"):
         r = invoke("query", "select 1", "-p", bad, "--warehouse", wh.path)
         assert r.exit_code == 2 and "NAME=VALUE or NAME:=VALUE" in _one_error_line(r), bad
@@ -464,8 +631,14 @@ def test_commands_leave_no_empty_folders_in_the_warehouse(tmp_path):
 
     generate(tmp_path / "d", HiprofConfig())
     wh = tmp_path / "wh"
-    for args in (["run", tmp_path / "d"], ["ingest", "--force", tmp_path / "d"], ["build", "--all"], ["build", "latest"],
-                 ["export", "task_scheduler", "--out", tmp_path / "x.csv"], ["timeline", "--out", tmp_path / "t.json"]):
+    for args in (
+        ["run", tmp_path / "d"],
+        ["ingest", "--force", tmp_path / "d"],
+        ["build", "--all"],
+        ["build", "latest"],
+        ["export", "task_scheduler", "--out", tmp_path / "x.csv"],
+        ["timeline", "--out", tmp_path / "t.json"],
+    ):
         r = invoke(*args, "--warehouse", wh)
         assert r.exit_code == 0, (args, r.output)
         assert not (wh / ".tmp").exists(), args

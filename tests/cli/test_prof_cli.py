@@ -15,8 +15,22 @@ pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md
 
 def test_synth_prof_then_run(tmp_path):
     out, wh = tmp_path / "job", tmp_path / "wh"
-    r = CliRunner().invoke(app, ["synth", "--layout", "prof", "--chip", "ascend310p", "--devices", "3",
-                                 "--processes", "2", "--json", str(out)])
+    r = CliRunner().invoke(
+        app,
+        [
+            "synth",
+            "--layout",
+            "prof",
+            "--chip",
+            "ascend310p",
+            "--devices",
+            "3",
+            "--processes",
+            "2",
+            "--json",
+            str(out),
+        ],
+    )
     assert r.exit_code == 0, r.output
     info = json.loads(r.output)
     assert (info["chip"], info["devices"], info["dump"]) == ("Ascend310P", 3, str(out))
@@ -36,7 +50,9 @@ def test_synth_prof_rejects_unknown_chip(tmp_path):
 def test_ingest_of_a_folder_holding_a_dump_names_it(tmp_path):
     # msprof's --output folder holds one PROF_* tree: not a dump itself, and the error says where the dump is
     out, wh = tmp_path / "msprof_output", tmp_path / "wh"
-    r = CliRunner().invoke(app, ["synth", "--layout", "prof", "--chip", "ascend910b", "--devices", "1", str(out)])
+    r = CliRunner().invoke(
+        app, ["synth", "--layout", "prof", "--chip", "ascend910b", "--devices", "1", str(out)]
+    )
     assert r.exit_code == 0, r.output
     (prof,) = out.glob("PROF_*")
     r = CliRunner().invoke(app, ["ingest", "-w", str(wh), str(out)])

@@ -24,10 +24,12 @@ WATCHED = ("pyarrow", "pandas", "numpy", "rich", "duckdb")
 def _run(*args: str) -> tuple[list[str], str]:
     """The WATCHED modules a real ``profetl ARGS`` process had loaded when it exited, and its
     standard output."""
-    code = ("import atexit, json, sys; "
-            f"atexit.register(lambda: print(json.dumps(sorted(m for m in {WATCHED!r} if m in sys.modules)), file=sys.stderr)); "
-            f"sys.argv = ['profetl', *{list(args)!r}]; "
-            "from pipeline.cli.main import main; main()")
+    code = (
+        "import atexit, json, sys; "
+        f"atexit.register(lambda: print(json.dumps(sorted(m for m in {WATCHED!r} if m in sys.modules)), file=sys.stderr)); "
+        f"sys.argv = ['profetl', *{list(args)!r}]; "
+        "from pipeline.cli.main import main; main()"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
     assert p.returncode == 0, p.stderr
     return json.loads(p.stderr.strip().splitlines()[-1]), p.stdout
@@ -35,7 +37,9 @@ def _run(*args: str) -> tuple[list[str], str]:
 
 def test_importing_the_query_command_loads_no_library():
     code = f"import json, sys; import pipeline.cli.query; print(json.dumps(sorted(m for m in {WATCHED!r} if m in sys.modules)))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO
+    ).stdout
     assert json.loads(out) == []
     assert _run("query", "--help")[0] == []
 
@@ -66,7 +70,7 @@ def test_a_query_of_the_tables_loads_no_arrow(synth_run, tmp_path):
 
 
 def test_a_query_gets_the_views_it_names_or_every_one():
-    assert named_views("select * from OP_SUMMARY o join \"runs\" r using (run_id)") == {"op_summary", "runs"}
+    assert named_views('select * from OP_SUMMARY o join "runs" r using (run_id)') == {"op_summary", "runs"}
     assert named_views("select * from query_table('task_states')") == {"task_states"}
     every = named_views("select table_name from information_schema.tables")
     assert {"op_summary", "task_states", "runs"} <= every
@@ -87,8 +91,10 @@ def test_rows_are_the_values_arrow_gives_whatever_the_types(tmp_path):
     from pipeline.warehouse.store import Warehouse
 
     wh = Warehouse(tmp_path / "wh")
-    plain = ("select i, i::DOUBLE / 3 AS d, 'x' || i AS s, i % 2 = 0 AS b, 1.25::DECIMAL(10,3) AS m, DATE '2024-01-02' AS day,"
-             " make_timestamptz(1700000000000000 + i) AS t, [i, NULL] AS l, {'k': i} AS st, NULL AS n from range(2500) r(i)")
+    plain = (
+        "select i, i::DOUBLE / 3 AS d, 'x' || i AS s, i % 2 = 0 AS b, 1.25::DECIMAL(10,3) AS m, DATE '2024-01-02' AS day,"
+        " make_timestamptz(1700000000000000 + i) AS t, [i, NULL] AS l, {'k': i} AS st, NULL AS n from range(2500) r(i)"
+    )
     other = "select INTERVAL (i) DAY AS iv, MAP {'a': i} AS mp, TIMESTAMP_NS '2024-01-02 03:04:05.123456789' AS ns from range(3) r(i)"
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")

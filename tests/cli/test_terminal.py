@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 from pipeline import progress
 from pipeline.cli import common
 from pipeline.cli.main import app
-from pipeline.outputs.export import fetch
 from pipeline.jobs.runner import run_roots
+from pipeline.outputs.export import fetch
 from pipeline.warehouse.store import Warehouse
 from tests.helpers.history import build_history
 
@@ -24,13 +24,18 @@ SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
 
 @pytest.fixture(scope="module")
 def three(tmp_path_factory):
-    return build_history(tmp_path_factory.mktemp("term"), [{"seed": 1, "devices": 2}, {"seed": 2}, {"seed": 3}])
+    return build_history(
+        tmp_path_factory.mktemp("term"), [{"seed": 1, "devices": 2}, {"seed": 2}, {"seed": 3}]
+    )
 
 
 def _at_width(monkeypatch, width: int) -> io.StringIO:
     buf = io.StringIO()
-    monkeypatch.setattr(common, "out", common._StdoutConsole(file=buf, width=width, soft_wrap=True, force_terminal=False,
-                                                  color_system=None))
+    monkeypatch.setattr(
+        common,
+        "out",
+        common._StdoutConsole(file=buf, width=width, soft_wrap=True, force_terminal=False, color_system=None),
+    )
     return buf
 
 

@@ -22,8 +22,12 @@ def test_markup_and_escapes_in_paths_and_names_print_as_text(tmp_path):
     as_json = profetl("runs", "--warehouse", wh, "--json")
     assert json.loads(as_json.stdout)[0]["source_path"] == str(dump)
 
-    q = profetl("query", "select 'Re[i]lu :smile: [/b]' || chr(27) || '[2J' || chr(10) || 'x' as \"op [b]\"",
-                "--warehouse", wh)
+    q = profetl(
+        "query",
+        "select 'Re[i]lu :smile: [/b]' || chr(27) || '[2J' || chr(10) || 'x' as \"op [b]\"",
+        "--warehouse",
+        wh,
+    )
     assert q.returncode == 0, q.stderr
     assert "Re[i]lu :smile: [/b]\\x1b[2J\\x0ax" in q.stdout and "op [b]" in q.stdout
     assert "\x1b" not in q.stdout

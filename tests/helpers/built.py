@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from pipeline.outputs.export import fetch
 from pipeline.jobs.runner import ingest_dump
+from pipeline.outputs.export import fetch
 from pipeline.warehouse.store import Warehouse
 
 

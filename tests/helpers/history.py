@@ -39,8 +39,11 @@ def build_history(root: Path, configs: list[dict]) -> tuple[Warehouse, list[Nigh
 
 def op_running(truth: Truth, op_name: str) -> list[int]:
     """Running time (COMPLETE - RUNNING) of every completed instance of the op, all devices."""
-    return [x.complete_ns - x.running_ns for x in truth.instances
-            if x.op_name == op_name and x.complete_ns is not None]
+    return [
+        x.complete_ns - x.running_ns
+        for x in truth.instances
+        if x.op_name == op_name and x.complete_ns is not None
+    ]
 
 
 def op_mean(truth: Truth, op_name: str) -> float:

@@ -28,20 +28,36 @@ def runtime_api_summary(truth) -> list[dict]:
         totals[dev] += sum(durs)
     rows = []
     for (dev, name, stream), durs in groups.items():
-        rows.append({
-            "device_id": dev, "api_name": name, "stream_id": stream,
-            "time_pct": 100.0 * sum(durs) / totals[dev], "time_ns": sum(durs), "calls": len(durs),
-            "avg_ns": sum(durs) / len(durs), "min_ns": min(durs), "max_ns": max(durs),
-        })
+        rows.append(
+            {
+                "device_id": dev,
+                "api_name": name,
+                "stream_id": stream,
+                "time_pct": 100.0 * sum(durs) / totals[dev],
+                "time_ns": sum(durs),
+                "calls": len(durs),
+                "avg_ns": sum(durs) / len(durs),
+                "min_ns": min(durs),
+                "max_ns": max(durs),
+            }
+        )
     return rows
 
 
 def acl_api(truth) -> list[dict]:
     calls = sorted((c for c in truth.api_calls if c.level == "acl"), key=lambda c: (c.device_id, c.start_ns))
-    return [{
-        "device_id": c.device_id, "api_name": c.name, "api_type": ACL_TYPE_NAMES[c.api_type],
-        "start_ns": c.start_ns, "dur_us": (c.end_ns - c.start_ns) / 1000.0, "pid": c.pid, "tid": c.tid,
-    } for c in calls]
+    return [
+        {
+            "device_id": c.device_id,
+            "api_name": c.name,
+            "api_type": ACL_TYPE_NAMES[c.api_type],
+            "start_ns": c.start_ns,
+            "dur_us": (c.end_ns - c.start_ns) / 1000.0,
+            "pid": c.pid,
+            "tid": c.tid,
+        }
+        for c in calls
+    ]
 
 
 def task_instances_from_states(truth) -> tuple[list[dict], Counter]:
@@ -56,9 +72,19 @@ def task_instances_from_states(truth) -> tuple[list[dict], Counter]:
         latest, seen = {}, Counter()
         for s in rows:
             if s.state == 3:
-                instances.append({"device_id": dev, "kind": kind, "stream_id": stream, "task_id": task,
-                                  "task_type": s.task_type, "waiting": latest.get(1), "pending": latest.get(4),
-                                  "running": latest.get(2), "complete": s.ts_ns})
+                instances.append(
+                    {
+                        "device_id": dev,
+                        "kind": kind,
+                        "stream_id": stream,
+                        "task_id": task,
+                        "task_type": s.task_type,
+                        "waiting": latest.get(1),
+                        "pending": latest.get(4),
+                        "running": latest.get(2),
+                        "complete": s.ts_ns,
+                    }
+                )
                 dropped[dev] += max(max(seen.values(), default=0) - 1, 0)
                 latest, seen = {}, Counter()
             else:
@@ -76,8 +102,13 @@ def _start(i: dict) -> int:
 def _launch_api(truth, i: dict) -> str | None:
     best = None
     for c in truth.api_calls:
-        if (c.level == "runtime" and c.device_id == i["device_id"] and c.stream_id == i["stream_id"]
-                and i["task_id"] in c.task_ids and c.start_ns <= _start(i)):
+        if (
+            c.level == "runtime"
+            and c.device_id == i["device_id"]
+            and c.stream_id == i["stream_id"]
+            and i["task_id"] in c.task_ids
+            and c.start_ns <= _start(i)
+        ):
             if best is None or c.start_ns > best.start_ns:
                 best = c
     return best.name if best else None
@@ -92,8 +123,14 @@ def task_scheduler(truth) -> list[dict]:
     instances, _ = task_instances_from_states(truth)
     groups = defaultdict(list)
     for i in instances:
-        key = (i["device_id"], TASK_TYPE_NAMES[i["task_type"]], _launch_api(truth, i), i["task_id"],
-               _op_name(truth, i["device_id"], i["stream_id"], i["task_id"]), i["stream_id"])
+        key = (
+            i["device_id"],
+            TASK_TYPE_NAMES[i["task_type"]],
+            _launch_api(truth, i),
+            i["task_id"],
+            _op_name(truth, i["device_id"], i["stream_id"], i["task_id"]),
+            i["stream_id"],
+        )
         groups[key].append(i)
     rows = []
     for (dev, ttype, api, task, op, stream), xs in groups.items():
@@ -107,16 +144,31 @@ def task_scheduler(truth) -> list[dict]:
             else:
                 waiting.append(x["running"] - x["waiting"])
         pending = [x["complete"] - x["pending"] if x["pending"] is not None else 0 for x in xs]
-        durs = [x["complete"] - x["running"] if x["running"] is not None
-                else (x["complete"] - x["pending"] if x["pending"] is not None else None) for x in xs]
+        durs = [
+            x["complete"] - x["running"]
+            if x["running"] is not None
+            else (x["complete"] - x["pending"] if x["pending"] is not None else None)
+            for x in xs
+        ]
         durs = [d for d in durs if d is not None]
-        rows.append({
-            "device_id": dev, "time_ns": sum(running), "task_count": len(xs),
-            "avg_ns": sum(durs) / len(durs) if durs else None, "min_ns": min(durs, default=None),
-            "max_ns": max(durs, default=None), "waiting_ns": sum(waiting), "running_ns": sum(running),
-            "pending_ns": sum(pending), "task_type": ttype, "api_name": api, "task_id": task,
-            "op_name": op, "stream_id": stream,
-        })
+        rows.append(
+            {
+                "device_id": dev,
+                "time_ns": sum(running),
+                "task_count": len(xs),
+                "avg_ns": sum(durs) / len(durs) if durs else None,
+                "min_ns": min(durs, default=None),
+                "max_ns": max(durs, default=None),
+                "waiting_ns": sum(waiting),
+                "running_ns": sum(running),
+                "pending_ns": sum(pending),
+                "task_type": ttype,
+                "api_name": api,
+                "task_id": task,
+                "op_name": op,
+                "stream_id": stream,
+            }
+        )
     totals = Counter()
     for r in rows:
         totals[r["device_id"]] += r["time_ns"]
@@ -132,12 +184,25 @@ def ai_core_metrics(truth) -> list[dict]:
         d = devs[p.device_id]
         # Ascend310 (every hiprof dump): msprof's rule for that chip (metrics_row's ascend310)
         row = {
-            "device_id": p.device_id, "task_id": p.task_id, "stream_id": p.stream_id,
-            "op_name": _op_name(truth, p.device_id, p.stream_id, p.task_id), "ts_ns": p.ts_ns,
+            "device_id": p.device_id,
+            "task_id": p.task_id,
+            "stream_id": p.stream_id,
+            "op_name": _op_name(truth, p.device_id, p.stream_id, p.task_id),
+            "ts_ns": p.ts_ns,
             "block_dim": p.block_dim,
         }
-        row.update(metrics_row(truth.event_ids, p.total_cycles, p.counters, p.block_dim, d.aic_mhz, d.aic_mhz,
-                               d.ai_core_num, ascend310=True))
+        row.update(
+            metrics_row(
+                truth.event_ids,
+                p.total_cycles,
+                p.counters,
+                p.block_dim,
+                d.aic_mhz,
+                d.aic_mhz,
+                d.ai_core_num,
+                ascend310=True,
+            )
+        )
         row["seq"] = record_index(truth.pmu, p)
         rows.append(row)
     return rows
@@ -153,8 +218,10 @@ def topdown_inference(truth) -> list[dict]:
     rows = []
     for d in truth.devices:
         dev = d.device_id
-        execs = sorted((c for c in truth.api_calls if c.device_id == dev and c.name == "aclmdlExecute"),
-                       key=lambda c: c.start_ns)
+        execs = sorted(
+            (c for c in truth.api_calls if c.device_id == dev and c.name == "aclmdlExecute"),
+            key=lambda c: c.start_ns,
+        )
         infers = sorted((x for x in truth.inferences if x.device_id == dev), key=lambda x: x.infer_id)
         done = [x for x in truth.instances if x.device_id == dev and x.complete_ns is not None]
         steps = sorted((x for x in infers if x.step is not None), key=lambda x: x.step[1])
@@ -163,8 +230,14 @@ def topdown_inference(truth) -> list[dict]:
             rows.append(_td(dev, k, "ACL", "aclmdlExecute", call.start_ns, call.end_ns - call.start_ns))
             for api, (s, e) in (("Input", inf.input), ("Infer", inf.infer), ("Output", inf.output)):
                 rows.append(_td(dev, k, "GE", api, s, e - s))
-            inside = [c for c in truth.api_calls if c.device_id == dev and c.level == "runtime"
-                      and c.name == "rtKernelLaunch" and call.start_ns <= c.start_ns <= call.end_ns]
+            inside = [
+                c
+                for c in truth.api_calls
+                if c.device_id == dev
+                and c.level == "runtime"
+                and c.name == "rtKernelLaunch"
+                and call.start_ns <= c.start_ns <= call.end_ns
+            ]
             if inside:
                 s = min(c.start_ns for c in inside)
                 rows.append(_td(dev, k, "Runtime", None, s, max(c.end_ns for c in inside) - s))
@@ -179,11 +252,19 @@ def topdown_inference(truth) -> list[dict]:
 
 
 def _td(dev, k, module, api, start, dur) -> dict:
-    return {"device_id": dev, "infer_id": k, "module_name": module, "api_name": api, "start_ns": start, "dur_ns": dur}
+    return {
+        "device_id": dev,
+        "infer_id": k,
+        "module_name": module,
+        "api_name": api,
+        "start_ns": start,
+        "dur_ns": dur,
+    }
 
 
 def assert_same_rows(got: list[dict], expected: list[dict], key: tuple[str, ...], rel: float = 1e-9) -> None:
     """Every column of every row equal (floats to ``rel``), matched on ``key``."""
+
     def index(rows):
         out = {}
         for r in rows:
@@ -193,7 +274,9 @@ def assert_same_rows(got: list[dict], expected: list[dict], key: tuple[str, ...]
         return out
 
     g, e = index(got), index(expected)
-    assert set(g) == set(e), f"missing {sorted(set(e) - set(g), key=str)[:5]}, unexpected {sorted(set(g) - set(e), key=str)[:5]}"
+    assert set(g) == set(e), (
+        f"missing {sorted(set(e) - set(g), key=str)[:5]}, unexpected {sorted(set(g) - set(e), key=str)[:5]}"
+    )
     for k, exp in e.items():
         row = {c: v for c, v in g[k].items() if c != "run_id"}
         assert set(row) == set(exp), f"columns differ for {k}: {sorted(set(row) ^ set(exp))}"

@@ -33,13 +33,22 @@ def speedscope_warnings(events: list[dict]) -> list[str]:
         stack: list[dict] = []
         i = j = 0
         while i < len(begins) or j < len(ends):
-            if j >= len(ends) or (i < len(begins) and (begins[i]["ts"] < ends[j]["ts"] or (
-                    begins[i]["ts"] == ends[j]["ts"] and frame_key(begins[i]) == frame_key(ends[j])))):
+            if j >= len(ends) or (
+                i < len(begins)
+                and (
+                    begins[i]["ts"] < ends[j]["ts"]
+                    or (begins[i]["ts"] == ends[j]["ts"] and frame_key(begins[i]) == frame_key(ends[j]))
+                )
+            ):
                 stack.append(begins[i])
                 i += 1
                 continue
             if stack:
-                for same in (lambda g: frame_key(g) == frame_key(stack[-1]), lambda g: g["name"] == stack[-1]["name"]):
+                top = stack[-1]
+                for same in (
+                    lambda g, top=top: frame_key(g) == frame_key(top),
+                    lambda g, top=top: g["name"] == top["name"],
+                ):
                     u = j + 1  # as speedscope does, even when ends[j] is already the top's
                     while u < len(ends) and ends[u]["ts"] <= ends[j]["ts"] and not same(ends[u]):
                         u += 1
@@ -51,10 +60,14 @@ def speedscope_warnings(events: list[dict]) -> list[str]:
             if not stack:
                 out.append(f"{key}: ended {e['name']!r} on an empty stack")
             elif stack[-1]["name"] != e["name"]:
-                out.append(f"{key} ts={e['ts']}: tried to end {e['name']!r} when {stack[-1]['name']!r} was on top")
+                out.append(
+                    f"{key} ts={e['ts']}: tried to end {e['name']!r} when {stack[-1]['name']!r} was on top"
+                )
             else:
                 if frame_key(stack[-1]) != frame_key(e):
-                    out.append(f"{key} ts={e['ts']}: tried to end {frame_key(e)!r} when {frame_key(stack[-1])!r} was on top")
+                    out.append(
+                        f"{key} ts={e['ts']}: tried to end {frame_key(e)!r} when {frame_key(stack[-1])!r} was on top"
+                    )
                 stack.pop()
         out += [f"{key}: {e['name']!r} still open at the end" for e in stack]
     return out
@@ -70,14 +83,22 @@ def nesting_errors(events: list[dict]) -> list[str]:
     """Slices of one track that overlap without nesting, in exact ns (ts and dur rounded to ns)."""
     out = []
     for key, evs in _by_thread(events).items():
-        spans = sorted(((round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000), e["name"])
-                        for e in evs if e["ph"] == "X"), key=lambda s: (s[0], -s[1]))
+        spans = sorted(
+            (
+                (round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000), e["name"])
+                for e in evs
+                if e["ph"] == "X"
+            ),
+            key=lambda s: (s[0], -s[1]),
+        )
         stack: list[tuple] = []
         for s in spans:
             while stack and stack[-1][1] <= s[0]:
                 stack.pop()
             if stack and s[1] > stack[-1][1]:
-                out.append(f"{key}: {s[2]!r} [{s[0]}, {s[1]}] crosses {stack[-1][2]!r} [{stack[-1][0]}, {stack[-1][1]}]")
+                out.append(
+                    f"{key}: {s[2]!r} [{s[0]}, {s[1]}] crosses {stack[-1][2]!r} [{stack[-1][0]}, {stack[-1][1]}]"
+                )
             stack.append(s)
     return out
 
@@ -96,7 +117,9 @@ def flow_errors(events: list[dict]) -> list[str]:
             ids[e["id"]].append(e["ph"])
             t = round(e["ts"] * 1000)
             if not any(a <= t <= b for a, b in slices[(e["pid"], e["tid"])]):
-                out.append(f"flow {e['id']} {e['ph']} at {e['ts']} us binds to no slice of {(e['pid'], e['tid'])}")
+                out.append(
+                    f"flow {e['id']} {e['ph']} at {e['ts']} us binds to no slice of {(e['pid'], e['tid'])}"
+                )
     out += [f"flow {k}: {v}" for k, v in ids.items() if sorted(v) != ["f", "s"]]
     return out
 
@@ -110,7 +133,9 @@ def slice_parents(events: list[dict]) -> dict[int, int | None]:
     threads = defaultdict(list)
     for i, e in enumerate(events):
         if e["ph"] == "X":
-            threads[(e["pid"], e["tid"])].append((round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000), i))
+            threads[(e["pid"], e["tid"])].append(
+                (round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000), i)
+            )
     for spans in threads.values():
         stack: list[tuple] = []
         for s in sorted(spans, key=lambda s: (s[0], -s[1], s[2])):

@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 
 from pipeline.warehouse.contracts import RAW_TABLES, contracts
-from pipeline.warehouse.views import connect
 from pipeline.warehouse.store import Warehouse
+from pipeline.warehouse.views import connect
 
 COUNTED = ("api_calls", "task_states", "pmu_counters", "task_scheduler", "ai_core_metrics")
 
@@ -21,7 +21,9 @@ def profetl(*args, env: dict | None = None, wait: bool = True, **kw):
     full_env = {**os.environ, **(env or {})}
     if wait:
         return subprocess.run(cmd, capture_output=True, text=True, env=full_env, timeout=120, **kw)
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env, **kw)
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=full_env, **kw
+    )
 
 
 def counts(wh_path: Path) -> dict[str, int]:
@@ -59,9 +61,13 @@ def differences(a: Warehouse, b: Warehouse) -> dict[str, tuple[int, int, int]]:
         fa = [str(f) for f in a.current_files(layer, table)]
         fb = [str(f) for f in b.current_files(layer, table)]
         assert fa and fb, (layer, table)
-        only = [con.execute(f"select count(*) from (select * from read_parquet({x}, union_by_name=true) except all "
-                            f"select * from read_parquet({y}, union_by_name=true))").fetchone()[0]
-                for x, y in ((fa, fb), (fb, fa))]
+        only = [
+            con.execute(
+                f"select count(*) from (select * from read_parquet({x}, union_by_name=true) except all "
+                f"select * from read_parquet({y}, union_by_name=true))"
+            ).fetchone()[0]
+            for x, y in ((fa, fb), (fb, fa))
+        ]
         total = con.execute(f"select count(*) from read_parquet({fa}, union_by_name=true)").fetchone()[0]
         out[f"{layer}/{table}"] = (*only, total)
     return out
@@ -76,7 +82,12 @@ def assert_recorded(wh: Warehouse) -> None:
     entries = wh.recorded_files()
     files = [e["file"] for e in entries]
     assert len(files) == len(set(files))
-    named = {f for layer in ("raw", "marts") for table in layer_tables(layer) for f in wh.current_files(layer, table)}
+    named = {
+        f
+        for layer in ("raw", "marts")
+        for table in layer_tables(layer)
+        for f in wh.current_files(layer, table)
+    }
     assert {wh.path / f for f in files} == named
     for e in entries:
         data = (wh.path / e["file"]).read_bytes()

@@ -16,18 +16,45 @@ from pipeline.jobs import cluster as cluster_module  # noqa: E402
 from pipeline.jobs.cluster import Cluster  # noqa: E402
 from pipeline.jobs.runner import rebuild, run_roots  # noqa: E402
 from pipeline.synth.hiprof import HiprofConfig, generate  # noqa: E402
-from pipeline.synth.prof import ProfConfig, generate as generate_prof  # noqa: E402
-from pipeline.warehouse.store import Warehouse, part_of, shard_count as store_shards  # noqa: E402
-from tests.helpers.warehouse_checks import assert_consistent, assert_recorded, differences as _differences, part_files, profetl  # noqa: E402
+from pipeline.synth.prof import ProfConfig  # noqa: E402
+from pipeline.synth.prof import generate as generate_prof
+from pipeline.warehouse.store import Warehouse, part_of  # noqa: E402
+from pipeline.warehouse.store import shard_count as store_shards
+from tests.helpers.warehouse_checks import (
+    assert_consistent,
+    assert_recorded,
+    part_files,
+    profetl,
+)  # noqa: E402
+from tests.helpers.warehouse_checks import (
+    differences as _differences,
+)
 
 # slow: starts worker processes, ingests and builds whole dumps; one xdist group: the tests that start Dask clusters run on one
 # worker of `pytest -n`, one cluster at a time, not two clusters fighting for the cores
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dask")]
 
 # what a run row says of its data: the same whichever way the dump was read
-RUN_FACTS = ("run_id", "layout_generation", "layout", "platform_version", "chip", "devices", "metric_set",
-             "metric_set_raw", "pmu_event_ids", "ai_core_profiling_mode", "collection_start_us", "data_bytes",
-             "records_decoded", "bytes_decoded", "bytes_skipped", "issues", "tables_filled", "status")
+RUN_FACTS = (
+    "run_id",
+    "layout_generation",
+    "layout",
+    "platform_version",
+    "chip",
+    "devices",
+    "metric_set",
+    "metric_set_raw",
+    "pmu_event_ids",
+    "ai_core_profiling_mode",
+    "collection_start_us",
+    "data_bytes",
+    "records_decoded",
+    "bytes_decoded",
+    "bytes_skipped",
+    "issues",
+    "tables_filled",
+    "status",
+)
 
 
 @pytest.fixture(scope="module")
@@ -70,8 +97,15 @@ def test_cluster_run_equals_in_process(tmp_path, dumps, local_cluster, in_proces
     diff = _differences(in_process, wh)
     assert {t: d for t, d in diff.items() if d[0] or d[1]} == {}
     # the comparison compared something: every family filled the tables it has
-    for table in ("raw/task_states", "raw/api_calls", "raw/pmu_counters", "marts/task_scheduler",
-                  "marts/op_summary", "marts/ai_core_metrics", "marts/acl_api"):
+    for table in (
+        "raw/task_states",
+        "raw/api_calls",
+        "raw/pmu_counters",
+        "marts/task_scheduler",
+        "marts/op_summary",
+        "marts/ai_core_metrics",
+        "marts/acl_api",
+    ):
         assert diff[table][2] > 0, table
     assert _facts(wh) == _facts(in_process)
     assert_consistent(wh.path)
@@ -107,12 +141,16 @@ def test_worker_killed_once_is_retried(tmp_path, dumps, in_process, point, monke
     for table in ("raw/task_states", "marts/task_scheduler", "marts/op_summary"):
         layer, name = table.split("/")
         con = duckdb.connect()
-        got = con.execute(f"select * exclude (run_id) from read_parquet({[str(f) for f in wh.current_files(layer, name)]}) "
-                          "order by all").fetchall()
+        got = con.execute(
+            f"select * exclude (run_id) from read_parquet({[str(f) for f in wh.current_files(layer, name)]}) "
+            "order by all"
+        ).fetchall()
         runs = [r for r in in_process.runs() if r["source_path"] in {o.source_path for o in outcomes}]
         assert len(runs) == 2
-        want = con.execute(f"select * exclude (run_id) from read_parquet({[str(f) for f in in_process.current_files(layer, name, runs)]}) "
-                           "order by all").fetchall()
+        want = con.execute(
+            f"select * exclude (run_id) from read_parquet({[str(f) for f in in_process.current_files(layer, name, runs)]}) "
+            "order by all"
+        ).fetchall()
         assert got == want, table
 
 
@@ -145,7 +183,9 @@ def test_unreachable_scheduler_is_one_clear_error(tmp_path, dumps, monkeypatch):
     p = profetl("run", dumps[0], "--warehouse", tmp_path / "wh", "--scheduler", "tcp://127.0.0.1:9")
     assert p.returncode == ExitCode.CLUSTER
     lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("profetl: error: cannot reach the Dask scheduler"), p.stderr
+    assert len(lines) == 1 and lines[0].startswith("profetl: error: cannot reach the Dask scheduler"), (
+        p.stderr
+    )
     assert not (tmp_path / "wh").exists() or Warehouse(tmp_path / "wh").runs() == []
 
 
@@ -154,7 +194,9 @@ def test_cluster_options_are_checked():
         Cluster(workers=0)
     with pytest.raises(UsageError):
         Cluster(workers=2, scheduler="tcp://127.0.0.1:9")
-    p = profetl("run", "data/sample", "--workers", "2", "--scheduler", "tcp://x:1", cwd=Path(__file__).parents[2])
+    p = profetl(
+        "run", "data/sample", "--workers", "2", "--scheduler", "tcp://x:1", cwd=Path(__file__).parents[2]
+    )
     assert p.returncode == ExitCode.USAGE and "give one of them" in p.stderr
 
 
@@ -193,8 +235,23 @@ def scheduler(tmp_path):
     where.mkdir()
     cli = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
     procs = [subprocess.Popen([*cli, "--port", port, "--no-dashboard"], cwd=where, stderr=subprocess.DEVNULL)]
-    procs.append(subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nworkers", "2",
-                                   "--nthreads", "1", "--no-dashboard"], cwd=where, stderr=subprocess.DEVNULL))
+    procs.append(
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "distributed.cli.dask_worker",
+                address,
+                "--nworkers",
+                "2",
+                "--nthreads",
+                "1",
+                "--no-dashboard",
+            ],
+            cwd=where,
+            stderr=subprocess.DEVNULL,
+        )
+    )
     with Client(address, timeout=30) as c:
         c.wait_for_workers(2, timeout=60)
     yield address, procs[0]
@@ -219,11 +276,20 @@ def test_cli_run_on_a_running_scheduler(tmp_path, dumps, scheduler, in_process):
     runs = [r for r in want.runs() if r["run_id"] in {r["run_id"] for r in got.runs()}]
     assert len(runs) == 2
     con = duckdb.connect()
-    for layer, table in (("raw", "task_states"), ("raw", "api_calls"), ("marts", "op_summary"), ("marts", "acl_api")):
-        a = con.execute(f"select * exclude (run_id) from read_parquet({[str(f) for f in got.current_files(layer, table)]}) "
-                        "order by all").fetchall()
-        b = con.execute(f"select * exclude (run_id) from read_parquet({[str(f) for f in want.current_files(layer, table, runs)]}) "
-                        "order by all").fetchall()
+    for layer, table in (
+        ("raw", "task_states"),
+        ("raw", "api_calls"),
+        ("marts", "op_summary"),
+        ("marts", "acl_api"),
+    ):
+        a = con.execute(
+            f"select * exclude (run_id) from read_parquet({[str(f) for f in got.current_files(layer, table)]}) "
+            "order by all"
+        ).fetchall()
+        b = con.execute(
+            f"select * exclude (run_id) from read_parquet({[str(f) for f in want.current_files(layer, table, runs)]}) "
+            "order by all"
+        ).fetchall()
         assert a == b and a, table
     assert not (wh / ".tmp").exists()
 
@@ -237,8 +303,23 @@ def test_scheduler_stopped_mid_job_fails_the_dumps_cleanly(tmp_path, dumps, sche
 
     address, sched = scheduler
     wh = tmp_path / "wh"
-    p = subprocess.Popen([sys.executable, "-m", "pipeline.cli", "run", *map(str, dumps), "--warehouse", str(wh),
-                          "--scheduler", address, "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pipeline.cli",
+            "run",
+            *map(str, dumps),
+            "--warehouse",
+            str(wh),
+            "--scheduler",
+            address,
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     time.sleep(3)
     sched.kill()
     out, err = p.communicate(timeout=120)
@@ -283,5 +364,10 @@ def test_read_threads_equal_in_process(tmp_path, dumps, in_process):
     assert {t: d for t, d in diff.items() if d[0] or d[1]} == {}
     index = wh.index()
     assert all(part_of(f"part-{r['raw_part']}.parquet") == r["raw_part"] for r in index.values())
-    assert sorted(store_shards(r["raw_part"]) for r in index.values()) == [2, 6, 6, 6]  # units: devices (and hosts)
+    assert sorted(store_shards(r["raw_part"]) for r in index.values()) == [
+        2,
+        6,
+        6,
+        6,
+    ]  # units: devices (and hosts)
     assert all(store_shards(r["mart_part"]) == 0 for r in index.values())  # built in one piece

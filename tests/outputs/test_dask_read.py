@@ -63,8 +63,11 @@ def expected_totals(truth) -> dict[str, tuple]:
         "op_summary": (len(done), sum(x.complete_ns - x.running_ns for x in done)),
         "task_scheduler": (len(sched), sum(r["task_count"] for r in sched), sum(r["time_ns"] for r in sched)),
         # one row per (device, level, API name); every call counts
-        "api_statistic": (len({(c.device_id, c.level, c.name) for c in truth.api_calls}), len(truth.api_calls),
-                          sum(c.end_ns - c.start_ns for c in truth.api_calls)),
+        "api_statistic": (
+            len({(c.device_id, c.level, c.name) for c in truth.api_calls}),
+            len(truth.api_calls),
+            sum(c.end_ns - c.start_ns for c in truth.api_calls),
+        ),
         "api_calls": (len(truth.api_calls),),
     }
 
@@ -82,8 +85,10 @@ def states(tmp_path_factory):
     """{state: (warehouse path, {run_id: {table: committed totals}}, {run_id: {table: folder totals}})}."""
     base = tmp_path_factory.mktemp("daskread")
     roots = base / "roots"
-    truths = [generate(roots / f"night-{i}", HiprofConfig(start_us=START_US + i * DAY_US, **kw))
-              for i, kw in enumerate(NIGHTS)]
+    truths = [
+        generate(roots / f"night-{i}", HiprofConfig(start_us=START_US + i * DAY_US, **kw))
+        for i, kw in enumerate(NIGHTS)
+    ]
     again = base / "night-2-again"
     truth_again = generate(again, HiprofConfig(start_us=START_US + 2 * DAY_US, **NIGHT_2_AGAIN))
     wh = base / "wh"
@@ -99,7 +104,9 @@ def states(tmp_path_factory):
     ids = {Path(r["source_path"]).name: r["run_id"] for r in Warehouse(wh).runs()}
     night = [ids[f"night-{i}"] for i in range(3)]
     index = Warehouse(wh).index()
-    assert index[night[0]]["mart_part"] == index[night[1]]["mart_part"] and store.is_group(index[night[0]]["mart_part"])
+    assert index[night[0]]["mart_part"] == index[night[1]]["mart_part"] and store.is_group(
+        index[night[0]]["mart_part"]
+    )
     assert not store.is_group(index[night[2]]["mart_part"])  # the run replaced below keeps its own files
 
     first = {rid: expected_totals(t) for rid, t in zip(night, truths)}
@@ -116,13 +123,21 @@ def states(tmp_path_factory):
     shutil.rmtree(roots / "night-2")
     shutil.copytree(again, roots / "night-2")
     # killed after its part files are in the tables' folders, before the commit
-    _ok(profetl("run", roots, "--warehouse", wh, "--workers", "2", env={"PROFETL_CRASH_AT": "marts_written"}), 137)
+    _ok(
+        profetl("run", roots, "--warehouse", wh, "--workers", "2", env={"PROFETL_CRASH_AT": "marts_written"}),
+        137,
+    )
     keep("uncommitted", first, both)
     # the next writer removes those, writes the run again and commits it; killed before it
     # deletes the files the commit replaced
-    _ok(profetl("run", roots, "--warehouse", wh, "--workers", "2", env={"PROFETL_CRASH_AT": "after_commit"}), 137)
+    _ok(
+        profetl("run", roots, "--warehouse", wh, "--workers", "2", env={"PROFETL_CRASH_AT": "after_commit"}),
+        137,
+    )
     assert set(Warehouse(wh).run_ids()) == set(night)  # the same run, replaced
-    assert store.shard_count(Warehouse(wh).index()[night[2]]["mart_part"]) == 2  # its marts: a file per device
+    assert (
+        store.shard_count(Warehouse(wh).index()[night[2]]["mart_part"]) == 2
+    )  # its marts: a file per device
     keep("replaced", second, both)
     return out
 
@@ -202,7 +217,10 @@ def test_the_recipes_read_nullable_integers_as_integers(states):
     assert [n for n in ints if want.column(n).null_count]  # some hold NULLs, so the test can tell
     for frame in (ns["ops"].compute(), ns["ops_here"]):
         for name in ints:
-            assert pa.types.is_integer(getattr(frame[name].dtype, "pyarrow_dtype", None)), (name, frame[name].dtype)
+            assert pa.types.is_integer(getattr(frame[name].dtype, "pyarrow_dtype", None)), (
+                name,
+                frame[name].dtype,
+            )
             assert pa.array(frame[name]).to_pylist() == want.column(name).to_pylist(), name
 
 
@@ -221,8 +239,12 @@ def test_the_recipe_on_a_distributed_cluster(states):
     distributed = pytest.importorskip("distributed")
     wh, committed, _ = states["replaced"]
     ns = doc_recipe(wh)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  dashboard_address=None) as cluster, distributed.Client(cluster):
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster),
+    ):
         _check_committed(wh, committed, ns["committed_files"])
 
 
@@ -234,13 +256,18 @@ def test_the_spark_recipe(states):
     pyspark_sql = pytest.importorskip("pyspark.sql")
     F = pyspark_sql.functions
     wh, committed, _ = states["replaced"]
-    spark = (pyspark_sql.SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
-             .getOrCreate())
+    spark = (
+        pyspark_sql.SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false").getOrCreate()
+    )
     try:
         ns = run_doc_block("Spark", '"file:///srv/profetl/warehouse"', wh.as_uri(), {"spark": spark})
         for layer, table, sums in TABLES:
             frame = spark.read.parquet(*ns["committed_files"](table, layer))
-            rows = frame.groupBy("run_id").agg(F.count("*").alias("rows"), *[F.sum(c).alias(c) for c in sums]).collect()
+            rows = (
+                frame.groupBy("run_id")
+                .agg(F.count("*").alias("rows"), *[F.sum(c).alias(c) for c in sums])
+                .collect()
+            )
             got = {r["run_id"]: (int(r["rows"]), *(int(r[c]) for c in sums)) for r in rows}
             assert got == _by_table(committed, table), table
     finally:
@@ -262,8 +289,10 @@ def test_the_trino_view_filter(states, state):
     index = wh / "runs" / "runs.parquet"
     where = where.replace('"$path"', "filename").replace("profetl.wh.runs", f"read_parquet('{index}')")
     folder = wh / "marts" / "op_summary" / "*.parquet"
-    rows = duckdb.sql(f"SELECT run_id, count(*), sum(dur_ns)::BIGINT FROM read_parquet('{folder}', filename = true) "
-                      f"WHERE {where} GROUP BY run_id").fetchall()
+    rows = duckdb.sql(
+        f"SELECT run_id, count(*), sum(dur_ns)::BIGINT FROM read_parquet('{folder}', filename = true) "
+        f"WHERE {where} GROUP BY run_id"
+    ).fetchall()
     assert {r[0]: (r[1], r[2]) for r in rows} == _by_table(committed, "op_summary")
 
 
@@ -272,6 +301,18 @@ def test_an_export_is_a_committed_copy(states, state, tmp_path):
     """docs/cluster.md's alternative for tools that read one fixed file: `profetl export`."""
     wh, committed, _ = states[state]
     out = tmp_path / "op_summary.parquet"
-    _ok(profetl("export", "op_summary", "--since", "2000-01-01", "--format", "parquet", "--out", out,
-                "--warehouse", wh))
+    _ok(
+        profetl(
+            "export",
+            "op_summary",
+            "--since",
+            "2000-01-01",
+            "--format",
+            "parquet",
+            "--out",
+            out,
+            "--warehouse",
+            wh,
+        )
+    )
     assert dask_totals(dd.read_parquet(str(out)), ("dur_ns",)) == _by_table(committed, "op_summary")

@@ -40,8 +40,10 @@ def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("msprof")
     wh = Warehouse(root / "wh")
     made = {}
-    for name, write in (("hiprof", lambda d: hiprof.generate(d, hiprof.HiprofConfig(devices=2, seed=3))),
-                        ("prof", lambda d: prof.generate(d, prof.ProfConfig(chip="ascend910b", devices=2, seed=4)))):
+    for name, write in (
+        ("hiprof", lambda d: hiprof.generate(d, hiprof.HiprofConfig(devices=2, seed=3))),
+        ("prof", lambda d: prof.generate(d, prof.ProfConfig(chip="ascend910b", devices=2, seed=4))),
+    ):
         dump = root / name
         truth = write(dump)
         with wh.writer():
@@ -99,10 +101,28 @@ def test_hiprof_run_reads_as_msprof_files(runs, tmp_path):
 
     # op_summary: one row per complete task instance, times in us on the wall clock
     rows = [r for f in script_reads(tmp_path, "op_summary").values() for r in f]
-    got = Counter((r["Device_id"], r["Stream ID"], r["Task ID"], r["Op Name"], r["Task Start Time(us)"],
-                   r["Task Duration(us)"]) for r in rows)
-    want = Counter((str(i.device_id), str(i.stream_id), str(i.task_id), i.op_name or "N/A",
-                    us(i.running_ns + wall[i.device_id]) + "\t", us(i.complete_ns - i.running_ns)) for i in complete)
+    got = Counter(
+        (
+            r["Device_id"],
+            r["Stream ID"],
+            r["Task ID"],
+            r["Op Name"],
+            r["Task Start Time(us)"],
+            r["Task Duration(us)"],
+        )
+        for r in rows
+    )
+    want = Counter(
+        (
+            str(i.device_id),
+            str(i.stream_id),
+            str(i.task_id),
+            i.op_name or "N/A",
+            us(i.running_ns + wall[i.device_id]) + "\t",
+            us(i.complete_ns - i.running_ns),
+        )
+        for i in complete
+    )
     assert got == want
     assert {r["HF32 Eligible"] for r in rows} == {"N/A"}  # a column profetl does not have
     for d in devices:  # in start order, the first row of a device waits 0
@@ -121,28 +141,69 @@ def test_hiprof_run_reads_as_msprof_files(runs, tmp_path):
         mine = {k: v for k, v in groups.items() if k[0] == dev}
         total = sum(sum(v) for v in mine.values())
         assert len(rows) == len(mine)
-        assert [Decimal(r["Total Time(us)"]) for r in rows] == sorted((Decimal(r["Total Time(us)"]) for r in rows), reverse=True)
+        assert [Decimal(r["Total Time(us)"]) for r in rows] == sorted(
+            (Decimal(r["Total Time(us)"]) for r in rows), reverse=True
+        )
         for r in rows:
             d = mine[(int(r["Device_id"]), r["OP Type"], r["Core Type"])]
-            assert (r["Count"], r["Total Time(us)"], r["Min Time(us)"], r["Max Time(us)"], r["Avg Time(us)"]) == \
-                (str(len(d)), us(sum(d)), us(min(d)), us(max(d)), us_avg(sum(d), len(d)))
+            assert (
+                r["Count"],
+                r["Total Time(us)"],
+                r["Min Time(us)"],
+                r["Max Time(us)"],
+                r["Avg Time(us)"],
+            ) == (str(len(d)), us(sum(d)), us(min(d)), us(max(d)), us_avg(sum(d), len(d)))
             assert close(r["Ratio(%)"], 100 * sum(d) / total)
 
-    _check_api_statistic(tmp_path, [(c.device_id, c.level, c.name, c.end_ns - c.start_ns) for c in truth.api_calls])
+    _check_api_statistic(
+        tmp_path, [(c.device_id, c.level, c.name, c.end_ns - c.start_ns) for c in truth.api_calls]
+    )
 
     # task_time: on Ascend310 msprof's task_time file is the Task Scheduler
-    want = {(r["device_id"], r["task_type"], r["api_name"] or "N/A", r["task_id"], r["op_name"] or "N/A",
-             r["stream_id"]): r for r in oracle.task_scheduler(truth)}
+    want = {
+        (
+            r["device_id"],
+            r["task_type"],
+            r["api_name"] or "N/A",
+            r["task_id"],
+            r["op_name"] or "N/A",
+            r["stream_id"],
+        ): r
+        for r in oracle.task_scheduler(truth)
+    }
     files = script_reads(tmp_path, "task_time")
     assert len(files) == len(devices)
     seen = 0
     for rows in files.values():
         assert list(rows[0])[:4] == ["Device_id", "Time(%)", "Time(us)", "Count"]
         for r in rows:
-            w = want[(int(r["Device_id"]), r["Type"], r["API"], int(r["Task ID"]), r["Op Name"], int(r["Stream ID"]))]
-            assert (r["Time(us)"], r["Count"], r["Running(us)"], r["Waiting(us)"], r["Pending(us)"], r["Min(us)"],
-                    r["Max(us)"]) == (us(w["time_ns"]), str(w["task_count"]), us(w["running_ns"]), us(w["waiting_ns"]),
-                                      us(w["pending_ns"]), us(w["min_ns"]), us(w["max_ns"]))
+            w = want[
+                (
+                    int(r["Device_id"]),
+                    r["Type"],
+                    r["API"],
+                    int(r["Task ID"]),
+                    r["Op Name"],
+                    int(r["Stream ID"]),
+                )
+            ]
+            assert (
+                r["Time(us)"],
+                r["Count"],
+                r["Running(us)"],
+                r["Waiting(us)"],
+                r["Pending(us)"],
+                r["Min(us)"],
+                r["Max(us)"],
+            ) == (
+                us(w["time_ns"]),
+                str(w["task_count"]),
+                us(w["running_ns"]),
+                us(w["waiting_ns"]),
+                us(w["pending_ns"]),
+                us(w["min_ns"]),
+                us(w["max_ns"]),
+            )
             assert close(r["Time(%)"], w["time_pct"]) and close(r["Avg(us)"], w["avg_ns"] / 1000)
             seen += 1
         pcts = [float(r["Time(%)"]) for r in rows]
@@ -157,12 +218,19 @@ def _check_api_statistic(folder: Path, calls: list[tuple[int, str, str, int]]) -
         groups[(dev, level, name)].append(dur)
     seen = 0
     for name, rows in script_reads(folder, "api_statistic").items():
-        assert [(r["API Name"], r["Level"]) for r in rows] == sorted((r["API Name"], r["Level"]) for r in rows)
+        assert [(r["API Name"], r["Level"]) for r in rows] == sorted(
+            (r["API Name"], r["Level"]) for r in rows
+        )
         for r in rows:
             d = groups[(int(r["Device_id"]), r["Level"], r["API Name"])]
             assert name.startswith(f"api_statistic_{r['Device_id']}_1_")
-            assert (r["Time(us)"], r["Count"], r["Avg(us)"], r["Min(us)"], r["Max(us)"]) == \
-                (us(sum(d)), str(len(d)), us_avg(sum(d), len(d)), us(min(d)), us(max(d)))
+            assert (r["Time(us)"], r["Count"], r["Avg(us)"], r["Min(us)"], r["Max(us)"]) == (
+                us(sum(d)),
+                str(len(d)),
+                us_avg(sum(d), len(d)),
+                us(min(d)),
+                us(max(d)),
+            )
             mean = sum(d) / len(d) / 1000
             assert close(r["Variance"], sum((x / 1000 - mean) ** 2 for x in d) / len(d))
             seen += 1
@@ -174,27 +242,73 @@ def test_prof_run_reads_as_msprof_files(runs, tmp_path):
     run_id, truth, dump = made["prof"]
     export_msprof(wh, run_id, tmp_path)
     devices = [d.device_id for d in truth.devices]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{k}_{d}_1_{STAMP}.csv" for k in KINDS for d in devices)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"{k}_{d}_1_{STAMP}.csv" for k in KINDS for d in devices
+    )
     wall = wall_offsets(dump, devices)
     ops = oracle_prof.op_summary_ops(truth)
 
     rows = [r for f in script_reads(tmp_path, "op_summary").values() for r in f]
-    got = Counter((r["Device_id"], r["Stream ID"], r["Task ID"], r["Op Name"], r["OP Type"], r["Model ID"],
-                   r["Block Num"], r["Task Start Time(us)"], r["Task Duration(us)"]) for r in rows)
-    want = Counter((str(o["device_id"]), str(o["stream_id"]), str(o["task_id"]), o["op_name"], o["op_type"],
-                    str(o["model_id"]), str(o["block_dim"]), us(o["start_ns"] + wall[o["device_id"]]) + "\t",
-                    us(o["dur_ns"])) for o in ops)
+    got = Counter(
+        (
+            r["Device_id"],
+            r["Stream ID"],
+            r["Task ID"],
+            r["Op Name"],
+            r["OP Type"],
+            r["Model ID"],
+            r["Block Num"],
+            r["Task Start Time(us)"],
+            r["Task Duration(us)"],
+        )
+        for r in rows
+    )
+    want = Counter(
+        (
+            str(o["device_id"]),
+            str(o["stream_id"]),
+            str(o["task_id"]),
+            o["op_name"],
+            o["op_type"],
+            str(o["model_id"]),
+            str(o["block_dim"]),
+            us(o["start_ns"] + wall[o["device_id"]]) + "\t",
+            us(o["dur_ns"]),
+        )
+        for o in ops
+    )
     assert got == want
     # raw runs have no PMU values in op_summary (they are in ai_core_metrics): written as msprof's missing value
-    assert {r[k] for r in rows for k in ("HF32 Eligible", "aicore_time(us)", "mac_ratio", "cube_utilization(%)")} == {"N/A"}
+    assert {
+        r[k] for r in rows for k in ("HF32 Eligible", "aicore_time(us)", "mac_ratio", "cube_utilization(%)")
+    } == {"N/A"}
 
     # task_time on a STARS chip: one row per kernel execution, start and stop on the wall clock
     rows = [r for f in script_reads(tmp_path, "task_time").values() for r in f]
-    got = Counter((r["Device_id"], r["kernel_name"], r["stream_id"], r["task_id"], r["task_time(us)"],
-                   r["task_start(us)"], r["task_stop(us)"]) for r in rows)
-    want = Counter((str(o["device_id"]), o["op_name"], str(o["stream_id"]), str(o["task_id"]), us(o["dur_ns"]),
-                    us(o["start_ns"] + wall[o["device_id"]]) + "\t",
-                    us(o["start_ns"] + o["dur_ns"] + wall[o["device_id"]]) + "\t") for o in ops)
+    got = Counter(
+        (
+            r["Device_id"],
+            r["kernel_name"],
+            r["stream_id"],
+            r["task_id"],
+            r["task_time(us)"],
+            r["task_start(us)"],
+            r["task_stop(us)"],
+        )
+        for r in rows
+    )
+    want = Counter(
+        (
+            str(o["device_id"]),
+            o["op_name"],
+            str(o["stream_id"]),
+            str(o["task_id"]),
+            us(o["dur_ns"]),
+            us(o["start_ns"] + wall[o["device_id"]]) + "\t",
+            us(o["start_ns"] + o["dur_ns"] + wall[o["device_id"]]) + "\t",
+        )
+        for o in ops
+    )
     assert got == want
 
     want = {(r["device_id"], r["op_type"], r["core_type"]): r for r in oracle_prof.op_statistic(truth)}
@@ -202,11 +316,18 @@ def test_prof_run_reads_as_msprof_files(runs, tmp_path):
     assert len(rows) == len(want)
     for r in rows:
         w = want[(int(r["Device_id"]), r["OP Type"], r["Core Type"])]
-        assert (r["Count"], r["Total Time(us)"], r["Min Time(us)"], r["Max Time(us)"], r["Avg Time(us)"]) == \
-            (str(w["count"]), us(w["total_ns"]), us(w["min_ns"]), us(w["max_ns"]), us_avg(w["total_ns"], w["count"]))
+        assert (r["Count"], r["Total Time(us)"], r["Min Time(us)"], r["Max Time(us)"], r["Avg Time(us)"]) == (
+            str(w["count"]),
+            us(w["total_ns"]),
+            us(w["min_ns"]),
+            us(w["max_ns"]),
+            us_avg(w["total_ns"], w["count"]),
+        )
         assert close(r["Ratio(%)"], w["ratio_pct"])
 
-    _check_api_statistic(tmp_path, [(c.device_id, c.level, c.name, c.end_ns - c.start_ns) for c in truth.api_calls])
+    _check_api_statistic(
+        tmp_path, [(c.device_id, c.level, c.name, c.end_ns - c.start_ns) for c in truth.api_calls]
+    )
 
 
 def test_files_past_a_million_rows_are_sliced_as_msprof_slices_them(runs, tmp_path, monkeypatch):
@@ -246,17 +367,39 @@ def test_an_export_that_fails_leaves_no_file(runs, tmp_path, monkeypatch):
 def test_cli_export_all_like_msprof(runs, tmp_path):
     wh, made = runs
     run_id, truth, _ = made["hiprof"]
-    r = CliRunner().invoke(app, ["export", "--all", "--like", "msprof", "--run", run_id, "--device", "1",
-                                 "--out", str(tmp_path), "-w", str(wh.path)])
+    r = CliRunner().invoke(
+        app,
+        [
+            "export",
+            "--all",
+            "--like",
+            "msprof",
+            "--run",
+            run_id,
+            "--device",
+            "1",
+            "--out",
+            str(tmp_path),
+            "-w",
+            str(wh.path),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{k}_1_1_{STAMP}.csv" for k in KINDS)
     assert f"run {run_id}" in r.stderr
     for args, message in (
-            (["--all", "--like", "msprof", "--out", str(tmp_path)], "one run"),  # both runs start at the same time
-            (["--all", "--like", "msprof", "--run", run_id, "--out", str(tmp_path / "missing")], "does not exist"),
-            (["--all", "--like", "msprof", "--run", run_id], "folder"),
-            (["--all", "--run", run_id, "--out", str(tmp_path)], "--like"),
-            (["op_summary", "--all", "--like", "msprof", "--run", run_id, "--out", str(tmp_path)], "TABLE")):
+        (
+            ["--all", "--like", "msprof", "--out", str(tmp_path)],
+            "one run",
+        ),  # both runs start at the same time
+        (
+            ["--all", "--like", "msprof", "--run", run_id, "--out", str(tmp_path / "missing")],
+            "does not exist",
+        ),
+        (["--all", "--like", "msprof", "--run", run_id], "folder"),
+        (["--all", "--run", run_id, "--out", str(tmp_path)], "--like"),
+        (["op_summary", "--all", "--like", "msprof", "--run", run_id, "--out", str(tmp_path)], "TABLE"),
+    ):
         if "one run" in message:
             args = args + ["--since", "2025-12-31"]
         r = CliRunner().invoke(app, ["export", *args, "-w", str(wh.path)])
@@ -268,7 +411,10 @@ def test_file_names_as_msprof_names_them():
     assert msprof_files.file_name("op_summary", 3, STAMP) == f"op_summary_3_1_{STAMP}.csv"
     assert msprof_files.file_name("op_summary", 0, STAMP, 2) == f"op_summary_0_1_slice_2_{STAMP}.csv"
     assert msprof_files.file_name("api_statistic", 64, STAMP) == f"api_statistic_{STAMP}.csv"
-    assert msprof_files.stamp_of({"collection_start_us": 1_767_225_600_000_000 + 3_723_000_000}) == "20260101010203"
+    assert (
+        msprof_files.stamp_of({"collection_start_us": 1_767_225_600_000_000 + 3_723_000_000})
+        == "20260101010203"
+    )
     assert [f.kind for f in msprof_files.files_for("Ascend310")] == list(KINDS)
     assert msprof_files.files_for("Ascend310")[-1].table == "task_scheduler"
     assert msprof_files.files_for("Ascend910B")[-1].table == "op_summary"
@@ -291,7 +437,16 @@ def test_an_exported_run_keeps_its_wall_clock_times(tmp_path):
     out.mkdir()
     export_msprof(wh, o.run_id, out)
     (rows,) = script_reads(out, "task_time").values()
-    assert sorted((r["kernel_name"], r["task_id"], r["task_time(us)"], r["task_start(us)"], r["task_stop(us)"])
-                  for r in rows) == [
+    assert sorted(
+        (r["kernel_name"], r["task_id"], r["task_time(us)"], r["task_start(us)"], r["task_stop(us)"])
+        for r in rows
+    ) == [
         ("MixOp", "24", "3.000", "1780295077844870.500\t", "1780295077844873.500\t"),
-        ("aclnnAddmm_MatMulCommon_MatMulV2", "23", "6.700", "1780295077844859.030\t", "1780295077844865.730\t")]
+        (
+            "aclnnAddmm_MatMulCommon_MatMulV2",
+            "23",
+            "6.700",
+            "1780295077844859.030\t",
+            "1780295077844865.730\t",
+        ),
+    ]

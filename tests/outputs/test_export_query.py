@@ -11,11 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 from typer.testing import CliRunner
 
+from pipeline.analysis.selection import RunSelection, parse_when, select_runs
 from pipeline.cli.main import app
-from pipeline.warehouse.contracts import contract
 from pipeline.outputs.export import fetch
 from pipeline.outputs.formats import csv_cell
-from pipeline.analysis.selection import RunSelection, parse_when, select_runs
+from pipeline.warehouse.contracts import contract
 from tests.helpers.history import build_history
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
@@ -35,14 +35,22 @@ def three(tmp_path_factory):
 
 def test_runs_view_has_metadata_to_join(three):
     wh, nights = three
-    r = invoke("query", "select run_id, collected_at, workload, chip, devices from runs order by run_id",
-               "--format", "json", "--warehouse", wh.path)
+    r = invoke(
+        "query",
+        "select run_id, collected_at, workload, chip, devices from runs order by run_id",
+        "--format",
+        "json",
+        "--warehouse",
+        wh.path,
+    )
     rows = [json.loads(line) for line in r.stdout.splitlines()]
     assert [x["run_id"] for x in rows] == sorted(n.run_id for n in nights)
     assert rows[0]["collected_at"] == "2026-01-01T00:00:00+00:00"
     assert rows[0]["workload"] == "hiprof_result_dir/Ascend310/resnet50" and rows[0]["devices"] == [0, 1]
-    sql = ("select r.collected_at::date as day, count(*) as n from task_states t join runs r using (run_id) "
-           "where t.device_id = $dev and r.collected_at >= $since::timestamptz group by 1 order by 1")
+    sql = (
+        "select r.collected_at::date as day, count(*) as n from task_states t join runs r using (run_id) "
+        "where t.device_id = $dev and r.collected_at >= $since::timestamptz group by 1 order by 1"
+    )
     r = invoke("query", sql, "-p", "dev=1", "-p", "since=2026-01-02", "-f", "csv", "--warehouse", wh.path)
     assert r.exit_code == 0, r.output
     lines = r.stdout.splitlines()
@@ -56,7 +64,9 @@ def test_query_parquet_file_and_sql_from_a_file(three, tmp_path):
     sql_file = tmp_path / "q.sql"
     sql_file.write_text("select run_id, op_name, avg_ns from task_scheduler where avg_ns > $min order by all")
     out = tmp_path / "q.parquet"
-    r = invoke("query", f"@{sql_file}", "-p", "min=0.5", "--format", "parquet", "--out", out, "--warehouse", wh.path)
+    r = invoke(
+        "query", f"@{sql_file}", "-p", "min=0.5", "--format", "parquet", "--out", out, "--warehouse", wh.path
+    )
     assert r.exit_code == 0, r.output
     t = pq.read_table(out)
     assert t.column_names == ["run_id", "op_name", "avg_ns"] and t.num_rows > 0
@@ -70,8 +80,20 @@ def test_query_parquet_file_and_sql_from_a_file(three, tmp_path):
 def test_export_since_until_and_device(three, tmp_path):
     wh, nights = three
     out = tmp_path / "ts.csv"
-    r = invoke("export", "task_scheduler", "--since", "2026-01-02", "--until", "2026-01-03T12:00",
-               "--device", "1", "--out", out, "--warehouse", wh.path)
+    r = invoke(
+        "export",
+        "task_scheduler",
+        "--since",
+        "2026-01-02",
+        "--until",
+        "2026-01-03T12:00",
+        "--device",
+        "1",
+        "--out",
+        out,
+        "--warehouse",
+        wh.path,
+    )
     assert r.exit_code == 0, r.output
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     assert list(rows[0])[:4] == ["Run ID", "Collected (UTC)", "Device", "Time(%)"]
@@ -85,7 +107,18 @@ def test_export_since_until_and_device(three, tmp_path):
 
 def test_export_parquet_to_stdout_and_json_lines(three):
     wh, nights = three
-    r = invoke("export", "acl_api", "--run", nights[0].run_id, "--format", "parquet", "--out", "-", "--warehouse", wh.path)
+    r = invoke(
+        "export",
+        "acl_api",
+        "--run",
+        nights[0].run_id,
+        "--format",
+        "parquet",
+        "--out",
+        "-",
+        "--warehouse",
+        wh.path,
+    )
     assert r.exit_code == 0, r.output
     t = pq.read_table(pa.BufferReader(r.stdout_bytes))
     assert t.schema.equals(pa.schema([f for f in contract("marts", "acl_api").schema]))
@@ -97,7 +130,14 @@ def test_export_parquet_to_stdout_and_json_lines(three):
 def test_csv_cells_are_numbers_or_safe_text(three):
     """Every cell is empty, a number, or text a spreadsheet will not evaluate."""
     wh, nights = three
-    for table in ("task_scheduler", "ai_core_metrics", "runtime_api_summary", "acl_api", "topdown_inference", "api_calls"):
+    for table in (
+        "task_scheduler",
+        "ai_core_metrics",
+        "runtime_api_summary",
+        "acl_api",
+        "topdown_inference",
+        "api_calls",
+    ):
         r = invoke("export", table, "--run", nights[0].run_id, "--warehouse", wh.path)
         assert r.exit_code == 0, r.output
         c = contract("marts", table) if table != "api_calls" else contract("raw", table)
@@ -116,7 +156,9 @@ def test_selection_forms(three):
     assert [r["run_id"] for r in select_runs(wh, RunSelection())] == [wh.resolve("latest")["run_id"]]
     assert len(select_runs(wh, RunSelection(), default_latest=False)) == 3
     assert [r["run_id"] for r in select_runs(wh, RunSelection(last=2))] == [n.run_id for n in nights[1:]]
-    assert [r["run_id"] for r in select_runs(wh, RunSelection(runs=[nights[0].run_id[:17]]))] == [nights[0].run_id]
+    assert [r["run_id"] for r in select_runs(wh, RunSelection(runs=[nights[0].run_id[:17]]))] == [
+        nights[0].run_id
+    ]
     now = parse_when("2026-01-10T00:00")
     assert parse_when("7d", now=now) == parse_when("2026-01-03")
     assert parse_when("yesterday", now=now) == parse_when("2026-01-09")

@@ -70,7 +70,10 @@ def test_a_csv_past_the_spreadsheet_limit_is_written_with_a_warning(run, tmp_pat
     assert str(out) in warning and f"{n:,} rows" in warning and "drops the last 1 rows" in warning
     assert f"--max-rows {n - 1}" in warning
     # split into files a sheet opens whole: no warning; files one row too long: one warning each
-    assert export_table(wh, "op_summary", [run_id], "csv", str(tmp_path / "s.csv"), max_rows=n - 1).warnings == []
+    assert (
+        export_table(wh, "op_summary", [run_id], "csv", str(tmp_path / "s.csv"), max_rows=n - 1).warnings
+        == []
+    )
     monkeypatch.setattr(formats, "SPREADSHEET_ROWS", n // 2)
     done = export_table(wh, "op_summary", [run_id], "csv", str(tmp_path / "t.csv"), max_rows=n // 2)
     assert len(done.warnings) == sum(rows == n // 2 for _, rows in done.files) >= 2
@@ -85,18 +88,25 @@ def test_the_command_prints_the_warning_on_stderr(run, tmp_path, monkeypatch):
     wh, run_id, n = run
     monkeypatch.setattr(formats, "SPREADSHEET_ROWS", 10)
     out = tmp_path / "op.csv"
-    r = CliRunner().invoke(app, ["export", "op_summary", "--run", run_id, "--out", str(out), "-w", str(wh.path)])
+    r = CliRunner().invoke(
+        app, ["export", "op_summary", "--run", run_id, "--out", str(out), "-w", str(wh.path)]
+    )
     assert r.exit_code == 0, r.output
     assert r.stderr.startswith("profetl: warning: ") and "--max-rows 9" in r.stderr
-    r = CliRunner().invoke(app, ["export", "op_summary", "--run", run_id, "--max-rows", "9", "--out", str(out),
-                                 "-w", str(wh.path)])
+    r = CliRunner().invoke(
+        app,
+        ["export", "op_summary", "--run", run_id, "--max-rows", "9", "--out", str(out), "-w", str(wh.path)],
+    )
     assert r.exit_code == 0, r.output
     assert "warning" not in r.stderr and f"wrote {n} row(s)" in r.stderr
     assert len(list(tmp_path.glob("op-*.csv"))) == -(-n // 9)
     r = CliRunner().invoke(app, ["export", "op_summary", "--run", run_id, "-w", str(wh.path)])
     assert r.exit_code == 0 and "warning" in r.stderr  # standard output is warned about too
-    for args in (["--max-rows", "9"], ["--max-rows", "0", "--out", str(out)],
-                 ["--max-rows", "9", "--format", "json", "--out", str(out)]):
+    for args in (
+        ["--max-rows", "9"],
+        ["--max-rows", "0", "--out", str(out)],
+        ["--max-rows", "9", "--format", "json", "--out", str(out)],
+    ):
         r = CliRunner().invoke(app, ["export", "op_summary", "--run", run_id, *args, "-w", str(wh.path)])
         assert r.exit_code == 2 and "--max-rows" in r.stderr, (args, r.output)
 

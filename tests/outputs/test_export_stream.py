@@ -7,17 +7,16 @@ The expected rows are read from the runs' part files with pyarrow, not through D
 from __future__ import annotations
 
 import csv
-from datetime import datetime, timezone
 import json
+from datetime import UTC, datetime
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.outputs import export
-from pipeline.outputs import query
 from pipeline.errors import QueryFailed
+from pipeline.outputs import export, query
 from pipeline.outputs.formats import csv_cell, json_value
 from tests.helpers.history import build_history
 
@@ -28,7 +27,9 @@ BATCH = 7  # rows per batch in these tests: every run's table spans several batc
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory):
-    wh, nights = build_history(tmp_path_factory.mktemp("stream"), [{"inferences": 3}, {"inferences": 4, "seed": 5}])
+    wh, nights = build_history(
+        tmp_path_factory.mktemp("stream"), [{"inferences": 3}, {"inferences": 4, "seed": 5}]
+    )
     return wh, [n.run_id for n in nights]
 
 
@@ -39,7 +40,7 @@ def _expected(wh, table: str, run_ids: list[str]) -> list[dict]:
         t = pq.read_table(wh.part("marts", table, run_id, run["build_id"]))
         first = {"run_id": run_id}
         if len(run_ids) > 1:  # an export of several runs: each run's collection time follows its id
-            first["collected_at"] = datetime.fromtimestamp(run["collection_start_us"] / 1e6, timezone.utc)
+            first["collected_at"] = datetime.fromtimestamp(run["collection_start_us"] / 1e6, UTC)
         rows += [first | r for r in t.to_pylist()]
     return rows
 
@@ -77,7 +78,10 @@ def test_query_output_is_written_in_batches(two_runs, tmp_path, monkeypatch):
     f = pq.ParquetFile(out)
     assert f.metadata.num_row_groups > 1
     assert max(f.metadata.row_group(i).num_rows for i in range(f.metadata.num_row_groups)) <= BATCH
-    want = sorted((r["run_id"], r["device_id"], r["start_ns"], r["dur_ns"]) for r in _expected(wh, "op_summary", run_ids))
+    want = sorted(
+        (r["run_id"], r["device_id"], r["start_ns"], r["dur_ns"])
+        for r in _expected(wh, "op_summary", run_ids)
+    )
     assert n == len(want)
     assert [tuple(r.values()) for r in f.read().to_pylist()] == want
 
@@ -137,7 +141,9 @@ def test_show_reads_the_head_of_a_table_not_all_of_it(two_runs, monkeypatch):
     assert [s.total_rows for s in got] == [sum(r["device_id"] == d for r in rows) for d in devices]
     for section, d in zip(got, devices):
         head = [r for r in rows if r["device_id"] == d][:2]
-        assert section.rows == [[sections.cell(r[k]) for k in r if k not in ("run_id", "device_id")] for r in head]
+        assert section.rows == [
+            [sections.cell(r[k]) for k in r if k not in ("run_id", "device_id")] for r in head
+        ]
     assert sum(read) < len(rows)  # stopped once every device had its rows
 
 
@@ -159,7 +165,9 @@ def test_query_table_says_how_many_rows_it_left_out(two_runs):
 
     wh, run_ids = two_runs
     n = len(_expected(wh, "op_summary", run_ids))
-    r = CliRunner().invoke(app, ["query", "select start_ns from op_summary", "--limit", "5", "-w", str(wh.path)])
+    r = CliRunner().invoke(
+        app, ["query", "select start_ns from op_summary", "--limit", "5", "-w", str(wh.path)]
+    )
     assert r.exit_code == 0, r.output
     assert f"{n - 5} more row(s)" in " ".join(r.stdout.split())
     assert sum(1 for line in r.stdout.splitlines() if line.strip("│ ").isdigit()) == 5

@@ -5,7 +5,7 @@ module, one value or row at a time)."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import numpy as np
@@ -15,9 +15,11 @@ from hypothesis import strategies as st
 
 from pipeline.outputs.formats import FLOAT_PIECE_ROWS, _jsonl_chunks, json_texts, json_value
 
-TEXT = st.one_of(st.none(), st.text(alphabet=st.sampled_from(list('ab,"\n\\ é1\u2028\x7f\x00{}:~#[]')), max_size=6))
+TEXT = st.one_of(
+    st.none(), st.text(alphabet=st.sampled_from(list('ab,"\n\\ é1\u2028\x7f\x00{}:~#[]')), max_size=6)
+)
 ANY_TEXT = st.one_of(st.none(), st.text(max_size=8))
-INTS = st.one_of(st.none(), st.integers(min_value=-2**63, max_value=2**63 - 1))
+INTS = st.one_of(st.none(), st.integers(min_value=-(2**63), max_value=2**63 - 1))
 FLOATS = st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True, allow_subnormal=True))
 
 
@@ -27,44 +29,78 @@ def _text(chunks) -> str:
 
 def _lines(batch: pa.RecordBatch) -> str:
     names = batch.schema.names
-    return "".join(json.dumps({n: json_value(v) for n, v in zip(names, row)}) + "\n"
-                   for row in zip(*(c.to_pylist() for c in batch.columns)))
+    return "".join(
+        json.dumps({n: json_value(v) for n, v in zip(names, row)}) + "\n"
+        for row in zip(*(c.to_pylist() for c in batch.columns))
+    )
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(TEXT, INTS, st.one_of(st.none(), st.booleans()), FLOATS,
-                          st.one_of(st.none(), st.floats(width=32, allow_nan=True, allow_infinity=True)),
-                          ANY_TEXT, st.one_of(st.none(), st.integers(0, 2**64 - 1))),
-                max_size=30))
+@given(
+    st.lists(
+        st.tuples(
+            TEXT,
+            INTS,
+            st.one_of(st.none(), st.booleans()),
+            FLOATS,
+            st.one_of(st.none(), st.floats(width=32, allow_nan=True, allow_infinity=True)),
+            ANY_TEXT,
+            st.one_of(st.none(), st.integers(0, 2**64 - 1)),
+        ),
+        max_size=30,
+    )
+)
 def test_columns_and_lines_are_what_the_json_module_writes(rows):
     cols = list(zip(*rows)) if rows else [()] * 7
-    batch = pa.record_batch({
-        "text": pa.array(cols[0], pa.string()),
-        "wide": pa.array(cols[1], pa.int64()),
-        "flag": pa.array(cols[2], pa.bool_()),
-        "ratio": pa.array(cols[3], pa.float64()),
-        "narrow": pa.array(cols[4], pa.float32()),
-        "any \"name\"": pa.array(cols[5], pa.string()),
-        "big": pa.array(cols[6], pa.uint64()),
-    })
+    batch = pa.record_batch(
+        {
+            "text": pa.array(cols[0], pa.string()),
+            "wide": pa.array(cols[1], pa.int64()),
+            "flag": pa.array(cols[2], pa.bool_()),
+            "ratio": pa.array(cols[3], pa.float64()),
+            "narrow": pa.array(cols[4], pa.float32()),
+            'any "name"': pa.array(cols[5], pa.string()),
+            "big": pa.array(cols[6], pa.uint64()),
+        }
+    )
     for column in batch.columns:
         assert json_texts(column).to_pylist() == [json.dumps(json_value(v)) for v in column.to_pylist()]
     assert _text(_jsonl_chunks([batch], batch.schema.names)) == _lines(batch)
 
 
 def test_other_types_go_value_by_value():
-    ts = datetime(2026, 3, 1, 2, 3, 4, tzinfo=timezone.utc)
-    for arr in (pa.array([[1.5, float("nan")], None, []], pa.list_(pa.float64())),
-                pa.array([ts, None], pa.timestamp("us", tz="UTC")),
-                pa.array([Decimal("1.25"), None], pa.decimal128(5, 2)),
-                pa.array([b"\x01\xff", None], pa.binary()),
-                pa.array(["x", None, "y"]).dictionary_encode()):
+    ts = datetime(2026, 3, 1, 2, 3, 4, tzinfo=UTC)
+    for arr in (
+        pa.array([[1.5, float("nan")], None, []], pa.list_(pa.float64())),
+        pa.array([ts, None], pa.timestamp("us", tz="UTC")),
+        pa.array([Decimal("1.25"), None], pa.decimal128(5, 2)),
+        pa.array([b"\x01\xff", None], pa.binary()),
+        pa.array(["x", None, "y"]).dictionary_encode(),
+    ):
         assert json_texts(arr).to_pylist() == [json.dumps(json_value(v)) for v in arr.to_pylist()]
 
 
 def test_float_edges_are_python_repr():
-    values = [0.0, -0.0, 5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 1e15, 1e16, 1e17, 1e22,
-              123.0, 1.0, 1e-4, 1e-5, 0.1 + 0.2, 1 / 3, 6.535366370929996e-05, 12345678.0, 123456789012345.6]
+    values = [
+        0.0,
+        -0.0,
+        5e-324,
+        2.2250738585072014e-308,
+        1.7976931348623157e308,
+        1e15,
+        1e16,
+        1e17,
+        1e22,
+        123.0,
+        1.0,
+        1e-4,
+        1e-5,
+        0.1 + 0.2,
+        1 / 3,
+        6.535366370929996e-05,
+        12345678.0,
+        123456789012345.6,
+    ]
     assert json_texts(pa.array(values)).to_pylist() == [repr(v) for v in values]
 
 

@@ -7,10 +7,10 @@ import pytest
 
 from pipeline.errors import QueryFailed
 from pipeline.jobs.runner import run_roots
-from pipeline.warehouse.views import connect
 from pipeline.outputs.query import query
 from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.warehouse.store import Warehouse
+from pipeline.warehouse.views import connect
 from tests.helpers.warehouse_checks import profetl
 
 
@@ -59,11 +59,14 @@ def test_writing_statements_are_refused(wh, sql, tmp_path):
     assert {p: p.read_bytes() for p in _files(wh.path)} == before
 
 
-@pytest.mark.parametrize("sql", [
-    "select count(*) from read_csv('https://example.com/x.csv')",  # would fetch httpfs and the URL
-    "select * from 's3://bucket/x.parquet'",
-    "select count(*) from read_json('https://example.com/x.json')",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select count(*) from read_csv('https://example.com/x.csv')",  # would fetch httpfs and the URL
+        "select * from 's3://bucket/x.parquet'",
+        "select count(*) from read_json('https://example.com/x.json')",
+    ],
+)
 def test_network_reads_are_refused(wh, sql):
     with pytest.raises(QueryFailed, match="disabled by configuration|Permission"):
         query(wh, sql)
@@ -73,9 +76,14 @@ def test_the_engine_refuses_what_the_statement_check_might_miss(wh, tmp_path):
     """The connection itself, without the statement check: no install, load, URL or SET."""
     con = connect(wh, sandbox=True)
     try:
-        for sql in ("INSTALL httpfs FROM 'http://127.0.0.1:9/'", "LOAD httpfs",
-                    "SET enable_external_access = true", "SET allowed_directories = ['/']",
-                    "SET lock_configuration = false", "select * from read_text('http://127.0.0.1:9/x')"):
+        for sql in (
+            "INSTALL httpfs FROM 'http://127.0.0.1:9/'",
+            "LOAD httpfs",
+            "SET enable_external_access = true",
+            "SET allowed_directories = ['/']",
+            "SET lock_configuration = false",
+            "select * from read_text('http://127.0.0.1:9/x')",
+        ):
             with pytest.raises(Exception, match="disabled|locked|Permission"):
                 con.execute(sql)
     finally:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.jobs.runner import ingest_dump, run_roots
 from pipeline.outputs import html_report as report_limits
 from pipeline.outputs.html_report import chart_ids, write_report
-from pipeline.jobs.runner import ingest_dump, run_roots
 from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.warehouse.store import Warehouse
 from tests.helpers.built import table_rows
@@ -87,8 +87,14 @@ def _runs_of_one_workload(tmp_path, slow_op: str, factor: float):
     truths = []
     with wh.writer():
         for night in range(4):
-            cfg = HiprofConfig(devices=1, inferences=3, tasks=6, seed=night, start_us=1_767_225_600_000_000 + night * 86_400_000_000,
-                               op_scale={slow_op: factor} if night == 3 else {})
+            cfg = HiprofConfig(
+                devices=1,
+                inferences=3,
+                tasks=6,
+                seed=night,
+                start_us=1_767_225_600_000_000 + night * 86_400_000_000,
+                op_scale={slow_op: factor} if night == 3 else {},
+            )
             dump = tmp_path / f"night{night}"
             truths.append(generate(dump, cfg))
             o = ingest_dump(wh, dump)
@@ -112,15 +118,22 @@ def test_trend_and_regression_over_earlier_runs(nights_report):
     assert one.charts == len(SAMPLE_CHARTS)  # --trend-runs 1: this run only, no trend
 
     def mean(truth, op):  # mean running time of the op's complete instances, from the events
-        runs = [x.complete_ns - x.running_ns for x in truth.instances if x.op_name == op and x.complete_ns is not None]
+        runs = [
+            x.complete_ns - x.running_ns
+            for x in truth.instances
+            if x.op_name == op and x.complete_ns is not None
+        ]
         return sum(runs) / len(runs)
 
     before = statistics.median(mean(t, "conv2d_0") for t in truths[:3])
     ratio = mean(truths[3], "conv2d_0") / before
     assert ratio > 1.1
     # one regression finding, its worst op conv2d_0 (the one slowed down) and its value conv2d_0's
-    regression = re.findall(r"regression</td>\s*<td>op</td>\s*<td class=\"num\">(\d+)</td>\s*<td><b>conv2d_0(?:, [^<]*)?</b>"
-                            r"(?:, &hellip;)?</td>\s*<td class=\"num\">([0-9.]+) ratio", html)
+    regression = re.findall(
+        r"regression</td>\s*<td>op</td>\s*<td class=\"num\">(\d+)</td>\s*<td><b>conv2d_0(?:, [^<]*)?</b>"
+        r"(?:, &hellip;)?</td>\s*<td class=\"num\">([0-9.]+) ratio",
+        html,
+    )
     assert len(regression) == 1, "no regression finding with conv2d_0 first"
     assert float(regression[0][1]) == pytest.approx(ratio, rel=1e-3)
     assert html.count("regression</td>") == 1
@@ -138,17 +151,33 @@ def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
-@pytest.mark.skipif(_chromium() is None, reason="no Chromium on this machine (Debian: apt-get install chromium)")
+@pytest.mark.skipif(
+    _chromium() is None, reason="no Chromium on this machine (Debian: apt-get install chromium)"
+)
 @pytest.mark.parametrize("which", ["sample_report", "nights_report"])
 def test_headless_chromium_draws_every_chart_offline(which, request, tmp_path):
     written, html = request.getfixturevalue(which)[-2:]
     charts = chart_ids(html)
-    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0",
-           f"--user-data-dir={tmp_path / 'profile'}",
-           # no network: no proxy answers, no name resolves; and a network namespace of its own where allowed
-           "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
-           "--virtual-time-budget=10000", "--window-size=1300,3000", "--dump-dom", written.path.as_uri()]
-    if shutil.which("unshare") and subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
+    cmd = [
+        _chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--enable-logging=stderr",
+        "--v=0",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        # no network: no proxy answers, no name resolves; and a network namespace of its own where allowed
+        "--proxy-server=127.0.0.1:9",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--virtual-time-budget=10000",
+        "--window-size=1300,3000",
+        "--dump-dom",
+        written.path.as_uri(),
+    ]
+    if (
+        shutil.which("unshare")
+        and subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0
+    ):
         cmd = ["unshare", "-n"] + cmd
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]
@@ -159,7 +188,7 @@ def test_headless_chromium_draws_every_chart_offline(which, request, tmp_path):
     assert int(body.group(1)) == len(charts) >= len(SAMPLE_CHARTS)
     for chart in charts:  # each chart div holds Plotly's drawing
         start = dom.index(f'id="{chart}"')
-        assert 'class="main-svg"' in dom[start:start + 20_000], chart
+        assert 'class="main-svg"' in dom[start : start + 20_000], chart
     console = [line for line in p.stderr.splitlines() if "CONSOLE" in line and "source: file://" in line]
     assert console == []
 
@@ -176,8 +205,12 @@ def test_the_command_writes_the_file_and_says_what_it_wrote(sample_report, tmp_p
     r = CliRunner().invoke(app, ["report", run_id, "--out", str(out), "--json", "-w", str(wh.path)])
     assert r.exit_code == 0, r.output
     said = json.loads(r.stdout)
-    assert said == {"path": str(out), "bytes": out.stat().st_size, "charts": len(SAMPLE_CHARTS),
-                    "findings": len(table_rows(wh, run_id)("advice"))}
+    assert said == {
+        "path": str(out),
+        "bytes": out.stat().st_size,
+        "charts": len(SAMPLE_CHARTS),
+        "findings": len(table_rows(wh, run_id)("advice")),
+    }
     r = CliRunner().invoke(app, ["report", "--out", str(out), "-w", str(tmp_path / "typo")])
     assert r.exit_code == 2 and "no warehouse at" in r.output
 
@@ -194,8 +227,8 @@ def test_a_training_run_charts_its_iterations(tmp_path):
     assert o.status == "built", o.error
     html = write_report(wh, tmp_path / "t.html", o.run_id).path.read_text(encoding="utf-8")
     assert "step-trace" in chart_ids(html)
-    blob = html[html.index('id="report-charts"'):]
-    blob = blob[blob.index(">") + 1: blob.index("</script>")]
+    blob = html[html.index('id="report-charts"') :]
+    blob = blob[blob.index(">") + 1 : blob.index("</script>")]
     fig = next(c for c in json.loads(blob) if c["id"] == "step-trace")["figure"]
     by_name = {t["name"]: t["y"] for t in fig["data"]}
     steps = [i.step for i in truth.inferences if i.step is not None]
@@ -228,7 +261,9 @@ def many_report(tmp_path_factory):
         o = ingest_dump(wh, tmp / "dump")
     assert o.status == "built", o.error
     written = write_report(wh, tmp / "many.html", o.run_id)
-    launch = {int(k[3].split()[1]): v[1] for k, v in expected(truth).items() if k[1] == "launch_bound"}  # number -> ratio
+    launch = {
+        int(k[3].split()[1]): v[1] for k, v in expected(truth).items() if k[1] == "launch_bound"
+    }  # number -> ratio
     return launch, written, written.path.read_text(encoding="utf-8")
 
 
@@ -239,8 +274,11 @@ def test_many_findings_are_folded_under_one_row_per_rule(many_report):
     by number inside <details>."""
     launch, written, html = many_report
     assert len(launch) > report_limits.MAX_SHOWN
-    rows = re.findall(r'<tr class="finding">\s*<td class="sev-\w+">\w+</td>\s*<td>\d+</td>\s*<td>(\w+)</td>\s*'
-                      r'<td>(\w+)</td>\s*<td class="num">([0-9,]+)</td>', html)
+    rows = re.findall(
+        r'<tr class="finding">\s*<td class="sev-\w+">\w+</td>\s*<td>\d+</td>\s*<td>(\w+)</td>\s*'
+        r'<td>(\w+)</td>\s*<td class="num">([0-9,]+)</td>',
+        html,
+    )
     assert len(rows) == written.findings < 20
     assert len({(rule, scope) for rule, scope, _ in rows}) == len(rows)
     assert [int(n.replace(",", "")) for rule, _, n in rows if rule == "launch_bound"] == [len(launch)]
@@ -250,28 +288,48 @@ def test_many_findings_are_folded_under_one_row_per_rule(many_report):
     folded = [d for d in re.findall(r"<details>(.*?)</details>", html, flags=re.S) if "launch_bound" in d]
     assert len(folded) == 1
     shown = [int(n) for n in re.findall(r"<tr><td>inference (\d+)</td>", folded[0])]
-    worst = sorted(launch, key=lambda n: (-launch[n], n))[:report_limits.MAX_SHOWN]  # largest ratio first
+    worst = sorted(launch, key=lambda n: (-launch[n], n))[: report_limits.MAX_SHOWN]  # largest ratio first
     assert shown == sorted(worst)  # the worst, by number: 2, 9, 10, 100, not 10, 100, 2, 9
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(_chromium() is None, reason="no Chromium on this machine (Debian: apt-get install chromium)")
+@pytest.mark.skipif(
+    _chromium() is None, reason="no Chromium on this machine (Debian: apt-get install chromium)"
+)
 def test_headless_chromium_the_first_chart_is_near_the_top(many_report, tmp_path):
     """Laid out by Chromium at 1300 px wide, the first chart of a 600-inference run's report
     starts within MAX_CHART_TOP px of the top (a script added to a copy writes its position)."""
     _, written, html = many_report
     first = chart_ids(html)[0]
-    probe = ('<script>window.addEventListener("load", function () {'
-             f'var c = document.getElementById("{first}");'
-             'document.body.dataset.chartTop = String(Math.round(c.getBoundingClientRect().top + window.scrollY));'
-             'document.body.dataset.pageHeight = String(document.documentElement.scrollHeight);});</script>')
+    probe = (
+        '<script>window.addEventListener("load", function () {'
+        f'var c = document.getElementById("{first}");'
+        "document.body.dataset.chartTop = String(Math.round(c.getBoundingClientRect().top + window.scrollY));"
+        "document.body.dataset.pageHeight = String(document.documentElement.scrollHeight);});</script>"
+    )
     page = tmp_path / "probe.html"
     page.write_text(html.replace("</body>", probe + "</body>"), encoding="utf-8")
-    cmd = [_chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-           "--disable-component-update", "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
-           "--proxy-server=127.0.0.1:9", "--host-resolver-rules=MAP * ~NOTFOUND",
-           "--virtual-time-budget=10000", "--window-size=1300,900", "--dump-dom", page.as_uri()]
-    if shutil.which("unshare") and subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0:
+    cmd = [
+        _chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--proxy-server=127.0.0.1:9",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        "--virtual-time-budget=10000",
+        "--window-size=1300,900",
+        "--dump-dom",
+        page.as_uri(),
+    ]
+    if (
+        shutil.which("unshare")
+        and subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0
+    ):
         cmd = ["unshare", "-n"] + cmd
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr[-2000:]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.outputs.export import export
 from pipeline.jobs.runner import run_roots
+from pipeline.outputs.export import export
 from pipeline.warehouse.store import Warehouse
 from tests.readers.test_exported_timeline import HAND_TRACE
 
@@ -55,8 +55,10 @@ def test_csv_time_columns_name_units_and_wall_clock_times_are_exact_text(tmp_pat
 def _cells(xlsx: Path) -> list[list[str]]:
     """The first sheet's cells as text (shared strings resolved), row by row."""
     with zipfile.ZipFile(xlsx) as z:
-        strings = [unescape(re.sub(r"<[^>]+>", "", s)) for s in
-                   re.findall(r"<si>(.*?)</si>", z.read("xl/sharedStrings.xml").decode(), re.S)]
+        strings = [
+            unescape(re.sub(r"<[^>]+>", "", s))
+            for s in re.findall(r"<si>(.*?)</si>", z.read("xl/sharedStrings.xml").decode(), re.S)
+        ]
         sheet = z.read("xl/worksheets/sheet1.xml").decode()
     rows = []
     for r in re.findall(r"<row [^>]*>(.*?)</row>", sheet, re.S):
@@ -79,9 +81,14 @@ def test_libreoffice_reads_every_time_exactly(tmp_path):
         pytest.skip("needs LibreOffice (soffice)")
     wh, wall, mono = _wall_clock_run(tmp_path / "w")
     for table, runs, column, want in (
-            ("acl_api", [wall], "Start Time(ns)", {"2026-06-01T06:24:37.844841970Z"}),
-            ("op_summary", [wall], "Task Start Time(ns)",
-             {"2026-06-01T06:24:37.844859030Z", "2026-06-01T06:24:37.844870500Z"})):
+        ("acl_api", [wall], "Start Time(ns)", {"2026-06-01T06:24:37.844841970Z"}),
+        (
+            "op_summary",
+            [wall],
+            "Task Start Time(ns)",
+            {"2026-06-01T06:24:37.844859030Z", "2026-06-01T06:24:37.844870500Z"},
+        ),
+    ):
         csv = tmp_path / f"{table}.csv"
         export(wh, table, runs, "csv", str(csv))
         rows = _convert(soffice, csv, tmp_path)
@@ -101,9 +108,21 @@ def test_libreoffice_reads_every_time_exactly(tmp_path):
 def _convert(soffice: str, csv: Path, tmp: Path) -> list[list[str]]:
     out = tmp / "xlsx"
     out.mkdir(exist_ok=True)
-    r = subprocess.run([soffice, "--headless", f"-env:UserInstallation={(tmp / 'lo-profile').as_uri()}",
-                        "--convert-to", "xlsx", "--outdir", str(out), str(csv)],
-                       capture_output=True, text=True, timeout=180)
+    r = subprocess.run(
+        [
+            soffice,
+            "--headless",
+            f"-env:UserInstallation={(tmp / 'lo-profile').as_uri()}",
+            "--convert-to",
+            "xlsx",
+            "--outdir",
+            str(out),
+            str(csv),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     xlsx = out / (csv.stem + ".xlsx")
     assert xlsx.exists(), r.stderr
     return _cells(xlsx)

@@ -24,15 +24,27 @@ runner = CliRunner()
 def two(tmp_path_factory):
     from tests.helpers.history import build_history
 
-    return build_history(tmp_path_factory.mktemp("tl"), [
-        {"seed": 3, "devices": 2, "inferences": 4},
-        {"seed": 3, "devices": 2, "inferences": 4, "drop_complete": 3},
-        {"seed": 3, "devices": 1, "inferences": 1, "drop_complete": 2},  # every instance is its task's last
-    ])
+    return build_history(
+        tmp_path_factory.mktemp("tl"),
+        [
+            {"seed": 3, "devices": 2, "inferences": 4},
+            {"seed": 3, "devices": 2, "inferences": 4, "drop_complete": 3},
+            {
+                "seed": 3,
+                "devices": 1,
+                "inferences": 1,
+                "drop_complete": 2,
+            },  # every instance is its task's last
+        ],
+    )
 
 
 def _events(trace, ph=None, cat=None):
-    return [e for e in trace["traceEvents"] if (ph is None or e["ph"] == ph) and (cat is None or e.get("cat") == cat)]
+    return [
+        e
+        for e in trace["traceEvents"]
+        if (ph is None or e["ph"] == ph) and (cat is None or e.get("cat") == cat)
+    ]
 
 
 def _ns(us: float, trace: dict | None = None) -> int:
@@ -59,7 +71,12 @@ def test_trace_event_format(two):
     for spans in by_track.values():
         for a in spans:
             for b in spans:
-                assert a[1] <= b[0] or b[1] <= a[0] or a[0] <= b[0] <= b[1] <= a[1] or b[0] <= a[0] <= a[1] <= b[1]
+                assert (
+                    a[1] <= b[0]
+                    or b[1] <= a[0]
+                    or a[0] <= b[0] <= b[1] <= a[1]
+                    or b[0] <= a[0] <= a[1] <= b[1]
+                )
     # every flow start has its end
     starts = {e["id"] for e in _events(trace, "s")}
     assert starts and starts == {e["id"] for e in _events(trace, "f")}
@@ -70,12 +87,20 @@ def test_one_event_per_api_call_and_task(two):
     truth = nights[0].truth
     trace = chrome_trace(wh, nights[0].run_id)
     api = _events(trace, "X", "api")
-    assert sorted((e["pid"], e["name"], _ns(e["ts"], trace), _ns(e["ts"] + e["dur"], trace)) for e in api) == \
-        sorted((c.device_id, c.name, c.start_ns, c.end_ns) for c in truth.api_calls)
+    assert sorted(
+        (e["pid"], e["name"], _ns(e["ts"], trace), _ns(e["ts"] + e["dur"], trace)) for e in api
+    ) == sorted((c.device_id, c.name, c.start_ns, c.end_ns) for c in truth.api_calls)
     tasks = _events(trace, "X", "task")
-    assert sorted((e["pid"], e["args"]["stream_id"], e["args"]["task_id"], _ns(e["ts"], trace), _ns(e["ts"] + e["dur"], trace))
-                  for e in tasks) == \
-        sorted((x.device_id, x.stream_id, x.task_id, x.running_ns, x.complete_ns) for x in truth.instances)
+    assert sorted(
+        (
+            e["pid"],
+            e["args"]["stream_id"],
+            e["args"]["task_id"],
+            _ns(e["ts"], trace),
+            _ns(e["ts"] + e["dur"], trace),
+        )
+        for e in tasks
+    ) == sorted((x.device_id, x.stream_id, x.task_id, x.running_ns, x.complete_ns) for x in truth.instances)
     assert {e["args"].get("op_name") for e in tasks} >= {o.op_name for o in truth.ops}
     phases = _events(trace, "X", "inference")
     assert len(phases) == 2 * (1 + 3 * 4)  # per device: the load, and input / infer / output of 4 inferences
@@ -120,7 +145,10 @@ def test_window(two):
 
 
 # the run spans ~450 us: windows that cut through API calls, inferences and tasks, and open-ended ones
-@pytest.mark.parametrize("start_end", [("130us", "140us"), ("100us", "200us"), ("262us", "300us"), (None, "125us"), ("300us", None)])
+@pytest.mark.parametrize(
+    "start_end",
+    [("130us", "140us"), ("100us", "200us"), ("262us", "300us"), (None, "125us"), ("300us", None)],
+)
 def test_rows_chosen_in_sql_change_nothing_in_a_window(two, monkeypatch, start_end):
     """The window's rows are chosen in SQL before events are made, so that a short window of a
     big run reads little; the trace must be the one made from every row, each event tested
@@ -135,7 +163,11 @@ def test_rows_chosen_in_sql_change_nothing_in_a_window(two, monkeypatch, start_e
     every_row = chrome_trace(wh, nights[0].run_id, start=start, end=end)
     assert part == every_row
     kept = [e for e in part["traceEvents"] if e["ph"] in ("X", "i")]
-    assert 0 < len(kept) < len([e for e in chrome_trace(wh, nights[0].run_id)["traceEvents"] if e["ph"] in ("X", "i")])
+    assert (
+        0
+        < len(kept)
+        < len([e for e in chrome_trace(wh, nights[0].run_id)["traceEvents"] if e["ph"] in ("X", "i")])
+    )
 
 
 @pytest.mark.parametrize("name", ["t.json", "t.json.gz"])
@@ -161,17 +193,25 @@ def test_cli_writes_json_and_gzip(two, tmp_path):
     trace = json.loads(out.read_text())
     assert len(_events(trace, "X", "api")) == len(nights[0].truth.api_calls)
     gz = tmp_path / "t.json.gz"
-    r = runner.invoke(app, ["timeline", nights[0].run_id, "--device", "1", "--out", str(gz), "--warehouse", str(wh.path)])
+    r = runner.invoke(
+        app, ["timeline", nights[0].run_id, "--device", "1", "--out", str(gz), "--warehouse", str(wh.path)]
+    )
     assert r.exit_code == 0, r.output
     trace = json.loads(gzip.decompress(gz.read_bytes()))
     assert {e["pid"] for e in _events(trace, "X")} == {1}
     bare = tmp_path / "s.json"
-    r = runner.invoke(app, ["timeline", nights[0].run_id, "--speedscope", "--out", str(bare), "--warehouse", str(wh.path)])
+    r = runner.invoke(
+        app, ["timeline", nights[0].run_id, "--speedscope", "--out", str(bare), "--warehouse", str(wh.path)]
+    )
     assert r.exit_code == 0, r.output
     trace = json.loads(bare.read_text())
     assert len(_events(trace, "X", "api")) == len(nights[0].truth.api_calls)
-    assert not [e for e in trace["traceEvents"] if e["ph"] != "M" and "args" in e]  # speedscope would name by them
-    r = runner.invoke(app, ["timeline", nights[0].run_id, "--start", "2ms", "--end", "1ms", "--warehouse", str(wh.path)])
+    assert not [
+        e for e in trace["traceEvents"] if e["ph"] != "M" and "args" in e
+    ]  # speedscope would name by them
+    r = runner.invoke(
+        app, ["timeline", nights[0].run_id, "--start", "2ms", "--end", "1ms", "--warehouse", str(wh.path)]
+    )
     assert r.exit_code == 2 and "ends before it starts" in r.stderr
 
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from pipeline.synth.prof import ProfConfig, generate
-from tests.helpers.trace import chrome_trace
 from pipeline.warehouse.store import Warehouse
 from tests.helpers.built import build_dump
+from tests.helpers.trace import chrome_trace
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
@@ -24,7 +24,11 @@ def test_each_task_gets_one_arrow_from_the_call_that_launched_it(tmp_path, chip)
     runtime = [c for c in truth.api_calls if c.level == "runtime" and c.kind == "api"]
     want = set()
     for launch in truth.launches:
-        call = [c for c in runtime if c.tid == 7000 + launch.device_id and c.start_ns <= launch.track_ns <= c.end_ns]
+        call = [
+            c
+            for c in runtime
+            if c.tid == 7000 + launch.device_id and c.start_ns <= launch.track_ns <= c.end_ns
+        ]
         assert len(call) == 1  # the generator's own layout: one runtime call around each track record
         want.add((launch.device_id, call[0].start_ns, launch.start_ns))
 
@@ -43,8 +47,8 @@ def test_an_arrow_leaves_from_the_lane_its_call_was_drawn_on():
     two lanes of the thread's track ('Host API (tid 7)' and '... #2'); each launches a task,
     whose arrow must start on the lane of its own call. Hand-made staging rows, so the overlap
     is certain."""
-    from pipeline.outputs import trace as trace_module
     from pipeline.jobs.transforms import run_layer
+    from pipeline.outputs import trace as trace_module
     from tests.helpers.empty_raw import empty_raw_tables
 
     con = empty_raw_tables()
@@ -67,9 +71,15 @@ def test_an_arrow_leaves_from_the_lane_its_call_was_drawn_on():
     con.execute("set variable task_calls = true")  # as the timeline makes its tables
     run_layer(con, "intermediate")
     events = list(trace_module._events(con, "true", None, [], trace_module._Window(), 0))
-    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
+    names = {
+        (e["pid"], e["tid"]): e["args"]["name"]
+        for e in events
+        if e["ph"] == "M" and e["name"] == "thread_name"
+    }
     calls = {e["ts"]: names[(e["pid"], e["tid"])] for e in events if e["ph"] == "X" and e["cat"] == "api"}
     assert calls == {1.0: "Host API (tid 7)", 2.0: "Host API (tid 7) #2"}
     starts = {e["id"]: e for e in events if e["ph"] == "s"}
-    arrows = {e["ts"]: (starts[e["id"]]["ts"], names[(0, starts[e["id"]]["tid"])]) for e in events if e["ph"] == "f"}
+    arrows = {
+        e["ts"]: (starts[e["id"]]["ts"], names[(0, starts[e["id"]]["tid"])]) for e in events if e["ph"] == "f"
+    }
     assert arrows == {6.5: (1.0, "Host API (tid 7)"), 7.5: (2.0, "Host API (tid 7) #2")}

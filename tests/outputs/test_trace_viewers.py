@@ -20,7 +20,14 @@ import pytest
 
 from pipeline.outputs import trace as trace_module
 from tests.helpers.trace import chrome_trace
-from tests.helpers.trace_check import ancestors, flow_errors, frame_key, nesting_errors, slice_parents, speedscope_warnings
+from tests.helpers.trace_check import (
+    ancestors,
+    flow_errors,
+    frame_key,
+    nesting_errors,
+    slice_parents,
+    speedscope_warnings,
+)
 
 
 @pytest.fixture(scope="module")
@@ -28,15 +35,21 @@ def runs(tmp_path_factory):
     from tests.helpers.history import build_history
 
     # two devices whose inferences do not line up; a second run from the msprof layout
-    return build_history(tmp_path_factory.mktemp("tv"), [
-        {"seed": 11, "devices": 2, "inferences": 7},
-        {"seed": 4, "devices": 2, "inferences": 3, "drop_complete": 2},
-    ])
+    return build_history(
+        tmp_path_factory.mktemp("tv"),
+        [
+            {"seed": 11, "devices": 2, "inferences": 7},
+            {"seed": 4, "devices": 2, "inferences": 3, "drop_complete": 2},
+        ],
+    )
 
 
 def _threads(trace: dict) -> dict[tuple[int, int], str]:
-    return {(e["pid"], e["tid"]): e["args"]["name"] for e in trace["traceEvents"]
-            if e["ph"] == "M" and e["name"] == "thread_name"}
+    return {
+        (e["pid"], e["tid"]): e["args"]["name"]
+        for e in trace["traceEvents"]
+        if e["ph"] == "M" and e["name"] == "thread_name"
+    }
 
 
 def test_tracks_nest_flows_bind_and_speedscope_imports_without_complaint(runs):
@@ -55,12 +68,13 @@ def test_ts_counts_exact_ns_from_the_origin(runs):
     trace = chrome_trace(wh, nights[0].run_id)
     origin = trace["otherData"]["ts_origin_ns"]
     truth = nights[0].truth
-    assert origin == min(min(c.start_ns for c in truth.api_calls),
-                         min(x.input[0] for x in truth.inferences))
+    assert origin == min(min(c.start_ns for c in truth.api_calls), min(x.input[0] for x in truth.inferences))
     # the JSON text of ts is the exact decimal of (start_ns - origin) / 1000
     texts = {json.dumps(e["ts"]) for e in trace["traceEvents"] if e.get("cat") == "api"}
-    want = {f"{(c.start_ns - origin) // 1000}.{(c.start_ns - origin) % 1000:03d}".rstrip("0").rstrip(".")
-            for c in truth.api_calls}
+    want = {
+        f"{(c.start_ns - origin) // 1000}.{(c.start_ns - origin) % 1000:03d}".rstrip("0").rstrip(".")
+        for c in truth.api_calls
+    }
     assert {t[:-2] if t.endswith(".0") else t for t in texts} == want
     assert "monotonic" in trace["otherData"]["clock"] and str(origin) in trace["otherData"]["clock"]
 
@@ -97,7 +111,11 @@ def test_task_args_hold_durations(runs):
     truth = nights[0].truth
     trace = chrome_trace(wh, nights[0].run_id)
     origin = trace["otherData"]["ts_origin_ns"]
-    want = {(x.device_id, x.stream_id, x.task_id, x.running_ns): x for x in truth.instances if x.complete_ns is not None}
+    want = {
+        (x.device_id, x.stream_id, x.task_id, x.running_ns): x
+        for x in truth.instances
+        if x.complete_ns is not None
+    }
     tasks = [e for e in trace["traceEvents"] if e["ph"] == "X" and e["cat"] == "task"]
     assert len(tasks) == len(want)
     for e in tasks:
@@ -118,11 +136,14 @@ def test_track_ids_follow_the_track_order(runs):
         kinds = ["api" if " API " in n else "inf" if n == "Inferences" else n.split(" #")[0] for n in names]
         first_inf = kinds.index("inf")
         assert set(kinds[:first_inf]) == {"api"} and "api" not in kinds[first_inf:]
-        streams = [k for k in kinds[first_inf + 1:]]
+        streams = [k for k in kinds[first_inf + 1 :]]
         order = [k for i, k in enumerate(streams) if i == 0 or streams[i - 1] != k]
-        assert order == [f"Stream {s} {what}" for s in sorted({int(k.split()[1]) for k in order})
-                         for what in ("tasks", "waiting", "pending", "running")
-                         if f"Stream {s} {what}" in order]
+        assert order == [
+            f"Stream {s} {what}"
+            for s in sorted({int(k.split()[1]) for k in order})
+            for what in ("tasks", "waiting", "pending", "running")
+            if f"Stream {s} {what}" in order
+        ]
 
 
 @pytest.fixture(scope="module")
@@ -168,8 +189,15 @@ def test_runtime_calls_nest_in_their_aclmdlExecute_on_its_thread(runs, prof_run)
         checked = 0
         for c in calls:
             [*mine] = at[(c.device_id, c.name, c.start_ns, c.end_ns)]
-            holders = {(h.name, h.start_ns, h.end_ns) for h in calls if h.device_id == c.device_id and h.tid == c.tid
-                       and h.start_ns <= c.start_ns and c.end_ns <= h.end_ns and h is not c}
+            holders = {
+                (h.name, h.start_ns, h.end_ns)
+                for h in calls
+                if h.device_id == c.device_id
+                and h.tid == c.tid
+                and h.start_ns <= c.start_ns
+                and c.end_ns <= h.end_ns
+                and h is not c
+            }
             strict = {h for h in holders if (h[1], h[2]) != (c.start_ns, c.end_ns)}
             origin = trace["otherData"]["ts_origin_ns"]
             for i in mine:
@@ -191,8 +219,11 @@ def test_an_inferences_tasks_nest_under_its_slice(runs):
         assert nesting_errors(events) == []
         origin = trace["otherData"]["ts_origin_ns"]
         span = {(x.device_id, x.infer_id): (x.input[0], x.output[1]) for x in night.truth.inferences}
-        of = {(x.device_id, x.stream_id, x.task_id, x.running_ns): x.infer_id
-              for x in night.truth.instances if x.complete_ns is not None}
+        of = {
+            (x.device_id, x.stream_id, x.task_id, x.running_ns): x.infer_id
+            for x in night.truth.instances
+            if x.complete_ns is not None
+        }
         parents = slice_parents(events)
         tasks = [i for i, e in enumerate(events) if e["ph"] == "X" and e["cat"] == "task"]
         assert len(tasks) == len(of)
@@ -228,8 +259,11 @@ def test_one_name_per_api_op_and_phase(runs, instance_args):
     api = {}
     for c in night.truth.api_calls:
         api.setdefault((c.device_id, c.start_ns, c.end_ns), set()).add(c.name)
-    op = {(x.device_id, x.running_ns, x.complete_ns): x.op_name or "MEMCPY"
-          for x in night.truth.instances if x.complete_ns is not None}
+    op = {
+        (x.device_id, x.running_ns, x.complete_ns): x.op_name or "MEMCPY"
+        for x in night.truth.instances
+        if x.complete_ns is not None
+    }
     phase = {}  # the model load is no phase of an inference: left out
     for x in night.truth.inferences:
         for kind in ("input", "infer", "output"):
@@ -240,11 +274,21 @@ def test_one_name_per_api_op_and_phase(runs, instance_args):
         def key(e):
             if e["cat"] != cat:
                 return None
-            found = table[(e["pid"], *_ns_span(e, origin))] if table is not phase else phase.get((e["pid"], *_ns_span(e, origin)))
+            found = (
+                table[(e["pid"], *_ns_span(e, origin))]
+                if table is not phase
+                else phase.get((e["pid"], *_ns_span(e, origin)))
+            )
             return next(iter(found)) if isinstance(found, set) and len(found) == 1 else found
+
         return key
 
-    for table, cat, n in ((api, "api", 5), (op, "task", 5), (phase, "inference", 3), (phase, "inference_span", 1)):
+    for table, cat, n in (
+        (api, "api", 5),
+        (op, "task", 5),
+        (phase, "inference", 3),
+        (phase, "inference_span", 1),
+    ):
         names = _names_by(events, where(table, cat))
         keys = _names_by(events, where(table, cat), frame_key)
         assert len(names) >= n and all(len(v) == 1 for v in names.values()), names
@@ -268,8 +312,14 @@ def _speedscope() -> Path | None:
     npm = shutil.which("npm")
     if npm:
         try:
-            roots.append(Path(subprocess.run([npm, "root", "-g"], capture_output=True, text=True, timeout=30).stdout.strip())
-                         / "speedscope")
+            roots.append(
+                Path(
+                    subprocess.run(
+                        [npm, "root", "-g"], capture_output=True, text=True, timeout=30
+                    ).stdout.strip()
+                )
+                / "speedscope"
+            )
         except (OSError, subprocess.SubprocessError):
             pass
     for root in roots:
@@ -297,12 +347,28 @@ def _open_in_speedscope(tmp_path: Path, write, view: str | None = None) -> tuple
     try:
         with tempfile.TemporaryDirectory() as profile:
             r = subprocess.run(
-                [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", "--virtual-time-budget=8000",
-                 "--window-size=1200,2000", "--dump-dom",
-                 f"{base}/index.html#profileURL={base}/trace.json" + (f"&view={view}" if view else "")],
-                capture_output=True, text=True, timeout=120)
+                [
+                    chromium,
+                    "--headless",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-quic",
+                    "--no-first-run",
+                    "--disable-background-networking",
+                    "--disable-component-update",
+                    "--disable-sync",
+                    f"--user-data-dir={profile}",
+                    "--enable-logging=stderr",
+                    "--v=0",
+                    "--virtual-time-budget=8000",
+                    "--window-size=1200,2000",
+                    "--dump-dom",
+                    f"{base}/index.html#profileURL={base}/trace.json" + (f"&view={view}" if view else ""),
+                ],
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
     finally:
         server.shutdown()
     return [line for line in r.stderr.splitlines() if "CONSOLE" in line], r.stdout
@@ -312,7 +378,9 @@ def test_speedscope_in_chromium_imports_the_trace_without_warnings(runs, tmp_pat
     """The real importer: speedscope's page in headless Chromium loads the trace; its console
     must report the import and no warning."""
     wh, nights = runs
-    console, _ = _open_in_speedscope(tmp_path, lambda p: trace_module.write_trace(wh, str(p), nights[0].run_id))
+    console, _ = _open_in_speedscope(
+        tmp_path, lambda p: trace_module.write_trace(wh, str(p), nights[0].run_id)
+    )
     assert any("Importing as Trace Event Format" in line for line in console), console
     assert any("import:" in line for line in console), console
     bad = [line for line in console if "Tried to" in line or "still open" in line or "rror" in line]
@@ -325,9 +393,12 @@ def test_speedscope_sandwich_merges_the_calls_of_each_api(runs, tmp_path):
     the generator called on that device once, by its name."""
     wh, nights = runs
     console, dom = _open_in_speedscope(
-        tmp_path, lambda p: trace_module.write_trace(wh, str(p), nights[0].run_id, instance_args=False), "sandwich")
+        tmp_path,
+        lambda p: trace_module.write_trace(wh, str(p), nights[0].run_id, instance_args=False),
+        "sandwich",
+    )
     assert not [line for line in console if "Tried to" in line or "still open" in line or "rror" in line]
-    table = dom[dom.index("Symbol Name"):]
+    table = dom[dom.index("Symbol Name") :]
     rows = [re.findall(r"<td[^>]*>(.*?)</td>", row) for row in re.findall(r"<tr[^>]*>(.*?)</tr>", table)]
     names = [html.unescape(re.sub(r"<[^>]+>", "", cells[-1])) for cells in rows if len(cells) == 3]
     assert sorted(names) == sorted({c.name for c in nights[0].truth.api_calls if c.device_id == 0})
@@ -361,4 +432,6 @@ def test_a_call_that_ends_with_its_caller_nests_in_speedscopes_arithmetic_too(in
     assert calls["rtKernelLaunch"]["tid"] == calls["aclmdlExecute"]["tid"]
     assert [round(ev["dur"] * 1000) for ev in calls.values()] == [e - a, e - c]
     assert nesting_errors(events) == [] and speedscope_warnings(events) == []
-    assert [ev["name"] for ev in ancestors(events, events.index(calls["rtKernelLaunch"]))] == ["aclmdlExecute"]
+    assert [ev["name"] for ev in ancestors(events, events.index(calls["rtKernelLaunch"]))] == [
+        "aclmdlExecute"
+    ]

@@ -7,18 +7,28 @@ from pathlib import Path
 
 import pytest
 
-spec = importlib.util.spec_from_file_location("bench_run", Path(__file__).resolve().parents[2] / "bench" / "run.py")
+spec = importlib.util.spec_from_file_location(
+    "bench_run", Path(__file__).resolve().parents[2] / "bench" / "run.py"
+)
 bench = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(bench)
 
 
 def _r(mb: float, mb_s: float, peak_mb: float, totals: list[float], peaks: list[float] | None = None) -> dict:
-    return {"raw_bytes": mb * 1e6, "raw_mb_s": mb_s, "peak_rss": peak_mb * 1e6, "total_s": sorted(totals)[len(totals) // 2],
-            "total_s_all": totals, "peak_rss_all": [p * 1e6 for p in (peaks or [peak_mb])]}
+    return {
+        "raw_bytes": mb * 1e6,
+        "raw_mb_s": mb_s,
+        "peak_rss": peak_mb * 1e6,
+        "total_s": sorted(totals)[len(totals) // 2],
+        "total_s_all": totals,
+        "peak_rss_all": [p * 1e6 for p in (peaks or [peak_mb])],
+    }
 
 
 def test_every_target_met():
-    lines = bench.targets("hiprof", [_r(2000, 110, 640, [18, 18.2, 18.5]), _r(500, 105, 600, [4.6, 4.7, 4.8])])
+    lines = bench.targets(
+        "hiprof", [_r(2000, 110, 640, [18, 18.2, 18.5]), _r(500, 105, 600, [4.6, 4.7, 4.8])]
+    )
     assert [line.split()[0] for line in lines] == ["met"] * 4
     assert "slowest 105 MB/s at 500 MB" in lines[0] and "x1.07 (worst pairing x1.07)" in lines[2]
 
@@ -32,8 +42,13 @@ def test_each_target_missed_is_named_with_its_value():
 
 
 def test_the_worst_pairing_is_reported_beside_the_median():
-    lines = bench.targets("hiprof", [_r(500, 100, 600, [4.0, 4.1, 4.4], [590, 600, 610]),
-                                     _r(2000, 100, 630, [16.0, 16.5, 19.0], [620, 630, 660])])
+    lines = bench.targets(
+        "hiprof",
+        [
+            _r(500, 100, 600, [4.0, 4.1, 4.4], [590, 600, 610]),
+            _r(2000, 100, 630, [16.0, 16.5, 19.0], [620, 630, 660]),
+        ],
+    )
     assert "x4.02 (worst pairing x4.75)" in lines[3]  # 16.5 / 4.1 by the medians, 19.0 / 4.0 at worst
     assert "worst pairing x1.12" in lines[2]  # 660 / 590
 
@@ -49,7 +64,9 @@ def test_a_size_the_disk_cannot_hold_is_refused_before_its_dump_is_made(tmp_path
     assert bench.check_disk(tmp_path, 2000, dump_exists=False) is None  # 3 GB needed, 20 free
     why = bench.check_disk(tmp_path, 16000, dump_exists=False)  # 24 GB needed
     assert why and "24.0 GB" in why and "20.0 GB" in why
-    assert bench.check_disk(tmp_path, 16000, dump_exists=True) is None  # only 8 GB more once the dump is there
+    assert (
+        bench.check_disk(tmp_path, 16000, dump_exists=True) is None
+    )  # only 8 GB more once the dump is there
 
 
 @pytest.mark.slow

@@ -6,9 +6,9 @@ import pytest
 
 from pipeline import docs
 from pipeline.cli.main import COMMANDS
-from pipeline.warehouse.contracts import contracts
 from pipeline.jobs.runner import ingest_dump
 from pipeline.synth import hiprof
+from pipeline.warehouse.contracts import contracts
 from pipeline.warehouse.store import Warehouse
 
 FIX = "run `python -m pipeline.docs` and commit docs/"
@@ -50,10 +50,16 @@ def test_every_table_and_column_has_a_meaning():
         for name, c in contracts(layer).items():
             assert f"### {name}\n" in text, f"{name} is not in docs/tables.md"
             for row in docs.column_rows(c):
-                assert row["meaning"], f"{layer} {name}.{row['name']} has no meaning (contract, SQL header or glossary)"
+                assert row["meaning"], (
+                    f"{layer} {name}.{row['name']} has no meaning (contract, SQL header or glossary)"
+                )
                 if layer == "marts":
-                    assert not row["glossary"], f"{name}.{row['name']}: mart columns are documented in the SQL header"
-                    assert row["name"] == "run_id" or row["display"], f"{name}.{row['name']} has no display header"
+                    assert not row["glossary"], (
+                        f"{name}.{row['name']}: mart columns are documented in the SQL header"
+                    )
+                    assert row["name"] == "run_id" or row["display"], (
+                        f"{name}.{row['name']} has no display header"
+                    )
     for name in ("collected_at", "workload"):
         assert f"| `{name}` |" in text  # the runs view's own columns
 
@@ -69,12 +75,19 @@ def _prof_generate():
 @pytest.mark.slow
 def test_generations_list_exactly_the_tables_synthetic_runs_fill(tmp_path):
     gens = docs.generations()
-    cases = {1: [("hiprof", hiprof.HiprofConfig(devices=2, drop_complete=1, training=True)),
-                 ("hiprof", hiprof.HiprofConfig(aicore=False, memcpy=False, step_trace=False))]}
+    cases = {
+        1: [
+            ("hiprof", hiprof.HiprofConfig(devices=2, drop_complete=1, training=True)),
+            ("hiprof", hiprof.HiprofConfig(aicore=False, memcpy=False, step_trace=False)),
+        ]
+    }
     prof = _prof_generate()
     if prof is not None:
-        cases[2] = [("prof", prof.ProfConfig(chip="ascend910a", training=True)), ("prof", prof.ProfConfig(chip="ascend310p")),
-                    ("prof", prof.ProfConfig(chip="ascend310p", sample_based=True))]
+        cases[2] = [
+            ("prof", prof.ProfConfig(chip="ascend910a", training=True)),
+            ("prof", prof.ProfConfig(chip="ascend310p")),
+            ("prof", prof.ProfConfig(chip="ascend310p", sample_based=True)),
+        ]
         cases[3] = [("prof", prof.ProfConfig(chip="ascend910b", training=True))]
     wh = Warehouse(tmp_path / "wh")
     for number, configs in cases.items():
@@ -89,7 +102,8 @@ def test_generations_list_exactly_the_tables_synthetic_runs_fill(tmp_path):
             filled |= set(run["tables_filled"])
         declared = next(g for g in gens["generation"] if g["number"] == number)["tables"]
         assert sorted(filled - set(gens["always"])) == sorted(declared), (
-            f"schemas/generations.toml: generation {number} lists {sorted(declared)}, synthetic runs fill {sorted(filled)}")
+            f"schemas/generations.toml: generation {number} lists {sorted(declared)}, synthetic runs fill {sorted(filled)}"
+        )
     every = set(contracts("raw")) | set(contracts("marts"))
     listed = set(gens["always"]).union(*(g["tables"] for g in gens["generation"]))
     assert listed <= every and every <= listed, f"tables no generation lists: {sorted(every - listed)}"

@@ -6,8 +6,16 @@ import ast
 from pathlib import Path
 
 PIPELINE = Path(__file__).resolve().parents[2] / "pipeline"
-SHARED = {"pipeline", "pipeline.__version__", "pipeline.errors", "pipeline.paths", "pipeline.limits", "pipeline.resources",
-          "pipeline.progress", "pipeline.lazy"}
+SHARED = {
+    "pipeline",
+    "pipeline.__version__",
+    "pipeline.errors",
+    "pipeline.paths",
+    "pipeline.limits",
+    "pipeline.resources",
+    "pipeline.progress",
+    "pipeline.lazy",
+}
 
 # folder -> the top-level parts of pipeline it may import (besides itself and SHARED)
 MAY_USE = {
@@ -22,7 +30,10 @@ MAY_USE = {
 }
 # single modules allowed past their folder's rule, each with its reason
 EXCEPTIONS = {
-    ("pipeline.synth.scale", "pipeline.readers.decode"),  # scaling a dump cuts its TLV streams as the readers do
+    (
+        "pipeline.synth.scale",
+        "pipeline.readers.decode",
+    ),  # scaling a dump cuts its TLV streams as the readers do
     # a build sets the advice mart's thresholds from the warehouse's advice.toml; a run checks it first
     ("pipeline.jobs.build", "pipeline.analysis.advice"),
     ("pipeline.jobs.runner", "pipeline.analysis.advice"),

@@ -16,14 +16,18 @@ def _folder(package: str) -> Path:
     mapped = {k: v for k, v in SETUPTOOLS.get("package-dir", {}).items() if k}
     for name in sorted(mapped, key=len, reverse=True):
         if package == name or package.startswith(name + "."):
-            return REPO / mapped[name] / Path(*package[len(name):].split(".")[1:])
+            return REPO / mapped[name] / Path(*package[len(name) :].split(".")[1:])
     return REPO / Path(*package.split("."))
 
 
 def test_every_code_folder_and_resource_folder_is_a_listed_package():
     code = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "pipeline").rglob("__init__.py")}
-    resources = {"pipeline." + ".".join(d.relative_to(REPO).parts) for top in ("sql", "schemas")
-                 for d in [REPO / top, *(REPO / top).rglob("*")] if d.is_dir() and d.name != "__pycache__"}
+    resources = {
+        "pipeline." + ".".join(d.relative_to(REPO).parts)
+        for top in ("sql", "schemas")
+        for d in [REPO / top, *(REPO / top).rglob("*")]
+        if d.is_dir() and d.name != "__pycache__"
+    }
     assert sorted(SETUPTOOLS["packages"]) == sorted(code | resources)
     for package in SETUPTOOLS["packages"]:
         assert _folder(package).is_dir(), package
@@ -37,7 +41,9 @@ def test_every_sql_file_and_contract_is_package_data():
             rel = f.relative_to(base).as_posix()
             if any(fnmatch.fnmatch(rel, p) and rel.count("/") == p.count("/") for p in patterns):
                 shipped.add(f)
-    wanted = {f for top in ("sql", "schemas") for f in (REPO / top).rglob("*") if f.suffix in (".sql", ".toml")}
+    wanted = {
+        f for top in ("sql", "schemas") for f in (REPO / top).rglob("*") if f.suffix in (".sql", ".toml")
+    }
     assert wanted and sorted(wanted - shipped) == []
 
 

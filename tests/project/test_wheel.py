@@ -22,10 +22,13 @@ pytestmark = [pytest.mark.wheel, pytest.mark.slow]  # slow too: `-m "not slow"` 
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCES = ("pyproject.toml", "README.md", "pipeline", "sql", "schemas")  # what building the wheel reads
-TESTS_RUN = ("sql/test_golden.py", "cli/test_cli.py")  # every mart of data/sample against its golden; the commands
+TESTS_RUN = (
+    "sql/test_golden.py",
+    "cli/test_cli.py",
+)  # every mart of data/sample against its golden; the commands
 
 # Written beside the copied tests: the tests ran against the wheel, not a checkout.
-LOCATION_TEST = '''
+LOCATION_TEST = """
 import json, os
 from importlib.metadata import distribution
 from pathlib import Path
@@ -41,12 +44,14 @@ def test_profetl_is_the_installed_wheel():
     assert resources.SQL_DIR == Path(pipeline.__file__).resolve().parent / "sql"
     direct_url = json.loads(distribution("profetl").read_text("direct_url.json") or "{}")
     assert not direct_url.get("dir_info", {}).get("editable"), direct_url
-'''
+"""
 
 
 def _run(args, **kwargs) -> subprocess.CompletedProcess:
     p = subprocess.run([str(a) for a in args], capture_output=True, text=True, **kwargs)
-    assert p.returncode == 0, f"{' '.join(map(str, args))} exited {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    assert p.returncode == 0, (
+        f"{' '.join(map(str, args))} exited {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    )
     return p
 
 
@@ -54,7 +59,9 @@ def _copy(names, source: Path, target: Path) -> None:
     target.mkdir()
     for name in names:
         if (source / name).is_dir():
-            shutil.copytree(source / name, target / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+            shutil.copytree(
+                source / name, target / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+            )
         else:
             shutil.copy2(source / name, target / name)
 
@@ -67,10 +74,17 @@ def test_the_wheel_installed_outside_the_checkout_ingests_and_builds(tmp_path):
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", tmp_path / "dist", src])
     (wheel,) = (tmp_path / "dist").glob("profetl-*.whl")
     shipped = set(zipfile.ZipFile(wheel).namelist())
-    resources = [f"pipeline/{p.relative_to(REPO).as_posix()}" for d in ("sql", "schemas") for p in sorted((REPO / d).rglob("*"))
-                 if p.suffix in (".sql", ".toml")]
+    resources = [
+        f"pipeline/{p.relative_to(REPO).as_posix()}"
+        for d in ("sql", "schemas")
+        for p in sorted((REPO / d).rglob("*"))
+        if p.suffix in (".sql", ".toml")
+    ]
     assert resources and not [r for r in resources if r not in shipped], sorted(set(resources) - shipped)
-    templates = [f"pipeline/{p.relative_to(REPO / 'pipeline').as_posix()}" for p in sorted((REPO / "pipeline" / "templates").glob("*.j2"))]
+    templates = [
+        f"pipeline/{p.relative_to(REPO / 'pipeline').as_posix()}"
+        for p in sorted((REPO / "pipeline" / "templates").glob("*.j2"))
+    ]
     assert templates and not [t for t in templates if t not in shipped], templates  # profetl report's
 
     env_dir = tmp_path / "venv"

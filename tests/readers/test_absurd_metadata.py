@@ -26,25 +26,48 @@ def _sync(key: str, digits: str):
 
 
 HIPROF = {
-    "start 1e30": (lambda d: _edit_json(d / "start_info.0", "collectionTimeBegin", "1e30"), "collectionTimeBegin"),
-    "start 10^40": (lambda d: _edit_json(d / "start_info.0", "collectionTimeBegin", str(10**40)), "collectionTimeBegin"),
-    "hwts 1e308": (lambda d: _edit_json(d / "info.json.0", "hwts_frequency", "1e308", "DeviceInfo"), "hwts_frequency"),
-    "hwts 1e-300": (lambda d: _edit_json(d / "info.json.0", "hwts_frequency", "1e-300", "DeviceInfo"), "hwts_frequency"),
+    "start 1e30": (
+        lambda d: _edit_json(d / "start_info.0", "collectionTimeBegin", "1e30"),
+        "collectionTimeBegin",
+    ),
+    "start 10^40": (
+        lambda d: _edit_json(d / "start_info.0", "collectionTimeBegin", str(10**40)),
+        "collectionTimeBegin",
+    ),
+    "hwts 1e308": (
+        lambda d: _edit_json(d / "info.json.0", "hwts_frequency", "1e308", "DeviceInfo"),
+        "hwts_frequency",
+    ),
+    "hwts 1e-300": (
+        lambda d: _edit_json(d / "info.json.0", "hwts_frequency", "1e-300", "DeviceInfo"),
+        "hwts_frequency",
+    ),
     "cpu 1e308": (lambda d: _edit_json(d / "info.json.0", "Frequency", "1e308", "CPU"), "Frequency"),
     "device id 2^32": (lambda d: _edit_json(d / "info.json.0", "id", str(2**32), "DeviceInfo"), "id"),
-    "ai_core_num 2^40": (lambda d: _edit_json(d / "info.json.0", "ai_core_num", str(2**40), "DeviceInfo"), "ai_core_num"),
+    "ai_core_num 2^40": (
+        lambda d: _edit_json(d / "info.json.0", "ai_core_num", str(2**40), "DeviceInfo"),
+        "ai_core_num",
+    ),
     "deep json": (lambda d: (d / "info.json.0").write_text("[" * 100_000 + "]" * 100_000), "nested too deep"),
-    "deep json value": (lambda d: (d / "sample.json").write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"),
-                        "nested too deep"),
+    "deep json value": (
+        lambda d: (d / "sample.json").write_text('{"a": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+        "nested too deep",
+    ),
     "sync 40 digits": (_sync("clock_monotonic_raw", "9" * 40), "clock_monotonic_raw"),
     "sync 5000 digits": (_sync("clock_monotonic_raw", "9" * 5000), "clock_monotonic_raw"),
-    "event id 2^160": (lambda d: _edit_json(d / "sample.json", "ai_core_profiling_events", '"0x' + "f" * 40 + '"'),
-                       "ai_core_profiling_events"),
+    "event id 2^160": (
+        lambda d: _edit_json(d / "sample.json", "ai_core_profiling_events", '"0x' + "f" * 40 + '"'),
+        "ai_core_profiling_events",
+    ),
 }
 PROF = {
     "drvVersion 10^40": ("info.json", lambda p: _edit_json(p, "drvVersion", str(10**40)), "drvVersion"),
     "drvVersion 1e308": ("info.json", lambda p: _edit_json(p, "drvVersion", "1e308"), "drvVersion"),
-    "prof hwts 1e308": ("info.json", lambda p: _edit_json(p, "hwts_frequency", "1e308", "DeviceInfo"), "hwts_frequency"),
+    "prof hwts 1e308": (
+        "info.json",
+        lambda p: _edit_json(p, "hwts_frequency", "1e308", "DeviceInfo"),
+        "hwts_frequency",
+    ),
     "prof cpu 1e308": ("info.json", lambda p: _edit_json(p, "Frequency", "1e308", "CPU"), "Frequency"),
 }
 

@@ -25,10 +25,10 @@ from typer.testing import CliRunner
 
 from pipeline.cli.main import app
 from pipeline.errors import PipelineError
-from pipeline.outputs.export import fetch
 from pipeline.jobs.runner import ingest_dump
 from pipeline.layouts import HOST_MAGIC
 from pipeline.layouts import hiprof as hiprof_layouts
+from pipeline.outputs.export import fetch
 from pipeline.readers.issues import BYTE_KINDS
 from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.synth.truth import Truth
@@ -67,7 +67,11 @@ def tree_digest(root: Path) -> dict[bytes, tuple]:
 
 def data_slices(dump: Path, stem: str) -> list[Path]:
     """The slice files of one stream, in slice order."""
-    files = [p for p in (dump / "data").iterdir() if p.name.startswith(stem + ".slice_") and not p.name.endswith(".done")]
+    files = [
+        p
+        for p in (dump / "data").iterdir()
+        if p.name.startswith(stem + ".slice_") and not p.name.endswith(".done")
+    ]
     return sorted(files, key=lambda p: int(p.name.rsplit("_", 1)[1]))
 
 
@@ -78,7 +82,11 @@ def fsname(parent: Path, raw: bytes) -> Path:
 
 def runtime_records(names: list[str]) -> bytes:
     a = hiprof_layouts.RUNTIME_API.zeros(len(names))
-    a["magic"], a["data_tag"], a["stream_id"] = HOST_MAGIC, hiprof_layouts.RUNTIME_API.tag, hiprof_layouts.NO_STREAM
+    a["magic"], a["data_tag"], a["stream_id"] = (
+        HOST_MAGIC,
+        hiprof_layouts.RUNTIME_API.tag,
+        hiprof_layouts.NO_STREAM,
+    )
     a["api_name"] = [n.encode() for n in names]
     a["entry"], a["exit"] = 5_000_000_000_000, 5_000_000_001_000
     return a.tobytes()
@@ -103,7 +111,9 @@ class Ingested:
         return self.wh.run(self.run_id)
 
     def issues_for(self, source_file: str, kind: str | None = None) -> list[dict]:
-        return [i for i in self.issues if i["source_file"] == source_file and (kind is None or i["kind"] == kind)]
+        return [
+            i for i in self.issues if i["source_file"] == source_file and (kind is None or i["kind"] == kind)
+        ]
 
 
 def n_api(truth: Truth, level: str | None = None) -> int:
@@ -167,6 +177,7 @@ def remove_info(d: Path) -> None:
 def info_bytes(raw: bytes) -> Callable[[Path], None]:
     def mutate(d: Path) -> None:
         (d / "info.json.0").write_bytes(raw)
+
     return mutate
 
 
@@ -181,6 +192,7 @@ def sample_with(**changes) -> Callable[[Path], None]:
         sample = json.loads((d / "sample.json").read_text())
         sample.update(changes)
         (d / "sample.json").write_text(json.dumps(sample))
+
     return mutate
 
 
@@ -248,7 +260,7 @@ def non_utf8_api_name(d: Path) -> None:
     p = data_slices(d, "Runtime.api.0")[0]
     b = bytearray(p.read_bytes())
     name = b"rtMa\xff\xfe\x80lloc"
-    b[32:32 + 64] = name.ljust(64, b"\0")
+    b[32 : 32 + 64] = name.ljust(64, b"\0")
     p.write_bytes(bytes(b))
 
 
@@ -299,7 +311,11 @@ def check_info_outside_not_read(got: Ingested, d: Path) -> None:
 
 
 def check_name_kept(got: Ingested, d: Path) -> None:
-    names = [r["api_name"] for r in got.rows("api_calls") if r["api_name"].startswith("rtMa") and r["api_name"] != "rtMalloc"]
+    names = [
+        r["api_name"]
+        for r in got.rows("api_calls")
+        if r["api_name"].startswith("rtMa") and r["api_name"] != "rtMalloc"
+    ]
     assert len(names) == 1 and names[0].endswith("lloc")
 
 
@@ -318,30 +334,53 @@ CASES: dict[str, Case] = {
     "info_empty": Case(info_bytes(b""), "bad_metadata", "info.json.0"),
     "info_json_array": Case(info_bytes(b'[{"platform_version": "0"}]'), "bad_metadata", "info.json.0"),
     "info_no_platform_version": Case(info_without_platform_version, "bad_metadata", "info.json.0"),
-    "sample_unknown_keys": Case(sample_with(zz_future_option={"nested": [1, 2]}, another="x"), None,
-                                check=check_sample_unknown_keys),
-    "sample_bad_event_id": Case(sample_with(ai_core_profiling_events="0x8,zz,0x9"), "bad_metadata", "sample.json",
-                                check=check_pmu_kept),
-    "sample_event_list_not_text": Case(sample_with(ai_core_profiling_events=[8, 9]), "bad_metadata", "sample.json",
-                                       check=check_pmu_kept),
+    "sample_unknown_keys": Case(
+        sample_with(zz_future_option={"nested": [1, 2]}, another="x"), None, check=check_sample_unknown_keys
+    ),
+    "sample_bad_event_id": Case(
+        sample_with(ai_core_profiling_events="0x8,zz,0x9"),
+        "bad_metadata",
+        "sample.json",
+        check=check_pmu_kept,
+    ),
+    "sample_event_list_not_text": Case(
+        sample_with(ai_core_profiling_events=[8, 9]), "bad_metadata", "sample.json", check=check_pmu_kept
+    ),
     "empty_extra_slice": Case(add_empty_slice, None),
     "empty_stream": Case(empty_runtime_stream, None, api_rows=lambda t: n_api(t, "acl")),
-    "truncated_host_slice": Case(truncate_last_runtime_slice, "truncated_record", last_slice("Runtime.api.0"),
-                                 offset=last_runtime_truncated_at, api_rows=lambda t: n_api(t) - 1),
-    "truncated_device_slice": Case(truncate_last_ts_track_slice, "truncated_record", last_slice("ts_track.data.0"),
-                                   check=check_task_states_kept),
-    "directory_as_slice": Case(directory_for_slice, "unreadable_file", runtime_slice(1),
-                               api_rows=lambda t: n_api(t) - SLICE_BYTES // RT, check=check_not_read_outside),
-    "symlink_to_outside_file": Case(symlink_to_outside_file, "unreadable_file", runtime_slice(99),
-                                    check=check_not_read_outside),
+    "truncated_host_slice": Case(
+        truncate_last_runtime_slice,
+        "truncated_record",
+        last_slice("Runtime.api.0"),
+        offset=last_runtime_truncated_at,
+        api_rows=lambda t: n_api(t) - 1,
+    ),
+    "truncated_device_slice": Case(
+        truncate_last_ts_track_slice,
+        "truncated_record",
+        last_slice("ts_track.data.0"),
+        check=check_task_states_kept,
+    ),
+    "directory_as_slice": Case(
+        directory_for_slice,
+        "unreadable_file",
+        runtime_slice(1),
+        api_rows=lambda t: n_api(t) - SLICE_BYTES // RT,
+        check=check_not_read_outside,
+    ),
+    "symlink_to_outside_file": Case(
+        symlink_to_outside_file, "unreadable_file", runtime_slice(99), check=check_not_read_outside
+    ),
     "symlink_to_outside_dir": Case(symlink_to_outside_dir, "unreadable_file", runtime_slice(99)),
     "dangling_symlink": Case(dangling_symlink, "unreadable_file", runtime_slice(99)),
-    "symlinked_control_file_outside": Case(symlinked_info_outside, "*", "info.json.0",
-                                           check=check_info_outside_not_read),
+    "symlinked_control_file_outside": Case(
+        symlinked_info_outside, "*", "info.json.0", check=check_info_outside_not_read
+    ),
     "non_utf8_file_name_in_data": Case(non_utf8_name_in_data, "unknown_file", "data/junk"),
     "non_utf8_file_name_at_root": Case(non_utf8_name_at_root, None),
-    "non_utf8_api_name_field": Case(non_utf8_api_name, "*", runtime_slice(0), offset=lambda d: 0,
-                                    check=check_name_kept),
+    "non_utf8_api_name_field": Case(
+        non_utf8_api_name, "*", runtime_slice(0), offset=lambda d: 0, check=check_name_kept
+    ),
 }
 
 
@@ -355,6 +394,7 @@ def matching(issues: list[dict], case: Case, d: Path) -> list[dict]:
         if want == "data/junk":  # a non-UTF-8 name: any readable rendering of it
             return (i["source_file"] or "").startswith("data/junk")
         return i["source_file"] == want
+
     return [i for i in issues if (case.kind == "*" or i["kind"] == case.kind) and file_ok(i)]
 
 
@@ -381,7 +421,9 @@ def test_library_ingest_keeps_data_and_lists_the_problem(name, dump, tmp_path):
         if case.offset is not None:
             want = case.offset(d)
             if case.kind == "*":  # the record holding the bad field, or the field itself
-                assert any(i["byte_offset"] is not None and want <= i["byte_offset"] < want + RT for i in hits), hits
+                assert any(
+                    i["byte_offset"] is not None and want <= i["byte_offset"] < want + RT for i in hits
+                ), hits
             else:
                 assert [i["byte_offset"] for i in hits] == [want]
     assert len(got.rows("api_calls")) == case.api_rows(truth)
@@ -492,7 +534,11 @@ def test_cli_ingest_bad_dump(name, dump, tmp_path):
 
 @pytest.mark.parametrize("what", ["missing", "empty_dir", "regular_file"])
 def test_cli_ingest_not_a_dump(what, tmp_path):
-    target = {"missing": tmp_path / "nope", "empty_dir": tmp_path / "empty", "regular_file": tmp_path / "file.bin"}[what]
+    target = {
+        "missing": tmp_path / "nope",
+        "empty_dir": tmp_path / "empty",
+        "regular_file": tmp_path / "file.bin",
+    }[what]
     if what == "empty_dir":
         target.mkdir()
     if what == "regular_file":
@@ -510,7 +556,7 @@ def test_cli_run_reports_each_bad_root_and_keeps_going(dump, tmp_path):
     result = CliRunner().invoke(app, ["run", "--warehouse", str(tmp_path / "wh"), str(missing), str(d)])
     assert_no_crash(result)
     assert result.exit_code == 1
-    failed = [l for l in result.stdout.splitlines() if l.startswith("failed")]
+    failed = [line for line in result.stdout.splitlines() if line.startswith("failed")]
     assert len(failed) == 1 and str(missing) in failed[0]
     assert "2 dump(s): 1 done, 1 failed" in result.stdout
     [run] = Warehouse(tmp_path / "wh").runs()
@@ -537,12 +583,21 @@ def test_cli_run_tells_a_damaged_night_from_a_clean_one(tmp_path):
     night = profetl("run", clean, damaged, "--warehouse", tmp_path / "wh")
     assert night.returncode == ExitCode.DATA_LOSS == 5, night.stdout + night.stderr
     assert "2 dump(s): 2 done, 0 failed, 1 built with data lost" in night.stdout
-    [line] = [l for l in night.stdout.splitlines() if str(damaged) in l]
-    assert line.startswith("built") and "DATA LOST" in line and "bad_metadata" in line and "truncated_record" in line
+    [line] = [x for x in night.stdout.splitlines() if str(damaged) in x]
+    assert (
+        line.startswith("built")
+        and "DATA LOST" in line
+        and "bad_metadata" in line
+        and "truncated_record" in line
+    )
     as_json = profetl("run", damaged, "--force", "--json", "--warehouse", tmp_path / "wh")
     assert as_json.returncode == 5
     [d] = json.loads(as_json.stdout)
-    assert d["status"] == "built" and d["data_lost"]["bad_metadata"] >= 1 and d["data_lost"]["truncated_record"] >= 1
+    assert (
+        d["status"] == "built"
+        and d["data_lost"]["bad_metadata"] >= 1
+        and d["data_lost"]["truncated_record"] >= 1
+    )
     # a failed dump still wins: exit 1
     failed = profetl("run", damaged, tmp_path / "nope", "--force", "--warehouse", tmp_path / "wh")
     assert failed.returncode == 1
@@ -626,6 +681,7 @@ def test_an_unreadable_data_folder_is_named_itself(tmp_path, monkeypatch):
             if os.fspath(p) == data:
                 raise PermissionError(13, "Permission denied", os.fspath(p))
             return real(p)
+
         return call
 
     monkeypatch.setattr(os, "stat", stat)

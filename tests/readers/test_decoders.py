@@ -113,11 +113,13 @@ def assert_tiles(total: int, ranges: list[tuple[int, int]]) -> None:
 # Reference formats written from docs/formats.md#acl-record and after, independent of the numpy dtypes.
 FIXED_REF = {
     "runtime_task_track": (
-        hiprof_layouts.RUNTIME_TASK_TRACK, "<HHIQ32sHHH",
+        hiprof_layouts.RUNTIME_TASK_TRACK,
+        "<HHIQ32sHHH",
         ["magic", "data_tag", "tid", "timestamp", "task_type", "task_id", "batch_id", "stream_id"],
     ),
     "acl_api": (
-        hiprof_layouts.ACL_API, "<HHIQQII64s",
+        hiprof_layouts.ACL_API,
+        "<HHIQQII64s",
         ["magic", "data_tag", "api_type", "begin", "end", "pid", "tid", "api_name"],
     ),
 }
@@ -217,8 +219,10 @@ def check_fixed(name: str, data: bytes, cuts: list[int], chunk_bytes: int, check
 def test_decode_fixed_record_straddling_slices_and_chunks(chunk_bytes):
     """A record cut across three slice files is decoded whole and located in the first."""
     layout, fmt, names = FIXED_REF["runtime_task_track"]
-    recs = [struct.pack(fmt, MAGIC, 41, 100 + k, 10**12 + k, f"task{k}".encode(), k, 0, 5).ljust(64, b"\0")
-            for k in range(3)]
+    recs = [
+        struct.pack(fmt, MAGIC, 41, 100 + k, 10**12 + k, f"task{k}".encode(), k, 0, 5).ljust(64, b"\0")
+        for k in range(3)
+    ]
     data = b"".join(recs)
     # record 1 spans bytes 64..127: cut at 70 and 100, so it lies in slices 0, 1 and 2
     with sliced(data, [70, 100], chunk_bytes) as sl:
@@ -231,7 +235,10 @@ def test_decode_fixed_record_straddling_slices_and_chunks(chunk_bytes):
         assert rec["task_type"].tolist() == [b"task0", b"task1", b"task2"]
         assert offs.tolist() == [0, 64, 128]
         assert sl.stream.source_files(offs).to_pylist() == [
-            "data/stream.0.slice_0", "data/stream.0.slice_0", "data/stream.0.slice_2"]
+            "data/stream.0.slice_0",
+            "data/stream.0.slice_0",
+            "data/stream.0.slice_2",
+        ]
         assert sl.stream.locate(128) == ("data/stream.0.slice_2", 28)
 
 
@@ -256,16 +263,53 @@ def test_decode_fixed_bad_magic_and_truncation_are_located_per_file():
 
 # Reference formats (docs/formats.md#tlv): header "mode u8, tag u8, bufSize u16, reserved u32".
 TLV_REF = {
-    hiprof_layouts.TIME_LINE.tag: ("<BBH4xHHHHQII", ["mode", "tag", "buf_size", "task_type", "task_state", "stream_id",
-                                        "task_id", "timestamp", "thread", "device_id"]),
-    hiprof_layouts.EVENT_COUNT.tag: ("<BBH4xHHHHQ8QQQH", ["mode", "tag", "buf_size", "task_type", "stream_id", "task_id",
-                                            "overflow", "overflow_cycle", "events", "task_cyc", "timestamp",
-                                            "block"]),
-    hiprof_layouts.STEP_TRACE.tag: ("<BBH4xQQQHHH", ["mode", "tag", "buf_size", "timestamp", "index_id", "model_id",
-                                       "stream_id", "task_id", "tag_id"]),
-    hiprof_layouts.TS_MEMCPY.tag: ("<BBH4xQHHB", ["mode", "tag", "buf_size", "timestamp", "stream_id", "task_id", "task_state"]),
+    hiprof_layouts.TIME_LINE.tag: (
+        "<BBH4xHHHHQII",
+        [
+            "mode",
+            "tag",
+            "buf_size",
+            "task_type",
+            "task_state",
+            "stream_id",
+            "task_id",
+            "timestamp",
+            "thread",
+            "device_id",
+        ],
+    ),
+    hiprof_layouts.EVENT_COUNT.tag: (
+        "<BBH4xHHHHQ8QQQH",
+        [
+            "mode",
+            "tag",
+            "buf_size",
+            "task_type",
+            "stream_id",
+            "task_id",
+            "overflow",
+            "overflow_cycle",
+            "events",
+            "task_cyc",
+            "timestamp",
+            "block",
+        ],
+    ),
+    hiprof_layouts.STEP_TRACE.tag: (
+        "<BBH4xQQQHHH",
+        ["mode", "tag", "buf_size", "timestamp", "index_id", "model_id", "stream_id", "task_id", "tag_id"],
+    ),
+    hiprof_layouts.TS_MEMCPY.tag: (
+        "<BBH4xQHHB",
+        ["mode", "tag", "buf_size", "timestamp", "stream_id", "task_id", "task_state"],
+    ),
 }
-RECORD_SIZE = {hiprof_layouts.TIME_LINE.tag: 32, hiprof_layouts.EVENT_COUNT.tag: 112, hiprof_layouts.STEP_TRACE.tag: 40, hiprof_layouts.TS_MEMCPY.tag: 40}
+RECORD_SIZE = {
+    hiprof_layouts.TIME_LINE.tag: 32,
+    hiprof_layouts.EVENT_COUNT.tag: 112,
+    hiprof_layouts.STEP_TRACE.tag: 40,
+    hiprof_layouts.TS_MEMCPY.tag: 40,
+}
 COUNTED = (6, 7, 8, 9)
 KNOWN = set(RECORD_SIZE) | set(COUNTED)
 
@@ -275,7 +319,7 @@ def unpack_tlv(data: bytes, pos: int, tag: int) -> dict:
     values = list(struct.unpack_from(fmt, data, pos))
     if tag == hiprof_layouts.EVENT_COUNT.tag:  # events[8] are eight consecutive u64 values
         i = names.index("events")
-        values[i:i + 8] = [tuple(values[i:i + 8])]
+        values[i : i + 8] = [tuple(values[i : i + 8])]
     return dict(zip(names, values))
 
 
@@ -285,7 +329,9 @@ class TlvExpect:
 
     decoded: list[tuple[int, int, int, dict]] = field(default_factory=list)  # (offset, seq, tag, fields)
     counted: dict[int, list[int]] = field(default_factory=dict)  # tag -> [count, bytes]
-    counted_ranges: list[tuple[int, int]] = field(default_factory=list)  # (offset, bufSize) of counted records
+    counted_ranges: list[tuple[int, int]] = field(
+        default_factory=list
+    )  # (offset, bufSize) of counted records
     corrupt_at: int | None = None  # first byte that cannot be framed
     truncated_at: int | None = None  # first byte of a record the stream ends inside
 
@@ -299,7 +345,7 @@ def tlv_reference(data: bytes) -> TlvExpect:
             e.truncated_at = pos
             break
         tag = data[pos + 1]
-        size = int.from_bytes(data[pos + 2:pos + 4], "little")
+        size = int.from_bytes(data[pos + 2 : pos + 4], "little")
         minimum = RECORD_SIZE.get(tag, 8)
         if tag not in KNOWN or size < minimum:
             e.corrupt_at = pos
@@ -362,13 +408,17 @@ def run_tlv(data: bytes, cuts: list[int], chunk_bytes: int):
     with sliced(data, cuts, chunk_bytes) as sl:
         log = IssueLog()
         decoded = []
-        for by_tag in decode_tlv(sl.stream, hiprof_layouts.DECODED_TAGS, hiprof_layouts.COUNTED_TAGS, log, device_id=1):
+        for by_tag in decode_tlv(
+            sl.stream, hiprof_layouts.DECODED_TAGS, hiprof_layouts.COUNTED_TAGS, log, device_id=1
+        ):
             for tag, b in by_tag.items():
                 assert (b.records["tag"] == tag).all()
                 for o, s, r in zip(b.offsets.tolist(), b.seq.tolist(), b.records):
                     decoded.append((o, s, tag, r))
                     assert sl.stream.locate(o) == sl.where(o)
-                assert sl.stream.source_files(b.offsets).to_pylist() == [sl.where(o)[0] for o in b.offsets.tolist()]
+                assert sl.stream.source_files(b.offsets).to_pylist() == [
+                    sl.where(o)[0] for o in b.offsets.tolist()
+                ]
         decoded.sort(key=lambda d: d[0])
 
         # every byte: decoded, counted, or skipped with a located issue
@@ -411,8 +461,12 @@ def assert_matches_reference(data: bytes, cuts: list[int], chunk_bytes: int) -> 
         assert sum(n for _, n in truncated) == len(data) - e.truncated_at
     assert {k for _, _, k in located} <= {"corrupt_stream", "truncated_record"}
     # decoded records, counted records and located issues tile the stream
-    assert_tiles(len(data), [(o, int(r["buf_size"])) for o, _, _, r in decoded] + e.counted_ranges
-                 + [(o, n) for o, n, _ in located])
+    assert_tiles(
+        len(data),
+        [(o, int(r["buf_size"])) for o, _, _, r in decoded]
+        + e.counted_ranges
+        + [(o, n) for o, n, _ in located],
+    )
 
 
 @SETTINGS
@@ -457,7 +511,11 @@ def test_decode_tlv_truncated_at_every_byte():
 
 
 @SETTINGS
-@given(tlv_streams(), CHUNKS, st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), min_size=1, max_size=4))
+@given(
+    tlv_streams(),
+    CHUNKS,
+    st.lists(st.tuples(st.integers(0, 10**6), st.integers(1, 255)), min_size=1, max_size=4),
+)
 def test_decode_tlv_flipped_bytes(case, chunk_bytes, flips):
     data, _, cuts = case
     if not data:
@@ -470,12 +528,15 @@ def test_decode_tlv_flipped_bytes(case, chunk_bytes, flips):
 
 BAD_HEADERS = st.one_of(
     # unknown tag
-    st.tuples(st.integers(0, 255).filter(lambda t: t not in KNOWN), st.integers(0, 65535), st.just("unknown")),
+    st.tuples(
+        st.integers(0, 255).filter(lambda t: t not in KNOWN), st.integers(0, 65535), st.just("unknown")
+    ),
     # bufSize 0 of a known tag
     st.tuples(st.sampled_from(sorted(KNOWN)), st.just(0), st.just("zero")),
     # bufSize below the record (decoded tags) or below the 8-byte header (counted tags)
     st.sampled_from(sorted(KNOWN)).flatmap(
-        lambda t: st.tuples(st.just(t), st.integers(1, RECORD_SIZE.get(t, 8) - 1), st.just("short"))),
+        lambda t: st.tuples(st.just(t), st.integers(1, RECORD_SIZE.get(t, 8) - 1), st.just("short"))
+    ),
     # bufSize larger than the rest of the stream (set when the header is placed)
     st.tuples(st.sampled_from(sorted(KNOWN)), st.integers(1, 300), st.just("long")),
 )
@@ -513,12 +574,18 @@ def test_decode_tlv_corrupt_stream_issue_names_each_file():
     data = good + bytes([0, 200, 32, 0]) + rng.randbytes(100)  # tag 200 at byte 128
     with sliced(data, [40, 150, 200], 7) as sl:
         log = IssueLog()
-        n = sum(len(b.records) for by in decode_tlv(sl.stream, hiprof_layouts.DECODED_TAGS, hiprof_layouts.COUNTED_TAGS, log, 0)
-                for b in by.values())
+        n = sum(
+            len(b.records)
+            for by in decode_tlv(sl.stream, hiprof_layouts.DECODED_TAGS, hiprof_layouts.COUNTED_TAGS, log, 0)
+            for b in by.values()
+        )
         assert n == 4
         got = [(i.source_file, i.byte_offset, i.byte_length) for i in log.issues]
-        assert got == [("data/stream.0.slice_1", 88, 22), ("data/stream.0.slice_2", 0, 50),
-                       ("data/stream.0.slice_3", 0, 32)]
+        assert got == [
+            ("data/stream.0.slice_1", 88, 22),
+            ("data/stream.0.slice_2", 0, 50),
+            ("data/stream.0.slice_3", 0, 32),
+        ]
         assert "unknown tag 200" in log.issues[0].message
         assert all(i.kind == "corrupt_stream" for i in log.issues)
 
@@ -533,7 +600,9 @@ def test_chunks_aligned_to_records_end_on_a_record_boundary_except_at_a_slice_en
         stream = SliceStream(sl.stream.files, chunk_bytes=chunk_bytes, skip=skip)
         chunks = list(stream.chunks(align=40))
         assert b"".join(c for _, c in chunks) == data[skip:]
-        assert [pos for pos, _ in chunks] == list(itertools.accumulate([skip] + [len(c) for _, c in chunks][:-1]))
+        assert [pos for pos, _ in chunks] == list(
+            itertools.accumulate([skip] + [len(c) for _, c in chunks][:-1])
+        )
         slice_ends = {150, 333, len(data)}
         for pos, c in chunks:
             end = pos + len(c)

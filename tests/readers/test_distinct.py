@@ -9,7 +9,9 @@ from hypothesis.extra import numpy as hnp
 from pipeline.readers.distinct import distinct, map_distinct, merge_by_mask
 
 ints = hnp.arrays(np.uint64, st.integers(0, 300), elements=st.integers(0, 2**64 - 1) | st.integers(0, 5))
-names = hnp.arrays("S6", st.integers(0, 300), elements=st.sampled_from([b"", b"a", b"a\0b", b"abc\xff", b"\0\0x"]))
+names = hnp.arrays(
+    "S6", st.integers(0, 300), elements=st.sampled_from([b"", b"a", b"a\0b", b"abc\xff", b"\0\0x"])
+)
 
 
 @given(ints)

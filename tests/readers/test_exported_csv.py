@@ -16,13 +16,13 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from pipeline.warehouse.contracts import contract
 from pipeline.readers.exported import csvs
 from pipeline.readers.exported import values as export_values
 from pipeline.readers.exported.context import ExportContext
 from pipeline.readers.exported.csvs import read_summary
 from pipeline.readers.exported.reader import read_export
 from pipeline.readers.issues import BYTE_KINDS, IssueLog
+from pipeline.warehouse.contracts import contract
 from pipeline.warehouse.sink import to_table
 
 ALL = frozenset({"task_runs", "task_ops", "task_metrics"})
@@ -100,22 +100,76 @@ OP_SUMMARY_OF_SAME = (
 # Worked out by hand. start 1000000000000000.0015 us = ...0001.5 ns -> ...0002 (half away from zero);
 # 2.5 us = 2500 ns; 1000000000000020.25 us = ...20250 ns; 1.0005 us = 1000.5 ns -> 1001 ns.
 RUNS = [
-    {"device_id": 3, "seq": 0, "stream_id": 2, "task_id": 11, "start_ns": 1000000000000000002, "end_ns": 1000000000000002502,
-         "task_type_name": "AI_VECTOR_CORE", "context_id": None, "model_id": 4294967295},
-    {"device_id": 3, "seq": 2, "stream_id": 2, "task_id": 12, "start_ns": 1000000000000020250, "end_ns": 1000000000000021251,
-         "task_type_name": "MIX_AIC", "context_id": 3, "model_id": 4294967295},
+    {
+        "device_id": 3,
+        "seq": 0,
+        "stream_id": 2,
+        "task_id": 11,
+        "start_ns": 1000000000000000002,
+        "end_ns": 1000000000000002502,
+        "task_type_name": "AI_VECTOR_CORE",
+        "context_id": None,
+        "model_id": 4294967295,
+    },
+    {
+        "device_id": 3,
+        "seq": 2,
+        "stream_id": 2,
+        "task_id": 12,
+        "start_ns": 1000000000000020250,
+        "end_ns": 1000000000000021251,
+        "task_type_name": "MIX_AIC",
+        "context_id": 3,
+        "model_id": 4294967295,
+    },
 ]
 OPS = [
-    {"device_id": 3, "seq": 0, "source": "export", "stream_id": 2, "task_id": 11, "start_ns": 1000000000000000002,
-         "op_name": "add_1", "op_type": "Add", "task_type": "AI_VECTOR_CORE", "accelerator_core": "AI_VECTOR_CORE",
-         "block_dim": 8, "mix_block_dim": 0, "op_state": None, "context_id": None, "model_id": 4294967295,
-         "input_shapes": "4,4;4,4", "input_data_types": "FLOAT;FLOAT", "input_formats": "ND;ND",
-         "output_shapes": "4,4", "output_data_types": "FLOAT", "output_formats": "ND"},
-    {"device_id": 3, "seq": 2, "source": "export", "stream_id": 2, "task_id": 12, "start_ns": 1000000000000020250,
-         "op_name": "mm_2", "op_type": "MatMul", "task_type": "MIX_AIC", "accelerator_core": "MIX_AIC",
-         "block_dim": 24, "mix_block_dim": 48, "op_state": None, "context_id": 3, "model_id": 4294967295,
-         "input_shapes": None, "input_data_types": None, "input_formats": None,
-         "output_shapes": None, "output_data_types": None, "output_formats": None},
+    {
+        "device_id": 3,
+        "seq": 0,
+        "source": "export",
+        "stream_id": 2,
+        "task_id": 11,
+        "start_ns": 1000000000000000002,
+        "op_name": "add_1",
+        "op_type": "Add",
+        "task_type": "AI_VECTOR_CORE",
+        "accelerator_core": "AI_VECTOR_CORE",
+        "block_dim": 8,
+        "mix_block_dim": 0,
+        "op_state": None,
+        "context_id": None,
+        "model_id": 4294967295,
+        "input_shapes": "4,4;4,4",
+        "input_data_types": "FLOAT;FLOAT",
+        "input_formats": "ND;ND",
+        "output_shapes": "4,4",
+        "output_data_types": "FLOAT",
+        "output_formats": "ND",
+    },
+    {
+        "device_id": 3,
+        "seq": 2,
+        "source": "export",
+        "stream_id": 2,
+        "task_id": 12,
+        "start_ns": 1000000000000020250,
+        "op_name": "mm_2",
+        "op_type": "MatMul",
+        "task_type": "MIX_AIC",
+        "accelerator_core": "MIX_AIC",
+        "block_dim": 24,
+        "mix_block_dim": 48,
+        "op_state": None,
+        "context_id": 3,
+        "model_id": 4294967295,
+        "input_shapes": None,
+        "input_data_types": None,
+        "input_formats": None,
+        "output_shapes": None,
+        "output_data_types": None,
+        "output_formats": None,
+    },
 ]
 METRICS = {  # (seq, metric) -> (label, value)
     (0, "aicore_time_us"): ("aicore_time(us)", 0.0),
@@ -130,10 +184,13 @@ METRICS = {  # (seq, metric) -> (label, value)
 METRIC_KEYS = {0: (2, 11, 1000000000000000002, None), 2: (2, 12, 1000000000000020250, 3)}
 
 
-@pytest.mark.parametrize("name,kind,text", [
-    ("kernel_details.csv", "kernel_details", KERNEL_DETAILS),
-    ("op_summary_20260601142441.csv", "op_summary", OP_SUMMARY_OF_SAME),
-])
+@pytest.mark.parametrize(
+    "name,kind,text",
+    [
+        ("kernel_details.csv", "kernel_details", KERNEL_DETAILS),
+        ("op_summary_20260601142441.csv", "op_summary", OP_SUMMARY_OF_SAME),
+    ],
+)
 def test_both_header_variants_give_the_hand_worked_rows(tmp_path, name, kind, text):
     p = write(tmp_path, name, text)
     res, sink, log = read(p, kind, default_device=3)
@@ -192,20 +249,73 @@ def test_msprof_op_summary(tmp_path):
     res, sink, log = read(p, "op_summary", default_device=9)  # the column wins over the default
     runs = sink.rows("task_runs")
     # 1782291497409503.1239 us = ...503123.9 ns -> ...503124; 0.0001 us = 0.1 ns -> 0
-    assert [pick(r, "device_id", "stream_id", "task_id", "start_ns", "end_ns", "context_id", "model_id",
-                 "task_type_name") for r in runs] == [
-        {"device_id": 1, "stream_id": 5, "task_id": 7, "start_ns": 1782291497409494490, "end_ns": 1782291497409502330,
-             "context_id": None, "model_id": 1, "task_type_name": "AI_CORE"},
-        {"device_id": 1, "stream_id": 5, "task_id": 8, "start_ns": 1782291497409503124, "end_ns": 1782291497409503124,
-             "context_id": 2, "model_id": 1, "task_type_name": "MIX_AIV"},
+    assert [
+        pick(
+            r,
+            "device_id",
+            "stream_id",
+            "task_id",
+            "start_ns",
+            "end_ns",
+            "context_id",
+            "model_id",
+            "task_type_name",
+        )
+        for r in runs
+    ] == [
+        {
+            "device_id": 1,
+            "stream_id": 5,
+            "task_id": 7,
+            "start_ns": 1782291497409494490,
+            "end_ns": 1782291497409502330,
+            "context_id": None,
+            "model_id": 1,
+            "task_type_name": "AI_CORE",
+        },
+        {
+            "device_id": 1,
+            "stream_id": 5,
+            "task_id": 8,
+            "start_ns": 1782291497409503124,
+            "end_ns": 1782291497409503124,
+            "context_id": 2,
+            "model_id": 1,
+            "task_type_name": "MIX_AIV",
+        },
     ]
     ops = sink.rows("task_ops")
-    assert [pick(o, "op_name", "op_type", "op_state", "block_dim", "mix_block_dim", "input_shapes",
-                 "output_formats") for o in ops] == [
-        {"op_name": "conv_0", "op_type": "Conv2D", "op_state": "static", "block_dim": 2, "mix_block_dim": None,
-             "input_shapes": None, "output_formats": None},
-        {"op_name": "relu_0", "op_type": "Relu", "op_state": "static", "block_dim": 4, "mix_block_dim": 8,
-             "input_shapes": "1,2", "output_formats": "NC1HWC0"},
+    assert [
+        pick(
+            o,
+            "op_name",
+            "op_type",
+            "op_state",
+            "block_dim",
+            "mix_block_dim",
+            "input_shapes",
+            "output_formats",
+        )
+        for o in ops
+    ] == [
+        {
+            "op_name": "conv_0",
+            "op_type": "Conv2D",
+            "op_state": "static",
+            "block_dim": 2,
+            "mix_block_dim": None,
+            "input_shapes": None,
+            "output_formats": None,
+        },
+        {
+            "op_name": "relu_0",
+            "op_type": "Relu",
+            "op_state": "static",
+            "block_dim": 4,
+            "mix_block_dim": 8,
+            "input_shapes": "1,2",
+            "output_formats": "NC1HWC0",
+        },
     ]
     got = {(m["seq"], m["metric"]): (m["label"], m["value"]) for m in sink.rows("task_metrics")}
     assert got == {
@@ -225,20 +335,41 @@ def test_msprof_op_summary(tmp_path):
 
 
 def test_task_time_csv(tmp_path):
-    p = write(tmp_path, "task_time_20260624165820.csv",
-              "Device_id,kernel_name,kernel_type,stream_id,task_id,task_time(us),task_start(us),task_stop(us)\n"
-              "0,N/A,PROFILING_ENABLE,49,3,0.020,1782291497402908.910\t,1782291497402908.930\t\n"
-              "2,k1,AI_CORE,47,0,7.840,1782291497409494.490\t,1782291497409502.330\t\n")
+    p = write(
+        tmp_path,
+        "task_time_20260624165820.csv",
+        "Device_id,kernel_name,kernel_type,stream_id,task_id,task_time(us),task_start(us),task_stop(us)\n"
+        "0,N/A,PROFILING_ENABLE,49,3,0.020,1782291497402908.910\t,1782291497402908.930\t\n"
+        "2,k1,AI_CORE,47,0,7.840,1782291497409494.490\t,1782291497409502.330\t\n",
+    )
     res, sink, log = read(p, "task_time_csv")
-    assert [pick(r, "device_id", "stream_id", "task_id", "start_ns", "end_ns", "task_type_name", "source")
-            for r in sink.rows("task_runs")] == [
-        {"device_id": 0, "stream_id": 49, "task_id": 3, "start_ns": 1782291497402908910, "end_ns": 1782291497402908930,
-             "task_type_name": "PROFILING_ENABLE", "source": "task_time_csv"},
-        {"device_id": 2, "stream_id": 47, "task_id": 0, "start_ns": 1782291497409494490, "end_ns": 1782291497409502330,
-             "task_type_name": "AI_CORE", "source": "task_time_csv"},
+    assert [
+        pick(r, "device_id", "stream_id", "task_id", "start_ns", "end_ns", "task_type_name", "source")
+        for r in sink.rows("task_runs")
+    ] == [
+        {
+            "device_id": 0,
+            "stream_id": 49,
+            "task_id": 3,
+            "start_ns": 1782291497402908910,
+            "end_ns": 1782291497402908930,
+            "task_type_name": "PROFILING_ENABLE",
+            "source": "task_time_csv",
+        },
+        {
+            "device_id": 2,
+            "stream_id": 47,
+            "task_id": 0,
+            "start_ns": 1782291497409494490,
+            "end_ns": 1782291497409502330,
+            "task_type_name": "AI_CORE",
+            "source": "task_time_csv",
+        },
     ]
     assert [(o["op_name"], o["op_type"], o["task_type"]) for o in sink.rows("task_ops")] == [
-        (None, None, "PROFILING_ENABLE"), ("k1", None, "AI_CORE")]
+        (None, None, "PROFILING_ENABLE"),
+        ("k1", None, "AI_CORE"),
+    ]
     assert sink.rows("task_metrics") == [] and res.devices == {0, 2} and not log.issues
 
 
@@ -250,8 +381,11 @@ ROW_B = "0,b,AI_CORE,1,2,1.000,200.000\t,201.000\t\n"
 
 
 def test_missing_required_column_is_one_issue(tmp_path):
-    p = write(tmp_path, "op_summary_20260601142441.csv",
-              "Device_id,Model ID,Task ID,Op Name,OP Type,Task Type,Task Duration(us)\n0,1,2,x,X,AI_CORE,1.0\n")
+    p = write(
+        tmp_path,
+        "op_summary_20260601142441.csv",
+        "Device_id,Model ID,Task ID,Op Name,OP Type,Task Type,Task Duration(us)\n0,1,2,x,X,AI_CORE,1.0\n",
+    )
     res, sink, log = read(p, "op_summary")
     [issue] = log.issues
     assert issue.kind == "unreadable_file" and "Stream ID" in issue.message and "Start Time" in issue.message
@@ -272,7 +406,9 @@ def test_ragged_row_is_skipped_with_its_byte_offset(tmp_path, monkeypatch, two_p
     assert issue.kind == "bad_text_line"
     assert issue.byte_offset == len(HEADER + ROW_A) and issue.byte_length == len(ragged)
     # seq is the row's index in the file: the skipped row keeps its number
-    assert [(r["task_id"], r["seq"]) for r in sink.rows("task_runs")] == [(1, 0), (2, 2)] + [(3, i) for i in range(3, 8)]
+    assert [(r["task_id"], r["seq"]) for r in sink.rows("task_runs")] == [(1, 0), (2, 2)] + [
+        (3, i) for i in range(3, 8)
+    ]
     assert_bytes_accounted(p, log)
 
 
@@ -281,7 +417,9 @@ def test_truncated_file(tmp_path):
     p = write(tmp_path, "task_time_2.csv", text)
     _res, sink, log = read(p, "task_time_csv")
     [issue] = log.issues
-    assert issue.kind == "bad_text_line" and issue.byte_offset == len(HEADER + ROW_A) and issue.byte_length == 17
+    assert (
+        issue.kind == "bad_text_line" and issue.byte_offset == len(HEADER + ROW_A) and issue.byte_length == 17
+    )
     assert [r["task_id"] for r in sink.rows("task_runs")] == [1]
     assert_bytes_accounted(p, log)
 
@@ -329,6 +467,7 @@ def test_through_read_export_bytes_add_up(tmp_path):
 
 # -- exact microseconds -----------------------------------------------------------------------------
 
+
 @st.composite
 def decimal_text(draw):
     sign = draw(st.sampled_from(["", "-", "+"]))
@@ -370,20 +509,32 @@ def test_to_int_is_exact_or_null(ints):
 # -- real exports -------------------------------------------------------------------------------------
 
 IMAGINATIONHH = "hicann+oam-tools/experiment/task-book/msprof_tool_experience_imaginationhh/perf-data"
-BOARD = "hicann+oam-tools/experiment/task-book/msprof_experience_weixin_63089733/perf-data/" \
-        "20260624_matmul_basic_api_board/mindstudio_profiler_output"
+BOARD = (
+    "hicann+oam-tools/experiment/task-book/msprof_experience_weixin_63089733/perf-data/"
+    "20260624_matmul_basic_api_board/mindstudio_profiler_output"
+)
 REAL = [
-    ("Ascend+msinsight/test/data/pytorch/text/level1/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv",
-     "kernel_details"),
+    (
+        "Ascend+msinsight/test/data/pytorch/text/level1/rank0_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv",
+        "kernel_details",
+    ),
     (f"{IMAGINATIONHH}/*_ascend_pt/ASCEND_PROFILER_OUTPUT/kernel_details.csv", "kernel_details"),
     (f"{IMAGINATIONHH}/*_ascend_pt/PROF_000001_*/mindstudio_profiler_output/op_summary_*.csv", "op_summary"),
-    (f"{IMAGINATIONHH}/*_ascend_pt/PROF_000001_*/mindstudio_profiler_output/task_time_*.csv", "task_time_csv"),
+    (
+        f"{IMAGINATIONHH}/*_ascend_pt/PROF_000001_*/mindstudio_profiler_output/task_time_*.csv",
+        "task_time_csv",
+    ),
     (f"{BOARD}/op_summary_*.csv", "op_summary"),
     (f"{BOARD}/task_time_*.csv", "task_time_csv"),
     ("Ascend+msinsight/server/src/test/test_data/test_kernel_parse/op_summary_1.csv", "op_summary"),
-    ("Ascend+msinsight/server/src/test/test_data/test_rank_0/ASCEND_PROFILER_OUTPUT/kernel_details.csv",
-     "kernel_details"),
-    ("Ascend+msprof-analyze/test/ut/advisor/advisor_backend/compute_advice/kernel_details.csv", "kernel_details"),
+    (
+        "Ascend+msinsight/server/src/test/test_data/test_rank_0/ASCEND_PROFILER_OUTPUT/kernel_details.csv",
+        "kernel_details",
+    ),
+    (
+        "Ascend+msprof-analyze/test/ut/advisor/advisor_backend/compute_advice/kernel_details.csv",
+        "kernel_details",
+    ),
     ("Ascend+msprof-analyze/test/ut/advisor/compute_advice/data/kernel_details.csv", "kernel_details"),
 ]
 
@@ -412,7 +563,8 @@ def test_real_csv_rows_all_accounted(real_data, pattern, kind):
     counted = {i.kind: i.count for i in log.issues}
     assert written + counted.get("no_task_key", 0) + counted.get("bad_text_line", 0) == len(rows)
     assert counted.get("no_task_key", 0) == no_stream - sum(
-        1 for r in rows if r[stream_col] == "N/A" and (None in r.values() or None in r))
+        1 for r in rows if r[stream_col] == "N/A" and (None in r.values() or None in r)
+    )
     assert counted.get("bad_text_line", 0) == ragged
     assert set(counted) <= {"no_task_key", "bad_text_line"}
     assert len(sink.rows("task_ops")) == written
@@ -433,11 +585,21 @@ def test_real_level1_first_kernel(real_data):
     run = sink.rows("task_runs")[0]
     # 1736408883704643.212 us, 53.741 us
     assert (run["stream_id"], run["task_id"], run["start_ns"], run["end_ns"]) == (
-        2, 11051, 1736408883704643212, 1736408883704643212 + 53741)
+        2,
+        11051,
+        1736408883704643212,
+        1736408883704643212 + 53741,
+    )
     op = sink.rows("task_ops")[0]
-    assert (op["op_name"], op["op_type"], op["op_state"], op["accelerator_core"], op["block_dim"],
-            op["input_shapes"], op["output_formats"]) == (
-        "trans_TransData_0", "TransData", "dynamic", "AI_VECTOR_CORE", 32, "32,3,224,224", "NC1HWC0")
+    assert (
+        op["op_name"],
+        op["op_type"],
+        op["op_state"],
+        op["accelerator_core"],
+        op["block_dim"],
+        op["input_shapes"],
+        op["output_formats"],
+    ) == ("trans_TransData_0", "TransData", "dynamic", "AI_VECTOR_CORE", 32, "32,3,224,224", "NC1HWC0")
     m = {r["metric"]: r["value"] for r in sink.rows("task_metrics") if r["seq"] == 0}
     assert m["aiv_time_us"] == 50.522 and m["aiv_total_cycles"] == 2910056 and m["cube_utilization_pct"] == 0
 
@@ -448,10 +610,18 @@ def test_real_variant_header_op_summary(real_data):
     _, sink, _log = read(p, "op_summary", default_device=0)
     run = sink.rows("task_runs")[0]
     assert (run["stream_id"], run["task_id"], run["start_ns"], run["end_ns"]) == (
-        16, 2451, 1695115378713661000, 1695115378713661000 + 496851)  # 496.8508 us -> 496850.8 ns
+        16,
+        2451,
+        1695115378713661000,
+        1695115378713661000 + 496851,
+    )  # 496.8508 us -> 496850.8 ns
     op = sink.rows("task_ops")[0]
     assert (op["op_name"], op["block_dim"], op["mix_block_dim"], op["input_shapes"]) == (
-        "ZerosLike", 48, 0, "232138240")
+        "ZerosLike",
+        48,
+        0,
+        "232138240",
+    )
 
 
 def test_real_kernel_details_and_op_summary_agree(real_data):
@@ -464,8 +634,12 @@ def test_real_kernel_details_and_op_summary_agree(real_data):
     _, c, _ = read(tt, "task_time_csv", default_device=0)
 
     def by_key(rows, *extra):
-        return {(r["device_id"], r["stream_id"], r["task_id"], r["start_ns"], *(r[e] for e in extra)):
-                {k: v for k, v in r.items() if k not in ("source_file", "seq", "source")} for r in rows}
+        return {
+            (r["device_id"], r["stream_id"], r["task_id"], r["start_ns"], *(r[e] for e in extra)): {
+                k: v for k, v in r.items() if k not in ("source_file", "seq", "source")
+            }
+            for r in rows
+        }
 
     for table in ("task_runs", "task_ops"):
         assert by_key(a.rows(table)) == by_key(b.rows(table))
@@ -475,12 +649,16 @@ def test_real_kernel_details_and_op_summary_agree(real_data):
     # profiling switch tasks kernel_details leaves out
     assert set(runs_a) <= set(runs_c)
     assert all(runs_c[k]["end_ns"] == runs_a[k]["end_ns"] for k in runs_a)
-    assert {runs_c[k]["task_type_name"] for k in set(runs_c) - set(runs_a)} <= {"PROFILING_ENABLE",
-                                                                                "PROFILING_DISABLE"}
+    assert {runs_c[k]["task_type_name"] for k in set(runs_c) - set(runs_a)} <= {
+        "PROFILING_ENABLE",
+        "PROFILING_DISABLE",
+    }
 
 
 def test_a_task_time_row_that_is_not_utf8_is_read_and_reported(tmp_path):
-    p = write(tmp_path, "task_time_4.csv", HEADER.encode() + ROW_A.encode() + b"0,\xff\xfe,AI_CORE,1,2,1,2,3\n")
+    p = write(
+        tmp_path, "task_time_4.csv", HEADER.encode() + ROW_A.encode() + b"0,\xff\xfe,AI_CORE,1,2,1,2,3\n"
+    )
     _res, sink, log = read(p, "task_time_csv")
     assert [r["task_id"] for r in sink.rows("task_runs")] == [1, 2]
     assert [i.kind for i in log.issues] == ["bad_value"] and "data row 2" in log.issues[0].message

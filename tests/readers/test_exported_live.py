@@ -28,8 +28,18 @@ def csv_rows(first: int, n: int) -> str:
 
 
 def hw_events(first: int, n: int) -> list[dict]:
-    return [{"ph": "X", "name": f"op_{i}", "pid": 7, "tid": 1, "ts": f"{1_780_000_000_000_000 + i}.5",
-             "dur": "1.25", "args": {"Task Id": i, "Stream Id": 2}} for i in range(first, first + n)]
+    return [
+        {
+            "ph": "X",
+            "name": f"op_{i}",
+            "pid": 7,
+            "tid": 1,
+            "ts": f"{1_780_000_000_000_000 + i}.5",
+            "dur": "1.25",
+            "args": {"Task Id": i, "Stream Id": 2},
+        }
+        for i in range(first, first + n)
+    ]
 
 
 def _append(p: Path, data: bytes) -> None:
@@ -101,8 +111,10 @@ def test_timeline_growing_during_the_ingest_is_read_as_measured(tmp_path, monkey
 def _insert_tasks(p: Path, n: int) -> None:
     con = sqlite3.connect(p)
     first = ROWS["TASK"][-1][4] + 1
-    con.executemany("INSERT INTO TASK VALUES (?, ?, 3, 7, ?, 42, 0, 4294967295, 2, ?, 4294967295)",
-                    [(10 * i, 10 * i + 5, first + i, 100 + i) for i in range(n)])
+    con.executemany(
+        "INSERT INTO TASK VALUES (?, ?, 3, 7, ?, 42, 0, 4294967295, 2, ?, 4294967295)",
+        [(10 * i, 10 * i + 5, first + i, 100 + i) for i in range(n)],
+    )
     con.commit()
     con.close()
 

@@ -31,18 +31,26 @@ def _base(kind: str) -> Path:
         if kind == "hiprof":
             generate_hiprof(d / "dump", HiprofConfig(inferences=2, tasks=4, slice_bytes=300))
         else:
-            generate_prof(d / "dump", ProfConfig(chip=kind, devices=1, inferences=2, tasks=4, slice_bytes=300))
+            generate_prof(
+                d / "dump", ProfConfig(chip=kind, devices=1, inferences=2, tasks=4, slice_bytes=300)
+            )
         BASES[kind] = d / "dump"
     return BASES[kind]
 
 
 def _data_files(root: Path) -> list[Path]:
-    return sorted(p for p in root.rglob("*") if p.is_file() and p.parent.name == "data"
-                  and not p.name.endswith((".done", ".complete")))
+    return sorted(
+        p
+        for p in root.rglob("*")
+        if p.is_file() and p.parent.name == "data" and not p.name.endswith((".done", ".complete"))
+    )
 
 
-damage = st.lists(st.tuples(st.sampled_from(["cut", "flip", "zero", "drop"]), st.integers(0, 10**6),
-                            st.integers(0, 10**6)), min_size=1, max_size=4)
+damage = st.lists(
+    st.tuples(st.sampled_from(["cut", "flip", "zero", "drop"]), st.integers(0, 10**6), st.integers(0, 10**6)),
+    min_size=1,
+    max_size=4,
+)
 
 
 @pytest.mark.parametrize("kind", ["hiprof", "ascend910a", "ascend310p", "ascend910b"])
@@ -70,7 +78,7 @@ def test_damaged_dump_is_read_or_refused_cleanly(kind, damage):
             elif action == "flip":
                 data[pos] ^= 1 << (where % 8)
             else:
-                data[pos:pos + 64] = bytes(len(data[pos:pos + 64]))
+                data[pos : pos + 64] = bytes(len(data[pos : pos + 64]))
             f.write_bytes(bytes(data))
         wh = Warehouse(Path(tmp) / "wh")
         try:
@@ -80,6 +88,8 @@ def test_damaged_dump_is_read_or_refused_cleanly(kind, damage):
             assert "\n" not in str(e)
             return
         for o in outcomes:
-            assert o.status == "built" or (o.error and "\n" not in o.error and "internal error" not in o.error), o.error
+            assert o.status == "built" or (
+                o.error and "\n" not in o.error and "internal error" not in o.error
+            ), o.error
         for r in wh.runs():
             assert r["bytes_decoded"] + r["bytes_skipped"] == r["data_bytes"], r["run_id"]

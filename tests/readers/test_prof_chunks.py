@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from pipeline.jobs.ingest import ingest
 from pipeline.readers.prof import device as prof_device
 from pipeline.readers.prof.pairing import Logs, Pairer, batch_from_wraps
-from tests.helpers.pairing import pair_whole
 from pipeline.synth.prof import ProfConfig, generate
 from pipeline.warehouse.store import Warehouse
+from tests.helpers.pairing import pair_whole
 
 
 def _logs(rows, first_seq=0):
@@ -43,16 +43,23 @@ def test_a_start_open_at_the_end_of_a_chunk_is_closed_by_the_next():
 @pytest.mark.parametrize("chip", ["ascend910a", "ascend910b"])
 def test_chunked_pairing_equals_whole_stream(tmp_path, monkeypatch, chip):
     dump = tmp_path / "dump"
-    truth = generate(dump, ProfConfig(chip=chip, inferences=6, tasks=40, flip_after=3, drop_start=3, extra_start=3))
+    truth = generate(
+        dump, ProfConfig(chip=chip, inferences=6, tasks=40, flip_after=3, drop_start=3, extra_start=3)
+    )
     root = dump / truth.root if truth.root else dump
 
     def task_runs(chunk_logs: int, name: str) -> tuple[list[dict], list[tuple]]:
         monkeypatch.setattr(prof_device, "CHUNK_LOGS", chunk_logs)
         wh = Warehouse(tmp_path / name)
         res = ingest(root, wh)
-        paths = {t: next((tmp_path / name / "raw" / t).rglob("*.parquet")) for t in ("task_runs", "ingest_issues")}
+        paths = {
+            t: next((tmp_path / name / "raw" / t).rglob("*.parquet")) for t in ("task_runs", "ingest_issues")
+        }
         rows = sorted(pq.read_table(paths["task_runs"]).to_pylist(), key=lambda r: (r["device_id"], r["seq"]))
-        issues = sorted((i["source_file"], i["kind"], i["count"]) for i in pq.read_table(paths["ingest_issues"]).to_pylist())
+        issues = sorted(
+            (i["source_file"], i["kind"], i["count"])
+            for i in pq.read_table(paths["ingest_issues"]).to_pylist()
+        )
         assert res.rows_by_table["task_runs"] > 0
         return rows, issues
 
@@ -61,8 +68,10 @@ def test_chunked_pairing_equals_whole_stream(tmp_path, monkeypatch, chip):
         assert task_runs(size, f"chunks{size}") == whole
 
 
-@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 4)), min_size=1, max_size=60),
-       st.sets(st.integers(1, 59), max_size=4))
+@given(
+    st.lists(st.tuples(st.integers(0, 2), st.integers(0, 4)), min_size=1, max_size=60),
+    st.sets(st.integers(1, 59), max_size=4),
+)
 def test_wrap_around_batches_continue_across_chunks(tasks, cuts):
     """Any cut of a time-ordered task sequence into chunks gives the batches of the whole sequence."""
     stream = np.array([s for s, _ in tasks])
@@ -109,9 +118,13 @@ def _by_rule(rows: list[tuple], by_time: bool) -> tuple[list[tuple], list[int]]:
     return [(s, t, start, end, seq) for end, s, t, seq, start in sorted(runs)], sorted(orphans)
 
 
-@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.booleans(), st.integers(0, 30)), max_size=80),
-       st.sampled_from([0, 2**31 - 4, 2**31, 2**40]), st.booleans(), st.lists(st.integers(0, 80), max_size=6),
-       st.integers(1, 3))
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(0, 3), st.booleans(), st.integers(0, 30)), max_size=80),
+    st.sampled_from([0, 2**31 - 4, 2**31, 2**40]),
+    st.booleans(),
+    st.lists(st.integers(0, 80), max_size=6),
+    st.integers(1, 3),
+)
 def test_pairing_whole_and_in_chunks_follows_the_rule(rows, wide, by_time, cuts, pieces):
     """The whole stream at once and Pairer over any cut into chunks (each chunk in pieces) give the rule's executions;
     stream 3 becomes 3 + wide, so some runs have ids past the one-key sort."""
@@ -119,9 +132,17 @@ def test_pairing_whole_and_in_chunks_follows_the_rule(rows, wide, by_time, cuts,
     want = _by_rule(rows, by_time)
 
     def got(runs_list, orphans):
-        runs = [(s, t, a, b, q) for r in runs_list
-                for s, t, a, b, q in zip(r.stream_id.tolist(), r.task_id.tolist(), r.start_syscnt.tolist(),
-                                         r.end_syscnt.tolist(), r.seq.tolist())]
+        runs = [
+            (s, t, a, b, q)
+            for r in runs_list
+            for s, t, a, b, q in zip(
+                r.stream_id.tolist(),
+                r.task_id.tolist(),
+                r.start_syscnt.tolist(),
+                r.end_syscnt.tolist(),
+                r.seq.tolist(),
+            )
+        ]
         return runs, sorted(orphans)
 
     whole = pair_whole(_logs([r[:4] for r in rows]), by_time)
@@ -134,7 +155,9 @@ def test_pairing_whole_and_in_chunks_follows_the_rule(rows, wide, by_time, cuts,
     for a, b in zip(bounds, bounds[1:]):
         chunk = rows[a:b]
         step = max(1, -(-len(chunk) // pieces))
-        parts = [_logs([r[:4] for r in chunk[i:i + step]], first_seq=a + i) for i in range(0, len(chunk), step)]
+        parts = [
+            _logs([r[:4] for r in chunk[i : i + step]], first_seq=a + i) for i in range(0, len(chunk), step)
+        ]
         if parts:
             outs.append(p.feed(*parts))
     left = p.finish().tolist()

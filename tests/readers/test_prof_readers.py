@@ -8,33 +8,55 @@ import numpy as np
 import pytest
 
 from pipeline.jobs.dumps import detect, discover
-from pipeline.outputs.export import fetch
 from pipeline.jobs.runner import ingest_dump, run_roots
+from pipeline.layouts import prof as prof_layouts
+from pipeline.outputs.export import fetch
 from pipeline.readers.issues import IssueLog
 from pipeline.readers.prof.device import stars_ids
 from pipeline.readers.prof.files import job_children
 from pipeline.readers.prof.pairing import Logs, batch_from_flips, batch_from_wraps
-from tests.helpers.pairing import pair_whole
 from pipeline.readers.prof.records import head_skip, read_fixed
 from pipeline.readers.slices import SliceFile
-from pipeline.synth.hiprof import HiprofConfig, generate as generate_hiprof
-from pipeline.synth.prof import ProfConfig, generate as generate_prof
+from pipeline.synth.hiprof import HiprofConfig
+from pipeline.synth.hiprof import generate as generate_hiprof
+from pipeline.synth.prof import ProfConfig
+from pipeline.synth.prof import generate as generate_prof
 from pipeline.warehouse.store import Warehouse
-from pipeline.layouts import prof as prof_layouts
+from tests.helpers.pairing import pair_whole
 
 
 def _logs(rows):
     """rows: (stream, task, is_end, syscnt) in file order."""
     a = np.array(rows, dtype=np.int64).reshape(-1, 4)
     n = len(a)
-    return Logs(a[:, 0], a[:, 1], a[:, 2].astype(bool), a[:, 3], np.arange(n), np.arange(n) * 64, np.zeros(n, np.int32))
+    return Logs(
+        a[:, 0],
+        a[:, 1],
+        a[:, 2].astype(bool),
+        a[:, 3],
+        np.arange(n),
+        np.arange(n) * 64,
+        np.zeros(n, np.int32),
+    )
 
 
 def test_pairing_follows_msprof_rules():
     # stream 1 task 5: S(10) S(11) E(12) E(13) S(14)  -> (11,12), (-,13); starts 10 and 14 unpaired
     # stream 2 task 7: E(3) S(4)                        -> (-,3); start 4 unpaired
-    runs = pair_whole(_logs([(1, 5, 0, 10), (1, 5, 0, 11), (2, 7, 1, 3), (1, 5, 1, 12), (1, 5, 1, 13), (2, 7, 0, 4),
-                       (1, 5, 0, 14)]), by_time=False)
+    runs = pair_whole(
+        _logs(
+            [
+                (1, 5, 0, 10),
+                (1, 5, 0, 11),
+                (2, 7, 1, 3),
+                (1, 5, 1, 12),
+                (1, 5, 1, 13),
+                (2, 7, 0, 4),
+                (1, 5, 0, 14),
+            ]
+        ),
+        by_time=False,
+    )
     got = sorted(zip(runs.stream_id.tolist(), runs.start_syscnt.tolist(), runs.end_syscnt.tolist()))
     assert got == [(1, -1, 13), (1, 11, 12), (2, -1, 3)]
     assert sorted(runs.orphan_starts.tolist()) == [0, 5 * 64, 6 * 64]
@@ -63,16 +85,24 @@ def test_batch_from_flips_with_calibration():
     got = batch_from_flips(stream, task, ts, np.array([1]), np.array([35]), np.array([2]), np.array([1]))
     assert got.tolist() == [0, 1, 1, 1, 1]
     # flip task id 0: no calibration; stream destroyed (65535) also counts but never calibrates
-    got = batch_from_flips(stream, task, ts, np.array([1, 1]), np.array([15, 45]), np.array([0, 9]),
-                           np.array([1, 65535]))
+    got = batch_from_flips(
+        stream, task, ts, np.array([1, 1]), np.array([15, 45]), np.array([0, 9]), np.array([1, 65535])
+    )
     assert got.tolist() == [0, 1, 1, 1, 2]
     # other streams' flips do not count
-    assert batch_from_flips(stream, task, ts, np.array([2]), np.array([1]), np.array([0]), np.array([1])).tolist() == [0] * 5
+    assert (
+        batch_from_flips(
+            stream, task, ts, np.array([2]), np.array([1]), np.array([0]), np.array([1])
+        ).tolist()
+        == [0] * 5
+    )
 
 
 def test_stars_ids():
-    s, t = stars_ids(np.array([5, 5 | 0x1000, 0x2000 | 0x0ABC, 0x1000 | 0xE000 | 7]),
-                     np.array([9, 9, 0xF000 | 0x0123, 0x1FFF]))
+    s, t = stars_ids(
+        np.array([5, 5 | 0x1000, 0x2000 | 0x0ABC, 0x1000 | 0xE000 | 7]),
+        np.array([9, 9, 0xF000 | 0x0123, 0x1FFF]),
+    )
     assert s.tolist() == [5, 5, 0x0123 % 2048, (0xF007) % 2048]
     assert t.tolist() == [9, 9, 0x0ABC | 0xF000, 0x1FFF | 0xE000]
 
@@ -86,7 +116,7 @@ def _hwts(n, first=0):
 
 def test_aged_head_and_cut_tail_are_told_apart(tmp_path):
     raw = _hwts(10)
-    aged = raw[3 * 64 + 7:]  # oldest bytes deleted: starts 7 bytes into record 3
+    aged = raw[3 * 64 + 7 :]  # oldest bytes deleted: starts 7 bytes into record 3
     cut = raw[:-57]  # a copy that stopped early
     for name, data in (("aged", aged), ("cut", cut)):
         (tmp_path / name).write_bytes(data)
@@ -97,14 +127,18 @@ def test_aged_head_and_cut_tail_are_told_apart(tmp_path):
     assert head_skip(f_cut, 64, None) == (7, "head")  # no magic to tell: msprof's rule, total % size
 
     log = IssueLog()
-    _, batches = read_fixed(f_aged, prof_layouts.HWTS_LOG, log, 0, aged=True, device_magic=prof_layouts.DEVICE_MAGIC)
+    _, batches = read_fixed(
+        f_aged, prof_layouts.HWTS_LOG, log, 0, aged=True, device_magic=prof_layouts.DEVICE_MAGIC
+    )
     tasks = np.concatenate([b.records["task_id"] for b in batches]).tolist()
     assert tasks == list(range(4, 10))
     assert [(i.kind, i.byte_offset, i.byte_length) for i in log.issues] == [("truncated_record", 0, 57)]
     assert log.bytes_decoded == 6 * 64
 
     log = IssueLog()
-    _, batches = read_fixed(f_cut, prof_layouts.HWTS_LOG, log, 0, aged=True, device_magic=prof_layouts.DEVICE_MAGIC)
+    _, batches = read_fixed(
+        f_cut, prof_layouts.HWTS_LOG, log, 0, aged=True, device_magic=prof_layouts.DEVICE_MAGIC
+    )
     assert np.concatenate([b.records["task_id"] for b in batches]).tolist() == list(range(9))
     assert [(i.kind, i.byte_offset, i.byte_length) for i in log.issues] == [("truncated_record", 9 * 64, 7)]
 
@@ -114,8 +148,14 @@ def test_bad_device_magic_is_reported_not_decoded(tmp_path):
     a["magic"][2] = 0x1234
     (tmp_path / "h").write_bytes(a.tobytes())
     log = IssueLog()
-    _, batches = read_fixed([SliceFile(tmp_path / "h", "h", 256)], prof_layouts.HWTS_LOG, log, 0, aged=True,
-                            device_magic=prof_layouts.DEVICE_MAGIC)
+    _, batches = read_fixed(
+        [SliceFile(tmp_path / "h", "h", 256)],
+        prof_layouts.HWTS_LOG,
+        log,
+        0,
+        aged=True,
+        device_magic=prof_layouts.DEVICE_MAGIC,
+    )
     assert np.concatenate([b.records["task_id"] for b in batches]).tolist() == [0, 1, 3]
     assert [(i.kind, i.byte_offset, i.count) for i in log.issues] == [("bad_magic", 128, 1)]
     assert log.bytes_decoded == 3 * 64
@@ -173,7 +213,9 @@ def _add_exports(d, where):
         (d / "msprof_20260101000009.db").write_bytes(b"")
     else:
         (d / "mindstudio_profiler_output").mkdir()
-        (d / "mindstudio_profiler_output" / "op_summary_20260101000009.csv").write_text("Op Name,Task ID\nx,1\n")
+        (d / "mindstudio_profiler_output" / "op_summary_20260101000009.csv").write_text(
+            "Op Name,Task ID\nx,1\n"
+        )
 
 
 def _ingest(tmp_path, dump):
@@ -242,15 +284,20 @@ def test_prof_folders_with_raw_data_inside_a_torch_npu_export_are_runs_of_their_
     exported = rank / "PROF_000002_20260101000001000_EXPORTED"
     exported.mkdir()
     _add_exports(exported, "msprof_dir")
-    assert (detect(rank), detect(raw), detect(exported)) == ("torch_npu_export", "msprof_prof", "msprof_export")
+    assert (detect(rank), detect(raw), detect(exported)) == (
+        "torch_npu_export",
+        "msprof_prof",
+        "msprof_export",
+    )
     assert discover(root) == [rank, raw]
     assert discover(rank) == [rank, raw]
 
     wh = Warehouse(tmp_path / "wh")
     with wh.writer():
         outcomes = run_roots(wh, [root])
-    assert [(o.source_path, o.status) for o in outcomes] == [(str(rank), "built"), (str(raw), "built")], \
-        [o.error for o in outcomes]
+    assert [(o.source_path, o.status) for o in outcomes] == [(str(rank), "built"), (str(raw), "built")], [
+        o.error for o in outcomes
+    ]
     torch_run, raw_run = (wh.run(o.run_id) for o in outcomes)
     assert torch_run["run_id"] != raw_run["run_id"]
     assert (torch_run["layout"], raw_run["layout"]) == ("torch_npu_export", "msprof_prof")
@@ -260,7 +307,9 @@ def test_prof_folders_with_raw_data_inside_a_torch_npu_export_are_runs_of_their_
 
     # the rank folder's run says which nested folder is a run and which is not
     _, issues = fetch(wh, "ingest_issues", [torch_run["run_id"]])
-    said = {i["source_file"]: i["message"] for i in issues.to_pylist() if i["source_file"].startswith("PROF_")}
+    said = {
+        i["source_file"]: i["message"] for i in issues.to_pylist() if i["source_file"].startswith("PROF_")
+    }
     assert "`profetl run` finds" in said[raw.name]
     assert "not a run of its own" in said[exported.name]
 
@@ -268,18 +317,29 @@ def test_prof_folders_with_raw_data_inside_a_torch_npu_export_are_runs_of_their_
 def test_api_event_pairs_and_skips(tmp_path):
     """API records become calls; two EVENT records of one key one call; beginTime 0 is skipped."""
     from pipeline.readers.prof.files import Stream
-    from pipeline.warehouse.contracts import contract
     from pipeline.readers.prof.host import HostContext, api_event_rows
+    from pipeline.warehouse.contracts import contract
     from pipeline.warehouse.sink import to_table
 
     def rec(level, typ, tid, req, begin, end, item):
         return struct.pack("<HHIIIQQQ", 0x5A5A, level, typ, tid, req, begin, end, item)
 
     ev = prof_layouts.EVENT_FLAG
-    data = (rec(5000, 1000, 9, 0, 100, 200, 0) + rec(20000, 0x30014, 9, 3, 150, ev, 0) + rec(5000, 1000, 9, 0, 0, 5, 0)
-            + rec(20000, 0x30014, 9, 3, 190, ev, 0) + rec(20000, 0x30014, 9, 4, 400, ev, 0))
+    data = (
+        rec(5000, 1000, 9, 0, 100, 200, 0)
+        + rec(20000, 0x30014, 9, 3, 150, ev, 0)
+        + rec(5000, 1000, 9, 0, 0, 5, 0)
+        + rec(20000, 0x30014, 9, 3, 190, ev, 0)
+        + rec(20000, 0x30014, 9, 4, 400, ev, 0)
+    )
     (tmp_path / "unaging.api_event.data.slice_0").write_bytes(data)
-    s = Stream("api_event", 64, "unaging", [SliceFile(tmp_path / "unaging.api_event.data.slice_0", "x", len(data))], [0])
+    s = Stream(
+        "api_event",
+        64,
+        "unaging",
+        [SliceFile(tmp_path / "unaging.api_event.data.slice_0", "x", len(data))],
+        [0],
+    )
     ctx = HostContext(types={(5000, 1000): "KernelLaunch", (20000, 0x30014): "aclrtSynchronizeStream"})
     log = IssueLog()
     rows = [to_table(contract("raw", "api_calls"), r).to_pydict() for r in api_event_rows(s, ctx, log)]
@@ -303,24 +363,46 @@ def test_aged_host_stream_starts_mid_record(tmp_path):
     from pipeline.readers.prof.files import Stream
     from pipeline.readers.prof.host import HostContext, api_event_rows
 
-    recs = b"".join(struct.pack("<HHIIIQQQ", 0x5A5A, 5000, 1000, 9, 0, 100 * k, 100 * k + 50, 0) for k in (1, 2, 3))
+    recs = b"".join(
+        struct.pack("<HHIIIQQQ", 0x5A5A, 5000, 1000, 9, 0, 100 * k, 100 * k + 50, 0) for k in (1, 2, 3)
+    )
     for fam in ("aging", "unaging"):
         (tmp_path / f"{fam}.api_event.data.slice_3").write_bytes(recs[17:57])  # the first surviving slice
         (tmp_path / f"{fam}.api_event.data.slice_4").write_bytes(recs[57:])
     ctx = HostContext(types={(5000, 1000): "KernelLaunch"})
 
     def read(fam):
-        files = [SliceFile(tmp_path / f"{fam}.api_event.data.slice_{n}", f"{fam}_{n}", (tmp_path / f"{fam}.api_event.data.slice_{n}").stat().st_size)
-                 for n in (3, 4)]
+        files = [
+            SliceFile(
+                tmp_path / f"{fam}.api_event.data.slice_{n}",
+                f"{fam}_{n}",
+                (tmp_path / f"{fam}.api_event.data.slice_{n}").stat().st_size,
+            )
+            for n in (3, 4)
+        ]
         log = IssueLog()
-        starts = [v for r in api_event_rows(Stream("api_event", 64, fam, files, [3, 4]), ctx, log) for v in r["start_ns"].tolist()]
-        return starts, [(i.kind, i.source_file, i.byte_offset, i.byte_length) for i in log.issues if i.kind != "bad_magic"], log
+        starts = [
+            v
+            for r in api_event_rows(Stream("api_event", 64, fam, files, [3, 4]), ctx, log)
+            for v in r["start_ns"].tolist()
+        ]
+        return (
+            starts,
+            [
+                (i.kind, i.source_file, i.byte_offset, i.byte_length)
+                for i in log.issues
+                if i.kind != "bad_magic"
+            ],
+            log,
+        )
 
     starts, issues, log = read("aging")
     assert starts == [200, 300]  # 103 bytes: the first 23 finish record 1 and are skipped
     assert issues == [("truncated_record", "aging_3", 0, 23)]
     assert log.bytes_decoded == 80
-    starts, issues, log = read("unaging")  # never aged: read from byte 0; the misaligned records fail the magic
+    starts, issues, log = read(
+        "unaging"
+    )  # never aged: read from byte 0; the misaligned records fail the magic
     assert starts == [] and issues == [("truncated_record", "unaging_4", 40, 23)]
     assert sum(i.count for i in log.issues if i.kind == "bad_magic") == 2
 
@@ -330,8 +412,8 @@ def test_ascend310_device_inside_a_prof_tree_keeps_its_task_states(tmp_path):
     """platform_version 0 in a PROF_* tree: ts_track and aicore are the TLV streams of generation 1."""
     import shutil
 
-    from pipeline.outputs.export import fetch
     from pipeline.jobs.runner import ingest_dump
+    from pipeline.outputs.export import fetch
     from pipeline.synth.hiprof import HiprofConfig, generate
     from pipeline.warehouse.store import Warehouse
     from tests.helpers import oracle
@@ -355,5 +437,9 @@ def test_ascend310_device_inside_a_prof_tree_keeps_its_task_states(tmp_path):
     assert len(got) == len(expected)
     for r in got:  # no host data here: no API, no op name; the state times are the truth's
         e = expected[(r["task_id"], r["stream_id"], r["task_type"])]
-        assert (r["waiting_ns"], r["pending_ns"], r["running_ns"], r["task_count"]) == \
-            (e["waiting_ns"], e["pending_ns"], e["running_ns"], e["task_count"])
+        assert (r["waiting_ns"], r["pending_ns"], r["running_ns"], r["task_count"]) == (
+            e["waiting_ns"],
+            e["pending_ns"],
+            e["running_ns"],
+            e["task_count"],
+        )

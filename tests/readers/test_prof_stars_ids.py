@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.outputs.export import fetch
 from pipeline.jobs.runner import run_roots
+from pipeline.outputs.export import fetch
 from pipeline.synth.prof import ProfConfig, generate
 from pipeline.warehouse.store import Warehouse
 
@@ -13,8 +13,10 @@ pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md
 
 
 def test_large_task_ids_pair_start_and_end(tmp_path):
-    generate(tmp_path / "dump", ProfConfig(chip="ascend910b", devices=1, inferences=34, tasks=500, flip_after=0,
-                                           slice_bytes=1 << 20))
+    generate(
+        tmp_path / "dump",
+        ProfConfig(chip="ascend910b", devices=1, inferences=34, tasks=500, flip_after=0, slice_bytes=1 << 20),
+    )
     wh = Warehouse(tmp_path / "wh")
     with wh.writer():
         [o] = run_roots(wh, [tmp_path / "dump"])

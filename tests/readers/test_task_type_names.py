@@ -25,10 +25,28 @@ def test_device_task_runs_name_known_codes_and_number_the_others():
     codes = np.array([0, 2, 7, 0, 3, 7, 1], np.int32)
     n = len(codes)
     ids = np.arange(n, dtype=np.int64)
-    runs = Runs(stream_id=ids, task_id=ids, task_type=codes, start_syscnt=ids * 10, end_syscnt=ids * 10 + 5,
-                seq=ids, offset=ids * 64, orphan_starts=np.zeros(0, np.int64))
-    row = run_rows(runs, np.zeros(n, np.int32), _stream(), 0, None, ["KERNEL", "EVENT", "MEMCPY"], "stars_soc")
-    assert row["task_type_name"].to_pylist() == ["KERNEL", "MEMCPY", "type 7", "KERNEL", "type 3", "type 7", "EVENT"]
+    runs = Runs(
+        stream_id=ids,
+        task_id=ids,
+        task_type=codes,
+        start_syscnt=ids * 10,
+        end_syscnt=ids * 10 + 5,
+        seq=ids,
+        offset=ids * 64,
+        orphan_starts=np.zeros(0, np.int64),
+    )
+    row = run_rows(
+        runs, np.zeros(n, np.int32), _stream(), 0, None, ["KERNEL", "EVENT", "MEMCPY"], "stars_soc"
+    )
+    assert row["task_type_name"].to_pylist() == [
+        "KERNEL",
+        "MEMCPY",
+        "type 7",
+        "KERNEL",
+        "type 3",
+        "type 7",
+        "EVENT",
+    ]
     assert row["task_type"].tolist() == codes.tolist()
 
 
@@ -43,4 +61,11 @@ def test_ge_task_descriptions_name_known_codes_and_number_the_others():
     row = ge_task_ops(b, _stream(), 0, {}, IssueLog())
     # by hand: the GE task types in code order (docs/formats.md#task-types), INVALID last (code 10)
     assert list(GE_TASK_TYPES[[0, 1, 10]]) == ["AI_CORE", "AI_CPU", "INVALID"]
-    assert row["task_type"].to_pylist() == ["AI_CORE", "UNKNOWN_13", "INVALID", "AI_CPU", "UNKNOWN_13", "UNKNOWN_11"]
+    assert row["task_type"].to_pylist() == [
+        "AI_CORE",
+        "UNKNOWN_13",
+        "INVALID",
+        "AI_CPU",
+        "UNKNOWN_13",
+        "UNKNOWN_11",
+    ]

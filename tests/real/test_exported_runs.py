@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.outputs.export import fetch
 from pipeline.jobs.runner import run_roots
+from pipeline.outputs.export import fetch
 from pipeline.warehouse.store import Warehouse
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
@@ -111,7 +111,7 @@ def test_level1_api_summary_equals_api_statistic_csv(real_data, warehouse):
     assert set(built) == {(e["Level"], e["API Name"]) for e in expected}
     for e in expected:
         r = built[(e["Level"], e["API Name"])]
-        where = f'{e["Level"]} {e["API Name"]}'
+        where = f"{e['Level']} {e['API Name']}"
         assert r["count"] == int(e["Count"]), where
         assert _us(r["time_ns"]) == pytest.approx(float(e["Time(us)"]), abs=0.0015), where
         assert _us(r["avg_ns"]) == pytest.approx(float(e["Avg(us)"]), abs=0.0015), where
@@ -133,7 +133,7 @@ def test_level1_op_types_equal_op_statistic_csv(real_data, warehouse):
     for e in expected:
         r = built[(e["OP Type"], e["Core Type"])]
         n = int(e["Count"])
-        where = f'{e["OP Type"]} {e["Core Type"]}'
+        where = f"{e['OP Type']} {e['Core Type']}"
         # ns rounding of ours + 0.001 us rounding of the CSV (+ float noise at the boundary)
         one, total = 0.001 + 1e-9, n * 0.0005 + 0.0005 + 1e-9
         assert r["count"] == n, where
@@ -152,13 +152,37 @@ def _projection(rows: list[dict], keys: list[str]) -> list[tuple]:
 AGREE = {
     "api_statistic": ["level", "api_name", "count", "time_ns", "min_ns", "max_ns"],
     "op_statistic": ["op_type", "core_type", "count", "total_ns", "min_ns", "max_ns"],
-    "op_summary": ["device_id", "stream_id", "task_id", "start_ns", "dur_ns", "op_name", "op_type", "op_state",
-                   "task_type", "block_dim", "input_shapes", "output_shapes", "aicore_time_us", "total_cycles",
-                   "mac_ratio", "vec_ratio"],
+    "op_summary": [
+        "device_id",
+        "stream_id",
+        "task_id",
+        "start_ns",
+        "dur_ns",
+        "op_name",
+        "op_type",
+        "op_state",
+        "task_type",
+        "block_dim",
+        "input_shapes",
+        "output_shapes",
+        "aicore_time_us",
+        "total_cycles",
+        "mac_ratio",
+        "vec_ratio",
+    ],
     "acl_api": ["api_name", "start_ns", "dur_us", "tid"],
     "runtime_api_summary": ["api_name", "calls", "time_ns"],
-    "ai_core_metrics": ["device_id", "task_id", "stream_id", "ts_ns", "aicore_time_us", "mac_ratio", "vec_ratio",
-                        "scalar_ratio", "mte2_ratio"],
+    "ai_core_metrics": [
+        "device_id",
+        "task_id",
+        "stream_id",
+        "ts_ns",
+        "aicore_time_us",
+        "mac_ratio",
+        "vec_ratio",
+        "scalar_ratio",
+        "mte2_ratio",
+    ],
     "task_scheduler": ["task_type", "task_id", "stream_id", "task_count", "running_ns"],
 }
 

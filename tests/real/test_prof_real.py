@@ -40,7 +40,12 @@ def job3(real_data, tmp_path):
 def test_job3_is_generation_2_with_assumed_chip_and_default_frequency(real_data, job3):
     run, rows = job3
     assert detect(real_data / JOB3) == "profiler_default_tag"
-    assert (run["layout_generation"], run["layout"], run["chip"], run["devices"]) == (2, "profiler_default_tag", "Ascend910A", [1])
+    assert (run["layout_generation"], run["layout"], run["chip"], run["devices"]) == (
+        2,
+        "profiler_default_tag",
+        "Ascend910A",
+        [1],
+    )
     (dev,) = rows("devices")
     assert dev["hwts_freq_mhz"] == 100.0 and dev["hwts_freq_source"] == "default for Ascend910A"
     assert dev["platform_source"].startswith("assumed") and dev["dev_cntvct"] is None
@@ -108,7 +113,10 @@ def test_job3_op_names_from_task_desc_text(job3):
     assert row["task_count"] == len(execs) == 15
     assert row["time_ns"] == sum(r["end_ns"] - r["start_ns"] for r in execs)
     (row,) = [r for r in ts if r["task_id"] == 32449]  # line 199: "... Adam-op202 31 32449 25"
-    assert row["op_name"] == "Default/network-TrainStepWrap/optimizer_d-Adam/Adam-op202" and row["stream_id"] == 541
+    assert (
+        row["op_name"] == "Default/network-TrainStepWrap/optimizer_d-Adam/Adam-op202"
+        and row["stream_id"] == 541
+    )
     ops = {(r["task_id"], r["op_name"]): r for r in rows("task_ops")}
     assert len(ops) == 199
     assert ops[(30092, "Default/AssignAdd-op414")]["op_type"] == "AssignAdd"
@@ -127,8 +135,12 @@ def test_job3_iterations_from_training_trace(job3):
     #            start), task 30097, stream 519, syscnt 0x0a33176df2 = 43,806,846,450
     # record 25: ff 00 00 00 00 00 00 00 | c2 7e | 1d 02 | 61 41 c9 34 0a 00 00 00  tag 255 (step end),
     #            task 32450, stream 541, syscnt 0x0a34c94161 = 43,835,277,665
-    assert (starts[0]["raw_tag_id"], starts[0]["ts_ns"], starts[0]["model_id"], starts[0]["index_id"]) == \
-        (10010, 438_068_464_500, 10010, 1)
+    assert (starts[0]["raw_tag_id"], starts[0]["ts_ns"], starts[0]["model_id"], starts[0]["index_id"]) == (
+        10010,
+        438_068_464_500,
+        10010,
+        1,
+    )
     assert (ends[0]["raw_tag_id"], ends[0]["ts_ns"], ends[0]["index_id"]) == (255, 438_352_776_650, 1)
     td = [r for r in rows("topdown_inference") if r["module_name"] == "Task Scheduler"]
     assert [r["infer_id"] for r in td] == list(range(1, len(td) + 1))
@@ -153,8 +165,13 @@ def test_real_prof_metadata_parses_without_loss(real_data, tmp_path):
     assert detect(parent) == "msprof_export"
     run, rows = _ingest(tmp_path, parent)
     texts = json.loads(run["metadata_json"])
-    files = sorted(p for p in parent.rglob("*") if p.is_file() and p.name.split(".")[0] in ("info", "start_info", "end_info")
-                   and not p.name.endswith(".done"))
+    files = sorted(
+        p
+        for p in parent.rglob("*")
+        if p.is_file()
+        and p.name.split(".")[0] in ("info", "start_info", "end_info")
+        and not p.name.endswith(".done")
+    )
     assert len(files) == 6
     kept = {p.relative_to(parent).as_posix(): p.read_text() for p in files}
     assert {k: v for k, v in texts.items() if k in kept} == kept  # every byte kept
@@ -168,10 +185,18 @@ def test_real_prof_metadata_parses_without_loss(real_data, tmp_path):
             assert model["cycleToTime"] == raw["cycleToTime"] and model["netCard"] == raw["netCard"]
     devices = {d["device_id"]: d for d in rows("devices")}
     assert sorted(devices) == run["devices"] == [0, 1]
-    for dev, pid, start_us, mon in ((0, 10036, 1692340024324979, 56579931060630), (1, 10044, 1692340024570093, 56580176176190)):
+    for dev, pid, start_us, mon in (
+        (0, 10036, 1692340024324979, 56579931060630),
+        (1, 10044, 1692340024570093, 56580176176190),
+    ):
         d = devices[dev]
-        assert (d["chip"], d["platform_version"], d["hwts_freq_mhz"], d["aic_freq_mhz"], d["ai_core_num"]) == \
-            ("Ascend910A", "1", 100.0, 1000.0, 32)
+        assert (
+            d["chip"],
+            d["platform_version"],
+            d["hwts_freq_mhz"],
+            d["aic_freq_mhz"],
+            d["ai_core_num"],
+        ) == ("Ascend910A", "1", 100.0, 1000.0, 32)
         assert (d["pid"], d["host_freq_mhz"]) == (pid, 1000.0)
         assert d["wall_offset_ns"] == start_us * 1000 - mon  # start_info.N (docs/formats.md#clock-wall)
     assert run["collection_start_us"] == 1692340024324979

@@ -34,15 +34,20 @@ def test_job3_first_iterations_worked_out_by_hand(job3):
     # record 22: 02 00 .. | eb 7d | 1b 02 | b6 2d 3f 34 0a 00 00 00  BP, syscnt 43,826,228,662
     # record 25: ff 00 .. | c2 7e | 1d 02 | 61 41 c9 34 0a 00 00 00  end, syscnt 43,835,277,665
     first = steps[0]
-    assert (first["device_id"], first["model_id"], first["iteration_id"], first["iter_id"]) == (1, 10010, 1, 1)
+    assert (first["device_id"], first["model_id"], first["iteration_id"], first["iter_id"]) == (
+        1,
+        10010,
+        1,
+        1,
+    )
     assert first["iteration_start_ns"] == 438_068_464_500
     assert first["fp_start_ns"] == 438_068_505_470
     assert first["bp_end_ns"] == 438_262_286_620
     assert first["iteration_end_ns"] == 438_352_776_650
-    assert first["iteration_ns"] == 284_312_150       # 43,835,277,665 - 43,806,846,450 = 28,431,215 ticks
-    assert first["fp_to_bp_ns"] == 193_781_150        # 43,826,228,662 - 43,806,850,547 = 19,378,115 ticks
+    assert first["iteration_ns"] == 284_312_150  # 43,835,277,665 - 43,806,846,450 = 28,431,215 ticks
+    assert first["fp_to_bp_ns"] == 193_781_150  # 43,826,228,662 - 43,806,850,547 = 19,378,115 ticks
     assert first["iteration_refresh_ns"] == 90_490_030  # 43,835,277,665 - 43,826,228,662 = 9,049,003 ticks
-    assert first["data_aug_bound_ns"] is None          # no iteration before it
+    assert first["data_aug_bound_ns"] is None  # no iteration before it
     assert first["reduce_count"] == 11
     # record 26: 1a 27 .. | 8e 84 c9 34 0a 00 00 00  start, syscnt 43,835,294,862
     # record 27: 01 00 .. | ba 93 c9 34 0a 00 00 00  FP, syscnt 43,835,298,746
@@ -50,10 +55,10 @@ def test_job3_first_iterations_worked_out_by_hand(job3):
     # record 51: ff 00 .. | 87 1a 03 36 0a 00 00 00  end, syscnt 43,855,846,023
     second = steps[1]
     assert second["iteration_id"] == 2
-    assert second["iteration_ns"] == 205_511_610       # 20,551,161 ticks
-    assert second["fp_to_bp_ns"] == 117_997_580        # 11,799,758 ticks
+    assert second["iteration_ns"] == 205_511_610  # 20,551,161 ticks
+    assert second["fp_to_bp_ns"] == 117_997_580  # 11,799,758 ticks
     assert second["iteration_refresh_ns"] == 87_475_190  # 8,747,519 ticks
-    assert second["data_aug_bound_ns"] == 210_810      # FP 43,835,298,746 - iteration 1's end 43,835,277,665
+    assert second["data_aug_bound_ns"] == 210_810  # FP 43,835,298,746 - iteration 1's end 43,835,277,665
 
 
 def test_job3_first_all_reduce_ranges_worked_out_by_hand(job3):
@@ -65,17 +70,30 @@ def test_job3_first_all_reduce_ranges_worked_out_by_hand(job3):
     # record 3: 05 00 .. | 4b 76 | 0a 02 | 0c bb 19 33 0a 00 00 00  tag 5, stream 522, syscnt 43,806,997,260
     # record 4: 06 00 .. | f1 76 | 0a 02 | 54 26 91 33 0a 00 00 00  tag 6, stream 522, syscnt 43,814,823,508
     a, b = first[0], first[1]
-    assert (a["reduce_index"], a["stream_id"], a["reduce_start_ns"], a["reduce_end_ns"], a["reduce_ns"]) == \
-        (1, 520, 438_069_798_960, 438_148_427_660, 78_628_700)
-    assert (b["reduce_index"], b["stream_id"], b["reduce_start_ns"], b["reduce_end_ns"], b["reduce_ns"]) == \
-        (2, 522, 438_069_972_600, 438_148_235_080, 78_262_480)
+    assert (a["reduce_index"], a["stream_id"], a["reduce_start_ns"], a["reduce_end_ns"], a["reduce_ns"]) == (
+        1,
+        520,
+        438_069_798_960,
+        438_148_427_660,
+        78_628_700,
+    )
+    assert (b["reduce_index"], b["stream_id"], b["reduce_start_ns"], b["reduce_end_ns"], b["reduce_ns"]) == (
+        2,
+        522,
+        438_069_972_600,
+        438_148_235_080,
+        78_262_480,
+    )
 
 
 def test_job3_every_iteration_matches_its_records(real_data, job3):
     """All 322 iterations and 3,542 ranges against the file decoded here with numpy, by the
     26-record layout of a step (not by the build's rule)."""
     _, rows = job3
-    r = np.fromfile(real_data / JOB3 / TRACE, np.dtype([("tag", "<u8"), ("task", "<u2"), ("stream", "<u2"), ("sys", "<u8")]))
+    r = np.fromfile(
+        real_data / JOB3 / TRACE,
+        np.dtype([("tag", "<u8"), ("task", "<u2"), ("stream", "<u2"), ("sys", "<u8")]),
+    )
     steps = r.reshape(-1, 26)
     ns = steps["sys"].astype(np.int64) * 10
     tags = steps["tag"]
@@ -102,7 +120,11 @@ def test_job3_every_iteration_matches_its_records(real_data, job3):
         assert all(len(v) == 2 for v in by_stream.values())
         ranges = sorted((v[0], s, v[1]) for s, v in by_stream.items())
         expected += [(k + 1, i + 1, s, a, b - a) for i, (a, s, b) in enumerate(ranges)]
-    got = [(g["iteration_id"], g["reduce_index"], g["stream_id"], g["reduce_start_ns"], g["reduce_ns"])
-           for g in rows("step_trace_reduces")]
+    got = [
+        (g["iteration_id"], g["reduce_index"], g["stream_id"], g["reduce_start_ns"], g["reduce_ns"])
+        for g in rows("step_trace_reduces")
+    ]
     assert got == expected and len(got) == 3_542
-    assert not [i for i in rows("build_issues") if i["kind"] in ("open_last_iteration", "all_reduce_without_end")]
+    assert not [
+        i for i in rows("build_issues") if i["kind"] in ("open_last_iteration", "all_reduce_without_end")
+    ]

@@ -26,9 +26,17 @@ TRIGGER = {
     "memory": HiprofConfig(devices=1, inferences=3, tasks=10, seed=3, metric_set="Memory"),
 }
 # healthy ops: busy cube, little MTE2 and scalar, long kernels, no AI CPU op, no queueing
-NONE = HiprofConfig(devices=1, inferences=3, tasks=4, seed=5, p_waiting=0.0, p_pending=0.0, memcpy=False,
-                    op_scale={f"{t}_{j}": 20.0 for j, t in enumerate(["conv2d", "matmul", "add", "relu"])},
-                    pmu_share={0x0A: 0.8, 0x08: 0.3, 0x09: 0.1, 0x0C: 0.2})
+NONE = HiprofConfig(
+    devices=1,
+    inferences=3,
+    tasks=4,
+    seed=5,
+    p_waiting=0.0,
+    p_pending=0.0,
+    memcpy=False,
+    op_scale={f"{t}_{j}": 20.0 for j, t in enumerate(["conv2d", "matmul", "add", "relu"])},
+    pmu_share={0x0A: 0.8, 0x08: 0.3, 0x09: 0.1, 0x0C: 0.2},
+)
 
 
 def _scope(op_name, stream, task):
@@ -53,7 +61,14 @@ def expected(truth) -> dict[tuple, tuple]:
         key = (p.device_id, *_scope(op_of.get((p.device_id, p.stream_id, p.task_id)), p.stream_id, p.task_id))
         s = sums[key]
         s["w"] += p.total_cycles
-        for name, e in (("mac", 0x0A), ("vec", 0x08), ("scalar", 0x09), ("mte2", 0x0C), ("rd", 0x12), ("wr", 0x13)):
+        for name, e in (
+            ("mac", 0x0A),
+            ("vec", 0x08),
+            ("scalar", 0x09),
+            ("mte2", 0x0C),
+            ("rd", 0x12),
+            ("wr", 0x13),
+        ):
             if e in ev:
                 s[name] += p.counters[ev.index(e)]
         d = dev[p.device_id]
@@ -104,21 +119,39 @@ def expected(truth) -> dict[tuple, tuple]:
         if s["cpu"] and share >= AICPU_PCT:
             out[(d, "aicpu_critical_path", scope, name)] = (_severity(share), share, share)
         if s["run"] and max(s["wait"], s["pend"]) / s["run"] >= QUEUE_MIN:
-            out[(d, "queue_dominant", scope, name)] = (_severity(share), max(s["wait"], s["pend"]) / s["run"], share)
+            out[(d, "queue_dominant", scope, name)] = (
+                _severity(share),
+                max(s["wait"], s["pend"]) / s["run"],
+                share,
+            )
 
     # launch-bound inferences: window = input start to output end
     for inf in truth.inferences:
         lo, hi = inf.input[0], inf.output[1]
-        starts = [(x.running_ns, x.complete_ns) for x in done if x.device_id == inf.device_id and lo <= x.running_ns <= hi]
-        launches = [(c.start_ns, c.end_ns) for c in truth.api_calls if c.device_id == inf.device_id and c.level == "runtime"
-                    and "KernelLaunch" in c.name and lo <= c.start_ns <= hi]
+        starts = [
+            (x.running_ns, x.complete_ns)
+            for x in done
+            if x.device_id == inf.device_id and lo <= x.running_ns <= hi
+        ]
+        launches = [
+            (c.start_ns, c.end_ns)
+            for c in truth.api_calls
+            if c.device_id == inf.device_id
+            and c.level == "runtime"
+            and "KernelLaunch" in c.name
+            and lo <= c.start_ns <= hi
+        ]
         if len(starts) < LAUNCH_TASKS or not launches:
             continue
         median = statistics.median(e - s for s, e in starts)
         span = max(e for _, e in starts) - min(s for s, _ in starts)
         ratio = (max(e for _, e in launches) - min(s for s, _ in launches)) / span
         if median <= SHORT_NS and ratio >= SPAN_MIN:
-            out[(inf.device_id, "launch_bound", "inference", f"inference {inf.infer_id}")] = ("medium", ratio, None)
+            out[(inf.device_id, "launch_bound", "inference", f"inference {inf.infer_id}")] = (
+                "medium",
+                ratio,
+                None,
+            )
     return out
 
 
@@ -134,14 +167,21 @@ def findings_of(want: dict[tuple, tuple]) -> dict[tuple, dict]:
         number = lambda name: int(name.split()[1]) if name.startswith("inference ") else -1  # noqa: E731
         items.sort(key=lambda x: (-(x[2] if x[2] is not None else -math.inf), -x[1], number(x[0]), x[0]))
         share = None if items[0][2] is None else sum(x[2] for x in items)
-        out[key] = {"instances": len(items), "worst": [x[0] for x in items[:3]], "value": items[0][1], "share": share,
-                    "severity": "high" if share is not None and share >= HIGH_SHARE else "medium"}
+        out[key] = {
+            "instances": len(items),
+            "worst": [x[0] for x in items[:3]],
+            "value": items[0][1],
+            "share": share,
+            "severity": "high" if share is not None and share >= HIGH_SHARE else "medium",
+        }
     return out
 
 
 def _instances(rows) -> dict[tuple, tuple]:
-    return {(r["device_id"], r["rule_id"], r["scope"], r["scope_name"]): (r["severity"], r["value"])
-            for r in rows("advice_instances")}
+    return {
+        (r["device_id"], r["rule_id"], r["scope"], r["scope_name"]): (r["severity"], r["value"])
+        for r in rows("advice_instances")
+    }
 
 
 def _check(tmp_path, cfg):
@@ -159,7 +199,11 @@ def _check(tmp_path, cfg):
     assert sorted(found) == sorted(findings)
     for k, f in findings.items():
         r = found[k]
-        assert (r["instances"], r["worst"].split(", "), r["severity"]) == (f["instances"], f["worst"], f["severity"]), k
+        assert (r["instances"], r["worst"].split(", "), r["severity"]) == (
+            f["instances"],
+            f["worst"],
+            f["severity"],
+        ), k
         assert r["value"] == pytest.approx(f["value"], rel=1e-9), k
         assert (r["share_pct"] is None) == (f["share"] is None), k
         if f["share"] is not None:
@@ -179,8 +223,15 @@ def test_findings_match_the_events(triggered, name):
 
 def test_every_rule_is_triggered(triggered):
     rules = {k[1] for found in triggered.values() for k in found}
-    assert rules == {"memory_bound", "compute_underuse", "scalar_heavy", "low_main_mem_bw",
-                     "aicpu_critical_path", "queue_dominant", "launch_bound"}
+    assert rules == {
+        "memory_bound",
+        "compute_underuse",
+        "scalar_heavy",
+        "low_main_mem_bw",
+        "aicpu_critical_path",
+        "queue_dominant",
+        "launch_bound",
+    }
 
 
 def test_a_healthy_dump_has_no_finding(tmp_path):
@@ -218,11 +269,14 @@ def test_defaults_are_the_sql_ones():
     assert d["launch_min_tasks"] == LAUNCH_TASKS and d["short_task_ns"] == SHORT_NS and len(d) == 11
 
 
-@pytest.mark.parametrize("text, message", [
-    ("[advice]\nscalar = 1\n", "unknown advice threshold 'scalar'"),
-    ("[advice]\nscalar_ratio_min = 'high'\n", "is not a number"),
-    ("[advice\n", "advice.toml"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[advice]\nscalar = 1\n", "unknown advice threshold 'scalar'"),
+        ("[advice]\nscalar_ratio_min = 'high'\n", "is not a number"),
+        ("[advice\n", "advice.toml"),
+    ],
+)
 def test_a_bad_advice_toml_is_a_usage_error(tmp_path, text, message):
     (tmp_path / advice.ADVICE_FILE).write_text(text)
     with pytest.raises(UsageError, match=message):
@@ -252,28 +306,45 @@ def test_ops_are_named_by_key_or_by_the_asof_join():
     con = empty_raw_tables()
     run_layer(con, "staging")
     for seq, (stream, task, name, blocks, valid_from) in enumerate(OPS):
-        con.execute("insert into stg_task_ops (device_id, stream_id, task_id, op_name, op_type, ge_task_type, "
-                    "block_dim, ts_ns, valid_from_ns, seq, source) values (0, ?, ?, ?, ?, 'AI_CPU', ?, 0, ?, ?, 'x')",
-                    [stream, task, name, name.upper(), blocks, valid_from, seq])
+        con.execute(
+            "insert into stg_task_ops (device_id, stream_id, task_id, op_name, op_type, ge_task_type, "
+            "block_dim, ts_ns, valid_from_ns, seq, source) values (0, ?, ?, ?, ?, 'AI_CPU', ?, 0, ?, ?, 'x')",
+            [stream, task, name, name.upper(), blocks, valid_from, seq],
+        )
     for stream, task, running, complete in INSTANCES:
-        con.execute("insert into stg_task_instances (device_id, record_kind, stream_id, task_id, instance_no, "
-                    "task_type_name, running_ns, complete_ns, is_complete, has_states, dropped_instances) "
-                    "values (0, 'task_run', ?, ?, 0, 'AI_CPU', ?, ?, true, false, 0)", [stream, task, running, complete])
+        con.execute(
+            "insert into stg_task_instances (device_id, record_kind, stream_id, task_id, instance_no, "
+            "task_type_name, running_ns, complete_ns, is_complete, has_states, dropped_instances) "
+            "values (0, 'task_run', ?, ?, 0, 'AI_CPU', ?, ?, true, false, 0)",
+            [stream, task, running, complete],
+        )
     for seq, stream, task, ts in PMU:  # every record memory-bound: mte2 900 vs mac and vec 100 of 1000 cycles
-        con.execute("insert into stg_pmu_records (device_id, seq, stream_id, task_id, total_cycles, ts_ns, record_kind, "
-                    "mac_cycles, vec_cycles, mte2_cycles) values (0, ?, ?, ?, 1000, ?, 'ffts_pmu', 100, 100, 900)",
-                    [seq, stream, task, ts])
+        con.execute(
+            "insert into stg_pmu_records (device_id, seq, stream_id, task_id, total_cycles, ts_ns, record_kind, "
+            "mac_cycles, vec_cycles, mte2_cycles) values (0, ?, ?, ?, 1000, ?, 'ffts_pmu', 100, 100, 900)",
+            [seq, stream, task, ts],
+        )
     run_layer(con, "intermediate")  # the ops come from int_pmu_records_ops and int_task_executions
     text = next(f for f in sql_files("marts") if f.name == "advice_instances").text
     rows = con.sql(f"select rule_id, scope_name, share_pct, value from ({text})").fetchall()
     # running times: add 10 + 20, conv 5, relu 8 (changes at 200), mul 3 + 7, exp 6, (3, 9) before
     # its only description 2, (2, 5) without one 1, cast 1: 63 ns
     cpu = {name: share for rule, name, share, _ in rows if rule == "aicpu_critical_path"}
-    assert cpu == pytest.approx({"add": 3000 / 63, "mul": 1000 / 63, "relu": 800 / 63, "exp": 600 / 63, "conv": 500 / 63})
+    assert cpu == pytest.approx(
+        {"add": 3000 / 63, "mul": 1000 / 63, "relu": 800 / 63, "exp": 600 / 63, "conv": 500 / 63}
+    )
     # nine PMU records of 1000 cycles; mul has two, a record without a time has no op
     bound = {name: (share, value) for rule, name, share, value in rows if rule == "memory_bound"}
-    want = {"mul": (200 / 9, 9.0), "add": (100 / 9, 9.0), "exp": (100 / 9, 9.0), "relu": (100 / 9, 9.0), "cast": (100 / 9, 9.0),
-            "stream 2 task 5": (100 / 9, 9.0), "stream 3 task 9": (100 / 9, 9.0), "stream 1 task 5": (100 / 9, 9.0)}
+    want = {
+        "mul": (200 / 9, 9.0),
+        "add": (100 / 9, 9.0),
+        "exp": (100 / 9, 9.0),
+        "relu": (100 / 9, 9.0),
+        "cast": (100 / 9, 9.0),
+        "stream 2 task 5": (100 / 9, 9.0),
+        "stream 3 task 9": (100 / 9, 9.0),
+        "stream 1 task 5": (100 / 9, 9.0),
+    }
     assert bound.keys() == want.keys()
     for name, pair in want.items():
         assert bound[name] == pytest.approx(pair), name

@@ -27,14 +27,18 @@ def _variance_us2(durations_ns: list[int]) -> Fraction:
 def _api_statistic(calls: list[tuple[str, int]]) -> dict[str, tuple]:
     """api_statistic of (api_name, dur_ns) runtime calls written in this order."""
     con = empty_raw_tables()
-    rows = pa.table({  # noqa: F841 - read by the insert below, by name
-        "seq": pa.array(range(len(calls)), pa.int64()),
-        "api_name": [name for name, _ in calls],
-        "start_ns": pa.array([1000 * i for i in range(len(calls))], pa.int64()),
-        "end_ns": pa.array([1000 * i + dur for i, (_, dur) in enumerate(calls)], pa.int64()),
-    })
-    con.execute("insert into api_calls (device_id, source_file, seq, level, api_name, tid, start_ns, end_ns) "
-                "select 0, 'f', seq, 'runtime', api_name, 1, start_ns, end_ns from rows")
+    rows = pa.table(
+        {  # noqa: F841 - read by the insert below, by name
+            "seq": pa.array(range(len(calls)), pa.int64()),
+            "api_name": [name for name, _ in calls],
+            "start_ns": pa.array([1000 * i for i in range(len(calls))], pa.int64()),
+            "end_ns": pa.array([1000 * i + dur for i, (_, dur) in enumerate(calls)], pa.int64()),
+        }
+    )
+    con.execute(
+        "insert into api_calls (device_id, source_file, seq, level, api_name, tid, start_ns, end_ns) "
+        "select 0, 'f', seq, 'runtime', api_name, 1, start_ns, end_ns from rows"
+    )
     run_layer(con, "staging", only={"stg_api_calls"})
     mart = next(f for f in sql_files("marts") if f.name == "api_statistic")
     rows = con.execute(f"select api_name, count, time_ns, variance_us2 from ({mart.text})").fetchall()
@@ -43,9 +47,9 @@ def _api_statistic(calls: list[tuple[str, int]]) -> dict[str, tuple]:
 
 GROUPS = {
     "rtKernelLaunch": [63330, 72790, 70000, 71770],
-    "rtMalloc": [2000],                                      # one call: 0
+    "rtMalloc": [2000],  # one call: 0
     "rtStreamSynchronize": [10**12, 10**12 + 1, 10**12 + 2],  # large mean, variance 2/3 ns^2
-    "rtMemcpy": [5, -3, 0, 7],                               # a clock step can make a duration negative
+    "rtMemcpy": [5, -3, 0, 7],  # a clock step can make a duration negative
 }
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.outputs.export import fetch
 from pipeline.jobs.runner import ingest_dump
+from pipeline.outputs.export import fetch
 from pipeline.synth import hiprof, prof
 from pipeline.warehouse.store import Warehouse
 
@@ -23,11 +23,26 @@ pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md
 
 GB = 2**33
 # bytes per request by event: (Ascend310, later chips)
-BYTES = {0x15: (256 * 4, 256 * 4), 0x16: (256 * 4, 256 * 4), 0x31: (256 * 16, 256 * 16), 0x32: (128 * 8, 128 * 8),
-         0xF: (256 * 8, 256 * 8), 0x10: (256 * 8, 256 * 8), 0x12: (256 * 8, 8 * 8), 0x13: (256 * 8, 8 * 8)}
-COLUMN = {0x15: "ub_read_bw_gbps", 0x16: "ub_write_bw_gbps", 0x31: "l1_read_bw_gbps", 0x32: "l1_write_bw_gbps",
-          0xF: "l2_read_bw_gbps", 0x10: "l2_write_bw_gbps", 0x12: "main_mem_read_bw_gbps",
-          0x13: "main_mem_write_bw_gbps"}
+BYTES = {
+    0x15: (256 * 4, 256 * 4),
+    0x16: (256 * 4, 256 * 4),
+    0x31: (256 * 16, 256 * 16),
+    0x32: (128 * 8, 128 * 8),
+    0xF: (256 * 8, 256 * 8),
+    0x10: (256 * 8, 256 * 8),
+    0x12: (256 * 8, 8 * 8),
+    0x13: (256 * 8, 8 * 8),
+}
+COLUMN = {
+    0x15: "ub_read_bw_gbps",
+    0x16: "ub_write_bw_gbps",
+    0x31: "l1_read_bw_gbps",
+    0x32: "l1_write_bw_gbps",
+    0xF: "l2_read_bw_gbps",
+    0x10: "l2_write_bw_gbps",
+    0x12: "main_mem_read_bw_gbps",
+    0x13: "main_mem_write_bw_gbps",
+}
 
 CASES = {
     "ascend310_pipeline": ("hiprof", {"metric_set": "aicorePipeline", "devices": 2, "seed": 21}),
@@ -67,13 +82,32 @@ class Built:
 
 def _hiprof_tasks(truth) -> list[Task]:
     devs = {d.device_id: d for d in truth.devices}
-    end = {(x.device_id, x.stream_id, x.task_id, x.complete_ns): x for x in truth.instances if x.kind == "time_line"}
+    end = {
+        (x.device_id, x.stream_id, x.task_id, x.complete_ns): x
+        for x in truth.instances
+        if x.kind == "time_line"
+    }
     out = []
     for p in truth.pmu:
         d = devs[p.device_id]
-        x = end[(p.device_id, p.stream_id, p.task_id, p.ts_ns + 100)]  # the record is written 100 ns before COMPLETE
-        out.append(Task(p.device_id, p.stream_id, p.task_id, p.ts_ns, p.total_cycles, dict(zip(truth.event_ids, p.counters)),
-                        p.block_dim, x.complete_ns - x.running_ns, d.aic_mhz, d.aic_mhz, d.ai_core_num))
+        x = end[
+            (p.device_id, p.stream_id, p.task_id, p.ts_ns + 100)
+        ]  # the record is written 100 ns before COMPLETE
+        out.append(
+            Task(
+                p.device_id,
+                p.stream_id,
+                p.task_id,
+                p.ts_ns,
+                p.total_cycles,
+                dict(zip(truth.event_ids, p.counters)),
+                p.block_dim,
+                x.complete_ns - x.running_ns,
+                d.aic_mhz,
+                d.aic_mhz,
+                d.ai_core_num,
+            )
+        )
     return out
 
 
@@ -84,8 +118,21 @@ def _prof_tasks(truth) -> list[Task]:
     for p in truth.pmu:
         d = devs[p.device_id]
         x = by_end[(p.device_id, p.stream_id, p.task_id, p.ts_ns)]
-        out.append(Task(p.device_id, p.stream_id, p.task_id, p.ts_ns, p.total_cycles, dict(zip(truth.event_ids, p.counters)),
-                        x.block_dim, x.end_ns - x.start_ns, d.aic_mhz, p.time_freq_mhz, d.ai_core_num))
+        out.append(
+            Task(
+                p.device_id,
+                p.stream_id,
+                p.task_id,
+                p.ts_ns,
+                p.total_cycles,
+                dict(zip(truth.event_ids, p.counters)),
+                x.block_dim,
+                x.end_ns - x.start_ns,
+                d.aic_mhz,
+                p.time_freq_mhz,
+                d.ai_core_num,
+            )
+        )
     return out
 
 
@@ -137,7 +184,9 @@ def test_main_memory_and_l2_count_the_same_bytes_only_on_ascend310(built):
         return
     factor = 1.0 if built.chip == "Ascend310" else 1 / 32
     for t, r in pairs:
-        assert r["main_mem_read_bw_gbps"] / r["l2_read_bw_gbps"] == pytest.approx(factor * t.counters[0x12] / t.counters[0xF])
+        assert r["main_mem_read_bw_gbps"] / r["l2_read_bw_gbps"] == pytest.approx(
+            factor * t.counters[0x12] / t.counters[0xF]
+        )
 
 
 def test_pmu_cycles_fit_the_task_duration(built):

@@ -16,12 +16,33 @@ HW = 100  # trace pid of the Ascend Hardware process
 TRACE = [
     {"ph": "M", "name": "process_name", "pid": HW, "tid": 0, "args": {"name": "Ascend Hardware"}},
     # stream 3: task 7 runs twice (two executions of the same task id), task 8 once
-    {"ph": "X", "name": "MatMul_k", "pid": HW, "tid": 3, "ts": "1000.000", "dur": "2.500",
-     "args": {"Task Id": 7, "Stream Id": 3, "Task Type": "AI_CORE", "Subtask Id": 4294967295}},
-    {"ph": "X", "name": "Gelu_k", "pid": HW, "tid": 3, "ts": "1010.000", "dur": "1.250",
-     "args": {"Task Id": 8, "Stream Id": 3, "Task Type": "AI_VECTOR_CORE", "Subtask Id": 4294967295}},
-    {"ph": "X", "name": "MatMul_k", "pid": HW, "tid": 3, "ts": "1020.000", "dur": "3.000",
-     "args": {"Task Id": 7, "Stream Id": 3, "Task Type": "AI_CORE", "Subtask Id": 4294967295}},
+    {
+        "ph": "X",
+        "name": "MatMul_k",
+        "pid": HW,
+        "tid": 3,
+        "ts": "1000.000",
+        "dur": "2.500",
+        "args": {"Task Id": 7, "Stream Id": 3, "Task Type": "AI_CORE", "Subtask Id": 4294967295},
+    },
+    {
+        "ph": "X",
+        "name": "Gelu_k",
+        "pid": HW,
+        "tid": 3,
+        "ts": "1010.000",
+        "dur": "1.250",
+        "args": {"Task Id": 8, "Stream Id": 3, "Task Type": "AI_VECTOR_CORE", "Subtask Id": 4294967295},
+    },
+    {
+        "ph": "X",
+        "name": "MatMul_k",
+        "pid": HW,
+        "tid": 3,
+        "ts": "1020.000",
+        "dur": "3.000",
+        "args": {"Task Id": 7, "Stream Id": 3, "Task Type": "AI_CORE", "Subtask Id": 4294967295},
+    },
 ]
 # kernel_details describes the first two executions and one the timeline does not have (start 1030)
 KERNELS = """Task ID,Stream ID,Name,Type,Accelerator Core,Start Time(us),Duration(us),Block Dim,Context ID,aicore_time(us),aic_total_cycles,aic_mac_ratio,aiv_time(us),aiv_total_cycles,aiv_vec_ratio
@@ -41,14 +62,36 @@ def _run(tmp_path):
 
 def test_ops_and_pmu_values_join_their_own_execution(tmp_path):
     rows = _run(tmp_path)
-    ops = [(r["task_id"], r["start_ns"], r["dur_ns"], r["op_type"], r["block_dim"], r["aicore_time_us"],
-            r["total_cycles"], r["mac_ratio"], r["vec_ratio"]) for r in rows("op_summary")]
+    ops = [
+        (
+            r["task_id"],
+            r["start_ns"],
+            r["dur_ns"],
+            r["op_type"],
+            r["block_dim"],
+            r["aicore_time_us"],
+            r["total_cycles"],
+            r["mac_ratio"],
+            r["vec_ratio"],
+        )
+        for r in rows("op_summary")
+    ]
     assert ops == [
         # AI Core task: the aic_ values (there is no aic_vec_ratio column: NULL, not the aiv_ one)
         (7, 1_000_000, 2_500, "MatMul", 8, 2.0, 3600.0, 0.5, None),
         # vector core task: the aiv_ values (aiv_time(us), aiv_total_cycles, aiv_vec_ratio)
         (8, 1_010_000, 1_250, "Gelu", 4, 1.0, 1800.0, None, 0.25),
-        (7, 1_020_000, 3_000, None, None, None, None, None, None),  # no description names it: not the other 7's
+        (
+            7,
+            1_020_000,
+            3_000,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        ),  # no description names it: not the other 7's
     ]
     assert [r["wait_ns"] for r in rows("op_summary")] == [0, 7_500, 8_750]
     ai = [(r["task_id"], r["ts_ns"], r["aicore_time_us"]) for r in rows("ai_core_metrics")]
@@ -68,8 +111,15 @@ def test_op_summary_order_and_wait_per_device(tmp_path):
     (device 1 starts after device 0's last end: its first wait is still 0)."""
 
     def kernel(task, ts, dur, stream=3):
-        return {"ph": "X", "name": "k", "pid": HW, "tid": stream, "ts": ts, "dur": dur,
-                "args": {"Task Id": task, "Stream Id": stream, "Task Type": "AI_CORE", "Subtask Id": 4294967295}}
+        return {
+            "ph": "X",
+            "name": "k",
+            "pid": HW,
+            "tid": stream,
+            "ts": ts,
+            "dur": dur,
+            "args": {"Task Id": task, "Stream Id": stream, "Task Type": "AI_CORE", "Subtask Id": 4294967295},
+        }
 
     root = tmp_path / "PROF_000001_20260101000000000_ABCDEFGHIJKLMNOP"
     by_device = {
@@ -89,7 +139,6 @@ def test_op_summary_order_and_wait_per_device(tmp_path):
     ]
 
 
-
 def test_rows_in_time_order_whatever_the_file_order(tmp_path):
     """Forty executions written in a shuffled order: op_summary and ai_core_metrics list them by
     time, and each wait is the gap to the previous execution's end (worked out here from the
@@ -98,11 +147,22 @@ def test_rows_in_time_order_whatever_the_file_order(tmp_path):
     tasks = list(range(40))
     order = sorted(tasks, key=lambda t: (t * 17) % 40)  # a fixed shuffle
     trace = TRACE[:1] + [
-        {"ph": "X", "name": f"k{t}", "pid": HW, "tid": 3, "ts": f"{1000 + 10 * t}.000", "dur": f"{1 + t % 3}.000",
-         "args": {"Task Id": t, "Stream Id": 3, "Task Type": "AI_CORE", "Subtask Id": 4294967295}} for t in order]
+        {
+            "ph": "X",
+            "name": f"k{t}",
+            "pid": HW,
+            "tid": 3,
+            "ts": f"{1000 + 10 * t}.000",
+            "dur": f"{1 + t % 3}.000",
+            "args": {"Task Id": t, "Stream Id": 3, "Task Type": "AI_CORE", "Subtask Id": 4294967295},
+        }
+        for t in order
+    ]
     header = KERNELS.splitlines()[0]
-    kernels = [f"{t},3,k{t},Add,AI_CORE,{1000 + 10 * t}.000\t,{1 + t % 3}.000,1,N/A,{t}.0,100,0.5,0.0,0,0.0"
-               for t in order]
+    kernels = [
+        f"{t},3,k{t},Add,AI_CORE,{1000 + 10 * t}.000\t,{1 + t % 3}.000,1,N/A,{t}.0,100,0.5,0.0,0,0.0"
+        for t in order
+    ]
     dump = tmp_path / "export"
     dump.mkdir()
     (dump / "trace_view.json").write_text(json.dumps(trace))
@@ -111,6 +171,9 @@ def test_rows_in_time_order_whatever_the_file_order(tmp_path):
     starts = [1_000_000 + 10_000 * t for t in tasks]
     ends = [s + 1_000 * (1 + t % 3) for t, s in zip(tasks, starts)]
     waits = [0] + [starts[t] - ends[t - 1] for t in tasks[1:]]
-    assert [(r["task_id"], r["start_ns"], r["wait_ns"]) for r in rows("op_summary")] == list(zip(tasks, starts, waits))
+    assert [(r["task_id"], r["start_ns"], r["wait_ns"]) for r in rows("op_summary")] == list(
+        zip(tasks, starts, waits)
+    )
     assert [(r["task_id"], r["ts_ns"], r["aicore_time_us"]) for r in rows("ai_core_metrics")] == [
-        (t, e, float(t)) for t, e in zip(tasks, ends)]
+        (t, e, float(t)) for t, e in zip(tasks, ends)
+    ]

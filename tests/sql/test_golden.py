@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.outputs.export import fetch, to_csv
 from pipeline.jobs.runner import run_roots
-from pipeline.warehouse.contracts import contracts
+from pipeline.outputs.export import fetch, to_csv
 from pipeline.synth import prof as synth_prof
 from pipeline.synth.hiprof import HiprofConfig, generate
+from pipeline.warehouse.contracts import contracts
 from pipeline.warehouse.store import Warehouse
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,10 +26,14 @@ pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md
 
 
 # marts whose golden comes from a synth dump rather than data/sample, and the dump's options
-FROM_SYNTH = {"ai_core_samples": synth_prof.ProfConfig(chip="ascend910a", devices=1, inferences=2, tasks=3,
-                                                       sample_based=True, sample_cores=2, seed=7),
-              "step_trace_reduces": synth_prof.ProfConfig(chip="ascend910a", devices=1, inferences=2, tasks=3,
-                                                          training=True, seed=7)}
+FROM_SYNTH = {
+    "ai_core_samples": synth_prof.ProfConfig(
+        chip="ascend910a", devices=1, inferences=2, tasks=3, sample_based=True, sample_cores=2, seed=7
+    ),
+    "step_trace_reduces": synth_prof.ProfConfig(
+        chip="ascend910a", devices=1, inferences=2, tasks=3, training=True, seed=7
+    ),
+}
 
 
 def _built(wh: Warehouse, root: Path) -> str:
@@ -58,7 +62,11 @@ def synth_runs(tmp_path_factory):
 
 @pytest.mark.parametrize("table", sorted(contracts("marts")))
 def test_golden_csv(request, table, update_goldens):
-    wh, run_id = request.getfixturevalue("synth_runs")[table] if table in FROM_SYNTH else request.getfixturevalue("sample_run")
+    wh, run_id = (
+        request.getfixturevalue("synth_runs")[table]
+        if table in FROM_SYNTH
+        else request.getfixturevalue("sample_run")
+    )
     c, t = fetch(wh, table, [run_id])
     text = to_csv(c, t)
     path = GOLDEN / f"{table}.csv"

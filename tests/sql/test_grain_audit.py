@@ -12,14 +12,14 @@ import pyarrow.parquet as pq
 import pytest
 
 import pipeline.jobs.build as build_module
-from pipeline.jobs.build import check_grain, connect
-from pipeline.warehouse.contracts import contract, contracts
 from pipeline.errors import GrainViolated, TransformFailed
+from pipeline.jobs.build import check_grain, connect
 from pipeline.jobs.runner import ingest_dump
 from pipeline.synth.hiprof import HiprofConfig
 from pipeline.synth.hiprof import generate as generate_hiprof
 from pipeline.synth.prof import ProfConfig
 from pipeline.synth.prof import generate as generate_prof
+from pipeline.warehouse.contracts import contract, contracts
 from pipeline.warehouse.store import Warehouse
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
@@ -30,7 +30,9 @@ def test_declared_grain_is_columns_of_the_table(name):
     c = contract("marts", name)
     assert c.grain.split(",")[0].strip() == "run_id", "every mart's grain starts with its partition"
     assert c.grain_columns, f"{name} declares no grain"
-    assert set(c.grain_columns) <= set(c.column_names), f"{name}: {set(c.grain_columns) - set(c.column_names)}"
+    assert set(c.grain_columns) <= set(c.column_names), (
+        f"{name}: {set(c.grain_columns) - set(c.column_names)}"
+    )
     assert set(c.grain_nullable_columns) <= set(c.grain_columns)
 
 
@@ -99,7 +101,9 @@ def test_a_null_grain_column_fails_the_build_unless_declared(tmp_path, monkeypat
 def test_a_grain_column_the_table_lacks_fails_the_build(tmp_path, monkeypatch):
     # the grain ai_core_metrics declared before it had the column
     _with_grain(monkeypatch, "ai_core_metrics", grain="run_id, device_id, record_seq")
-    with pytest.raises(GrainViolated, match="mart ai_core_metrics: grain column.s. record_seq .* not columns"):
+    with pytest.raises(
+        GrainViolated, match="mart ai_core_metrics: grain column.s. record_seq .* not columns"
+    ):
         _ingest(tmp_path, _dump(tmp_path, "hiprof"))
 
 
@@ -116,8 +120,14 @@ def test_check_grain_on_hand_made_rows(tmp_path):
         pq.write_table(table, path)
         return path
 
-    ok = write([(0, 1, "ACL", "aclmdlExecute", 10, 5), (0, 1, "Runtime", None, 11, 3),
-                (0, 1, "Task Scheduler", None, 12, 2), (0, 2, "Runtime", None, 20, 3)])
+    ok = write(
+        [
+            (0, 1, "ACL", "aclmdlExecute", 10, 5),
+            (0, 1, "Runtime", None, 11, 3),
+            (0, 1, "Task Scheduler", None, 12, 2),
+            (0, 2, "Runtime", None, 20, 3),
+        ]
+    )
     check_grain(con, "topdown_inference", ok)
     twice = write([(0, 1, "Runtime", None, 11, 3), (0, 1, "Runtime", None, 12, 4)])
     with pytest.raises(GrainViolated, match="2 rows share") as e:

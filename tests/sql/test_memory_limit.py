@@ -35,8 +35,10 @@ def built(tmp_path_factory):
     run_layer(con, "staging")  # empty staging tables with their real columns, filled below
     # execution i of a device: stream i % STREAMS, task i // STREAMS, running at i * PERIOD,
     # operator op_<i % OPS>, launched by KernelLaunch API_LEAD ns before it starts
-    rows = (f"select d as device_id, i, (i % {STREAMS})::bigint as stream_id, (i // {STREAMS})::bigint as task_id "
-            f"from range({DEVICES}) r(d), range({STREAMS * PER_STREAM}) t(i)")
+    rows = (
+        f"select d as device_id, i, (i % {STREAMS})::bigint as stream_id, (i // {STREAMS})::bigint as task_id "
+        f"from range({DEVICES}) r(d), range({STREAMS * PER_STREAM}) t(i)"
+    )
     con.execute(f"""insert into stg_task_ops by name
         select device_id, stream_id, task_id, 0 as batch_id, 4294967295 as model_id, 'op_' || (i % {OPS}) as op_name,
                'Type' || (i % 7) as op_type, 'AI_CORE' as ge_task_type, 1 + i % 48 as block_dim, 0 as ts_ns,
@@ -58,8 +60,19 @@ def built(tmp_path_factory):
     out = folder / "op_summary.parquet"
     _write_mart(con, mart, out, "run")
     con.close()
-    return pq.read_table(out, columns=["device_id", "stream_id", "task_id", "op_name", "block_dim", "start_ns",
-                                       "dur_ns", "wait_ns"]).to_pylist()
+    return pq.read_table(
+        out,
+        columns=[
+            "device_id",
+            "stream_id",
+            "task_id",
+            "op_name",
+            "block_dim",
+            "start_ns",
+            "dur_ns",
+            "wait_ns",
+        ],
+    ).to_pylist()
 
 
 def test_every_execution_in_start_order_with_its_operator(built):
@@ -67,7 +80,14 @@ def test_every_execution_in_start_order_with_its_operator(built):
     assert len(built) == DEVICES * n
     for k, row in enumerate(built):
         d, i = divmod(k, n)  # rows in the mart's order: by device, then start
-        assert row == {"device_id": d, "stream_id": i % STREAMS, "task_id": i // STREAMS, "op_name": f"op_{i % OPS}",
-                       "block_dim": 1 + i % 48, "start_ns": i * PERIOD, "dur_ns": DURATION,
-                       "wait_ns": 0 if i == 0 else PERIOD - DURATION}, k
+        assert row == {
+            "device_id": d,
+            "stream_id": i % STREAMS,
+            "task_id": i // STREAMS,
+            "op_name": f"op_{i % OPS}",
+            "block_dim": 1 + i % 48,
+            "start_ns": i * PERIOD,
+            "dur_ns": DURATION,
+            "wait_ns": 0 if i == 0 else PERIOD - DURATION,
+        }, k
     assert len({r["op_name"] for r in built}) == OPS

@@ -7,14 +7,23 @@ from __future__ import annotations
 
 import pytest
 
-from tests.helpers import oracle
-from tests.helpers import oracle_prof
+from tests.helpers import oracle, oracle_prof
 from tests.sql.test_prof_tables import CASES, prof_run, run  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
-OP_COLUMNS = ("device_id", "stream_id", "task_id", "start_ns", "dur_ns", "model_id", "op_name", "op_type",
-              "task_type", "block_dim")
+OP_COLUMNS = (
+    "device_id",
+    "stream_id",
+    "task_id",
+    "start_ns",
+    "dur_ns",
+    "model_id",
+    "op_name",
+    "op_type",
+    "task_type",
+    "block_dim",
+)
 
 
 def test_op_summary_ops_and_model_ids(run):
@@ -31,4 +40,3 @@ def test_op_statistic_counts_kernels_outside_nodes(run):
     expected = oracle_prof.op_statistic(run.truth)
     oracle.assert_same_rows(got, expected, ("device_id", "op_type", "core_type"))
     assert any(r["op_type"] == "DataPrep_kernel" and r["core_type"] == "AI_CPU" for r in got)
-

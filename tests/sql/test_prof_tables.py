@@ -12,21 +12,32 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.outputs.export import fetch
 from pipeline.jobs.runner import ingest_dump
+from pipeline.outputs.export import fetch
 from pipeline.synth.prof import ProfConfig, ProfTruth, generate
 from pipeline.warehouse.store import Warehouse
-from tests.helpers import oracle
-from tests.helpers import oracle_prof
+from tests.helpers import oracle, oracle_prof
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
 CASES = {
     "910a": {"chip": "ascend910a"},
-    "910a_lost_starts": {"chip": "ascend910a", "drop_start": 2, "extra_start": 2, "seed": 1, "slice_bytes": 97},
+    "910a_lost_starts": {
+        "chip": "ascend910a",
+        "drop_start": 2,
+        "extra_start": 2,
+        "seed": 1,
+        "slice_bytes": 97,
+    },
     "310p": {"chip": "ascend310p", "seed": 2},
-    "310p_three_devices_old_driver": {"chip": "ascend310p", "devices": 3, "inferences": 4, "seed": 3, "drop_start": 1,
-                                      "old_driver": True},
+    "310p_three_devices_old_driver": {
+        "chip": "ascend310p",
+        "devices": 3,
+        "inferences": 4,
+        "seed": 3,
+        "drop_start": 1,
+        "old_driver": True,
+    },
     "910b": {"chip": "ascend910b", "seed": 4},
     "910b_aged": {"chip": "ascend910b", "aged_records": 5, "seed": 5, "extra_start": 1},
     "910b_job": {"chip": "ascend910b", "devices": 3, "processes": 2, "seed": 6},
@@ -68,8 +79,11 @@ def run(request, prof_run):
 
 
 def test_runtime_api_summary(run):
-    oracle.assert_same_rows(run.rows("runtime_api_summary"), oracle_prof.runtime_api_summary(run.truth),
-                            ("device_id", "api_name", "stream_id"))
+    oracle.assert_same_rows(
+        run.rows("runtime_api_summary"),
+        oracle_prof.runtime_api_summary(run.truth),
+        ("device_id", "api_name", "stream_id"),
+    )
     assert all(r["stream_id"] is None for r in run.rows("runtime_api_summary"))  # no stream id in the record
 
 
@@ -79,8 +93,11 @@ def test_acl_api(run):
 
 def test_task_scheduler(run):
     got = run.rows("task_scheduler")
-    oracle.assert_same_rows(got, oracle_prof.task_scheduler(run.truth),
-                            ("device_id", "task_type", "api_name", "task_id", "op_name", "stream_id"))
+    oracle.assert_same_rows(
+        got,
+        oracle_prof.task_scheduler(run.truth),
+        ("device_id", "task_type", "api_name", "task_id", "op_name", "stream_id"),
+    )
     assert all(r["waiting_ns"] is None and r["pending_ns"] is None for r in got)
     for dev in {r["device_id"] for r in got}:
         pct = [r["time_pct"] for r in got if r["device_id"] == dev]
@@ -126,8 +143,16 @@ def test_run_records_chip_generation_and_sources(run):
     assert r["layout"] == ("msprof_job" if len(t.prof_dirs) > 1 else "msprof_prof")
     assert r["devices"] == sorted(d.device_id for d in t.devices)
     assert r["bytes_decoded"] + r["bytes_skipped"] == r["data_bytes"]
-    for name in ("task_scheduler", "ai_core_metrics", "acl_api", "runtime_api_summary", "topdown_inference",
-                 "task_runs", "api_calls", "task_ops"):
+    for name in (
+        "task_scheduler",
+        "ai_core_metrics",
+        "acl_api",
+        "runtime_api_summary",
+        "topdown_inference",
+        "task_runs",
+        "api_calls",
+        "task_ops",
+    ):
         assert name in r["tables_filled"]
     assert "task_states" in r["tables_filled"]  # TS task-type and flip records
     devices = {d["device_id"]: d for d in run.rows("devices")}
@@ -142,9 +167,15 @@ def test_run_records_chip_generation_and_sources(run):
 def test_batch_ids(run):
     """task_runs.batch_id is the batch synth wrote, from flips (drvVersion) or task-id wrap-around."""
     t = run.truth
-    got = {(r["device_id"], r["stream_id"], r["task_id"], r["end_ns"]): r["batch_id"] for r in run.rows("task_runs")}
-    expected = {(x.device_id, x.stream_id, x.task_id, x.end_ns): x.batch_id for x in t.launches
-                if (x.device_id, x.stream_id, x.task_id, x.end_ns) in got}
+    got = {
+        (r["device_id"], r["stream_id"], r["task_id"], r["end_ns"]): r["batch_id"]
+        for r in run.rows("task_runs")
+    }
+    expected = {
+        (x.device_id, x.stream_id, x.task_id, x.end_ns): x.batch_id
+        for x in t.launches
+        if (x.device_id, x.stream_id, x.task_id, x.end_ns) in got
+    }
     assert expected and all(got[k] == v for k, v in expected.items())
     assert any(v > 0 for v in expected.values())
 
@@ -168,16 +199,22 @@ def test_sample_based_ai_core_table(prof_run, chip):
     run = prof_run(chip=chip, sample_based=True, seed=12)
     assert run.truth.samples and not run.truth.pmu
     got = run.rows("ai_core_samples")
-    assert got == oracle_prof.ai_core_samples(run.truth) or _close(got, oracle_prof.ai_core_samples(run.truth))
+    assert got == oracle_prof.ai_core_samples(run.truth) or _close(
+        got, oracle_prof.ai_core_samples(run.truth)
+    )
     assert run.rows("ai_core_metrics") == []
-    oracle.assert_same_rows(run.rows("task_scheduler"), oracle_prof.task_scheduler(run.truth),
-                            ("device_id", "task_type", "api_name", "task_id", "op_name", "stream_id"))
+    oracle.assert_same_rows(
+        run.rows("task_scheduler"),
+        oracle_prof.task_scheduler(run.truth),
+        ("device_id", "task_type", "api_name", "task_id", "op_name", "stream_id"),
+    )
     r = run.wh.run(run.run_id)
     assert r["ai_core_profiling_mode"] == "sample-based" and "ai_core_samples" in r["tables_filled"]
 
 
 def _close(got, expected):
-    assert [(r["device_id"], r["core_id"], r["end_ns"]) for r in got] == \
-        [(r["device_id"], r["core_id"], r["end_ns"]) for r in expected]  # order too
+    assert [(r["device_id"], r["core_id"], r["end_ns"]) for r in got] == [
+        (r["device_id"], r["core_id"], r["end_ns"]) for r in expected
+    ]  # order too
     oracle.assert_same_rows(got, expected, ("device_id", "core_id", "end_ns"))
     return True

@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from pipeline.warehouse.contracts import RAW_TABLES, contracts
-from pipeline.resources import SQL_DIR
 from pipeline.jobs.transforms import run_layer, run_table_layers, sql_files
+from pipeline.resources import SQL_DIR
+from pipeline.warehouse.contracts import RAW_TABLES, contracts
 from tests.helpers.empty_raw import empty_raw_tables
 
 STAGING = [f.name for f in sql_files("staging")]
@@ -22,7 +22,13 @@ DISTINCT_FROM = re.compile(r"\bis\s+(?:not\s+)?distinct\s+from\b", re.IGNORECASE
 def _references(text: str) -> set[str]:
     body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
     body = DISTINCT_FROM.sub("=", body)
-    ctes = set(re.findall(r"\b([a-z_][a-z0-9_]*)(?:\([^)]*\))?\s+as\s*(?:not\s+)?(?:materialized\s*)?\(", body, re.IGNORECASE))
+    ctes = set(
+        re.findall(
+            r"\b([a-z_][a-z0-9_]*)(?:\([^)]*\))?\s+as\s*(?:not\s+)?(?:materialized\s*)?\(",
+            body,
+            re.IGNORECASE,
+        )
+    )
     refs = {t for t in TABLE_REF.findall(body)} - ctes
     # a table macro of sql/macros (``from step_marks()``) reads what its body reads
     for name in refs & set(TABLE_MACROS):
@@ -39,7 +45,7 @@ def _table_macros() -> dict[str, set[str]]:
         for part in parts[1:]:
             m = re.match(r"([a-z_][a-z0-9_]*)\s*\([^)]*\)\s+as\s+table\b", part, re.IGNORECASE)
             if m:
-                out[m.group(1)] = _references(part[m.end():])
+                out[m.group(1)] = _references(part[m.end() :])
     return out
 
 
@@ -123,13 +129,18 @@ def test_staging_tables_are_stored_unless_their_header_says_no():
     """'Stored: no' in a header makes the table a view; every other staging or intermediate
     table is stored as a temporary table."""
     tables = set(STAGING) | set(INTERMEDIATE)
-    not_stored = {f.name for f in sql_files("staging") + sql_files("intermediate")
-                  if any(line.startswith("Stored:  no") for line in f.header())}
+    not_stored = {
+        f.name
+        for f in sql_files("staging") + sql_files("intermediate")
+        if any(line.startswith("Stored:  no") for line in f.header())
+    }
     assert {"stg_api_calls", "int_pmu_records_ops"} <= not_stored
     con = empty_raw_tables()
     run_table_layers(con)
     views = {r[0] for r in con.execute("select view_name from duckdb_views() where not internal").fetchall()}
-    temp_tables = {r[0] for r in con.execute("select table_name from duckdb_tables() where temporary").fetchall()}
+    temp_tables = {
+        r[0] for r in con.execute("select table_name from duckdb_tables() where temporary").fetchall()
+    }
     assert views & tables == not_stored
     assert temp_tables == tables - not_stored
 
@@ -145,7 +156,11 @@ def test_sources_name_every_table_read(f):
     header = "\n".join(f.header())
     m = re.search(r"Sources:(.*?)(?:\n\s*[A-Z][a-z]+:|\Z)", header, re.S)
     refs = _references(f.text)
-    assert m and refs <= _names(m.group(1)), f"Sources: of {f.path.name} omits {sorted(refs - _names(m.group(1) if m else ''))}"
+    assert m and refs <= _names(m.group(1)), (
+        f"Sources: of {f.path.name} omits {sorted(refs - _names(m.group(1) if m else ''))}"
+    )
     c = contracts(f.layer).get(f.name)
     if c is not None:
-        assert refs <= _names(c.sources), f"{f.layer}/{f.name}.toml sources omit {sorted(refs - _names(c.sources))}"
+        assert refs <= _names(c.sources), (
+            f"{f.layer}/{f.name}.toml sources omit {sorted(refs - _names(c.sources))}"
+        )

@@ -30,8 +30,11 @@ def run(request, synth_run):
 
 
 def test_runtime_api_summary(run):
-    oracle.assert_same_rows(run.rows("runtime_api_summary"), oracle.runtime_api_summary(run.truth),
-                            ("device_id", "api_name", "stream_id"))
+    oracle.assert_same_rows(
+        run.rows("runtime_api_summary"),
+        oracle.runtime_api_summary(run.truth),
+        ("device_id", "api_name", "stream_id"),
+    )
 
 
 def test_acl_api(run):
@@ -43,7 +46,9 @@ def test_acl_api(run):
 def test_task_scheduler(run):
     got = run.rows("task_scheduler")
     expected = oracle.task_scheduler(run.truth)
-    oracle.assert_same_rows(got, expected, ("device_id", "task_type", "api_name", "task_id", "op_name", "stream_id"))
+    oracle.assert_same_rows(
+        got, expected, ("device_id", "task_type", "api_name", "task_id", "op_name", "stream_id")
+    )
     for dev in {r["device_id"] for r in got}:
         pct = [r["time_pct"] for r in got if r["device_id"] == dev]
         assert pct == sorted(pct, reverse=True)
@@ -74,7 +79,9 @@ def test_dropped_instances_are_counted(run):
             truth_dropped[x.device_id] = truth_dropped.get(x.device_id, 0) + 1
     _, machine_dropped = oracle.task_instances_from_states(run.truth)
     assert {k: v for k, v in machine_dropped.items() if v} == truth_dropped
-    got = {r["device_id"]: r["count"] for r in run.rows("build_issues") if r["kind"] == "dropped_task_instances"}
+    got = {
+        r["device_id"]: r["count"] for r in run.rows("build_issues") if r["kind"] == "dropped_task_instances"
+    }
     assert got == truth_dropped
 
 
@@ -89,20 +96,26 @@ def test_case_features_present(run):
     assert any(len(v) > 1 for v in per_task.values()), "a task id is reused across inferences"
     if run.outcome.ingest.rows_by_table["pmu_counters"] == 0:
         assert not t.pmu
-    unnumbered = {r["device_id"] for r in run.rows("task_states")
-                  if r["record_kind"] in ("time_line", "ts_memcpy") and r["task_state"] in (1, 2, 3, 4)
-                  and r["instance_no"] is None}
+    unnumbered = {
+        r["device_id"]
+        for r in run.rows("task_states")
+        if r["record_kind"] in ("time_line", "ts_memcpy")
+        and r["task_state"] in (1, 2, 3, 4)
+        and r["instance_no"] is None
+    }
     assert unnumbered == ({0} if run.config.late_states else set())
 
 
 def test_missing_states_case():
-    from pipeline.synth.hiprof import HiprofConfig  # noqa: F401  (documented by CASES["base"])
     # p_waiting = p_pending = 0.7 in the default config: with seed 0 the base case has
     # instances missing waiting and instances missing pending, checked here on the truth.
     import tempfile
     from pathlib import Path
 
-    from pipeline.synth.hiprof import generate
+    from pipeline.synth.hiprof import (
+        HiprofConfig,  # noqa: F401  (documented by CASES["base"])
+        generate,
+    )
 
     with tempfile.TemporaryDirectory() as d:
         t = generate(Path(d) / "dump")

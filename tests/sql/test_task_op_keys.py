@@ -18,26 +18,39 @@ ALWAYS = -(2**63)
 
 # (stream, task, op_name, block_dim, valid_from_ns); op_type is op_name upper-cased
 OPS = [
-    (1, 5, "add", 2, ALWAYS), (1, 5, "add", 2, 140),    # one operator: by key
-    (1, 7, "conv", 4, ALWAYS), (1, 7, "relu", 4, 200),  # changes at 200: ASOF
-    (1, 8, "mul", 2, ALWAYS), (1, 8, "mul", 8, 300),    # same name, other block dim at 300: ASOF
-    (3, 9, "exp", 1, 100),                              # one, but valid only from 100 (exported): ASOF
-    (4, 2, "cast", None, ALWAYS),                       # one operator, no block dim: by key
+    (1, 5, "add", 2, ALWAYS),
+    (1, 5, "add", 2, 140),  # one operator: by key
+    (1, 7, "conv", 4, ALWAYS),
+    (1, 7, "relu", 4, 200),  # changes at 200: ASOF
+    (1, 8, "mul", 2, ALWAYS),
+    (1, 8, "mul", 8, 300),  # same name, other block dim at 300: ASOF
+    (3, 9, "exp", 1, 100),  # one, but valid only from 100 (exported): ASOF
+    (4, 2, "cast", None, ALWAYS),  # one operator, no block dim: by key
 ]
 # (stream, task, running_ns, complete_ns)
 INSTANCES = [
-    (1, 5, 50, 60), (1, 5, 150, 170),
-    (1, 7, 150, 155), (1, 7, 250, 258),
-    (1, 8, 100, 103), (1, 8, 350, 357),
-    (2, 5, 10, 11),                      # no description at all
-    (3, 9, 50, 52), (3, 9, 150, 156),
+    (1, 5, 50, 60),
+    (1, 5, 150, 170),
+    (1, 7, 150, 155),
+    (1, 7, 250, 258),
+    (1, 8, 100, 103),
+    (1, 8, 350, 357),
+    (2, 5, 10, 11),  # no description at all
+    (3, 9, 50, 52),
+    (3, 9, 150, 156),
     (4, 2, 400, 401),
 ]
 # (seq, stream, task, ts_ns): PMU records without their own block dim (generations 2 and 3)
 PMU = [
-    (0, 1, 5, 160), (1, 1, 5, None),     # a record without a time has no description in force
-    (2, 1, 7, 250), (3, 1, 8, 120), (4, 1, 8, 360),
-    (5, 3, 9, 60), (6, 3, 9, 160), (7, 4, 2, 410), (8, 2, 5, 20),
+    (0, 1, 5, 160),
+    (1, 1, 5, None),  # a record without a time has no description in force
+    (2, 1, 7, 250),
+    (3, 1, 8, 120),
+    (4, 1, 8, 360),
+    (5, 3, 9, 60),
+    (6, 3, 9, 160),
+    (7, 4, 2, 410),
+    (8, 2, 5, 20),
 ]
 
 
@@ -46,17 +59,24 @@ def con():
     con = empty_raw_tables()
     run_layer(con, "staging")  # empty staging tables with their real columns
     for seq, (stream, task, name, blocks, valid_from) in enumerate(OPS):
-        con.execute("insert into stg_task_ops (device_id, stream_id, task_id, op_name, op_type, ge_task_type, "
-                    "block_dim, ts_ns, valid_from_ns, seq, source) values (0, ?, ?, ?, ?, 'AI_CORE', ?, 0, ?, ?, 'x')",
-                    [stream, task, name, name.upper(), blocks, valid_from, seq])
+        con.execute(
+            "insert into stg_task_ops (device_id, stream_id, task_id, op_name, op_type, ge_task_type, "
+            "block_dim, ts_ns, valid_from_ns, seq, source) values (0, ?, ?, ?, ?, 'AI_CORE', ?, 0, ?, ?, 'x')",
+            [stream, task, name, name.upper(), blocks, valid_from, seq],
+        )
     for stream, task, running, complete in INSTANCES:
-        con.execute("insert into stg_task_instances (device_id, record_kind, stream_id, task_id, instance_no, "
-                    "task_type_name, running_ns, complete_ns, is_complete, has_states, dropped_instances) "
-                    "values (0, 'task_run', ?, ?, 0, 'AI_CORE', ?, ?, true, false, 0)",
-                    [stream, task, running, complete])
+        con.execute(
+            "insert into stg_task_instances (device_id, record_kind, stream_id, task_id, instance_no, "
+            "task_type_name, running_ns, complete_ns, is_complete, has_states, dropped_instances) "
+            "values (0, 'task_run', ?, ?, 0, 'AI_CORE', ?, ?, true, false, 0)",
+            [stream, task, running, complete],
+        )
     for seq, stream, task, ts in PMU:
-        con.execute("insert into stg_pmu_records (device_id, seq, stream_id, task_id, total_cycles, ts_ns, "
-                    "record_kind) values (0, ?, ?, ?, 1000, ?, 'ffts_pmu')", [seq, stream, task, ts])
+        con.execute(
+            "insert into stg_pmu_records (device_id, seq, stream_id, task_id, total_cycles, ts_ns, "
+            "record_kind) values (0, ?, ?, ?, 1000, ?, 'ffts_pmu')",
+            [seq, stream, task, ts],
+        )
     run_layer(con, "intermediate")  # made from the rows above, as a build makes it
     return con
 

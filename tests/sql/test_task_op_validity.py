@@ -18,8 +18,8 @@ ALWAYS = -(2**63)
 GE = [
     (0, 1, 5, 300, 0, 300),
     (0, 1, 5, 100, 1, ALWAYS),  # earliest of (0, 1, 5), although written after the one at 300
-    (0, 1, 5, 100, 2, 100),     # same time, later record
-    (0, 1, 6, 50, 3, 50),       # a track of (0, 1, 6) comes first (below)
+    (0, 1, 5, 100, 2, 100),  # same time, later record
+    (0, 1, 6, 50, 3, 50),  # a track of (0, 1, 6) comes first (below)
     (0, 2, 5, 200, 4, ALWAYS),  # same task id on another stream
     (1, 1, 5, 400, 5, ALWAYS),  # same stream and task on another device
 ]
@@ -38,20 +38,32 @@ EXPORTED = [
 def test_first_description_of_a_task_is_valid_from_the_start():
     con = empty_raw_tables()
     for device, stream, task, ts, seq, _ in GE:
-        con.execute("insert into task_ops (device_id, seq, source, stream_id, task_id, ts_ns, op_name) "
-                    "values (?, ?, 'ge_task_desc', ?, ?, ?, 'op')", [device, seq, stream, task, ts])
+        con.execute(
+            "insert into task_ops (device_id, seq, source, stream_id, task_id, ts_ns, op_name) "
+            "values (?, ?, 'ge_task_desc', ?, ?, ?, 'op')",
+            [device, seq, stream, task, ts],
+        )
     for device, stream, task, ts, seq, _ in TRACKS:
-        con.execute("insert into task_ops (device_id, seq, source, tid, stream_id, task_id, ts_ns, op_name, "
-                    "task_type_code) values (?, ?, 'task_track', 7, ?, ?, ?, 'kernel', 0)",
-                    [device, seq, stream, task, ts])
+        con.execute(
+            "insert into task_ops (device_id, seq, source, tid, stream_id, task_id, ts_ns, op_name, "
+            "task_type_code) values (?, ?, 'task_track', 7, ?, ?, ?, 'kernel', 0)",
+            [device, seq, stream, task, ts],
+        )
     for device, stream, task, start, seq in EXPORTED:
-        con.execute("insert into task_runs (device_id, seq, source, source_file, stream_id, task_id, start_ns, "
-                    "end_ns) values (?, ?, 'db_task', 'msprof.db', ?, ?, ?, ?)",
-                    [device, seq, stream, task, start, start + 1])
+        con.execute(
+            "insert into task_runs (device_id, seq, source, source_file, stream_id, task_id, start_ns, "
+            "end_ns) values (?, ?, 'db_task', 'msprof.db', ?, ?, ?, ?)",
+            [device, seq, stream, task, start, start + 1],
+        )
     run_layer(con, "staging")
-    got = sorted(con.execute("select source, device_id, stream_id, task_id, ts_ns, seq, valid_from_ns "
-                             "from stg_task_ops").fetchall())
-    want = sorted([("ge_task_desc", *row) for row in GE]
-                  + [("task_track", *row) for row in TRACKS]
-                  + [("export", d, s, t, start, seq, start) for d, s, t, start, seq in EXPORTED])
+    got = sorted(
+        con.execute(
+            "select source, device_id, stream_id, task_id, ts_ns, seq, valid_from_ns from stg_task_ops"
+        ).fetchall()
+    )
+    want = sorted(
+        [("ge_task_desc", *row) for row in GE]
+        + [("task_track", *row) for row in TRACKS]
+        + [("export", d, s, t, start, seq, start) for d, s, t, start, seq in EXPORTED]
+    )
     assert got == want

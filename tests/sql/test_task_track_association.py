@@ -26,11 +26,11 @@ NODES = [
 ]
 # (tid, ts_ns, op_name): node_basic_info records
 BASIC = [
-    (1, 110, "OpA"),     # in A (B has not started)
-    (1, 130, "OpB"),     # in B
+    (1, 110, "OpA"),  # in A (B has not started)
+    (1, 130, "OpB"),  # in B
     (1, 150, "OpLate"),  # B started last and has ended: no node's, although inside A's interval
     (3, 610, "OpD1"),
-    (3, 650, "OpD2"),    # the last one in D names D
+    (3, 650, "OpD2"),  # the last one in D names D
     (5, 810, "OpF"),
 ]
 # op_name -> (op_type, task_type, block_dim) of its node_basic_info record: distinct per record,
@@ -47,41 +47,56 @@ INFO = {
 TRACKS = [
     (1, 115, 1, "k1", "OpA"),
     (1, 135, 2, "k2", "OpB"),
-    (1, 160, 3, "k3", "k3"),      # B started last and has ended: outside any node
-    (2, 310, 4, "k4", "hashC"),   # C has no basic info: its item
-    (2, 500, 5, "k5", "k5"),      # after C
+    (1, 160, 3, "k3", "k3"),  # B started last and has ended: outside any node
+    (2, 310, 4, "k4", "hashC"),  # C has no basic info: its item
+    (2, 500, 5, "k5", "k5"),  # after C
     (3, 620, 6, "k6", "OpD2"),
-    (4, 50, 7, "k7", "k7"),       # a thread without nodes
+    (4, 50, 7, "k7", "k7"),  # a thread without nodes
     (5, 820, 8, "k8", "OpF"),
-    (5, 870, 9, "k9", "k9"),      # F has ended; E, which started with F, does not count
+    (5, 870, 9, "k9", "k9"),  # F has ended; E, which started with F, does not count
 ]
 
 
 def _raw_tables() -> duckdb.DuckDBPyConnection:
     con = empty_raw_tables()
     for seq, (tid, item, start, end) in enumerate(NODES):
-        con.execute("insert into api_calls (device_id, seq, level, tid, item, start_ns, end_ns, record_kind) "
-                    "values (64, ?, 'node', ?, ?, ?, ?, 'api_event')", [seq, tid, item, start, end])
+        con.execute(
+            "insert into api_calls (device_id, seq, level, tid, item, start_ns, end_ns, record_kind) "
+            "values (64, ?, 'node', ?, ?, ?, ?, 'api_event')",
+            [seq, tid, item, start, end],
+        )
     for seq, (tid, ts, op) in enumerate(BASIC):
-        con.execute("insert into task_ops (device_id, seq, source, tid, ts_ns, op_name, op_type, task_type, block_dim) "
-                    "values (64, ?, 'node_basic_info', ?, ?, ?, ?, ?, ?)", [seq, tid, ts, op, *INFO[op]])
+        con.execute(
+            "insert into task_ops (device_id, seq, source, tid, ts_ns, op_name, op_type, task_type, block_dim) "
+            "values (64, ?, 'node_basic_info', ?, ?, ?, ?, ?, ?)",
+            [seq, tid, ts, op, *INFO[op]],
+        )
     for seq, (tid, ts, task, kernel, _) in enumerate(TRACKS):
-        con.execute("insert into task_ops (device_id, seq, source, tid, ts_ns, stream_id, task_id, batch_id, op_name, "
-                    "task_type_code) values (0, ?, 'task_track', ?, ?, 2, ?, 0, ?, 0)", [seq, tid, ts, task, kernel])
+        con.execute(
+            "insert into task_ops (device_id, seq, source, tid, ts_ns, stream_id, task_id, batch_id, op_name, "
+            "task_type_code) values (0, ?, 'task_track', ?, ?, 2, ?, 0, ?, 0)",
+            [seq, tid, ts, task, kernel],
+        )
     return con
 
 
 def test_task_track_takes_the_op_of_the_node_that_started_last():
     con = _raw_tables()
     run_layer(con, "staging")
-    got = dict(con.execute("select task_id, op_name from stg_task_ops where source = 'task_track'").fetchall())
+    got = dict(
+        con.execute("select task_id, op_name from stg_task_ops where source = 'task_track'").fetchall()
+    )
     assert got == {task: want for _, _, task, _, want in TRACKS}
 
 
 def test_task_track_takes_type_task_type_and_block_dim_with_the_op():
     con = _raw_tables()
     run_layer(con, "staging")
-    got = {row[0]: row[1:] for row in con.execute(
-        "select task_id, op_type, ge_task_type, block_dim from stg_task_ops where source = 'task_track'").fetchall()}
+    got = {
+        row[0]: row[1:]
+        for row in con.execute(
+            "select task_id, op_type, ge_task_type, block_dim from stg_task_ops where source = 'task_track'"
+        ).fetchall()
+    }
     # a track named by its node's item or its own kernel has no basic info: all NULL
     assert got == {task: INFO.get(want, (None, None, None)) for _, _, task, _, want in TRACKS}

@@ -19,10 +19,10 @@ NONE = 4294967295
 MODELS = [(1, "5", 100, 1000), (3, "8", 100, 1000)]
 # (tid, item, start_ns, end_ns): node-level API records
 NODES = [
-    (1, "opA", 200, 300),    # inside model 5
-    (1, "opB", 900, 1100),   # starts in model 5 but outlasts it: not inside it
-    (2, "opC", 200, 300),    # a thread without model records
-    (3, "opD", 400, 500),    # model 8 of thread 3
+    (1, "opA", 200, 300),  # inside model 5
+    (1, "opB", 900, 1100),  # starts in model 5 but outlasts it: not inside it
+    (2, "opC", 200, 300),  # a thread without model records
+    (3, "opD", 400, 500),  # model 8 of thread 3
 ]
 # (tid, ts_ns, task_id, runtime task type, kernel name) -> expected (op_name, op_type, ge_task_type, block_dim, model_id)
 TRACKS = [
@@ -35,9 +35,9 @@ TRACKS = [
     ((1, 510, 6, "KERNEL_AIVEC", "vecK"), ("vecK", "vecK", "AI_VECTOR_CORE", 0, NONE)),
     ((1, 520, 7, "KERNEL_MIX_AIC", "mixK"), ("mixK", "mixK", "MIX_AIC", 0, NONE)),
     ((1, 530, 8, "STARS_COMMON", "dsaK"), ("dsaK", "dsaK", "STARS_COMMON", 0, NONE)),
-    ((1, 540, 9, "EVENT_RECORD", None), (None, None, None, None, None)),       # not a kernel
+    ((1, 540, 9, "EVENT_RECORD", None), (None, None, None, None, None)),  # not a kernel
     ((1, 550, 10, "MEMCPY_ASYNC", "copyK"), ("copyK", None, None, None, None)),  # not a kernel
-    ((1, 560, 11, "KERNEL_AICORE", None), (None, None, None, None, None)),    # a kernel without a name
+    ((1, 560, 11, "KERNEL_AICORE", None), (None, None, None, None, None)),  # a kernel without a name
 ]
 
 
@@ -46,20 +46,29 @@ def _staged():
     seq = 0
     for level, rows in (("model", MODELS), ("node", NODES)):
         for tid, item, start, end in rows:
-            con.execute("insert into api_calls (device_id, seq, level, tid, item, start_ns, end_ns, record_kind) "
-                        "values (64, ?, ?, ?, ?, ?, ?, 'api')", [seq, level, tid, item, start, end])
+            con.execute(
+                "insert into api_calls (device_id, seq, level, tid, item, start_ns, end_ns, record_kind) "
+                "values (64, ?, ?, ?, ?, ?, ?, 'api')",
+                [seq, level, tid, item, start, end],
+            )
             seq += 1
     for seq, ((tid, ts, task, ttype, kernel), _) in enumerate(TRACKS):
-        con.execute("insert into task_ops (device_id, seq, source, tid, ts_ns, stream_id, task_id, batch_id, op_name, "
-                    "task_type, task_type_code) values (0, ?, 'task_track', ?, ?, 2, ?, 0, ?, ?, 0)",
-                    [seq, tid, ts, task, kernel, ttype])
+        con.execute(
+            "insert into task_ops (device_id, seq, source, tid, ts_ns, stream_id, task_id, batch_id, op_name, "
+            "task_type, task_type_code) values (0, ?, 'task_track', ?, ?, 2, ?, 0, ?, ?, 0)",
+            [seq, tid, ts, task, kernel, ttype],
+        )
     run_layer(con, "staging")
     return con
 
 
 def test_model_ids_and_kernels_outside_nodes():
     con = _staged()
-    got = {r[0]: tuple(r[1:]) for r in con.execute(
-        "select task_id, op_name, op_type, ge_task_type, block_dim, model_id from stg_task_ops "
-        "where source = 'task_track'").fetchall()}
+    got = {
+        r[0]: tuple(r[1:])
+        for r in con.execute(
+            "select task_id, op_name, op_type, ge_task_type, block_dim, model_id from stg_task_ops "
+            "where source = 'task_track'"
+        ).fetchall()
+    }
     assert got == {track[2]: want for track, want in TRACKS}

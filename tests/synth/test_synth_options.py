@@ -45,7 +45,9 @@ def test_synth_cli_start_and_op_scale(tmp_path):
     from pipeline.cli.main import app
 
     out = tmp_path / "d"
-    r = CliRunner().invoke(app, ["synth", str(out), "--start", "2026-03-02T01:00:00", "--op-scale", "relu_3=2", "--json"])
+    r = CliRunner().invoke(
+        app, ["synth", str(out), "--start", "2026-03-02T01:00:00", "--op-scale", "relu_3=2", "--json"]
+    )
     assert r.exit_code == 0, r.output
     assert '"collectionTimeBegin":"1772413200000000"' in (out / "start_info.0").read_text()
     r = CliRunner().invoke(app, ["synth", str(tmp_path / "e"), "--op-scale", "relu_3"])
@@ -53,6 +55,7 @@ def test_synth_cli_start_and_op_scale(tmp_path):
 
 
 # --- PROF_* control files and options ------------------------------------------------------
+
 
 def _json(path):
     return json.loads(path.read_text())
@@ -99,11 +102,25 @@ def test_synth_cli_metric_set_with_layout_prof(tmp_path):
 
     from pipeline.cli.main import app
 
-    r = CliRunner().invoke(app, ["synth", "--layout", "prof", "--chip", "ascend910b", "--metric-set", "Memory", "--json",
-                                 str(tmp_path / "d")])
+    r = CliRunner().invoke(
+        app,
+        [
+            "synth",
+            "--layout",
+            "prof",
+            "--chip",
+            "ascend910b",
+            "--metric-set",
+            "Memory",
+            "--json",
+            str(tmp_path / "d"),
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert json.loads(r.stdout)["metric_set"] == "Memory"
-    r = CliRunner().invoke(app, ["synth", "--layout", "prof", "--metric-set", "aicoreMemoryBandwidth", str(tmp_path / "e")])
+    r = CliRunner().invoke(
+        app, ["synth", "--layout", "prof", "--metric-set", "aicoreMemoryBandwidth", str(tmp_path / "e")]
+    )
     assert r.exit_code == 2 and "PipeUtilization, Memory" in r.stderr
     r = CliRunner().invoke(app, ["synth", "--old-driver", str(tmp_path / "f")])
     assert r.exit_code == 2 and "--layout prof" in r.stderr
@@ -139,8 +156,27 @@ def test_prof_task_ids_wrap_at_16_bits_and_every_task_is_counted(tmp_path):
     from pipeline.outputs.export import fetch
 
     out = tmp_path / "d"
-    r = CliRunner().invoke(app, ["synth", "--layout", "prof", "--chip", "ascend910b", "--devices", "1", "--streams", "1",
-                                 "--inferences", "1", "--tasks", "65540", "--truth", str(tmp_path / "t.json"), str(out)])
+    r = CliRunner().invoke(
+        app,
+        [
+            "synth",
+            "--layout",
+            "prof",
+            "--chip",
+            "ascend910b",
+            "--devices",
+            "1",
+            "--streams",
+            "1",
+            "--inferences",
+            "1",
+            "--tasks",
+            "65540",
+            "--truth",
+            str(tmp_path / "t.json"),
+            str(out),
+        ],
+    )
     assert r.exit_code == 0, r.output
     launches = _json(tmp_path / "t.json")["launches"]
     assert len(launches) == 65_541 and len({x["stream_id"] for x in launches}) == 1
@@ -151,9 +187,13 @@ def test_prof_task_ids_wrap_at_16_bits_and_every_task_is_counted(tmp_path):
         o = ingest_dump(wh, next(out.iterdir()))
     assert o.status == "built" and not o.issues, o.error or o.issues
     _, t = fetch(wh, "op_summary", [o.run_id])
-    got = Counter((x["op_name"], x["task_id"], x["stream_id"], x["start_ns"], x["dur_ns"]) for x in t.to_pylist())
-    assert got == Counter((x["op_name"], x["task_id"], x["stream_id"], x["start_ns"], x["end_ns"] - x["start_ns"])
-                          for x in launches)
+    got = Counter(
+        (x["op_name"], x["task_id"], x["stream_id"], x["start_ns"], x["dur_ns"]) for x in t.to_pylist()
+    )
+    assert got == Counter(
+        (x["op_name"], x["task_id"], x["stream_id"], x["start_ns"], x["end_ns"] - x["start_ns"])
+        for x in launches
+    )
     _, t = fetch(wh, "task_scheduler", [o.run_id])
     assert sum(t.column("task_count").to_pylist()) == len(launches)
 
@@ -165,10 +205,15 @@ def test_hiprof_refuses_more_task_ids_than_16_bits_hold(tmp_path):
 
     r = CliRunner().invoke(app, ["synth", "--tasks", "65535", str(tmp_path / "d")])
     assert r.exit_code == 2, r.output
-    assert r.stderr.startswith("profetl: error: --tasks 65535: at most 65534 with --layout hiprof") and not (tmp_path / "d").exists()
+    assert (
+        r.stderr.startswith("profetl: error: --tasks 65535: at most 65534 with --layout hiprof")
+        and not (tmp_path / "d").exists()
+    )
 
 
-@pytest.mark.parametrize("layout", [["--layout", "hiprof"], ["--layout", "prof", "--chip", "ascend910b", "--devices", "1"]])
+@pytest.mark.parametrize(
+    "layout", [["--layout", "hiprof"], ["--layout", "prof", "--chip", "ascend910b", "--devices", "1"]]
+)
 def test_synth_mb_writes_a_dump_of_about_that_size(tmp_path, layout):
     """--mb 3: about 3 MB on disk, the dump the options describe repeated along its timeline,
     every copy's tasks in the built tables."""
@@ -185,7 +230,9 @@ def test_synth_mb_writes_a_dump_of_about_that_size(tmp_path, layout):
     assert abs(on_disk - 3_000_000) <= 0.05 * 3_000_000, on_disk
     # one copy: the same options without --mb
     one = json.loads(CliRunner().invoke(app, ["synth", *layout, "--json", str(tmp_path / "one")]).stdout)
-    tasks_per_copy = one["task_instances"] if "task_instances" in one else one["device_logs"] // 2  # a start and an end log
+    tasks_per_copy = (
+        one["task_instances"] if "task_instances" in one else one["device_logs"] // 2
+    )  # a start and an end log
     assert got["copies"] > 10
     wh = Warehouse(tmp_path / "wh")
     with wh.writer():
@@ -193,5 +240,7 @@ def test_synth_mb_writes_a_dump_of_about_that_size(tmp_path, layout):
     assert o.status == "built" and not o.issues, o.error or o.issues
     _, t = fetch(wh, "task_scheduler", [o.run_id])
     assert sum(t.column("task_count").to_pylist()) == got["copies"] * tasks_per_copy
-    r = CliRunner().invoke(app, ["synth", *layout, "--mb", "3", "--truth", str(tmp_path / "t.json"), str(tmp_path / "e")])
+    r = CliRunner().invoke(
+        app, ["synth", *layout, "--mb", "3", "--truth", str(tmp_path / "t.json"), str(tmp_path / "e")]
+    )
     assert r.exit_code == 2 and "--truth" in r.stderr

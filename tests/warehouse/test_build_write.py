@@ -42,21 +42,26 @@ def test_build_reports_each_issue_it_wrote(tmp_path):
     with wh.writer():
         outcome = ingest_dump(wh, tmp_path / "d")
     lines = [i for i in outcome.build.issues if "dropped_task_instances" in i]
-    assert lines == [f"device 0: dropped_task_instances: {dropped} task instance(s) without a COMPLETE state; "
-                     "left out of task_scheduler and topdown_inference"]
+    assert lines == [
+        f"device 0: dropped_task_instances: {dropped} task instance(s) without a COMPLETE state; "
+        "left out of task_scheduler and topdown_inference"
+    ]
 
 
 def test_build_database_reserves_its_memory_limit_for_the_block_allocator(tmp_path):
     con = build_module.connect(tmp_path, "256MB")
     limit, blocks = con.execute(
-        "select current_setting('memory_limit'), current_setting('block_allocator_memory')").fetchone()
+        "select current_setting('memory_limit'), current_setting('block_allocator_memory')"
+    ).fetchone()
     con.close()
     assert limit == "244.1 MiB"  # 256 * 10^6 bytes in DuckDB's display
     assert blocks.split()[1] == "MiB" and abs(float(blocks.split()[0]) - 244.1) < 0.2
 
 
 def test_a_limit_larger_than_the_address_space_still_builds(tmp_path):
-    con = build_module.connect(tmp_path, "100TB")  # more than the block allocator can reserve: plain allocation
+    con = build_module.connect(
+        tmp_path, "100TB"
+    )  # more than the block allocator can reserve: plain allocation
     assert con.execute("select 1").fetchone() == (1,)
     con.close()
 
@@ -71,7 +76,10 @@ def test_staging_goes_to_the_database_file_above_twice_the_memory_limit(tmp_path
         assert build_module.staging_storage(con, {"records_decoded": None}) == "memory"  # an older run's row
     finally:
         con.close()
-    assert build_module._setting_bytes("1.5 GiB") == 1.5 * 2**30 and build_module._setting_bytes("512 bytes") == 512
+    assert (
+        build_module._setting_bytes("1.5 GiB") == 1.5 * 2**30
+        and build_module._setting_bytes("512 bytes") == 512
+    )
     assert build_module._setting_bytes("lots") == float("inf")
 
 
@@ -79,9 +87,9 @@ def test_staging_goes_to_the_database_file_above_twice_the_memory_limit(tmp_path
 def test_staging_in_the_database_file_gives_the_same_marts(tmp_path, monkeypatch, layout):
     """The same SQL over staging tables kept in the build's database file (compressed) instead
     of in memory: every mart equal, row for row and in order."""
-    from pipeline.warehouse.contracts import contracts
     from pipeline.synth.prof import ProfConfig
     from pipeline.synth.prof import generate as generate_prof
+    from pipeline.warehouse.contracts import contracts
 
     if layout == "hiprof":
         generate(tmp_path / "d", HiprofConfig(inferences=4))
@@ -91,7 +99,10 @@ def test_staging_in_the_database_file_gives_the_same_marts(tmp_path, monkeypatch
         dump = tmp_path / "d" / truth.root if truth.root else tmp_path / "d"
     run, _ = build_dump(tmp_path / "wh", dump)
     wh = build_module.Warehouse(tmp_path / "wh")
-    before = {name: pq.read_table(wh.part("marts", name, run["run_id"], run["build_id"])) for name in contracts("marts")}
+    before = {
+        name: pq.read_table(wh.part("marts", name, run["run_id"], run["build_id"]))
+        for name in contracts("marts")
+    }
     monkeypatch.setattr(build_module, "STAGING_IN_FILE_ABOVE", 0.0)  # any run with records goes to the file
     with wh.writer():
         again = rebuild(wh, wh.run(run["run_id"]))
@@ -103,9 +114,9 @@ def test_staging_in_the_database_file_gives_the_same_marts(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("storage, temporary", [("memory", True), ("file", False)])
 def test_stored_staging_tables_are_kept_where_chosen(tmp_path, storage, temporary):
+    from pipeline.jobs.transforms import run_table_layers, sql_files
     from pipeline.warehouse.contracts import RAW_TABLES
     from pipeline.warehouse.raw_reads import raw_select
-    from pipeline.jobs.transforms import run_table_layers, sql_files
 
     generate(tmp_path / "d", HiprofConfig(inferences=2))
     run, _ = build_dump(tmp_path / "wh", tmp_path / "d")

@@ -115,7 +115,9 @@ def test_a_lost_index_is_named_and_repair_restores_it_from_its_kept_versions(wh,
     assert {f: f.read_bytes() for f in _part_files(wh)} == files  # nothing deleted or changed
     assert _check(wh)[0] == 0
     if how != "deleted":  # the foreign file is kept aside, not lost
-        assert (wh.path / "runs" / "runs.parquet.damaged").read_bytes() == next(iter(sorted(files))).read_bytes()
+        assert (wh.path / "runs" / "runs.parquet.damaged").read_bytes() == next(
+            iter(sorted(files))
+        ).read_bytes()
 
 
 def test_repair_skips_a_kept_version_that_cannot_restore_and_says_when_none_can(wh):
@@ -149,7 +151,7 @@ def test_a_truncated_part_file_is_named_with_both_sizes_and_only_its_runs_are_da
     group, members, alone = _group(wh)
     f = wh.file("raw", "api_calls", group)
     recorded = f.stat().st_size
-    f.write_bytes(f.read_bytes()[:recorded // 2])
+    f.write_bytes(f.read_bytes()[: recorded // 2])
     r = _cli("check", "-w", wh.path)
     assert r.exit_code == 1
     lines = r.stdout.splitlines()
@@ -157,7 +159,11 @@ def test_a_truncated_part_file_is_named_with_both_sizes_and_only_its_runs_are_da
     assert f"damaged    {rel}: size {recorded // 2} bytes, {recorded} recorded" in lines
     assert lines[-1].startswith("DAMAGED:")
     _, rep = _check(wh)
-    assert {r["run_id"]: r["whole"] for r in rep["runs"]} == {members[0]: False, members[1]: False, alone: True}
+    assert {r["run_id"]: r["whole"] for r in rep["runs"]} == {
+        members[0]: False,
+        members[1]: False,
+        alone: True,
+    }
 
 
 def test_changed_bytes_of_the_same_size_differ_from_the_recorded_hash(wh):
@@ -169,7 +175,8 @@ def test_changed_bytes_of_the_same_size_differ_from_the_recorded_hash(wh):
     code, rep = _check(wh)
     assert code == 1
     assert [(d["file"], d["problem"]) for d in rep["damaged_files"]] == [
-        (f.relative_to(wh.path).as_posix(), "content differs from its recorded SHA-256 (same size)")]
+        (f.relative_to(wh.path).as_posix(), "content differs from its recorded SHA-256 (same size)")
+    ]
     assert [r["run_id"] for r in rep["runs"] if not r["whole"]] == [alone]
 
 
@@ -179,7 +186,9 @@ def test_a_group_missing_one_tables_file_is_named(wh):
     f.unlink()
     code, rep = _check(wh)
     assert code == 1
-    assert [(d["file"], d["problem"]) for d in rep["damaged_files"]] == [(f.relative_to(wh.path).as_posix(), "missing")]
+    assert [(d["file"], d["problem"]) for d in rep["damaged_files"]] == [
+        (f.relative_to(wh.path).as_posix(), "missing")
+    ]
     assert sorted(r["run_id"] for r in rep["runs"] if not r["whole"]) == members
 
 
@@ -199,8 +208,11 @@ def test_repair_drop_drops_only_the_run_named_and_deletes_no_other_committed_fil
     f = wh.file("raw", "api_calls", wh.row(alone)["raw_part"])
     f.write_bytes(f.read_bytes()[:100])
     others = {e["file"] for e in wh.recorded_files()} - {
-        e["file"] for e in wh.recorded_files() if e["file"].split("/")[-1].split(".")[0][len("part-"):] in
-        (wh.row(alone)["raw_part"], wh.row(alone)["mart_part"])}
+        e["file"]
+        for e in wh.recorded_files()
+        if e["file"].split("/")[-1].split(".")[0][len("part-") :]
+        in (wh.row(alone)["raw_part"], wh.row(alone)["mart_part"])
+    }
     r = _cli("check", "--repair", "-w", wh.path)  # no --drop: nothing dropped, damage still reported
     assert r.exit_code == 1 and _listed_runs(wh) == sorted(members + [alone]) and f.exists()
     r = _cli("check", "--repair", "--drop", alone, "-w", wh.path)

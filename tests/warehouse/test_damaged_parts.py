@@ -24,8 +24,11 @@ def _cli(*args):
 
 def _files(wh: Warehouse) -> dict[Path, str]:
     """Every part file's content hash (the index aside: a command that commits replaces it)."""
-    return {f: hashlib.sha256(f.read_bytes()).hexdigest()
-            for layer in ("raw", "marts") for f in (wh.path / layer).rglob("*.parquet")}
+    return {
+        f: hashlib.sha256(f.read_bytes()).hexdigest()
+        for layer in ("raw", "marts")
+        for f in (wh.path / layer).rglob("*.parquet")
+    }
 
 
 def _one_line_error(r, name: str) -> None:
@@ -56,7 +59,7 @@ def _damage(wh: Warehouse, group: str, how: str) -> Path:
     f = wh.file("raw", "api_calls", group)
     if how == "truncated":
         data = f.read_bytes()
-        f.write_bytes(data[:len(data) // 2])
+        f.write_bytes(data[: len(data) // 2])
     else:
         f.unlink()
     return f
@@ -79,8 +82,9 @@ def test_drop_and_build_leave_a_damaged_group_as_it_is(grouped, how):
     _one_line_error(r, damaged.name)
     assert sum(damaged.name in line for line in r.stderr.splitlines()) == len(members)
     after = _files(wh)
-    assert {f: h for f, h in after.items() if "part-c" in f.name} == \
-        {f: h for f, h in before.items() if "part-c" in f.name}  # every group file as it was
+    assert {f: h for f, h in after.items() if "part-c" in f.name} == {
+        f: h for f, h in before.items() if "part-c" in f.name
+    }  # every group file as it was
     index_after = wh.index()
     assert index_after[alone]["build_id"] != index_before[alone]["build_id"]
     assert all(index_after[m] == index_before[m] for m in members)

@@ -41,9 +41,18 @@ def _state(wh: Path) -> dict:
 
 
 def _every_command(wh: Path, dump: Path, run_id: str, tmp_path: Path) -> list[tuple]:
-    return [("runs",), ("runs", "--json"), ("query", "select count(*) from task_states"),
-            ("query", "select count(*) from runs"), ("run", dump), ("run", dump, "--force"),
-            ("drop", run_id), ("build", run_id), ("show", run_id), ("report", run_id, "--out", tmp_path / "r.html")]
+    return [
+        ("runs",),
+        ("runs", "--json"),
+        ("query", "select count(*) from task_states"),
+        ("query", "select count(*) from runs"),
+        ("run", dump),
+        ("run", dump, "--force"),
+        ("drop", run_id),
+        ("build", run_id),
+        ("show", run_id),
+        ("report", run_id, "--out", tmp_path / "r.html"),
+    ]
 
 
 def _one_line_error(p, *needles: str) -> str:
@@ -57,6 +66,7 @@ def _one_line_error(p, *needles: str) -> str:
 
 
 # --- 1. a missing index ------------------------------------------------------------------
+
 
 def test_a_missing_index_stops_every_command_and_sweeps_nothing(two_runs, tmp_path):
     wh, dumps, (victim, _) = two_runs
@@ -94,6 +104,7 @@ def test_an_empty_new_warehouse_is_no_damage_and_a_first_run_killed_before_its_c
 
 
 # --- 2. an index that is valid Parquet of another schema ---------------------------------------
+
 
 def test_a_part_file_copied_over_the_index_is_refused_by_every_command(two_runs, tmp_path):
     wh, dumps, (victim, _) = two_runs
@@ -142,11 +153,14 @@ def test_an_index_written_before_formats_and_sizes_still_opens_and_commits(two_r
     # the new run's files are recorded, the other run's (committed before sizes were) are not
     listed = {e["file"] for e in Warehouse(wh.path).recorded_files()}
     assert listed and all(e.startswith(("raw/", "marts/")) for e in listed)
-    assert {Path(f).name.split(".")[0] for f in listed} == {f"part-{old.index()[a]['raw_part']}",
-                                                            f"part-{old.index()[a]['mart_part']}"}
+    assert {Path(f).name.split(".")[0] for f in listed} == {
+        f"part-{old.index()[a]['raw_part']}",
+        f"part-{old.index()[a]['mart_part']}",
+    }
 
 
 # --- 4. sizes and hashes of what was committed ---------------------------------------------
+
 
 def test_every_committed_file_has_its_size_and_hash_in_the_index(two_runs):
     wh, dumps, (a, _) = two_runs
@@ -194,14 +208,18 @@ def test_a_reader_fails_naming_a_part_file_whose_size_changed(two_runs, damage):
     data = f.read_bytes()
     f.write_bytes(data[:-100] if damage == "truncated" else data + b"\0" * 100)
     actual = f.stat().st_size
-    reads = (lambda w: query(w, "select count(*) from task_states"),  # the placing columns, by DuckDB
-             lambda w: connect(w).close(),  # the whole index, by Arrow
-             lambda w: connect(w, [a], records=False).close(),  # one run's placing
-             lambda w: connect(w, [a]).close())
+    reads = (
+        lambda w: query(w, "select count(*) from task_states"),  # the placing columns, by DuckDB
+        lambda w: connect(w).close(),  # the whole index, by Arrow
+        lambda w: connect(w, [a], records=False).close(),  # one run's placing
+        lambda w: connect(w, [a]).close(),
+    )
     for read in reads:
         with pytest.raises(PartSizeMismatch) as e:
             read(Warehouse(wh.path))
-        assert str(f) in str(e.value) and f"{recorded} bytes" in str(e.value) and f"has {actual}" in str(e.value)
+        assert (
+            str(f) in str(e.value) and f"{recorded} bytes" in str(e.value) and f"has {actual}" in str(e.value)
+        )
     p = profetl("query", "select count(*) from task_states", "--warehouse", wh.path)
     _one_line_error(p, str(f), str(recorded), str(actual))
     # a table it does not hold still reads
@@ -209,6 +227,7 @@ def test_a_reader_fails_naming_a_part_file_whose_size_changed(two_runs, damage):
 
 
 # --- kept versions of the index ---------------------------------------------------------------
+
 
 def test_the_last_versions_of_the_index_are_kept_and_restore_a_deleted_index(two_runs, tmp_path):
     wh, dumps, (a, b) = two_runs

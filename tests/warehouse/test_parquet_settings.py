@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.warehouse.sink import parquet_writer
 from pipeline.synth.hiprof import HiprofConfig, generate
+from pipeline.warehouse.sink import parquet_writer
 from pipeline.warehouse.store import Warehouse
 from tests.helpers.built import build_dump
 
@@ -24,8 +24,10 @@ def test_raw_and_mart_files_keep_statistics_for_numbers_only(tmp_path):
     generate(tmp_path / "d", HiprofConfig(inferences=3))
     run, _ = build_dump(tmp_path / "wh", tmp_path / "d")
     wh = Warehouse(tmp_path / "wh")
-    files = [wh.part("raw", "api_calls", run["run_id"], run["ingest_id"]),
-             wh.part("marts", "op_summary", run["run_id"], run["build_id"])]
+    files = [
+        wh.part("raw", "api_calls", run["run_id"], run["ingest_id"]),
+        wh.part("marts", "op_summary", run["run_id"], run["build_id"]),
+    ]
     bounded = 0
     for path in files:
         f = pq.ParquetFile(path)
@@ -38,16 +40,25 @@ def test_raw_and_mart_files_keep_statistics_for_numbers_only(tmp_path):
                 assert (stats.min, stats.max) == (run["run_id"], run["run_id"]), path.name
             elif pa.types.is_string(field.type):
                 assert stats is None or not stats.has_min_max, (path.name, field.name)
-            elif pa.types.is_integer(field.type) and f.metadata.num_row_groups == 1 and table[field.name].null_count < table.num_rows:
+            elif (
+                pa.types.is_integer(field.type)
+                and f.metadata.num_row_groups == 1
+                and table[field.name].null_count < table.num_rows
+            ):
                 # the statistics a reader may prune on are the column's true bounds
-                assert (stats.min, stats.max) == (pc.min(table[field.name]).as_py(), pc.max(table[field.name]).as_py()), field.name
+                assert (stats.min, stats.max) == (
+                    pc.min(table[field.name]).as_py(),
+                    pc.max(table[field.name]).as_py(),
+                ), field.name
                 bounded += 1
     assert bounded >= 5  # the integer branch checked real columns (times, ids, seq) of both files
 
 
 def _encodings(path) -> dict[str, tuple[str, ...]]:
     meta = pq.ParquetFile(path).metadata
-    return {meta.schema.column(i).name: meta.row_group(0).column(i).encodings for i in range(meta.num_columns)}
+    return {
+        meta.schema.column(i).name: meta.row_group(0).column(i).encodings for i in range(meta.num_columns)
+    }
 
 
 def test_mart_measurements_are_byte_stream_split_ids_dictionary_times_delta(tmp_path):
@@ -61,11 +72,13 @@ def test_mart_measurements_are_byte_stream_split_ids_dictionary_times_delta(tmp_
     assert "RLE_DICTIONARY" in enc["op_name"] and "RLE_DICTIONARY" in enc["task_id"]
 
 
-FLOATS = st.lists(st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True, width=64)), max_size=300)
+FLOATS = st.lists(
+    st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True, width=64)), max_size=300
+)
 
 
 @settings(max_examples=40, deadline=None)
-@given(values=FLOATS, ints=st.lists(st.integers(-2**63, 2**63 - 1), min_size=1, max_size=5))
+@given(values=FLOATS, ints=st.lists(st.integers(-(2**63), 2**63 - 1), min_size=1, max_size=5))
 def test_float_and_integer_columns_come_back_bit_for_bit(tmp_path_factory, values, ints):
     """Byte-stream split and delta encoding lose nothing: NULL, NaN, infinities, -0.0, subnormals."""
     n = len(values)
@@ -88,14 +101,18 @@ def test_sink_writes_text_from_its_dictionary_and_reads_back_as_the_contract(tmp
     from pipeline.warehouse.contracts import contract
     from pipeline.warehouse.sink import ParquetSink
 
-    files = pa.DictionaryArray.from_arrays(pa.array([1, 1, 0, 1], pa.int32()), pa.array(["z.slice_1", "a.slice_0"]))
+    files = pa.DictionaryArray.from_arrays(
+        pa.array([1, 1, 0, 1], pa.int32()), pa.array(["z.slice_1", "a.slice_0"])
+    )
     columns = {
         "device_id": pa.array([0, 0, 1, 1], pa.int32()),
         "source_file": files,  # a stream's file names, as SliceStream.source_files gives them
         "seq": pa.array([0, 1, 2, 3], pa.int64()),
         "level": "acl",  # one value for every row
         "api_name": pa.array(["aclInit", None, "aclInit", "aclFinalize"], pa.string()),  # plain text
-        "item": pa.DictionaryArray.from_arrays(pa.array([0, None, 2, 1], pa.int32()), pa.array(["m", "n", "m"])),
+        "item": pa.DictionaryArray.from_arrays(
+            pa.array([0, None, 2, 1], pa.int32()), pa.array(["m", "n", "m"])
+        ),
     }
     path = tmp_path / "api_calls.parquet"
     sink = ParquetSink({"api_calls": path})
@@ -109,5 +126,7 @@ def test_sink_writes_text_from_its_dictionary_and_reads_back_as_the_contract(tmp
     assert back["api_name"].to_pylist() == ["aclInit", None, "aclInit", "aclFinalize"]
     assert back["item"].to_pylist() == ["m", None, "m", "n"]
     assert back["pid"].to_pylist() == [None] * 4  # not supplied: NULL
-    stored = pq.read_table(path, columns=["source_file"], read_dictionary=["source_file"])["source_file"].chunk(0)
+    stored = pq.read_table(path, columns=["source_file"], read_dictionary=["source_file"])[
+        "source_file"
+    ].chunk(0)
     assert stored.dictionary.to_pylist() == ["z.slice_1", "a.slice_0"]

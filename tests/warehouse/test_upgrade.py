@@ -10,12 +10,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.warehouse.contracts import contract, contracts
-from pipeline.errors import DamagedPart
-from pipeline.outputs.export import fetch
-from pipeline.jobs.runner import rebuild, run_roots
-from pipeline.outputs.query import query
 from pipeline.analysis.selection import catalog
+from pipeline.errors import DamagedPart
+from pipeline.jobs.runner import rebuild, run_roots
+from pipeline.outputs.export import fetch
+from pipeline.outputs.query import query
+from pipeline.warehouse.contracts import contract, contracts
 from pipeline.warehouse.store import Warehouse
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
@@ -24,7 +24,9 @@ SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
 
 
 def _marts(wh, run_id):
-    return {t: fetch(wh, t, [run_id])[1].to_pylist() for t in ("task_scheduler", "op_summary", "ai_core_metrics")}
+    return {
+        t: fetch(wh, t, [run_id])[1].to_pylist() for t in ("task_scheduler", "op_summary", "ai_core_metrics")
+    }
 
 
 def test_run_ingested_before_task_metrics_and_new_columns_rebuilds(tmp_path):
@@ -51,11 +53,15 @@ def test_a_current_run_missing_a_raw_file_is_an_error(tmp_path):
         (o,) = run_roots(wh, [SAMPLE])
     run = wh.run(o.run_id)
     wh.part("raw", "task_metrics", o.run_id, run["ingest_id"]).unlink()
-    with wh.writer(), pytest.raises(DamagedPart, match=r"task_metrics/part-.* is missing; run .* cannot be built"):
+    with (
+        wh.writer(),
+        pytest.raises(DamagedPart, match=r"task_metrics/part-.* is missing; run .* cannot be built"),
+    ):
         rebuild(wh, run)
 
 
 # --- the warehouse layout of profetl 0.2: a folder and a commit record per run ------------------
+
 
 def _night(tmp_path, i: int) -> Path:
     """The sample dump as another night: another start_info text, so another run id."""
@@ -144,4 +150,4 @@ def test_a_migration_killed_before_its_commit_leaves_the_old_layout(old_warehous
         assert w.stale_lock and w.migrated == 2
     assert _everything(Warehouse(wh.path)) == expected
     named = {p for r in Warehouse(wh.path).index().values() for p in (r["raw_part"], r["mart_part"])}
-    assert {f.name[len("part-"):-len(".parquet")] for f in wh.path.glob("*/*/part-*.parquet")} <= named
+    assert {f.name[len("part-") : -len(".parquet")] for f in wh.path.glob("*/*/part-*.parquet")} <= named

@@ -10,13 +10,12 @@ import sys
 import pyarrow as pa
 import pytest
 
-from pipeline.warehouse.contracts import Column, Contract
-from pipeline.errors import UnknownTable, UsageError
-from pipeline.outputs.export import csv_cell, export, to_csv
+from pipeline.errors import QueryFailed, UnknownTable, UsageError
 from pipeline.jobs.runner import run_roots
+from pipeline.outputs.export import csv_cell, export, to_csv
 from pipeline.outputs.query import query
-from pipeline.errors import QueryFailed
 from pipeline.synth.hiprof import HiprofConfig, generate
+from pipeline.warehouse.contracts import Column, Contract
 from pipeline.warehouse.store import Warehouse
 from tests.helpers.warehouse_checks import assert_consistent, counts, part_files, profetl
 
@@ -92,8 +91,10 @@ def test_a_second_writer_exits_with_the_locked_code_or_waits(tmp_path, dump):
     wh = tmp_path / "wh"
     assert profetl("run", dump, "--warehouse", wh).returncode == 0
     # hold the lock from another process for a while
-    code = ("import sys, time; from pipeline.warehouse.store import Warehouse\n"
-            "with Warehouse(sys.argv[1]).writer():\n    print('held', flush=True); time.sleep(3)\n")
+    code = (
+        "import sys, time; from pipeline.warehouse.store import Warehouse\n"
+        "with Warehouse(sys.argv[1]).writer():\n    print('held', flush=True); time.sleep(3)\n"
+    )
     p = subprocess.Popen([sys.executable, "-c", code, str(wh)], stdout=subprocess.PIPE, text=True)
     assert p.stdout.readline().strip() == "held"
     locked = profetl("run", dump, "--warehouse", wh, "--force")
@@ -143,21 +144,41 @@ def test_names_cannot_escape_the_warehouse(tmp_path):
 
 def test_query_is_read_only(tmp_path, dump):
     _run(tmp_path / "wh", dump)
-    for sql in (f"copy (select 1) to '{tmp_path / 'x.csv'}'", "create table t as select 1",
-                f"attach '{tmp_path / 'x.db'}'", "select 1; select 2"):
+    for sql in (
+        f"copy (select 1) to '{tmp_path / 'x.csv'}'",
+        "create table t as select 1",
+        f"attach '{tmp_path / 'x.db'}'",
+        "select 1; select 2",
+    ):
         with pytest.raises(QueryFailed):
             query(Warehouse(tmp_path / "wh"), sql)
     assert not (tmp_path / "x.csv").exists()
 
 
 def test_csv_neutralises_formulas_and_keeps_numbers():
-    assert [csv_cell(v) for v in ("=1+2", "+x", "-x", "@SUM(A1)", "\tx", "\rx", "plain")] == \
-        ["'=1+2", "'+x", "'-x", "'@SUM(A1)", "'\tx", "'\rx", "plain"]
+    assert [csv_cell(v) for v in ("=1+2", "+x", "-x", "@SUM(A1)", "\tx", "\rx", "plain")] == [
+        "'=1+2",
+        "'+x",
+        "'-x",
+        "'@SUM(A1)",
+        "'\tx",
+        "'\rx",
+        "plain",
+    ]
     assert [csv_cell(v) for v in (-5, -2.5, 0, None, 1e-5)] == ["-5", "-2.5", "0", "", "1e-05"]
-    c = Contract("t", "marts", "", "", "", (Column("op_name", "string", "", display="Op Name"),
-                                             Column("time_ns", "int64", "", display="Time(ns)")))
-    text = to_csv(c, pa.table({"op_name": ["=HYPERLINK(\"x\")", "conv"], "time_ns": [-3, 4]}))
-    assert text == "Op Name,Time(ns)\n\"'=HYPERLINK(\"\"x\"\")\",-3\nconv,4\n"
+    c = Contract(
+        "t",
+        "marts",
+        "",
+        "",
+        "",
+        (
+            Column("op_name", "string", "", display="Op Name"),
+            Column("time_ns", "int64", "", display="Time(ns)"),
+        ),
+    )
+    text = to_csv(c, pa.table({"op_name": ['=HYPERLINK("x")', "conv"], "time_ns": [-3, 4]}))
+    assert text == 'Op Name,Time(ns)\n"\'=HYPERLINK(""x"")",-3\nconv,4\n'
 
 
 def test_sweep_removes_leftovers_only(tmp_path, dump):
@@ -183,7 +204,14 @@ def test_a_writer_that_fails_releases_the_lock_cleanly(tmp_path):
         assert wh.stale_lock is None  # no false alarm about a dead writer
 
 
-CONTROL_FILES = ("host_start.log.0", "start_info.0", "end_info.0", "dev_start.log.0", "info.json.0", "sample.json")
+CONTROL_FILES = (
+    "host_start.log.0",
+    "start_info.0",
+    "end_info.0",
+    "dev_start.log.0",
+    "info.json.0",
+    "sample.json",
+)
 
 
 def test_dumps_without_control_files_get_distinct_runs(tmp_path):
@@ -228,10 +256,14 @@ def test_dumps_at_one_relative_path_from_other_folders_are_told_apart(tmp_path, 
     assert not outcomes[1].ingest.replaced and outcomes[0].run_id != outcomes[1].run_id
     runs = {r["run_id"]: r for r in Warehouse(tmp_path / "wh").runs()}
     assert [runs[o.run_id]["source_path"] for o in outcomes] == ["dump", "dump"]
-    assert [runs[o.run_id]["source_abspath"] for o in outcomes] == [str(tmp_path.resolve() / f / "dump") for f in "ab"]
+    assert [runs[o.run_id]["source_abspath"] for o in outcomes] == [
+        str(tmp_path.resolve() / f / "dump") for f in "ab"
+    ]
     for folder, o in zip("ab", outcomes):  # each folder finds its own run again
         monkeypatch.chdir(tmp_path / folder)
-        assert [(x.status, x.run_id) for x in _run(tmp_path / "wh", Path("dump"))] == [("unchanged", o.run_id)]
+        assert [(x.status, x.run_id) for x in _run(tmp_path / "wh", Path("dump"))] == [
+            ("unchanged", o.run_id)
+        ]
 
 
 def test_an_index_from_before_source_abspath_reads_and_takes_new_runs(tmp_path, dump):
@@ -250,7 +282,9 @@ def test_an_index_from_before_source_abspath_reads_and_takes_new_runs(tmp_path, 
     (second,) = _run(wh, other)
     assert second.status == "built"
     runs = {r["run_id"]: r for r in Warehouse(wh).runs()}
-    assert runs[first.run_id]["source_abspath"] is None and runs[second.run_id]["source_abspath"] == str(other)
+    assert runs[first.run_id]["source_abspath"] is None and runs[second.run_id]["source_abspath"] == str(
+        other
+    )
 
 
 def counts_of(tmp_path, dump):

@@ -8,9 +8,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from pipeline.warehouse import store as W
-from pipeline.outputs.export import export, fetch
 from pipeline.jobs.runner import run_roots
+from pipeline.outputs.export import export, fetch
+from pipeline.warehouse import store as W
 from pipeline.warehouse.store import Warehouse, is_group
 from tests.helpers.warehouse_checks import assert_consistent, part_files
 
@@ -90,8 +90,9 @@ def test_export_of_many_runs_keeps_run_order(nights, tmp_path):
     # the runs in another order than the groups keep them: the order asked for
     back = list(reversed(run_ids))
     export(wh, "op_summary", back, "parquet", str(out))
-    assert [r["run_id"] for r in pq.read_table(out, columns=["run_id"]).to_pylist()] == \
-        [run_id for run_id in back for _ in alone[run_id]["op_summary"]]
+    assert [r["run_id"] for r in pq.read_table(out, columns=["run_id"]).to_pylist()] == [
+        run_id for run_id in back for _ in alone[run_id]["op_summary"]
+    ]
 
 
 def test_replacing_a_run_in_a_group_rewrites_only_its_group(nights):
@@ -115,7 +116,7 @@ def test_replacing_a_run_in_a_group_rewrites_only_its_group(nights):
         assert _rows(wh, run_id) == rows, run_id
     # no file the index does not name
     named = {p for r in after.values() for p in (r["raw_part"], r["mart_part"])}
-    assert {f.name[len("part-"):-len(".parquet")] for f in part_files(wh.path)} == named
+    assert {f.name[len("part-") : -len(".parquet")] for f in part_files(wh.path)} == named
     assert_consistent(wh.path)
 
 
@@ -176,4 +177,3 @@ def test_sharded_runs_are_compacted_and_dropped_whole(tmp_path, small_groups):
     named = {r[k] for r in wh.index().values() for k in ("raw_part", "mart_part")}
     assert {W.part_of(f.name) for f in part_files(wh.path)} == named  # nothing else left on disk
     assert_consistent(wh.path)
-

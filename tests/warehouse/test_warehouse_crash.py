@@ -13,8 +13,8 @@ import time
 
 import pytest
 
-from pipeline.warehouse.faults import POINTS
 from pipeline.synth.hiprof import HiprofConfig, generate
+from pipeline.warehouse.faults import POINTS
 from pipeline.warehouse.store import Warehouse
 from tests.helpers.warehouse_checks import assert_consistent, counts, part_files, profetl
 
@@ -107,8 +107,12 @@ def test_an_unreadable_index_stops_every_command_and_deletes_nothing(tmp_path, d
     a, b, wh, (victim, _) = _two_runs(tmp_path)
     index = wh / "runs" / "runs.parquet"
     data = index.read_bytes()
-    bad = {"truncated": data[: len(data) // 2], "garbage": b"\x00garbage" * 50, "empty": b"",
-           "not_an_index": (wh / "raw" / "task_states").glob("*.parquet").__next__().read_bytes()}[damage]
+    bad = {
+        "truncated": data[: len(data) // 2],
+        "garbage": b"\x00garbage" * 50,
+        "empty": b"",
+        "not_an_index": (wh / "raw" / "task_states").glob("*.parquet").__next__().read_bytes(),
+    }[damage]
     if damage == "not_an_index":  # a Parquet file, but no run_id column: another table's part
         import pyarrow.parquet as pq
 
@@ -119,11 +123,19 @@ def test_an_unreadable_index_stops_every_command_and_deletes_nothing(tmp_path, d
         index.write_bytes(bad)
     files = {p: p.stat().st_mtime_ns for p in part_files(wh)}
     (wh / "raw" / "task_states" / "part-leftover.parquet").write_bytes(b"x")  # what a sweep would remove
-    for args in (("runs", "--json"), ("query", "select count(*) from runs"), ("query", "select count(*) from task_states"),
-                 ("run", a, "--force"), ("drop", victim)):
+    for args in (
+        ("runs", "--json"),
+        ("query", "select count(*) from runs"),
+        ("query", "select count(*) from task_states"),
+        ("run", a, "--force"),
+        ("drop", victim),
+    ):
         p = profetl(*args, "--warehouse", wh)
         assert p.returncode == 1, (args, p.stdout, p.stderr)
-        assert "runs.parquet" in p.stdout + p.stderr and "cannot be read" in p.stdout + p.stderr, (args, p.stderr)
+        assert "runs.parquet" in p.stdout + p.stderr and "cannot be read" in p.stdout + p.stderr, (
+            args,
+            p.stderr,
+        )
         assert "Traceback" not in p.stderr
     assert index.read_bytes() == bad
     assert (wh / "raw" / "task_states" / "part-leftover.parquet").exists()
@@ -137,8 +149,14 @@ def test_unreadable_commit_record_keeps_its_run(tmp_path, damage):
     a, b, wh, (victim, other) = _two_runs(tmp_path, old=True)  # per-run records: profetl 0.2's layout
     record = wh / "runs" / f"run_id={victim}" / "run.parquet"
     data = record.read_bytes()
-    record.write_bytes({"truncated": data[: len(data) // 2], "garbage": b"\x00garbage" * 50, "empty": b"",
-                        "other_run": (wh / "runs" / f"run_id={other}" / "run.parquet").read_bytes()}[damage])
+    record.write_bytes(
+        {
+            "truncated": data[: len(data) // 2],
+            "garbage": b"\x00garbage" * 50,
+            "empty": b"",
+            "other_run": (wh / "runs" / f"run_id={other}" / "run.parquet").read_bytes(),
+        }[damage]
+    )
     files = sorted(p for p in part_files(wh) if f"run_id={victim}" in str(p))
     assert files
 
@@ -209,8 +227,13 @@ class _ReplacedWhileListing(Warehouse):
         return rows
 
 
-@pytest.mark.parametrize("sql", ["select count(distinct run_id), count(*) from task_states",
-                                 "select count(distinct run_id), count(*) from task_states join runs using (run_id)"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "select count(distinct run_id), count(*) from task_states",
+        "select count(distinct run_id), count(*) from task_states join runs using (run_id)",
+    ],
+)
 def test_reader_never_answers_from_a_stale_list(tmp_path, sql):
     """A writer replaces a run between a reader's listing and its read: the reader must see
     every run (here: read again on a new snapshot), not silently leave the run out."""
@@ -251,8 +274,8 @@ def test_a_reader_reads_the_index_again_when_a_writer_replaced_it_during_the_rea
 
 
 def test_reader_fails_clearly_when_the_warehouse_keeps_changing(tmp_path, monkeypatch):
-    from pipeline.outputs.query import query
     from pipeline.errors import QueryFailed
+    from pipeline.outputs.query import query
 
     _, _, wh, (victim, _) = _two_runs(tmp_path)
     real = Warehouse.index
@@ -297,15 +320,22 @@ def test_readers_racing_a_writer_never_get_a_partial_answer(tmp_path, versions):
         "for i in range(6):\n"
         "    src = sys.argv[1 + i % 2]\n"
         "    shutil.rmtree(sys.argv[3]); shutil.copytree(src, sys.argv[3])\n"
-        "    subprocess.run([sys.executable, '-m', 'pipeline.cli', 'run', sys.argv[3], '-w', sys.argv[4], '--force', '--wait', '30'], check=True, capture_output=True)\n")
-    writer = subprocess.Popen([sys.executable, "-c", writer_script, str(v2), str(v1), str(dump), str(wh)],
-                              env={**os.environ}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        "    subprocess.run([sys.executable, '-m', 'pipeline.cli', 'run', sys.argv[3], '-w', sys.argv[4], '--force', '--wait', '30'], check=True, capture_output=True)\n"
+    )
+    writer = subprocess.Popen(
+        [sys.executable, "-c", writer_script, str(v2), str(v1), str(dump), str(wh)],
+        env={**os.environ},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     answers, failures = set(), 0
     deadline = time.monotonic() + 90
     try:
         while writer.poll() is None and time.monotonic() < deadline:
             try:
-                answers.add(query(Warehouse(wh), "select count(distinct run_id), count(*) from task_states").rows[0])
+                answers.add(
+                    query(Warehouse(wh), "select count(distinct run_id), count(*) from task_states").rows[0]
+                )
             except QueryFailed as e:
                 failures += 1
                 assert "run the command again" in str(e)

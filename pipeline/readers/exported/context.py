@@ -7,8 +7,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.readers.hiprof.reader import Sink
 from pipeline.readers.hiprof.files import rel_name
+from pipeline.readers.hiprof.reader import Sink
 from pipeline.readers.issues import IssueLog
 
 # Canonical tables an exported source can fill (docs/architecture.md#canonical-tables).
@@ -30,7 +30,9 @@ class ExportContext:
     log: IssueLog
     tables: frozenset[str]
     default_device: int | None = None
-    workdir: Path | None = None  # where a reader may put a private copy of its file (the ingest's temp folder)
+    workdir: Path | None = (
+        None  # where a reader may put a private copy of its file (the ingest's temp folder)
+    )
 
     def rel(self, p: Path) -> str:
         return rel_name(self.root, p)
@@ -72,7 +74,7 @@ class _Bounded(io.RawIOBase):
         if not self._left:
             return 0
         view = memoryview(b)
-        n = self._fh.readinto(view[:min(len(view), self._left)]) or 0
+        n = self._fh.readinto(view[: min(len(view), self._left)]) or 0
         self._left -= n
         return n
 

@@ -75,9 +75,26 @@ REQUIRED = {
     "start": "Start Time(us) (Task Start Time(us), task_start(us))",
 }
 # Known columns before the metrics that no canonical column holds (reported in the notes)
-NOT_KEPT = ("stepid", "waittime(us)", "taskwaittime(us)", "hf32eligible", "modelname", "inferid", "task_stop(us)")
-STRINGS = ("op_name", "op_type", "op_state", "input_shapes", "input_data_types", "input_formats",
-           "output_shapes", "output_data_types", "output_formats")
+NOT_KEPT = (
+    "stepid",
+    "waittime(us)",
+    "taskwaittime(us)",
+    "hf32eligible",
+    "modelname",
+    "inferid",
+    "task_stop(us)",
+)
+STRINGS = (
+    "op_name",
+    "op_type",
+    "op_state",
+    "input_shapes",
+    "input_data_types",
+    "input_formats",
+    "output_shapes",
+    "output_data_types",
+    "output_formats",
+)
 NO_CONTEXT = 4294967295  # exporters' "no context"
 
 _BLOCK = 8 << 20  # bytes of text per batch
@@ -108,8 +125,9 @@ def layout(header: list[str]) -> Layout:
     else:
         first = max(known, default=-1) + 1
     metrics = [i for i in range(first, len(header)) if keys[i] and i not in known]
-    not_kept = [header[i].strip() for i in range(min(first, len(header)))
-                if i not in roles.values() and keys[i]]
+    not_kept = [
+        header[i].strip() for i in range(min(first, len(header))) if i not in roles.values() and keys[i]
+    ]
     return Layout(header, roles, metrics, not_kept)
 
 
@@ -125,8 +143,15 @@ def read_summary(path: Path, kind: str, ctx: ExportContext, size: int | None = N
             size = path.stat().st_size
         header = _header(path, size)
     except (OSError, UnicodeDecodeError, csv.Error) as e:
-        ctx.log.add(Issue(rel, "unreadable_file", f"header not readable ({e}): file not read", byte_offset=0,
-                          byte_length=file_size(path)))
+        ctx.log.add(
+            Issue(
+                rel,
+                "unreadable_file",
+                f"header not readable ({e}): file not read",
+                byte_offset=0,
+                byte_length=file_size(path),
+            )
+        )
         return res
     if not header:
         ctx.log.add(Issue(rel, "unreadable_file", "empty file: no header, no rows", byte_length=size))
@@ -134,10 +159,15 @@ def read_summary(path: Path, kind: str, ctx: ExportContext, size: int | None = N
     lay = layout(header)
     missing = [what for role, what in REQUIRED.items() if role not in lay.roles]
     if missing:
-        ctx.log.add(Issue(rel, "unreadable_file",
-                          f"no {' and no '.join(missing)} column, so its rows name no task execution: "
-                          f"file not read (header: {','.join(h.strip() for h in header)[:300]})",
-                          byte_length=size))
+        ctx.log.add(
+            Issue(
+                rel,
+                "unreadable_file",
+                f"no {' and no '.join(missing)} column, so its rows name no task execution: "
+                f"file not read (header: {','.join(h.strip() for h in header)[:300]})",
+                byte_length=size,
+            )
+        )
         return res
 
     # Parse everything first: a file pyarrow cannot parse writes nothing.
@@ -155,34 +185,57 @@ def read_summary(path: Path, kind: str, ctx: ExportContext, size: int | None = N
             good = sum(b.num_rows for b in _batches(path, size, len(header), bad_rows.append, on_not_utf8))
             batches = _batches(path, size, len(header), lambda row: None)
     except (pa.ArrowInvalid, OSError) as e:
-        ctx.log.add(Issue(rel, "unreadable_file", f"not parseable as CSV: {e}: file not read",
-                          byte_offset=_row_offset(path, size, str(e)), byte_length=size))
+        ctx.log.add(
+            Issue(
+                rel,
+                "unreadable_file",
+                f"not parseable as CSV: {e}: file not read",
+                byte_offset=_row_offset(path, size, str(e)),
+                byte_length=size,
+            )
+        )
         return res
 
     skipped = _report_bad_rows(path, size, rel, bad_rows, ctx)
     seqs = _good_seqs(bad_rows, good + len(bad_rows)) if bad_rows else None
     for n, (row, columns) in enumerate(sorted(not_utf8.items())):
         if n == _SHOWN_BAD_LINES:
-            ctx.log.add(Issue(rel, "bad_value", f"{len(not_utf8) - n} more rows with cells that are not UTF-8 text: "
-                                                "read with U+FFFD for the bad bytes", count=len(not_utf8) - n))
+            ctx.log.add(
+                Issue(
+                    rel,
+                    "bad_value",
+                    f"{len(not_utf8) - n} more rows with cells that are not UTF-8 text: "
+                    "read with U+FFFD for the bad bytes",
+                    count=len(not_utf8) - n,
+                )
+            )
             break
         data_row = int(seqs[row]) if seqs is not None and row < len(seqs) else row
-        ctx.log.add(Issue(rel, "bad_value", f"data row {data_row + 1}: column(s) "
-                                            f"{', '.join(header[j].strip() for j in columns if j < len(header))} "
-                                            "not UTF-8 text: read with U+FFFD for the bad bytes; the row is kept"))
+        ctx.log.add(
+            Issue(
+                rel,
+                "bad_value",
+                f"data row {data_row + 1}: column(s) "
+                f"{', '.join(header[j].strip() for j in columns if j < len(header))} "
+                "not UTF-8 text: read with U+FFFD for the bad bytes; the row is kept",
+            )
+        )
 
     state = _State(kind, rel, lay, tables, ctx, res)
     if "device" not in lay.roles:
         if ctx.default_device is None:
             state.fallback_device = 0
-            res.notes.append(f"{rel}: no Device_id column and no device from the folder or profiler_info: "
-                             f"device 0 assumed")
+            res.notes.append(
+                f"{rel}: no Device_id column and no device from the folder or profiler_info: device 0 assumed"
+            )
         else:
             state.fallback_device = ctx.default_device
     else:
         state.fallback_device = ctx.default_device if ctx.default_device is not None else 0
     if "task_metrics" in tables and not lay.metrics:
-        res.notes.append(f"{kind}: no metric columns (collected without aic-metrics): no task_metrics from it")
+        res.notes.append(
+            f"{kind}: no metric columns (collected without aic-metrics): no task_metrics from it"
+        )
     if lay.not_kept:
         res.notes.append(f"{kind}: columns {', '.join(lay.not_kept)} not kept (no canonical column)")
     if "duration" not in lay.roles and "stop" not in lay.roles:
@@ -191,13 +244,22 @@ def read_summary(path: Path, kind: str, ctx: ExportContext, size: int | None = N
     seq0 = 0
     try:
         for b in batches:
-            seq = (seqs[seq0:seq0 + b.num_rows] if seqs is not None
-                   else np.arange(seq0, seq0 + b.num_rows, dtype=np.int64))
+            seq = (
+                seqs[seq0 : seq0 + b.num_rows]
+                if seqs is not None
+                else np.arange(seq0, seq0 + b.num_rows, dtype=np.int64)
+            )
             state.convert(b, seq)
             seq0 += b.num_rows
     except (pa.ArrowInvalid, OSError) as e:  # a large file that changed between its two passes
-        ctx.log.add(Issue(rel, "unreadable_file", f"changed while read ({e}): rows before data row {seq0} "
-                                                  f"were written, the rest not", byte_length=size - skipped))
+        ctx.log.add(
+            Issue(
+                rel,
+                "unreadable_file",
+                f"changed while read ({e}): rows before data row {seq0} were written, the rest not",
+                byte_length=size - skipped,
+            )
+        )
         state.finish()
         return res
     state.finish()
@@ -206,7 +268,6 @@ def read_summary(path: Path, kind: str, ctx: ExportContext, size: int | None = N
 
 
 # -- reading -------------------------------------------------------------------------------------
-
 
 
 def _header(path: Path, size: int) -> list[str]:
@@ -233,13 +294,23 @@ def _batches(path: Path, size: int, ncols: int, on_bad, on_not_utf8=None):
 
     with open_measured(path, size) as fh:
         masker = _Utf8Masked(fh)
-        yield from _text_batches(pacsv.open_csv(
-            io.BufferedReader(masker, buffer_size=1 << 20),
-            read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, use_threads=False, block_size=_BLOCK),
-            parse_options=pacsv.ParseOptions(invalid_row_handler=handler),
-            convert_options=pacsv.ConvertOptions(column_types={n: pa.binary() for n in names},
-                                                 strings_can_be_null=False, quoted_strings_can_be_null=False),
-        ), names, on_not_utf8, masker)
+        yield from _text_batches(
+            pacsv.open_csv(
+                io.BufferedReader(masker, buffer_size=1 << 20),
+                read_options=pacsv.ReadOptions(
+                    column_names=names, skip_rows=1, use_threads=False, block_size=_BLOCK
+                ),
+                parse_options=pacsv.ParseOptions(invalid_row_handler=handler),
+                convert_options=pacsv.ConvertOptions(
+                    column_types={n: pa.binary() for n in names},
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            ),
+            names,
+            on_not_utf8,
+            masker,
+        )
 
 
 class _Utf8Masked(io.RawIOBase):
@@ -315,32 +386,48 @@ def _report_bad_rows(path: Path, size: int, rel: str, bad_rows: list, ctx: Expor
         for i, row in enumerate(bad_rows):
             text = (row.text or "").encode("utf-8")
             if b"\0" in text:  # bytes that were not UTF-8, masked (_Utf8Masked): any such byte
-                m = re.compile(b"[\\x80-\\xff]".join(re.escape(part) for part in text.split(b"\0")),
-                               re.S).search(mm, cursor, size)
+                m = re.compile(
+                    b"[\\x80-\\xff]".join(re.escape(part) for part in text.split(b"\0")), re.S
+                ).search(mm, cursor, size)
                 at = m.start() if m else -1
             else:
                 at = mm.find(text, cursor, size) if text else -1
             length = len(text)
             if at >= 0:
                 end = at + length
-                length += 2 if mm[end:end + 2] == b"\r\n" else (1 if mm[end:end + 1] in (b"\n", b"\r") else 0)
+                length += (
+                    2 if mm[end : end + 2] == b"\r\n" else (1 if mm[end : end + 1] in (b"\n", b"\r") else 0)
+                )
                 cursor = at + length
             offset = at if at >= 0 else None
             total += length
             if i < _SHOWN_BAD_LINES:
                 line = f" (line {row.number})" if row.number is not None else ""
-                ctx.log.add(Issue(rel, "bad_text_line",
-                                  f"row{line} has {row.actual_columns} cells, the header {row.expected_columns}: "
-                                  f"ragged, quoted wrongly or cut short; row skipped",
-                                  byte_offset=offset, byte_length=length))
+                ctx.log.add(
+                    Issue(
+                        rel,
+                        "bad_text_line",
+                        f"row{line} has {row.actual_columns} cells, the header {row.expected_columns}: "
+                        f"ragged, quoted wrongly or cut short; row skipped",
+                        byte_offset=offset,
+                        byte_length=length,
+                    )
+                )
             else:
                 rest_n += 1
                 rest_bytes += length
                 rest_offset = offset if rest_offset is None else rest_offset
     if rest_n:
-        ctx.log.add(Issue(rel, "bad_text_line",
-                          f"{rest_n} more rows with a cell count other than the header's: skipped",
-                          byte_offset=rest_offset, byte_length=rest_bytes, count=rest_n))
+        ctx.log.add(
+            Issue(
+                rel,
+                "bad_text_line",
+                f"{rest_n} more rows with a cell count other than the header's: skipped",
+                byte_offset=rest_offset,
+                byte_length=rest_bytes,
+                count=rest_n,
+            )
+        )
     return total
 
 
@@ -377,11 +464,13 @@ def _row_offset(path: Path, size: int, message: str) -> int | None:
 
 # -- converting ----------------------------------------------------------------------------------
 
+
 class _State:
     """Per-file conversion: batches in, canonical rows out, bad cells counted for one issue each."""
 
-    def __init__(self, kind: str, rel: str, lay: Layout, tables: list[str], ctx: ExportContext,
-                 res: SourceResult):
+    def __init__(
+        self, kind: str, rel: str, lay: Layout, tables: list[str], ctx: ExportContext, res: SourceResult
+    ):
         self.kind, self.rel, self.lay, self.tables, self.ctx, self.res = kind, rel, lay, tables, ctx, res
         self.fallback_device = 0
         self.bad: dict[int, int] = {}  # column index -> cells that were not numbers
@@ -465,13 +554,30 @@ class _State:
         common = {"device_id": dev, "source_file": self.rel, "seq": seq, "stream_id": stream, "task_id": task}
 
         if "task_runs" in self.tables:
-            self._write("task_runs", {**common, "start_ns": start, "end_ns": end, "source": self.kind,
-                                      "task_type_name": ttype, "context_id": context, "model_id": model})
+            self._write(
+                "task_runs",
+                {
+                    **common,
+                    "start_ns": start,
+                    "end_ns": end,
+                    "source": self.kind,
+                    "task_type_name": ttype,
+                    "context_id": context,
+                    "model_id": model,
+                },
+            )
         if "task_ops" in self.tables:
-            cols = {**common, "source": "export", "start_ns": start, "context_id": context, "model_id": model,
-                    "task_type": ttype, "accelerator_core": core,
-                    "block_dim": self._num("block_dim", export_values.to_int32),
-                    "mix_block_dim": self._num("mix_block_dim", export_values.to_int32)}
+            cols = {
+                **common,
+                "source": "export",
+                "start_ns": start,
+                "context_id": context,
+                "model_id": model,
+                "task_type": ttype,
+                "accelerator_core": core,
+                "block_dim": self._num("block_dim", export_values.to_int32),
+                "mix_block_dim": self._num("mix_block_dim", export_values.to_int32),
+            }
             for role in STRINGS:
                 cols[role] = self._strings(role)
             self._write("task_ops", cols)
@@ -484,15 +590,21 @@ class _State:
                 vals.append(v)
             rows = pa.array(np.tile(np.arange(kept, dtype=np.int64), m))
             which = pa.array(np.repeat(np.arange(m, dtype=np.int64), kept))
-            self._write("task_metrics", {
-                "device_id": pc.take(dev, rows), "source_file": self.rel, "seq": seq[rows.to_numpy()],
-                "stream_id": pc.take(stream, rows), "task_id": pc.take(task, rows),
-                "context_id": pc.take(context, rows) if context is not None else None,
-                "start_ns": pc.take(start, rows),
-                "metric": pc.take(pa.array(self.metric_names, pa.string()), which),
-                "label": pc.take(pa.array(self.metric_labels, pa.string()), which),
-                "value": pa.concat_arrays(vals),
-            })
+            self._write(
+                "task_metrics",
+                {
+                    "device_id": pc.take(dev, rows),
+                    "source_file": self.rel,
+                    "seq": seq[rows.to_numpy()],
+                    "stream_id": pc.take(stream, rows),
+                    "task_id": pc.take(task, rows),
+                    "context_id": pc.take(context, rows) if context is not None else None,
+                    "start_ns": pc.take(start, rows),
+                    "metric": pc.take(pa.array(self.metric_names, pa.string()), which),
+                    "label": pc.take(pa.array(self.metric_labels, pa.string()), which),
+                    "value": pa.concat_arrays(vals),
+                },
+            )
 
     def _strings(self, role: str) -> pa.Array | None:
         i = self.lay.roles.get(role)
@@ -507,13 +619,32 @@ class _State:
         log, rel = self.ctx.log, self.rel
         if self.no_key:
             eg = f" (e.g. {', '.join(self.no_key_names)})" if self.no_key_names else ""
-            log.add(Issue(rel, "no_task_key",
-                          f"{self.no_key} row(s) with no Stream ID / Task ID{eg}: communication ops and other "
-                          f"host-side rows that ran no device task of their own; they name no execution, so "
-                          f"they are not in task_runs, task_ops or task_metrics", count=self.no_key))
+            log.add(
+                Issue(
+                    rel,
+                    "no_task_key",
+                    f"{self.no_key} row(s) with no Stream ID / Task ID{eg}: communication ops and other "
+                    f"host-side rows that ran no device task of their own; they name no execution, so "
+                    f"they are not in task_runs, task_ops or task_metrics",
+                    count=self.no_key,
+                )
+            )
         if self.no_start:
-            log.add(Issue(rel, "bad_value", f"{self.no_start} row(s) with no start time: they name no "
-                                            f"execution and are skipped", count=self.no_start))
+            log.add(
+                Issue(
+                    rel,
+                    "bad_value",
+                    f"{self.no_start} row(s) with no start time: they name no execution and are skipped",
+                    count=self.no_start,
+                )
+            )
         for i, n in sorted(self.bad.items()):
-            log.add(Issue(rel, "bad_value", f"{n} cell(s) of column '{self.lay.header[i].strip()}' are not "
-                                            f"numbers of the expected kind: NULL", count=n))
+            log.add(
+                Issue(
+                    rel,
+                    "bad_value",
+                    f"{n} cell(s) of column '{self.lay.header[i].strip()}' are not "
+                    f"numbers of the expected kind: NULL",
+                    count=n,
+                )
+            )

@@ -69,17 +69,34 @@ API_LEVELS = {20000: "acl", 15000: "model", 10000: "node", 5500: "hccl", 5000: "
 
 # logical column -> names it has had, preferred first. blockNum is the block count wherever it
 # exists; newer databases then use blockDim for something else (beside gridDim).
-TASK_REQUIRED = {"start": ("startNs",), "end": ("endNs",), "device": ("deviceId",), "gid": ("globalTaskId",),
-                 "stream": ("streamId",), "task": ("taskId",)}
-TASK_OPTIONAL = {"type": ("taskType",), "context": ("contextId",), "model": ("modelId",),
-                 "connection": ("connectionId",)}
+TASK_REQUIRED = {
+    "start": ("startNs",),
+    "end": ("endNs",),
+    "device": ("deviceId",),
+    "gid": ("globalTaskId",),
+    "stream": ("streamId",),
+    "task": ("taskId",),
+}
+TASK_OPTIONAL = {
+    "type": ("taskType",),
+    "context": ("contextId",),
+    "model": ("modelId",),
+    "connection": ("connectionId",),
+}
 COMPUTE_REQUIRED = {"gid": ("globalTaskId",), "name": ("name", "opName")}
-COMPUTE_OPTIONAL = {"block": ("blockNum", "blockDim", "block_dim", "block_num"),
-                    "mix_block": ("mixBlockNum", "mixBlockDim", "mix_block_dim", "mix_block_num"),
-                    "type": ("taskType",), "op_type": ("opType",), "op_state": ("opState",),
-                    "input_shapes": ("inputShapes",), "input_data_types": ("inputDataTypes",),
-                    "input_formats": ("inputFormats",), "output_shapes": ("outputShapes",),
-                    "output_data_types": ("outputDataTypes",), "output_formats": ("outputFormats",)}
+COMPUTE_OPTIONAL = {
+    "block": ("blockNum", "blockDim", "block_dim", "block_num"),
+    "mix_block": ("mixBlockNum", "mixBlockDim", "mix_block_dim", "mix_block_num"),
+    "type": ("taskType",),
+    "op_type": ("opType",),
+    "op_state": ("opState",),
+    "input_shapes": ("inputShapes",),
+    "input_data_types": ("inputDataTypes",),
+    "input_formats": ("inputFormats",),
+    "output_shapes": ("outputShapes",),
+    "output_data_types": ("outputDataTypes",),
+    "output_formats": ("outputFormats",),
+}
 PMU_REQUIRED = {"gid": ("globalTaskId",), "name": ("name",), "value": ("value",)}
 API_REQUIRED = {"start": ("startNs",), "end": ("endNs",), "type": ("type",), "name": ("name",)}
 API_OPTIONAL = {"tid": ("globalTid",), "connection": ("connectionId",)}
@@ -121,14 +138,17 @@ class _Db:
         t = self.tables.get("meta_data")
         if t is None or not {"name", "value"} <= set(t[1]):
             return None
-        row = self.con.execute(f"SELECT value FROM {_q(t[0])} WHERE name = 'SCHEMA_VERSION' LIMIT 1").fetchone()
+        row = self.con.execute(
+            f"SELECT value FROM {_q(t[0])} WHERE name = 'SCHEMA_VERSION' LIMIT 1"
+        ).fetchone()
         return str(row[0]) if row else None
 
     def has(self, name: str) -> bool:
         return name.lower() in self.tables
 
-    def resolve(self, names: tuple[str, ...], required: dict, optional: dict | None = None
-                ) -> tuple[_Table | None, list[str]]:
+    def resolve(
+        self, names: tuple[str, ...], required: dict, optional: dict | None = None
+    ) -> tuple[_Table | None, list[str]]:
         """The first of ``names`` present, its columns by logical name, and the required ones it lacks."""
         for n in names:
             if n.lower() in self.tables:
@@ -167,8 +187,10 @@ def _header_problem(path: Path) -> str | None:
     if size % page_size:
         return f"truncated: {size} bytes is not a whole number of {page_size}-byte pages"
     if pages and valid_for == change and pages * page_size > size:
-        return (f"truncated: the header counts {pages} pages of {page_size} bytes ({pages * page_size} bytes), "
-                f"the file has {size}")
+        return (
+            f"truncated: the header counts {pages} pages of {page_size} bytes ({pages * page_size} bytes), "
+            f"the file has {size}"
+        )
     return None
 
 
@@ -218,16 +240,23 @@ class _Reader:
 
     # --- helpers -------------------------------------------------------------------------------
     def schema_issue(self, what: str, device: int | None = None) -> None:
-        v = f" (META_DATA SCHEMA_VERSION {self.db.version})" if self.db.version else " (no META_DATA SCHEMA_VERSION)"
+        v = (
+            f" (META_DATA SCHEMA_VERSION {self.db.version})"
+            if self.db.version
+            else " (no META_DATA SCHEMA_VERSION)"
+        )
         self.ctx.log.add(Issue(self.rel, "unknown_schema", what + v, device_id=device))
 
-    def table(self, names: tuple[str, ...], required: dict, optional: dict | None, fills: str
-              ) -> _Table | None:
+    def table(
+        self, names: tuple[str, ...], required: dict, optional: dict | None, fills: str
+    ) -> _Table | None:
         t, missing = self.db.resolve(names, required, optional)
         if t is not None and missing:
-            self.schema_issue(f"table {t.name} has no column {', '.join(missing)} "
-                              f"(it has {', '.join(sorted(self.db.tables[t.name.lower()][1].values()))}): "
-                              f"{fills} not read from it")
+            self.schema_issue(
+                f"table {t.name} has no column {', '.join(missing)} "
+                f"(it has {', '.join(sorted(self.db.tables[t.name.lower()][1].values()))}): "
+                f"{fills} not read from it"
+            )
             return None
         return t
 
@@ -236,20 +265,30 @@ class _Reader:
         if self.strings is None:
             if not self._strings_reported:
                 self._strings_reported = True
-                self.schema_issue("no STRING_IDS table with id and value columns: names and types stored "
-                                  "as ids are NULL")
+                self.schema_issue(
+                    "no STRING_IDS table with id and value columns: names and types stored as ids are NULL"
+                )
             return "", f"CASE WHEN typeof({expr}) = 'text' THEN {expr} END"
         s = self.strings
-        join = (f" LEFT JOIN {_q(s.name)} AS {alias} ON {alias}.{_q(s.cols['id'])} = {expr}"
-                f" AND typeof({expr}) = 'integer'")
-        return join, f"coalesce({alias}.{_q(s.cols['value'])}, CASE WHEN typeof({expr}) = 'text' THEN {expr} END)"
+        join = (
+            f" LEFT JOIN {_q(s.name)} AS {alias} ON {alias}.{_q(s.cols['id'])} = {expr}"
+            f" AND typeof({expr}) = 'integer'"
+        )
+        return (
+            join,
+            f"coalesce({alias}.{_q(s.cols['value'])}, CASE WHEN typeof({expr}) = 'text' THEN {expr} END)",
+        )
 
     def write(self, table: str, cols: dict) -> int:
         drop, self.drop = self.drop, None
         if drop is not None and drop.any():  # rows with a key value no integer of its width
             keep = ~drop
-            cols = {k: v if isinstance(v, str) else (v.filter(pa.array(keep)) if isinstance(v, pa.Array) else v[keep])
-                    for k, v in cols.items()}
+            cols = {
+                k: v
+                if isinstance(v, str)
+                else (v.filter(pa.array(keep)) if isinstance(v, pa.Array) else v[keep])
+                for k, v in cols.items()
+            }
             self.bad_rows[table] = self.bad_rows.get(table, 0) + int(drop.sum())
         n = len(next(v for v in cols.values() if not isinstance(v, str)))
         if n:
@@ -269,15 +308,36 @@ class _Reader:
         rows skipped for a key value no integer of its width (per table), other such values read
         as NULL (per column)."""
         if self.bad_text:
-            self.ctx.log.add(Issue(self.rel, "bad_value", f"{self.bad_text} STRING_IDS value(s) not UTF-8 text: "
-                                   "read with U+FFFD for the bad bytes; their rows are kept", count=self.bad_text))
+            self.ctx.log.add(
+                Issue(
+                    self.rel,
+                    "bad_value",
+                    f"{self.bad_text} STRING_IDS value(s) not UTF-8 text: "
+                    "read with U+FFFD for the bad bytes; their rows are kept",
+                    count=self.bad_text,
+                )
+            )
         for table, n in sorted(self.bad_rows.items()):
-            self.ctx.log.add(Issue(self.rel, "bad_row", f"{n} row(s) for {table} skipped: a device, stream, task or "
-                                   "time value is not an integer in range (a real, text, or beyond the column's "
-                                   "width)", count=n))
+            self.ctx.log.add(
+                Issue(
+                    self.rel,
+                    "bad_row",
+                    f"{n} row(s) for {table} skipped: a device, stream, task or "
+                    "time value is not an integer in range (a real, text, or beyond the column's "
+                    "width)",
+                    count=n,
+                )
+            )
         for what, n in sorted(self.bad_ints.items()):
-            self.ctx.log.add(Issue(self.rel, "bad_value", f"{n} value(s) of {what} are not integers in range "
-                                   "(a real, text, or beyond the column's width): read as NULL", count=n))
+            self.ctx.log.add(
+                Issue(
+                    self.rel,
+                    "bad_value",
+                    f"{n} value(s) of {what} are not integers in range "
+                    "(a real, text, or beyond the column's width): read as NULL",
+                    count=n,
+                )
+            )
 
     # --- run facts -----------------------------------------------------------------------------
     def facts(self, task: _Table | None) -> None:
@@ -288,12 +348,16 @@ class _Reader:
                 row = db.con.execute(f"SELECT min({_q(t.cols['start'])}) FROM {_q(t.name)}").fetchone()
                 self.res.start_ns = int(row[0]) if row and isinstance(row[0], int) else None
         if task is not None:
-            rows = db.con.execute(f"SELECT DISTINCT {_q(task.cols['device'])} FROM {_q(task.name)}").fetchall()
+            rows = db.con.execute(
+                f"SELECT DISTINCT {_q(task.cols['device'])} FROM {_q(task.name)}"
+            ).fetchall()
             self.res.devices |= {int(r[0]) for r in rows if isinstance(r[0], int) and 0 <= r[0] <= MAX_I32}
         t, missing = db.resolve(("NPU_INFO",), {"id": ("id",), "name": ("name",)})
         if t is not None and not missing:
             join, name = self.string(f"n.{_q(t.cols['name'])}", "s")
-            rows = db.con.execute(f"SELECT n.{_q(t.cols['id'])}, {name} FROM {_q(t.name)} AS n{join}").fetchall()
+            rows = db.con.execute(
+                f"SELECT n.{_q(t.cols['id'])}, {name} FROM {_q(t.name)} AS n{join}"
+            ).fetchall()
             chips = {r[0]: r[1] for r in rows if r[1]}
             mine = [chips[d] for d in sorted(self.res.devices) if d in chips]
             self.res.chip = (mine or list(chips.values()) or [None])[0]
@@ -313,34 +377,47 @@ class _Reader:
     # --- tables --------------------------------------------------------------------------------
     def task_runs(self, t: _Table) -> None:
         join, type_name = self.string(self.task_expr(t, "type"), "s") if "type" in t.cols else ("", "NULL")
-        sql = (f"SELECT t.rowid, t.{_q(t.cols['device'])}, t.{_q(t.cols['stream'])}, t.{_q(t.cols['task'])}, "
-               f"t.{_q(t.cols['start'])}, t.{_q(t.cols['end'])}, {type_name}, "
-               f"{self.task_expr(t, 'context', none_id=True)}, {self.task_expr(t, 'model')}, "
-               f"{self.task_expr(t, 'connection')} "
-               f"FROM {_q(t.name)} AS t{join} ORDER BY t.rowid")
+        sql = (
+            f"SELECT t.rowid, t.{_q(t.cols['device'])}, t.{_q(t.cols['stream'])}, t.{_q(t.cols['task'])}, "
+            f"t.{_q(t.cols['start'])}, t.{_q(t.cols['end'])}, {type_name}, "
+            f"{self.task_expr(t, 'context', none_id=True)}, {self.task_expr(t, 'model')}, "
+            f"{self.task_expr(t, 'connection')} "
+            f"FROM {_q(t.name)} AS t{join} ORDER BY t.rowid"
+        )
         for c in _chunks(self.db.con.execute(sql)):
-            self.write("task_runs", {
-                **self._exec_cols([c[0], c[1], c[2], c[3], c[4], c[7]], t.name),
-                "end_ns": self.ints(c[5], t.name, t.cols["end"]),
-                "task_type_name": pa.array(c[6], pa.string()),
-                "model_id": self.ints(c[8], t.name, t.cols.get("model")),
-                "connection_id": self.ints(c[9], t.name, t.cols.get("connection")),
-                "source": SOURCE_TASK})
+            self.write(
+                "task_runs",
+                {
+                    **self._exec_cols([c[0], c[1], c[2], c[3], c[4], c[7]], t.name),
+                    "end_ns": self.ints(c[5], t.name, t.cols["end"]),
+                    "task_type_name": pa.array(c[6], pa.string()),
+                    "model_id": self.ints(c[8], t.name, t.cols.get("model")),
+                    "connection_id": self.ints(c[9], t.name, t.cols.get("connection")),
+                    "source": SOURCE_TASK,
+                },
+            )
 
     def _executions(self, t: _Table) -> str:
         """Columns of the TASK row an op or metric row belongs to, in the order ``_exec_cols`` reads."""
-        return (f"t.rowid, t.{_q(t.cols['device'])}, t.{_q(t.cols['stream'])}, t.{_q(t.cols['task'])}, "
-                f"t.{_q(t.cols['start'])}, {self.task_expr(t, 'context', none_id=True)}")
+        return (
+            f"t.rowid, t.{_q(t.cols['device'])}, t.{_q(t.cols['stream'])}, t.{_q(t.cols['task'])}, "
+            f"t.{_q(t.cols['start'])}, {self.task_expr(t, 'context', none_id=True)}"
+        )
 
     def _exec_cols(self, c: list, table: str) -> dict:
         t = self.db.tables[table.lower()][1]
-        return {"seq": pa.array(c[0], pa.int64()), "device_id": self.ints(c[1], table, t.get("deviceid"), 32, key=True),
-                "stream_id": self.ints(c[2], table, t.get("streamid"), 32, key=True),
-                "task_id": self.ints(c[3], table, t.get("taskid"), 32, key=True),
-                "start_ns": self.ints(c[4], table, t.get("startns"), key=True),
-                "context_id": self.ints(c[5], table, t.get("contextid"))}
+        return {
+            "seq": pa.array(c[0], pa.int64()),
+            "device_id": self.ints(c[1], table, t.get("deviceid"), 32, key=True),
+            "stream_id": self.ints(c[2], table, t.get("streamid"), 32, key=True),
+            "task_id": self.ints(c[3], table, t.get("taskid"), 32, key=True),
+            "start_ns": self.ints(c[4], table, t.get("startns"), key=True),
+            "context_id": self.ints(c[5], table, t.get("contextid")),
+        }
 
-    def ints(self, values: list, table: str, column: str | None, bits: int = 64, key: bool = False) -> pa.Array:
+    def ints(
+        self, values: list, table: str, column: str | None, bits: int = 64, key: bool = False
+    ) -> pa.Array:
         """A column of integers; a value that is not an integer of ``bits`` bits (SQLite stores
         what it is given: 1e300, text) is NULL, counted in ``bad_ints`` for one issue per column;
         in a ``key`` column (device, stream, task, start) it costs the row: ``write`` skips it."""
@@ -365,10 +442,24 @@ class _Reader:
 
     def task_ops(self, t: _Table) -> None:
         compute = self.table(("COMPUTE_TASK_INFO",), COMPUTE_REQUIRED, COMPUTE_OPTIONAL, "task_ops")
-        schedule = self.table(("COMMUNICATION_SCHEDULE_TASK_INFO",), COMPUTE_REQUIRED,
-                              {k: COMPUTE_OPTIONAL[k] for k in ("type", "op_type")}, "task_ops")
-        strings = ("name", "op_type", "type", "op_state", "input_shapes", "input_data_types", "input_formats",
-                   "output_shapes", "output_data_types", "output_formats")
+        schedule = self.table(
+            ("COMMUNICATION_SCHEDULE_TASK_INFO",),
+            COMPUTE_REQUIRED,
+            {k: COMPUTE_OPTIONAL[k] for k in ("type", "op_type")},
+            "task_ops",
+        )
+        strings = (
+            "name",
+            "op_type",
+            "type",
+            "op_state",
+            "input_shapes",
+            "input_data_types",
+            "input_formats",
+            "output_shapes",
+            "output_data_types",
+            "output_formats",
+        )
         for info in (compute, schedule):
             if info is None:
                 continue
@@ -380,22 +471,36 @@ class _Reader:
                     exprs.append(e)
                 else:
                     exprs.append("NULL")
-            ints = [f"CASE WHEN typeof(c.{_q(info.cols[k])}) = 'integer' THEN c.{_q(info.cols[k])} END"
-                    if k in info.cols else "NULL" for k in ("block", "mix_block")]
-            sql = (f"SELECT {self._executions(t)}, {self.task_expr(t, 'model')}, {', '.join(ints)}, "
-                   f"{', '.join(exprs)} FROM {_q(t.name)} AS t CROSS JOIN {_q(info.name)} AS c "
-                   f"ON c.{_q(info.cols['gid'])} = t.{_q(t.cols['gid'])}{''.join(joins)} ORDER BY t.rowid")
+            ints = [
+                f"CASE WHEN typeof(c.{_q(info.cols[k])}) = 'integer' THEN c.{_q(info.cols[k])} END"
+                if k in info.cols
+                else "NULL"
+                for k in ("block", "mix_block")
+            ]
+            sql = (
+                f"SELECT {self._executions(t)}, {self.task_expr(t, 'model')}, {', '.join(ints)}, "
+                f"{', '.join(exprs)} FROM {_q(t.name)} AS t CROSS JOIN {_q(info.name)} AS c "
+                f"ON c.{_q(info.cols['gid'])} = t.{_q(t.cols['gid'])}{''.join(joins)} ORDER BY t.rowid"
+            )
             for c in _chunks(self.db.con.execute(sql)):
                 cols = self._exec_cols(c, t.name)
-                text = {k: export_values.clean(pa.array(c[9 + i], pa.string())) for i, k in enumerate(strings)}
-                cols.update({
-                    "model_id": self.ints(c[6], t.name, t.cols.get("model")),
-                    "block_dim": self.ints(c[7], info.name, info.cols.get("block"), 32),
-                    "mix_block_dim": self.ints(c[8], info.name, info.cols.get("mix_block"), 32),
-                    "op_name": text["name"], "op_type": text["op_type"], "task_type": text["type"],
-                    "accelerator_core": text["type"], "op_state": text["op_state"],
-                    **{k: text[k] for k in strings[4:]},
-                    "source": SOURCE_OPS})
+                text = {
+                    k: export_values.clean(pa.array(c[9 + i], pa.string())) for i, k in enumerate(strings)
+                }
+                cols.update(
+                    {
+                        "model_id": self.ints(c[6], t.name, t.cols.get("model")),
+                        "block_dim": self.ints(c[7], info.name, info.cols.get("block"), 32),
+                        "mix_block_dim": self.ints(c[8], info.name, info.cols.get("mix_block"), 32),
+                        "op_name": text["name"],
+                        "op_type": text["op_type"],
+                        "task_type": text["type"],
+                        "accelerator_core": text["type"],
+                        "op_state": text["op_state"],
+                        **{k: text[k] for k in strings[4:]},
+                        "source": SOURCE_OPS,
+                    }
+                )
                 self.write("task_ops", cols)
 
     def task_metrics(self, t: _Table) -> None:
@@ -404,30 +509,40 @@ class _Reader:
             return
         db = self.db
         join, label = self.string(f"p.{_q(p.cols['name'])}", "s")
-        names = [r[0] for r in db.con.execute(
-            f"SELECT DISTINCT {label} FROM (SELECT DISTINCT {_q(p.cols['name'])} FROM {_q(p.name)}) AS p{join}"
-        ).fetchall()]
+        names = [
+            r[0]
+            for r in db.con.execute(
+                f"SELECT DISTINCT {label} FROM (SELECT DISTINCT {_q(p.cols['name'])} FROM {_q(p.name)}) AS p{join}"
+            ).fetchall()
+        ]
         known = [n for n in names if n is not None]
         metric_of = pa.array([pmu_metric(n)[0] for n in known], pa.string())
         scale_of = pa.array([pmu_metric(n)[1] for n in known], pa.float64())
         value = f"CASE WHEN typeof(p.{_q(p.cols['value'])}) IN ('integer', 'real') THEN p.{_q(p.cols['value'])} END"
         gid_t, gid_p = f"t.{_q(t.cols['gid'])}", f"p.{_q(p.cols['gid'])}"
-        repeated = db.con.execute(f"SELECT 1 FROM {_q(t.name)} GROUP BY {_q(t.cols['gid'])} HAVING count(*) > 1 "
-                                  f"LIMIT 1").fetchone()
+        repeated = db.con.execute(
+            f"SELECT 1 FROM {_q(t.name)} GROUP BY {_q(t.cols['gid'])} HAVING count(*) > 1 LIMIT 1"
+        ).fetchone()
         if repeated is None:
-            sql = (f"SELECT {self._executions(t)}, {label}, {value} FROM {_q(t.name)} AS t "
-                   f"CROSS JOIN {_q(p.name)} AS p ON {gid_p} = {gid_t}{join} ORDER BY t.rowid")
+            sql = (
+                f"SELECT {self._executions(t)}, {label}, {value} FROM {_q(t.name)} AS t "
+                f"CROSS JOIN {_q(p.name)} AS p ON {gid_p} = {gid_t}{join} ORDER BY t.rowid"
+            )
         else:
             # executions sharing a globalTaskId (replays of a static graph): the k-th PMU row of a
             # name goes with the k-th execution in time, the order msprof wrote them in
-            sql = (f"WITH t AS (SELECT rowid AS rid, *, row_number() OVER (PARTITION BY {_q(t.cols['gid'])} "
-                   f"ORDER BY {_q(t.cols['start'])}, rowid) AS k FROM {_q(t.name)}), "
-                   f"p AS (SELECT *, row_number() OVER (PARTITION BY {_q(p.cols['gid'])}, {_q(p.cols['name'])} "
-                   f"ORDER BY rowid) AS k FROM {_q(p.name)}) "
-                   f"SELECT {self._executions(t).replace('t.rowid', 't.rid')}, {label}, {value} FROM t "
-                   f"JOIN p ON {gid_p} = {gid_t} AND p.k = t.k{join} ORDER BY t.rid")
-            self.res.notes.append(f"task_metrics: {self.rel} has executions sharing a globalTaskId; their "
-                                  "TASK_PMU_INFO rows were paired with them in time order")
+            sql = (
+                f"WITH t AS (SELECT rowid AS rid, *, row_number() OVER (PARTITION BY {_q(t.cols['gid'])} "
+                f"ORDER BY {_q(t.cols['start'])}, rowid) AS k FROM {_q(t.name)}), "
+                f"p AS (SELECT *, row_number() OVER (PARTITION BY {_q(p.cols['gid'])}, {_q(p.cols['name'])} "
+                f"ORDER BY rowid) AS k FROM {_q(p.name)}) "
+                f"SELECT {self._executions(t).replace('t.rowid', 't.rid')}, {label}, {value} FROM t "
+                f"JOIN p ON {gid_p} = {gid_t} AND p.k = t.k{join} ORDER BY t.rid"
+            )
+            self.res.notes.append(
+                f"task_metrics: {self.rel} has executions sharing a globalTaskId; their "
+                "TASK_PMU_INFO rows were paired with them in time order"
+            )
         for c in _chunks(db.con.execute(sql)):
             cols = self._exec_cols(c, t.name)
             labels = pa.array(c[6], pa.string())
@@ -452,19 +567,29 @@ class _Reader:
             level = fallback
         tid = f"a.{_q(a.cols['tid'])}" if "tid" in a.cols else "NULL"
         conn = f"a.{_q(a.cols['connection'])}" if "connection" in a.cols else "NULL"
-        sql = (f"SELECT a.{_q(a.cols['start'])}, a.{_q(a.cols['end'])}, {typ}, {level}, {name}, "
-               f"{tid} >> 32, {tid} & 4294967295, {conn} FROM {_q(a.name)} AS a{join} ORDER BY a.rowid")
+        sql = (
+            f"SELECT a.{_q(a.cols['start'])}, a.{_q(a.cols['end'])}, {typ}, {level}, {name}, "
+            f"{tid} >> 32, {tid} & 4294967295, {conn} FROM {_q(a.name)} AS a{join} ORDER BY a.rowid"
+        )
         seq0 = 0
         for c in _chunks(self.db.con.execute(sql)):
             n = len(c[0])
-            self.write("api_calls", {
-                "seq": np.arange(seq0, seq0 + n, dtype=np.int64), "device_id": np.full(n, HOST_DEVICE, np.int32),
-                "start_ns": self.ints(c[0], a.name, a.cols["start"], key=True), "end_ns": self.ints(c[1], a.name, a.cols["end"]),
-                "api_type": self.ints(c[2], a.name, a.cols["type"], 32), "level": pa.array(c[3], pa.string()),
-                "api_name": pa.array(c[4], pa.string()), "pid": self.ints(c[5], a.name, a.cols.get("tid")),
-                "tid": self.ints(c[6], a.name, a.cols.get("tid")),
-                "connection_id": self.ints(c[7], a.name, a.cols.get("connection")),
-                "record_kind": RECORD_KIND_API})
+            self.write(
+                "api_calls",
+                {
+                    "seq": np.arange(seq0, seq0 + n, dtype=np.int64),
+                    "device_id": np.full(n, HOST_DEVICE, np.int32),
+                    "start_ns": self.ints(c[0], a.name, a.cols["start"], key=True),
+                    "end_ns": self.ints(c[1], a.name, a.cols["end"]),
+                    "api_type": self.ints(c[2], a.name, a.cols["type"], 32),
+                    "level": pa.array(c[3], pa.string()),
+                    "api_name": pa.array(c[4], pa.string()),
+                    "pid": self.ints(c[5], a.name, a.cols.get("tid")),
+                    "tid": self.ints(c[6], a.name, a.cols.get("tid")),
+                    "connection_id": self.ints(c[7], a.name, a.cols.get("connection")),
+                    "record_kind": RECORD_KIND_API,
+                },
+            )
             seq0 += n
         if seq0:
             self.res.devices.add(HOST_DEVICE)
@@ -473,23 +598,38 @@ class _Reader:
         s = self.table(("STEP_TIME",), STEP_REQUIRED, None, "step_trace")
         if s is None:
             return
-        rows = self.db.con.execute(f"SELECT {_q(s.cols['id'])}, {_q(s.cols['start'])}, {_q(s.cols['end'])} "
-                                   f"FROM {_q(s.name)} ORDER BY rowid").fetchall()
+        rows = self.db.con.execute(
+            f"SELECT {_q(s.cols['id'])}, {_q(s.cols['start'])}, {_q(s.cols['end'])} "
+            f"FROM {_q(s.name)} ORDER BY rowid"
+        ).fetchall()
         if not rows:
             return
         device = self.single_device()
         if device is None:
-            self.ctx.log.add(Issue(self.rel, "unknown_device", "STEP_TIME rows not read: the database names no "
-                                   "single device (TASK, RANK_DEVICE_MAP, NPU_INFO) and the export none either",
-                                   count=len(rows)))
+            self.ctx.log.add(
+                Issue(
+                    self.rel,
+                    "unknown_device",
+                    "STEP_TIME rows not read: the database names no "
+                    "single device (TASK, RANK_DEVICE_MAP, NPU_INFO) and the export none either",
+                    count=len(rows),
+                )
+            )
             return
         ids, starts, ends = (np.array(c, dtype=object) for c in zip(*rows))
         n = len(rows)
-        self.write("step_trace", {
-            "seq": np.arange(2 * n, dtype=np.int64), "device_id": np.full(2 * n, device, np.int32),
-            "index_id": self.ints(np.repeat(ids, 2).tolist(), s.name, s.cols["id"], key=True),
-            "tag_id": np.tile(np.array([0, 1], np.int32), n),
-            "ts_ns": self.ints(np.column_stack([starts, ends]).ravel().tolist(), s.name, "startNs/endNs", key=True)})
+        self.write(
+            "step_trace",
+            {
+                "seq": np.arange(2 * n, dtype=np.int64),
+                "device_id": np.full(2 * n, device, np.int32),
+                "index_id": self.ints(np.repeat(ids, 2).tolist(), s.name, s.cols["id"], key=True),
+                "tag_id": np.tile(np.array([0, 1], np.int32), n),
+                "ts_ns": self.ints(
+                    np.column_stack([starts, ends]).ravel().tolist(), s.name, "startNs/endNs", key=True
+                ),
+            },
+        )
 
 
 def pmu_metric(name: str) -> tuple[str, float]:
@@ -517,13 +657,19 @@ def _side_files(path: Path, ctx: ExportContext, rel: str) -> None:
     for suffix, what in (("-journal", "a rollback journal"), ("-wal", "a write-ahead log")):
         side = path.with_name(path.name + suffix)
         if side.exists():
-            ctx.log.add(Issue(rel, "unfinished_write",
-                              f"{side.name} beside it is {what}: the writer may not have finished; the database "
-                              "is read as it is on disk, without what the side file holds"))
+            ctx.log.add(
+                Issue(
+                    rel,
+                    "unfinished_write",
+                    f"{side.name} beside it is {what}: the writer may not have finished; the database "
+                    "is read as it is on disk, without what the side file holds",
+                )
+            )
 
 
-def read_db(path: Path, ctx: ExportContext, size: int | None = None,
-            mtime_ns: int | None = None) -> SourceResult | None:
+def read_db(
+    path: Path, ctx: ExportContext, size: int | None = None, mtime_ns: int | None = None
+) -> SourceResult | None:
     """Read the database as the ingest measured it (``size`` bytes, modified at ``mtime_ns``,
     when the dump was scanned; None: as it is now). A database cannot be read in part, and a
     writer changes pages anywhere in it, so its first ``size`` bytes are copied into
@@ -539,12 +685,20 @@ def read_db(path: Path, ctx: ExportContext, size: int | None = None,
             size, mtime_ns = st.st_size, st.st_mtime_ns
         copy = _snapshot(path, size, mtime_ns, ctx.workdir)
     except _Changed as e:
-        ctx.log.add(Issue(rel, "changed_while_read", f"{e}: a database cannot be read in part, so it is not read; "
-                          "the next run reads it again", byte_offset=0, byte_length=size))
+        ctx.log.add(
+            Issue(
+                rel,
+                "changed_while_read",
+                f"{e}: a database cannot be read in part, so it is not read; the next run reads it again",
+                byte_offset=0,
+                byte_length=size,
+            )
+        )
         return None
     except OSError as e:
-        ctx.log.add(Issue(rel, "unreadable_file", f"cannot be opened or copied: {e.strerror or e}",
-                          byte_length=size))
+        ctx.log.add(
+            Issue(rel, "unreadable_file", f"cannot be opened or copied: {e.strerror or e}", byte_length=size)
+        )
         return None
     db = None
     try:
@@ -579,8 +733,10 @@ def _snapshot(path: Path, size: int, mtime_ns: int | None, workdir: Path | None)
 
     def check(st: os.stat_result) -> None:
         if st.st_size != size or (mtime_ns is not None and st.st_mtime_ns != mtime_ns):
-            raise _Changed(f"changed since the ingest measured it ({size} bytes then, {st.st_size} now"
-                           f"{'' if st.st_size != size else ', modified since'})")
+            raise _Changed(
+                f"changed since the ingest measured it ({size} bytes then, {st.st_size} now"
+                f"{'' if st.st_size != size else ', modified since'})"
+            )
 
     fd, name = tempfile.mkstemp(prefix="export-", suffix=".db", dir=workdir)
     copy = Path(name)
@@ -611,12 +767,18 @@ def _read(path: Path, ctx: ExportContext, db: _Db, size: int) -> SourceResult:
             r.schema_issue(f"no TASK table: {', '.join(wanted)} not read from it")
         elif task is not None and missing:
             if wanted:
-                r.schema_issue(f"table {task.name} has no column {', '.join(missing)}: {', '.join(wanted)} "
-                               "not read from it")
+                r.schema_issue(
+                    f"table {task.name} has no column {', '.join(missing)}: {', '.join(wanted)} "
+                    "not read from it"
+                )
             task = None
         step = "SESSION_TIME_INFO / NPU_INFO"
         r.facts(task)
-        for table, fn in (("task_runs", r.task_runs), ("task_ops", r.task_ops), ("task_metrics", r.task_metrics)):
+        for table, fn in (
+            ("task_runs", r.task_runs),
+            ("task_ops", r.task_ops),
+            ("task_metrics", r.task_metrics),
+        ):
             if table in ctx.tables and task is not None:
                 step = table
                 fn(task)
@@ -627,9 +789,14 @@ def _read(path: Path, ctx: ExportContext, db: _Db, size: int) -> SourceResult:
             step = "step_trace"
             r.step_trace()
     except sqlite3.Error as e:
-        ctx.log.add(Issue(r.rel, "unreadable_file",
-                          f"failed while reading {step}: {e}; rows of the tables before it are kept",
-                          byte_length=size))
+        ctx.log.add(
+            Issue(
+                r.rel,
+                "unreadable_file",
+                f"failed while reading {step}: {e}; rows of the tables before it are kept",
+                byte_length=size,
+            )
+        )
         r.res.notes.append(f"{r.rel}: damaged, read only up to {step}")
         r.report_values()
         return r.res

@@ -56,17 +56,30 @@ CONTROLS = {
 }
 # Files exporters write that hold nothing profetl's tables take, with the reason reported.
 NOT_READ = [
-    (re.compile(r"^analysis\.db$"), "torch_npu's derived analysis (step breakdown, communication matrix): "
-                                    "recomputed by profetl, not read"),
+    (
+        re.compile(r"^analysis\.db$"),
+        "torch_npu's derived analysis (step breakdown, communication matrix): "
+        "recomputed by profetl, not read",
+    ),
     (re.compile(rf"^(hccl|communication){_T}.*\.json$"), "communication data: not part of profetl's tables"),
     (re.compile(r"^communication(_matrix)?\.json$"), "communication data: not part of profetl's tables"),
-    (re.compile(rf"^(npu_module_mem|memory_record|operator_memory|npu_mem|static_op_mem|memory_?\w*){_T}\.csv$"),
-     "memory records: not part of profetl's tables"),
-    (re.compile(rf"^(operator_details|l2_cache|ai_cpu|fusion_op|aicpu\w*|communication_statistic|"
-                rf"hccl_statistic|dp_statistic|prof_rule\w*|\w+_statistic){_T}\.csv$"),
-     "summary not used by profetl's tables"),
-    (re.compile(rf"^(api_statistic|op_statistic|step_trace_time){_T}\.csv$"),
-     "totals recomputed from events (kept as a consistency check)"),
+    (
+        re.compile(
+            rf"^(npu_module_mem|memory_record|operator_memory|npu_mem|static_op_mem|memory_?\w*){_T}\.csv$"
+        ),
+        "memory records: not part of profetl's tables",
+    ),
+    (
+        re.compile(
+            rf"^(operator_details|l2_cache|ai_cpu|fusion_op|aicpu\w*|communication_statistic|"
+            rf"hccl_statistic|dp_statistic|prof_rule\w*|\w+_statistic){_T}\.csv$"
+        ),
+        "summary not used by profetl's tables",
+    ),
+    (
+        re.compile(rf"^(api_statistic|op_statistic|step_trace_time){_T}\.csv$"),
+        "totals recomputed from events (kept as a consistency check)",
+    ),
     (re.compile(r".*\.(txt|log|md)$", re.I), "notes or logs, not profiling data"),
     (re.compile(r".*\.done$"), "completion marker"),
     (re.compile(r".*\.(db-journal|db-wal|db-shm)$"), "SQLite side file"),
@@ -75,8 +88,12 @@ NOT_READ = [
 
 def classify(name: str) -> tuple[str, str] | None:
     """(group, kind) of an export file name; group is database, timeline, summary or control."""
-    for group, kinds in (("database", DATABASES), ("timeline", TIMELINES), ("summary", SUMMARIES),
-                         ("control", CONTROLS)):
+    for group, kinds in (
+        ("database", DATABASES),
+        ("timeline", TIMELINES),
+        ("summary", SUMMARIES),
+        ("control", CONTROLS),
+    ):
         for kind, rx in kinds.items():
             if rx.match(name):
                 return group, kind
@@ -142,8 +159,11 @@ def _has_raw_data(d: Path) -> bool:
 def _raw_here(d: Path) -> bool:
     """``d`` still has raw data of some generation: it is a generation-1 result_dir (``data/``
     with hiprof-era files), or it or a PROF_* folder directly in it has host/ or device_N/ data/."""
-    return (_has_raw_data(d) or is_result_dir(d)
-            or any(_has_raw_data(c) for c in _dirs(d) if c.name.startswith("PROF_")))
+    return (
+        _has_raw_data(d)
+        or is_result_dir(d)
+        or any(_has_raw_data(c) for c in _dirs(d) if c.name.startswith("PROF_"))
+    )
 
 
 def exports_of_raw(d: Path) -> bool:
@@ -164,8 +184,11 @@ def _msprof_export(d: Path) -> bool:
         return False
     if (d / MSPROF_DIR).is_dir() or _export_files_in(d):
         return True
-    return any(_export_files_in(dev / "timeline") or _export_files_in(dev / "summary")
-               for dev in _dirs(d) if _DEVICE_DIR.match(dev.name))
+    return any(
+        _export_files_in(dev / "timeline") or _export_files_in(dev / "summary")
+        for dev in _dirs(d)
+        if _DEVICE_DIR.match(dev.name)
+    )
 
 
 def detect(p: Path) -> str | None:

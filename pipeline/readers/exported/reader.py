@@ -44,20 +44,32 @@ DATABASES = [("msprof_db", "pytorch_db"), ("report_db",)]
 TIMELINES = [("trace_view",), ("msprof_json",)]
 PREFERENCE: dict[str, list[tuple[str, ...]]] = {
     "api_calls": [*DATABASES, *TIMELINES],
-    "task_runs": [*DATABASES, *TIMELINES, ("task_time_json",), ("kernel_details",), ("op_summary",),
-                  ("task_time_csv",)],
-    "task_ops": [*DATABASES, ("kernel_details",), ("op_summary",), ("task_time_csv",), *TIMELINES,
-                 ("task_time_json",)],
+    "task_runs": [
+        *DATABASES,
+        *TIMELINES,
+        ("task_time_json",),
+        ("kernel_details",),
+        ("op_summary",),
+        ("task_time_csv",),
+    ],
+    "task_ops": [
+        *DATABASES,
+        ("kernel_details",),
+        ("op_summary",),
+        ("task_time_csv",),
+        *TIMELINES,
+        ("task_time_json",),
+    ],
     "task_metrics": [*DATABASES, ("kernel_details",), ("op_summary",)],
     "step_trace": [*DATABASES, *TIMELINES, ("step_trace_json",)],
 }
 WHY_MISSING = {
     "api_calls": "no API events in this export (a database CANN_API table or timeline CANN events); "
-                 "Runtime API, AscendCL and top-down API rows are empty",
+    "Runtime API, AscendCL and top-down API rows are empty",
     "task_runs": "no device task executions in this export",
     "task_ops": "no operator descriptions in this export: op names and types are NULL",
     "task_metrics": "no AI Core PMU values in this export (collected without aic-metrics, or a database "
-                    "level without TASK_PMU_INFO): AI Core metrics are empty",
+    "level without TASK_PMU_INFO): AI Core metrics are empty",
     "step_trace": "no step or iteration boundaries in this export: top-down has no per-step rows",
 }
 ALWAYS_MISSING = [
@@ -82,8 +94,9 @@ def choose(dump: ExportDump) -> dict[str, list[ExportFile]]:
     return chosen
 
 
-def read_export(root: Path, sink: Sink, log: IssueLog, layout: str | None = None,
-                workdir: Path | None = None) -> RunMeta:
+def read_export(
+    root: Path, sink: Sink, log: IssueLog, layout: str | None = None, workdir: Path | None = None
+) -> RunMeta:
     """Every file is read as the scan measured it, never further (docs/formats.md#live-dumps):
     text files up to their size then, a database from a copy of those bytes taken in
     ``workdir`` (the system's temporary folder without one) only while the file is still as
@@ -91,8 +104,10 @@ def read_export(root: Path, sink: Sink, log: IssueLog, layout: str | None = None
     root = Path(root)
     dump = scan(root, layout)
     if not any(f.group != "control" for f in dump.files):
-        raise InputError("holds no exported profiling file (msprof_*.db, trace_view.json, kernel_details.csv, ...)",
-                         path=str(root))
+        raise InputError(
+            "holds no exported profiling file (msprof_*.db, trace_view.json, kernel_details.csv, ...)",
+            path=str(root),
+        )
     meta = RunMeta(layout_generation=4, layout=dump.layout)
     default_device = _default_device(dump, log)
     chosen = choose(dump)
@@ -110,8 +125,14 @@ def read_export(root: Path, sink: Sink, log: IssueLog, layout: str | None = None
             why = not_read_reason(f.path.name) or "a more detailed source of the same data was read instead"
             log.add(Issue(rel_name(root, f.path), "not_read", why, device_id=f.device_id))
             continue
-        ctx = ExportContext(root, sink, log, frozenset(tables),
-                            f.device_id if f.device_id is not None else default_device, workdir)
+        ctx = ExportContext(
+            root,
+            sink,
+            log,
+            frozenset(tables),
+            f.device_id if f.device_id is not None else default_device,
+            workdir,
+        )
         res = _read_one(f, ctx)
         # every byte of a file chosen as a source, as the scan measured it, is decoded (the
         # reader calls log.decoded) or reported skipped (an issue of a BYTE_KINDS kind), also
@@ -124,16 +145,25 @@ def read_export(root: Path, sink: Sink, log: IssueLog, layout: str | None = None
     runs = nested_runs(dump)
     for p in dump.nested:
         if p in runs:
-            why = ("msprof's raw data of the same collection: a run of its own, which `profetl run` finds "
-                   "beside this folder (`profetl ingest` takes it by its path)")
+            why = (
+                "msprof's raw data of the same collection: a run of its own, which `profetl run` finds "
+                "beside this folder (`profetl ingest` takes it by its path)"
+            )
         else:
-            why = ("no raw data left: msprof's export of what ASCEND_PROFILER_OUTPUT holds, not a run of its "
-                   "own (`profetl ingest` that folder to read msprof's export as a separate run)")
+            why = (
+                "no raw data left: msprof's export of what ASCEND_PROFILER_OUTPUT holds, not a run of its "
+                "own (`profetl ingest` that folder to read msprof's export as a separate run)"
+            )
         log.add(Issue(rel_name(root, p), "not_read", why))
     for p in dump.others:
         why = not_read_reason(p.name)
-        log.add(Issue(rel_name(root, p), "not_read" if why else "unknown_file",
-                      why or "not a file profetl reads: left alone"))
+        log.add(
+            Issue(
+                rel_name(root, p),
+                "not_read" if why else "unknown_file",
+                why or "not a file profetl reads: left alone",
+            )
+        )
 
     _run_level(meta, dump, chosen, results, default_device, sink, root, log)
     return meta
@@ -158,9 +188,17 @@ def _grown(f: ExportFile, log: IssueLog, rel: str) -> None:
     except OSError:
         return
     if now > f.size:
-        log.add(Issue(rel, "grown_while_read", f"{now - f.size} bytes were written to it after the ingest "
-                      "measured it; not read (the dump counts as changed, the next run reads them)",
-                      device_id=f.device_id, byte_offset=f.size, byte_length=now - f.size))
+        log.add(
+            Issue(
+                rel,
+                "grown_while_read",
+                f"{now - f.size} bytes were written to it after the ingest "
+                "measured it; not read (the dump counts as changed, the next run reads them)",
+                device_id=f.device_id,
+                byte_offset=f.size,
+                byte_length=now - f.size,
+            )
+        )
 
 
 def _default_device(dump: ExportDump, log: IssueLog) -> int | None:
@@ -175,22 +213,44 @@ def _default_device(dump: ExportDump, log: IssueLog) -> int | None:
             continue
         end = info.get("end_info") if isinstance(info, dict) else None
         end = end.get("collectionTimeEnd") if isinstance(end, dict) else None
-        if isinstance(end, (int, float)) and not isinstance(end, bool) and not 0 <= end // 1000 <= metadata.MAX_TIME_US:
-            log.add(Issue(rel_name(dump.root, f.path), "bad_metadata", f"end_info.collectionTimeEnd {format(end, '.3e')} "
-                          "ns is out of the range of times: the collection start is unknown"))
+        if (
+            isinstance(end, (int, float))
+            and not isinstance(end, bool)
+            and not 0 <= end // 1000 <= metadata.MAX_TIME_US
+        ):
+            log.add(
+                Issue(
+                    rel_name(dump.root, f.path),
+                    "bad_metadata",
+                    f"end_info.collectionTimeEnd {format(end, '.3e')} "
+                    "ns is out of the range of times: the collection start is unknown",
+                )
+            )
         rank = info.get("rank_id") if isinstance(info, dict) else None
         if isinstance(rank, int) and not isinstance(rank, bool) and rank > MAX_DEVICE_ID:
-            log.add(Issue(rel_name(dump.root, f.path), "bad_metadata",
-                          f"rank_id {format(rank, '.3e')} is out of the range of device ids: rank and device unknown"))
+            log.add(
+                Issue(
+                    rel_name(dump.root, f.path),
+                    "bad_metadata",
+                    f"rank_id {format(rank, '.3e')} is out of the range of device ids: rank and device unknown",
+                )
+            )
             continue
         if isinstance(rank, int) and rank >= 0:
             return rank
     return None
 
 
-def _run_level(meta: RunMeta, dump: ExportDump, chosen: dict[str, list[ExportFile]],
-               results: dict[Path, SourceResult], default_device: int | None, sink: Sink, root: Path,
-               log: IssueLog) -> None:
+def _run_level(
+    meta: RunMeta,
+    dump: ExportDump,
+    chosen: dict[str, list[ExportFile]],
+    results: dict[Path, SourceResult],
+    default_device: int | None,
+    sink: Sink,
+    root: Path,
+    log: IssueLog,
+) -> None:
     devices: set[int] = set()
     starts = [r.start_ns for r in results.values() if r.start_ns is not None]
     for r in results.values():
@@ -239,18 +299,27 @@ def _device_control(dump: ExportDump, log: IssueLog) -> dict[int, dict]:
             if f.kind == "info_json":
                 info = metadata.read_info(f.path)
                 di = info.device_info[0] if info.device_info else None
-                row.update({"source_file": [rel_name(dump.root, f.path)], "platform_version": [info.platform_version],
-                            "chip": [chip_name(info.platform_version)], "platform_source": ["info.json"],
-                            "pid": [info.pid_int], "host_freq_mhz": [info.host_freq_mhz],
-                            "hwts_freq_mhz": [di.hwts_mhz if di else None],
-                            "aic_freq_mhz": [di.aic_mhz if di else None],
-                            "ai_core_num": [di.ai_core_num if di else None],
-                            "hwts_freq_source": ["info.json" if di and di.hwts_mhz else None]})
+                row.update(
+                    {
+                        "source_file": [rel_name(dump.root, f.path)],
+                        "platform_version": [info.platform_version],
+                        "chip": [chip_name(info.platform_version)],
+                        "platform_source": ["info.json"],
+                        "pid": [info.pid_int],
+                        "host_freq_mhz": [info.host_freq_mhz],
+                        "hwts_freq_mhz": [di.hwts_mhz if di else None],
+                        "aic_freq_mhz": [di.aic_mhz if di else None],
+                        "ai_core_num": [di.ai_core_num if di else None],
+                        "hwts_freq_source": ["info.json" if di and di.hwts_mhz else None],
+                    }
+                )
             else:
                 start = metadata.read_start_info(f.path)
                 row["start_us"] = [start.collection_time_begin_us]
                 if start.collection_time_begin_us is not None and start.clock_monotonic_raw_ns is not None:
-                    row["wall_offset_ns"] = [start.collection_time_begin_us * 1000 - start.clock_monotonic_raw_ns]
+                    row["wall_offset_ns"] = [
+                        start.collection_time_begin_us * 1000 - start.clock_monotonic_raw_ns
+                    ]
                     row["host_mon_ns"] = [start.clock_monotonic_raw_ns]
         except metadata.MetadataError as e:
             log.add(Issue(rel_name(dump.root, f.path), "bad_metadata", str(e), device_id=dev))

@@ -61,12 +61,30 @@ _MODEL_IN_THREAD = re.compile(r"Model ID:\s*(\d+)")
 _PID_SHIFT, _DEVICE_BITS, _HOST_IN_PID = 10, 31, 31
 
 # CANN event name prefix -> level, for events without args.level
-LEVEL_OF_PREFIX = {"ascendcl": "acl", "acl": "acl", "model": "model", "node": "node", "runtime": "runtime",
-                   "hccl": "hccl", "communication": "hccl", "aicpu": "aicpu"}
+LEVEL_OF_PREFIX = {
+    "ascendcl": "acl",
+    "acl": "acl",
+    "model": "model",
+    "node": "node",
+    "runtime": "runtime",
+    "hccl": "hccl",
+    "communication": "hccl",
+    "aicpu": "aicpu",
+}
 # AscendCL api type (Mode) -> the type tag of raw records (type >> 16)
 BATCH_EVENTS = 200_000  # events turned into columns at a time
-ACL_TYPES = {"ACL_OP": 1, "ACL_MODEL": 2, "ACL_RTS": 3, "ACL_OTHERS": 4, "ACL_NN": 5, "ACL_ASCENDC": 6,
-             "HOST_HCCL": 7, "ACL_DVPP": 9, "ACL_GRAPH": 10, "ACL_ATB": 11}
+ACL_TYPES = {
+    "ACL_OP": 1,
+    "ACL_MODEL": 2,
+    "ACL_RTS": 3,
+    "ACL_OTHERS": 4,
+    "ACL_NN": 5,
+    "ACL_ASCENDC": 6,
+    "HOST_HCCL": 7,
+    "ACL_DVPP": 9,
+    "ACL_GRAPH": 10,
+    "ACL_ATB": 11,
+}
 
 
 def _key(v):
@@ -120,11 +138,19 @@ class _Batch:
     """Up to BATCH_EVENTS events (their times, for the run's start) and the columns of those profetl reads."""
 
     ts: list = field(default_factory=list)
-    api: _Columns = field(default_factory=lambda: _Columns(
-        "seq", "name", "ts", "dur", "level", "mode", "item", "tid", "pid", "conn"))
-    hw: _Columns = field(default_factory=lambda: _Columns(
-        "seq", "name", "ts", "dur", "pid", "stream", "task", "batch", "subtask", "model", "conn", "type"))
-    steps: _Columns = field(default_factory=lambda: _Columns("seq", "index", "ts", "dur", "fp", "bp", "pid", "tid"))
+    api: _Columns = field(
+        default_factory=lambda: _Columns(
+            "seq", "name", "ts", "dur", "level", "mode", "item", "tid", "pid", "conn"
+        )
+    )
+    hw: _Columns = field(
+        default_factory=lambda: _Columns(
+            "seq", "name", "ts", "dur", "pid", "stream", "task", "batch", "subtask", "model", "conn", "type"
+        )
+    )
+    steps: _Columns = field(
+        default_factory=lambda: _Columns("seq", "index", "ts", "dur", "fp", "bp", "pid", "tid")
+    )
 
 
 class _Reader:
@@ -134,7 +160,9 @@ class _Reader:
         self.res = SourceResult()
         self.bad: Counter[str] = Counter()  # what was bad -> events
         m = _PER_ITERATION.match(path.name)
-        self.file_device, self.file_model, self.file_iteration = (int(g) for g in m.groups()) if m else (None,) * 3
+        self.file_device, self.file_model, self.file_iteration = (
+            (int(g) for g in m.groups()) if m else (None,) * 3
+        )
 
     # --- devices -----------------------------------------------------------------------------
 
@@ -142,8 +170,11 @@ class _Reader:
         """pid -> device for the device processes, and pid -> the process id it encodes."""
         hw = [p for p, name in process.items() if name == HARDWARE]
         upper_hw = {p >> _PID_SHIFT for p in hw if isinstance(p, int) and p >= 1 << _PID_SHIFT}
-        upper_other = {p >> _PID_SHIFT for p, name in process.items()
-                       if name != HARDWARE and isinstance(p, int) and p >= 1 << _PID_SHIFT}
+        upper_other = {
+            p >> _PID_SHIFT
+            for p, name in process.items()
+            if name != HARDWARE and isinstance(p, int) and p >= 1 << _PID_SHIFT
+        }
         self.encoded = upper_hw & upper_other  # process ids msprof folded into the trace pids
         self.pid_device: dict = {}
         unknown = False
@@ -154,8 +185,10 @@ class _Reader:
             elif self._encoded(p) and p & _DEVICE_BITS != _HOST_IN_PID:
                 dev = p & _DEVICE_BITS
                 if self.ctx.default_device is not None and dev != self.ctx.default_device:
-                    self.res.notes.append(f"{self.rel}: device {dev} from the exporter's process ids, "
-                                          f"where the path or profiler_info says {self.ctx.default_device}")
+                    self.res.notes.append(
+                        f"{self.rel}: device {dev} from the exporter's process ids, "
+                        f"where the path or profiler_info says {self.ctx.default_device}"
+                    )
             elif self.ctx.default_device is not None:
                 dev = self.ctx.default_device
             else:
@@ -216,21 +249,41 @@ class _Reader:
                     args = {}
                 name = e.get("name")
                 if proc == CANN:
-                    batch.api.add(i, name, e.get("ts"), e.get("dur"), args.get("level"), args.get("Mode"),
-                                     args.get("item_id"), args.get("Thread Id", e.get("tid")), pid,
-                                     args.get("connection_id"))
+                    batch.api.add(
+                        i,
+                        name,
+                        e.get("ts"),
+                        e.get("dur"),
+                        args.get("level"),
+                        args.get("Mode"),
+                        args.get("item_id"),
+                        args.get("Thread Id", e.get("tid")),
+                        pid,
+                        args.get("connection_id"),
+                    )
                     continue
                 if proc == HARDWARE and "Task Id" in args:
-                    batch.hw.add(i, name, e.get("ts"), e.get("dur"), pid,
-                                    args.get("Physic Stream Id", args.get("Stream Id")), args.get("Task Id"),
-                                    args.get("Batch Id"), args.get("Subtask Id"), args.get("Model Id"),
-                                    args.get("connection_id"), args.get("Task Type"))
+                    batch.hw.add(
+                        i,
+                        name,
+                        e.get("ts"),
+                        e.get("dur"),
+                        pid,
+                        args.get("Physic Stream Id", args.get("Stream Id")),
+                        args.get("Task Id"),
+                        args.get("Batch Id"),
+                        args.get("Subtask Id"),
+                        args.get("Model Id"),
+                        args.get("connection_id"),
+                        args.get("Task Type"),
+                    )
                     continue
                 if isinstance(name, str):
                     m = _PROFILER_STEP.match(name)
                     if m:
-                        batch.steps.add(i, m.group(1), e.get("ts"), e.get("dur"), None, None, pid,
-                                           _key(e.get("tid")))
+                        batch.steps.add(
+                            i, m.group(1), e.get("ts"), e.get("dur"), None, None, pid, _key(e.get("tid"))
+                        )
                         continue
                     m = _ITERATION.match(name)
                     if m and (e.get("cat") == "Iteration Time" or proc == STEP_TRACE):
@@ -238,8 +291,16 @@ class _Reader:
                         if self.file_iteration is not None and str(index) != str(self.file_iteration):
                             other_iterations += 1
                             continue
-                        batch.steps.add(i, index, e.get("ts"), e.get("dur"), args.get("FP Start"),
-                                           args.get("BP End"), pid, _key(e.get("tid")))
+                        batch.steps.add(
+                            i,
+                            index,
+                            e.get("ts"),
+                            e.get("dur"),
+                            args.get("FP Start"),
+                            args.get("BP End"),
+                            pid,
+                            _key(e.get("tid")),
+                        )
                         continue
             label = proc if proc is not None else f"pid {pid}"
             if proc in (CANN, HARDWARE, PYTHON, STEP_TRACE):
@@ -259,8 +320,10 @@ class _Reader:
         self._report(skipped, other_iterations, elsewhere)
         self._start()
         if self.device_unknown and (self.found["task_runs"] or self.found["step_trace"]):
-            self.res.notes.append(f"{self.rel}: the device of its tasks and steps is not named (no device_N folder, "
-                                  f"profiler_info rank or msprof process id): taken as device 0")
+            self.res.notes.append(
+                f"{self.rel}: the device of its tasks and steps is not named (no device_N folder, "
+                f"profiler_info rank or msprof process id): taken as device 0"
+            )
         return self.res
 
     def _flush(self, batch: _Batch) -> None:
@@ -305,12 +368,15 @@ class _Reader:
         start, end, ok = self._times(c, CANN)
         names = _text(c["name"])
         prefix = pc.struct_field(pc.extract_regex(names, r"^(?P<p>[^@]*)@"), "p")
-        api_name = pc.if_else(pc.is_valid(prefix), pc.replace_substring_regex(names, r"^[^@]*@", "", max_replacements=1),
-                              names)
+        api_name = pc.if_else(
+            pc.is_valid(prefix), pc.replace_substring_regex(names, r"^[^@]*@", "", max_replacements=1), names
+        )
         level = export_values.clean(_text(c["level"]))
         from_prefix = pc.utf8_lower(prefix)
         uniq = pc.unique(from_prefix)
-        mapped = pa.array([None if p is None else LEVEL_OF_PREFIX.get(p, p) for p in uniq.to_pylist()], pa.string())
+        mapped = pa.array(
+            [None if p is None else LEVEL_OF_PREFIX.get(p, p) for p in uniq.to_pylist()], pa.string()
+        )
         level = pc.coalesce(level, pc.take(mapped, pc.index_in(from_prefix, value_set=uniq)))
         is_acl = pc.fill_null(pc.equal(level, "acl"), False)
         mode = export_values.clean(_text(c["mode"]))
@@ -318,28 +384,35 @@ class _Reader:
         api_type = pc.take(types, pc.index_in(mode, value_set=pa.array(list(ACL_TYPES))))
         api_type = pc.if_else(is_acl, api_type, pa.nulls(n, pa.int32()))
         item = export_values.clean(_text(c["item"]))
-        no_item = pc.and_(pc.fill_null(pc.equal(item, "0"), False),
-                          pc.invert(pc.fill_null(pc.equal(level, "model"), False)))
+        no_item = pc.and_(
+            pc.fill_null(pc.equal(item, "0"), False), pc.invert(pc.fill_null(pc.equal(level, "model"), False))
+        )
         item = pc.if_else(no_item, pa.nulls(n, pa.string()), item)
         tid, bad_tid = _ints(c["tid"])
         conn, bad_conn = _ints([None if str(v) == NO_CONNECTION else v for v in c["conn"]])
-        pids = [(p >> _PID_SHIFT if self._encoded(p) else p) if isinstance(p, int) else None for p in c["pid"]]
+        pids = [
+            (p >> _PID_SHIFT if self._encoded(p) else p) if isinstance(p, int) else None for p in c["pid"]
+        ]
         self._bad_ids(CANN, "Thread Id or connection_id", pc.or_(bad_tid, bad_conn))
-        rows = self._write("api_calls", {
-            "device_id": pa.array(np.full(n, HOST_DEVICE, np.int32)),
-            "source_file": self.rel,
-            "seq": pa.array(c["seq"], pa.int64()),
-            "level": level,
-            "api_name": api_name,
-            "api_type": api_type,
-            "pid": pa.array(pids, pa.int64()),
-            "tid": tid,
-            "start_ns": start,
-            "end_ns": end,
-            "item": item,
-            "record_kind": "timeline_cann",
-            "connection_id": conn,
-        }, ok)
+        rows = self._write(
+            "api_calls",
+            {
+                "device_id": pa.array(np.full(n, HOST_DEVICE, np.int32)),
+                "source_file": self.rel,
+                "seq": pa.array(c["seq"], pa.int64()),
+                "level": level,
+                "api_name": api_name,
+                "api_type": api_type,
+                "pid": pa.array(pids, pa.int64()),
+                "tid": tid,
+                "start_ns": start,
+                "end_ns": end,
+                "item": item,
+                "record_kind": "timeline_cann",
+                "connection_id": conn,
+            },
+            ok,
+        )
         if rows:
             self.res.devices.add(HOST_DEVICE)
 
@@ -359,15 +432,39 @@ class _Reader:
         context = _none_is_null(context)
         task_type = export_values.clean(_text(c["type"]))
         seq = pa.array(c["seq"], pa.int64())
-        common = {"device_id": device, "source_file": self.rel, "seq": seq, "stream_id": stream, "task_id": task,
-                  "batch_id": batch, "context_id": context, "model_id": model, "start_ns": start}
+        common = {
+            "device_id": device,
+            "source_file": self.rel,
+            "seq": seq,
+            "stream_id": stream,
+            "task_id": task,
+            "batch_id": batch,
+            "context_id": context,
+            "model_id": model,
+            "start_ns": start,
+        }
         written = 0
         if "task_runs" in self.ctx.tables:
-            written = self._write("task_runs", {**common, "end_ns": end, "source": "timeline",
-                                                "task_type_name": task_type, "connection_id": conn}, ok)
+            written = self._write(
+                "task_runs",
+                {
+                    **common,
+                    "end_ns": end,
+                    "source": "timeline",
+                    "task_type_name": task_type,
+                    "connection_id": conn,
+                },
+                ok,
+            )
         if "task_ops" in self.ctx.tables:
-            written = max(written, self._write("task_ops", {**common, "source": "export", "op_name": _text(c["name"]),
-                                                            "task_type": task_type}, ok))
+            written = max(
+                written,
+                self._write(
+                    "task_ops",
+                    {**common, "source": "export", "op_name": _text(c["name"]), "task_type": task_type},
+                    ok,
+                ),
+            )
         if written:
             self.res.devices |= set(pc.unique(pc.filter(device, ok)).to_pylist())
 
@@ -390,14 +487,28 @@ class _Reader:
         seq = pa.array(c["seq"], pa.int64())
         # keypoints: (tag, time); FP and BP only where the span names them
         parts = []
-        for tag, ts, keep in ((0, start, ok), (2, fp, pc.and_(ok, pc.is_valid(fp))),
-                              (3, bp, pc.and_(ok, pc.is_valid(bp))), (1, end, ok)):
-            t = pa.table({"device_id": device, "seq": seq, "model_id": model, "index_id": index,
-                          "ts_ns": ts, "tag_id": pa.array(np.full(n, tag, np.int32))}).filter(keep)
+        for tag, ts, keep in (
+            (0, start, ok),
+            (2, fp, pc.and_(ok, pc.is_valid(fp))),
+            (3, bp, pc.and_(ok, pc.is_valid(bp))),
+            (1, end, ok),
+        ):
+            t = pa.table(
+                {
+                    "device_id": device,
+                    "seq": seq,
+                    "model_id": model,
+                    "index_id": index,
+                    "ts_ns": ts,
+                    "tag_id": pa.array(np.full(n, tag, np.int32)),
+                }
+            ).filter(keep)
             parts.append(t)
         t = pa.concat_tables(parts).sort_by([("seq", "ascending"), ("ts_ns", "ascending")])
         if t.num_rows:
-            self.ctx.sink.write("step_trace", {**{k: t.column(k) for k in t.column_names}, "source_file": self.rel})
+            self.ctx.sink.write(
+                "step_trace", {**{k: t.column(k) for k in t.column_names}, "source_file": self.rel}
+            )
             self.res.add_rows("step_trace", t.num_rows)
             self.res.devices |= set(pc.unique(t.column("device_id")).to_pylist())
 
@@ -414,14 +525,18 @@ class _Reader:
         if parts:
             msgs.append(", ".join(parts) + ": not part of profetl's tables")
         if other_iterations:
-            msgs.append(f"{other_iterations} step-trace events of other iterations: each "
-                        f"{self.path.name.rsplit('_', 3)[0]}_<dev>_<model>_<iter> file repeats them, only iteration "
-                        f"{self.file_iteration} is taken from this one")
+            msgs.append(
+                f"{other_iterations} step-trace events of other iterations: each "
+                f"{self.path.name.rsplit('_', 3)[0]}_<dev>_<model>_<iter> file repeats them, only iteration "
+                f"{self.file_iteration} is taken from this one"
+            )
             total += other_iterations
         if elsewhere:
             msgs.append(", ".join(elsewhere) + ": filled from another source of this export")
         if msgs:
-            self.ctx.log.add(Issue(self.rel, "not_read", "; ".join(msgs), device_id=None, count=max(total, 1)))
+            self.ctx.log.add(
+                Issue(self.rel, "not_read", "; ".join(msgs), device_id=None, count=max(total, 1))
+            )
         for what, k in self.bad.items():
             self.ctx.log.add(Issue(self.rel, "bad_value", f"{k} {what}", count=k))
 
@@ -432,8 +547,10 @@ class _Reader:
         if first >= WALL_CLOCK_NS:
             self.res.start_ns = first
         else:
-            self.res.notes.append(f"{self.rel}: event times are not wall clock (a monotonic clock, "
-                                  f"first event at {first} ns): the collection start is not taken from it")
+            self.res.notes.append(
+                f"{self.rel}: event times are not wall clock (a monotonic clock, "
+                f"first event at {first} ns): the collection start is not taken from it"
+            )
 
 
 def read_timeline(path: Path, kind: str, ctx: ExportContext, size: int | None = None) -> SourceResult | None:
@@ -450,16 +567,35 @@ def read_timeline(path: Path, kind: str, ctx: ExportContext, size: int | None = 
         why = (e.strerror or str(e)) if isinstance(e, OSError) else str(e)
         written = sum(reader.res.rows.values())
         if written:  # the file changed or failed in the second pass, after some batches were written
-            ctx.log.add(Issue(rel, "unreadable_file", f"reading failed part way ({why}) after {written} rows were "
-                                                      f"written: they are kept, the rest of the file is not read",
-                              byte_length=size if size is not None else file_size(path)))
+            ctx.log.add(
+                Issue(
+                    rel,
+                    "unreadable_file",
+                    f"reading failed part way ({why}) after {written} rows were "
+                    f"written: they are kept, the rest of the file is not read",
+                    byte_length=size if size is not None else file_size(path),
+                )
+            )
             return reader.res
         if isinstance(e, TraceError):
-            ctx.log.add(Issue(rel, "unreadable_file", f"{e}: file not read", byte_offset=e.offset,
-                              byte_length=size if size is not None else file_size(path)))
+            ctx.log.add(
+                Issue(
+                    rel,
+                    "unreadable_file",
+                    f"{e}: file not read",
+                    byte_offset=e.offset,
+                    byte_length=size if size is not None else file_size(path),
+                )
+            )
         else:
-            ctx.log.add(Issue(rel, "unreadable_file", f"cannot be read ({why}): file not read",
-                              byte_length=size if size is not None else file_size(path)))
+            ctx.log.add(
+                Issue(
+                    rel,
+                    "unreadable_file",
+                    f"cannot be read ({why}): file not read",
+                    byte_length=size if size is not None else file_size(path),
+                )
+            )
         return None
     ctx.log.decoded(size)
     return res

@@ -93,7 +93,7 @@ class _Scanner:
     def _compact(self) -> None:
         if self.pos > COMPACT_CHARS and self.pos * 2 > len(self.text):
             self.base = self.offset(self.pos)
-            self.text = self.text[self.pos:]
+            self.text = self.text[self.pos :]
             self.pos = 0
 
     def offset(self, pos: int) -> int:
@@ -113,7 +113,9 @@ class _Scanner:
     def _expect(self, chars: str, what: str) -> str:
         c = self._space()
         if c == "" or c not in chars:
-            raise TraceError(f"not valid JSON (expected {what}; a truncated file ends this way)", self.offset(self.pos))
+            raise TraceError(
+                f"not valid JSON (expected {what}; a truncated file ends this way)", self.offset(self.pos)
+            )
         self.pos += 1
         return c
 
@@ -126,8 +128,9 @@ class _Scanner:
             except json.JSONDecodeError as e:
                 if not self.eof and len(self.text) - self.pos < MAX_EVENT_BYTES and self._more():
                     continue
-                raise TraceError(f"not valid JSON ({e.msg}; a truncated file ends this way)",
-                                 self.offset(e.pos)) from None
+                raise TraceError(
+                    f"not valid JSON ({e.msg}; a truncated file ends this way)", self.offset(e.pos)
+                ) from None
             except RecursionError:
                 raise TraceError("JSON nested too deeply", self.offset(self.pos)) from None
             if _NUMBER_TAIL.fullmatch(self.text, end) and self._more():
@@ -160,10 +163,14 @@ class _Scanner:
                     if self._expect(",}", "',' or '}'") == "}":
                         break
             if not found:
-                raise TraceError("JSON but not a Chrome trace (neither an event list nor an object with traceEvents)", 0)
+                raise TraceError(
+                    "JSON but not a Chrome trace (neither an event list nor an object with traceEvents)", 0
+                )
         else:
             self._value()  # a JSON error, or a scalar document
-            raise TraceError("JSON but not a Chrome trace (neither an event list nor an object with traceEvents)", 0)
+            raise TraceError(
+                "JSON but not a Chrome trace (neither an event list nor an object with traceEvents)", 0
+            )
         if self._space() != "":
             raise TraceError("not valid JSON (extra data after the document)", self.offset(self.pos))
 

@@ -57,10 +57,13 @@ def decimal_to_int(values, scale_digits: int) -> tuple[pa.Array, pa.Array]:
     # beyond int64 (more than 19 digits, or 19 above its maximum, or the maximum rounded up):
     # NULL and bad, never an overflow
     length = pc.utf8_length(digits)
-    over = pc.or_(pc.greater(length, 19),
-                  pc.and_(pc.equal(length, 19),
-                          pc.or_(pc.greater(digits, _INT64_MAX),
-                                 pc.and_(pc.equal(digits, _INT64_MAX), up))))
+    over = pc.or_(
+        pc.greater(length, 19),
+        pc.and_(
+            pc.equal(length, 19),
+            pc.or_(pc.greater(digits, _INT64_MAX), pc.and_(pc.equal(digits, _INT64_MAX), up)),
+        ),
+    )
     over = pc.fill_null(over, False)
     digits = pc.if_else(over, pa.nulls(len(digits), pa.string()), digits)
     n = pc.cast(digits, pa.int64())

@@ -20,9 +20,9 @@ def ns(clock: DeviceClock | None, syscnt: np.ndarray):
     return pa.nulls(len(syscnt), pa.int64()) if out is None else out
 
 
-
-def time_line_states(b: Batch, stream: SliceStream, device_id: int, clock: DeviceClock,
-                     record_kind: str = "time_line") -> dict:
+def time_line_states(
+    b: Batch, stream: SliceStream, device_id: int, clock: DeviceClock, record_kind: str = "time_line"
+) -> dict:
     """TS TIME_LINE-shaped records (stream, task, type, state, timestamp) as task_states rows."""
     r = b.records
     return {

@@ -144,7 +144,9 @@ def is_result_dir(path: Path) -> bool:
 
 # Top-level names a result_dir may hold besides control files: markers, and what msprof
 # writes into a directory it parsed (docs/formats.md#markers, #dir-prof).
-_KNOWN_TOP = re.compile(r"^(data|sqlite|log|summary|timeline|mindstudio_profiler_output)$|.*\.(done|complete|zip)$")
+_KNOWN_TOP = re.compile(
+    r"^(data|sqlite|log|summary|timeline|mindstudio_profiler_output)$|.*\.(done|complete|zip)$"
+)
 
 
 def scan(root: Path) -> Layout1Files:

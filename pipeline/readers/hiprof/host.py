@@ -20,7 +20,6 @@ from pipeline.readers.slices import SliceStream
 I64 = np.int64
 
 
-
 def _report(b: Batch, stream: SliceStream, log: IssueLog, device_id: int, what: str):
     return name_reporter(stream, b.offsets, log, device_id, what)
 
@@ -53,9 +52,19 @@ def runtime_calls(b: Batch, stream: SliceStream, device_id: int, log: IssueLog) 
     if impossible.any():  # a record misread after damage: no stream rather than a wrong one
         n = int(impossible.sum())
         where, at = stream.locate(int(b.offsets[np.argmax(impossible)]))
-        log.add(Issue(where, "bad_value", f"{n} runtime API record(s) with a stream id above 2^31 (damaged data): "
-                      f"stream id NULL", device_id=device_id, byte_offset=at, count=n))
-    stream_id = pa.array(np.where(impossible, 0, sid), mask=(r["stream_id"] == hiprof_layouts.NO_STREAM) | impossible).cast(pa.int32())
+        log.add(
+            Issue(
+                where,
+                "bad_value",
+                f"{n} runtime API record(s) with a stream id above 2^31 (damaged data): stream id NULL",
+                device_id=device_id,
+                byte_offset=at,
+                count=n,
+            )
+        )
+    stream_id = pa.array(
+        np.where(impossible, 0, sid), mask=(r["stream_id"] == hiprof_layouts.NO_STREAM) | impossible
+    ).cast(pa.int32())
     task_num = np.clip(r["task_num"].astype(I64), 0, 10)
     offsets = np.concatenate(([0], np.cumsum(task_num))).astype(np.int32)
     keep = np.arange(10)[None, :] < task_num[:, None]
@@ -90,14 +99,32 @@ def runtime_track_ops(b: Batch, stream: SliceStream, device_id: int, log: IssueL
     }
 
 
-GE_TASK_TYPES = np.array(["AI_CORE", "AI_CPU", "AI_VECTOR_CORE", "WRITE_BACK", "MIX_AIC", "MIX_AIV",
-                          "FFTS_PLUS", "DSA_SQE", "DVPP", "HCCL", "INVALID"], dtype=object)
+GE_TASK_TYPES = np.array(
+    [
+        "AI_CORE",
+        "AI_CPU",
+        "AI_VECTOR_CORE",
+        "WRITE_BACK",
+        "MIX_AIC",
+        "MIX_AIV",
+        "FFTS_PLUS",
+        "DSA_SQE",
+        "DVPP",
+        "HCCL",
+        "INVALID",
+    ],
+    dtype=object,
+)
 
 
-def ge_task_ops(b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[int, str], log: IssueLog) -> dict:
+def ge_task_ops(
+    b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[int, str], log: IssueLog
+) -> dict:
     r = b.records
     rel = stream.files[0].rel
-    task_type = map_distinct(r["task_type"], lambda t: GE_TASK_TYPES[t] if t < len(GE_TASK_TYPES) else f"UNKNOWN_{t}")
+    task_type = map_distinct(
+        r["task_type"], lambda t: GE_TASK_TYPES[t] if t < len(GE_TASK_TYPES) else f"UNKNOWN_{t}"
+    )
     blocks = r["block_dims"].astype(I64)
     return {
         **base_columns(b, stream, device_id),
@@ -107,10 +134,28 @@ def ge_task_ops(b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[int
         "batch_id": r["batch_id"].astype(np.int32),
         "model_id": r["model_id"].astype(I64),
         "index_id": r["cur_iter"].astype(I64),
-        "op_name": names_or_hashes(r["op_name_kind"], r["op_name"], r["op_name_hash"], ge_hash, "op name", rel, log, device_id,
-                                  _report(b, stream, log, device_id, "op name")),
-        "op_type": names_or_hashes(r["op_type_kind"], r["op_type"], r["op_type_hash"], ge_hash, "op type", rel, log, device_id,
-                                  _report(b, stream, log, device_id, "op type")),
+        "op_name": names_or_hashes(
+            r["op_name_kind"],
+            r["op_name"],
+            r["op_name_hash"],
+            ge_hash,
+            "op name",
+            rel,
+            log,
+            device_id,
+            _report(b, stream, log, device_id, "op name"),
+        ),
+        "op_type": names_or_hashes(
+            r["op_type_kind"],
+            r["op_type"],
+            r["op_type_hash"],
+            ge_hash,
+            "op type",
+            rel,
+            log,
+            device_id,
+            _report(b, stream, log, device_id, "op type"),
+        ),
         "task_type": task_type,
         "block_dim": (blocks & 0xFFFF).astype(np.int32),
         "mix_block_dim": ((blocks & 0xFFFF) * (blocks >> 16)).astype(np.int32),
@@ -119,14 +164,24 @@ def ge_task_ops(b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[int
     }
 
 
-def model_phases(b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[int, str], log: IssueLog,
-                 first_infer_id: int) -> dict:
+def model_phases(
+    b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[int, str], log: IssueLog, first_infer_id: int
+) -> dict:
     """Three rows per model_time record (input, infer, output); infer ids in file order."""
     r = b.records
     n = len(r)
     rel = stream.files[0].rel
-    name = names_or_hashes(r["model_name_kind"], r["model_name"], r["model_name_hash"], ge_hash, "model name", rel, log,
-                           device_id, _report(b, stream, log, device_id, "model name"))
+    name = names_or_hashes(
+        r["model_name_kind"],
+        r["model_name"],
+        r["model_name_hash"],
+        ge_hash,
+        "model name",
+        rel,
+        log,
+        device_id,
+        _report(b, stream, log, device_id, "model name"),
+    )
     infer_id = np.arange(first_infer_id, first_infer_id + n, dtype=np.int32)
     rep = lambda a: np.repeat(a, 3)  # noqa: E731
     rows = pa.array(rep(np.arange(n)))  # each record's row, three times
@@ -148,13 +203,24 @@ def model_phases(b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[in
     }
 
 
-def model_loads(b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[int, str], log: IssueLog) -> dict:
+def model_loads(
+    b: Batch, stream: SliceStream, device_id: int, ge_hash: dict[int, str], log: IssueLog
+) -> dict:
     r = b.records
     rel = stream.files[0].rel
     return {
         **base_columns(b, stream, device_id),
         "model_id": r["model_id"].astype(I64),
-        "model_name": names_or_hashes(r["model_name_kind"], r["model_name"], r["model_name_hash"], ge_hash, "model name", rel, log, device_id),
+        "model_name": names_or_hashes(
+            r["model_name_kind"],
+            r["model_name"],
+            r["model_name_hash"],
+            ge_hash,
+            "model name",
+            rel,
+            log,
+            device_id,
+        ),
         "phase": "load",
         "start_ns": r["start"].astype(I64),
         "end_ns": r["end"].astype(I64),

@@ -56,7 +56,9 @@ def _pick(files: Layout1Files, kind: str, device_id: int) -> Path | None:
     return by_dev.get(device_id) or by_dev.get(None)
 
 
-def _load(reader, path: Path | None, root: Path, log: IssueLog, device_id: int | None, what: str, required: bool):
+def _load(
+    reader, path: Path | None, root: Path, log: IssueLog, device_id: int | None, what: str, required: bool
+):
     if path is None:
         if required:
             log.add(Issue(what, "missing_file", f"no {what} for device {device_id}", device_id=device_id))
@@ -68,28 +70,77 @@ def _load(reader, path: Path | None, root: Path, log: IssueLog, device_id: int |
         return None
 
 
-def _device_row(files: Layout1Files, device_id: int, log: IssueLog, meta: RunMeta) -> tuple[dict, DeviceClock]:
+def _device_row(
+    files: Layout1Files, device_id: int, log: IssueLog, meta: RunMeta
+) -> tuple[dict, DeviceClock]:
     root = files.root
     info_p = _pick(files, "info", device_id)
     info = _load(metadata.read_info, info_p, root, log, device_id, f"info.json.{device_id}", True)
-    sample = _load(metadata.read_sample, _pick(files, "sample", device_id), root, log, device_id, "sample.json", True)
-    start = _load(metadata.read_start_info, _pick(files, "start_info", device_id), root, log, device_id, f"start_info.{device_id}", False)
-    host_sync = _load(metadata.read_sync_log, _pick(files, "host_start", device_id), root, log, device_id, f"host_start.log.{device_id}", True)
-    dev_sync = _load(metadata.read_sync_log, _pick(files, "dev_start", device_id), root, log, device_id, f"dev_start.log.{device_id}", True)
+    sample = _load(
+        metadata.read_sample, _pick(files, "sample", device_id), root, log, device_id, "sample.json", True
+    )
+    start = _load(
+        metadata.read_start_info,
+        _pick(files, "start_info", device_id),
+        root,
+        log,
+        device_id,
+        f"start_info.{device_id}",
+        False,
+    )
+    host_sync = _load(
+        metadata.read_sync_log,
+        _pick(files, "host_start", device_id),
+        root,
+        log,
+        device_id,
+        f"host_start.log.{device_id}",
+        True,
+    )
+    dev_sync = _load(
+        metadata.read_sync_log,
+        _pick(files, "dev_start", device_id),
+        root,
+        log,
+        device_id,
+        f"dev_start.log.{device_id}",
+        True,
+    )
 
     dinfo = info.device_info[0] if info and info.device_info else None
     if info is not None and dinfo is None:
-        log.add(Issue(_rel(root, info_p), "bad_metadata", "info.json has no DeviceInfo: device times cannot be converted", device_id=device_id))
+        log.add(
+            Issue(
+                _rel(root, info_p),
+                "bad_metadata",
+                "info.json has no DeviceInfo: device times cannot be converted",
+                device_id=device_id,
+            )
+        )
     hwts = dinfo.hwts_mhz if dinfo else None
     if dinfo is not None and not hwts:
-        log.add(Issue(_rel(root, info_p), "bad_metadata", "DeviceInfo has no usable hwts_frequency: device times stay NULL", device_id=device_id))
+        log.add(
+            Issue(
+                _rel(root, info_p),
+                "bad_metadata",
+                "DeviceInfo has no usable hwts_frequency: device times stay NULL",
+                device_id=device_id,
+            )
+        )
     host_freq = info.host_freq_mhz if info else None
     host_mon = 0
     if host_sync is not None and host_sync.clock_monotonic_raw is not None:
         host_mon = host_monotonic_ns(host_sync.clock_monotonic_raw, host_sync.cntvct_diff, host_freq)
     dev_cntvct = dev_sync.cntvct if dev_sync is not None and dev_sync.cntvct is not None else 0
     if dev_sync is not None and dev_sync.cntvct is None:
-        log.add(Issue(_rel(root, _pick(files, "dev_start", device_id)), "bad_metadata", "no cntvct: device times are counted from counter 0", device_id=device_id))
+        log.add(
+            Issue(
+                _rel(root, _pick(files, "dev_start", device_id)),
+                "bad_metadata",
+                "no cntvct: device times are counted from counter 0",
+                device_id=device_id,
+            )
+        )
     clock = DeviceClock(hwts, dev_cntvct, host_mon)
 
     events: list[int] = []
@@ -97,9 +148,17 @@ def _device_row(files: Layout1Files, device_id: int, log: IssueLog, meta: RunMet
         try:
             events = sample.event_ids()
         except metadata.MetadataError as e:
-            log.add(Issue(_rel(root, _pick(files, "sample", device_id)), "bad_metadata", str(e), device_id=device_id))
+            log.add(
+                Issue(
+                    _rel(root, _pick(files, "sample", device_id)), "bad_metadata", str(e), device_id=device_id
+                )
+            )
     wall_offset = None
-    if start is not None and start.collection_time_begin_us is not None and start.clock_monotonic_raw_ns is not None:
+    if (
+        start is not None
+        and start.collection_time_begin_us is not None
+        and start.clock_monotonic_raw_ns is not None
+    ):
         wall_offset = start.collection_time_begin_us * 1000 - start.clock_monotonic_raw_ns
         if meta.collection_start_us is None:
             meta.collection_start_us = start.collection_time_begin_us
@@ -152,8 +211,9 @@ def _device_ids(files: Layout1Files) -> list[int]:
     return sorted({s.device_id for s in files.streams} | {d for d in files.control["info"] if d is not None})
 
 
-def read_result_dir(root: Path, sink: Sink, log: IssueLog, devices: list[int] | None = None,
-                    dump_level: bool = True) -> RunMeta:
+def read_result_dir(
+    root: Path, sink: Sink, log: IssueLog, devices: list[int] | None = None, dump_level: bool = True
+) -> RunMeta:
     """Read the dump, or only ``devices`` of it (a unit of work; ``dump_level`` says whether
     this part also reports the files that belong to no device)."""
     root = Path(root)
@@ -165,7 +225,13 @@ def read_result_dir(root: Path, sink: Sink, log: IssueLog, devices: list[int] | 
         for rel in files.unknown:
             log.add(Issue(rel, "unknown_file", "not a file the generation-1 readers recognise; not read"))
         for rel in files.not_files:
-            log.add(Issue(rel, "unreadable_file", "not a regular file inside the dump (a directory, or a link leaving it); not read"))
+            log.add(
+                Issue(
+                    rel,
+                    "unreadable_file",
+                    "not a regular file inside the dump (a directory, or a link leaving it); not read",
+                )
+            )
         for rel in files.bad_device:
             log.add(Issue(rel, "unreadable_file", BAD_DEVICE))
     device_ids = _device_ids(files)
@@ -197,7 +263,9 @@ def read_result_dir(root: Path, sink: Sink, log: IssueLog, devices: list[int] | 
                     sink.write("task_ops", hiprof_host.ge_task_ops(b, stream, dev, ge_hash, log))
             elif s.kind == "ge_model_time":
                 for b in decode_fixed(stream, hiprof_layouts.GE_MODEL_TIME, log, dev):
-                    sink.write("inferences", hiprof_host.model_phases(b, stream, dev, ge_hash, log, next_infer))
+                    sink.write(
+                        "inferences", hiprof_host.model_phases(b, stream, dev, ge_hash, log, next_infer)
+                    )
                     next_infer += len(b.records)
             elif s.kind == "ge_model_load":
                 for b in decode_fixed(stream, hiprof_layouts.GE_MODEL_LOAD, log, dev):
@@ -213,8 +281,10 @@ def merge_metas(metas: list[RunMeta], earliest_start: bool = False) -> RunMeta:
     start the first one (``earliest_start``: the earliest, as the generation-2/3 reader takes it)."""
     out = RunMeta(layout=metas[0].layout)
     for m in metas:
-        if m.collection_start_us is not None and (out.collection_start_us is None or (
-                earliest_start and m.collection_start_us < out.collection_start_us)):
+        if m.collection_start_us is not None and (
+            out.collection_start_us is None
+            or (earliest_start and m.collection_start_us < out.collection_start_us)
+        ):
             out.collection_start_us = m.collection_start_us
         if out.platform_version is None and m.platform_version is not None:
             out.platform_version, out.chip = m.platform_version, m.chip
@@ -235,7 +305,9 @@ def _read_tlv(stream: SliceStream, dev: int, clock: DeviceClock, sink: Sink, log
         for tag, b in by_tag.items():
             if tag == hiprof_layouts.TIME_LINE.tag:
                 cols = hiprof_device.time_line_states(b, stream, dev, clock)
-                unknown_states += int((~np.isin(cols["task_state"], list(hiprof_layouts.KNOWN_TASK_STATES))).sum())
+                unknown_states += int(
+                    (~np.isin(cols["task_state"], list(hiprof_layouts.KNOWN_TASK_STATES))).sum()
+                )
                 sink.write("task_states", cols)
             elif tag == hiprof_layouts.TS_MEMCPY.tag:
                 cols = hiprof_device.memcpy_states(b, stream, dev, clock)
@@ -246,6 +318,12 @@ def _read_tlv(stream: SliceStream, dev: int, clock: DeviceClock, sink: Sink, log
             elif tag == hiprof_layouts.EVENT_COUNT.tag:
                 sink.write("pmu_counters", hiprof_device.event_counts(b, stream, dev, clock))
     if unknown_states:
-        log.add(Issue(stream.files[0].rel, "unknown_state",
-                      f"{unknown_states} task state record(s) with an unrecognised state were kept but take no part in the Task Scheduler",
-                      device_id=dev, count=unknown_states))
+        log.add(
+            Issue(
+                stream.files[0].rel,
+                "unknown_state",
+                f"{unknown_states} task state record(s) with an unrecognised state were kept but take no part in the Task Scheduler",
+                device_id=dev,
+                count=unknown_states,
+            )
+        )

@@ -30,13 +30,22 @@ from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.prof.files import Stream
 from pipeline.readers.prof.pairing import Logs, Runs
 from pipeline.readers.prof.records import Tally, read_fixed
-from pipeline.readers.textlines import parse_lines
 from pipeline.readers.slices import SliceStream
+from pipeline.readers.textlines import parse_lines
 
 I64 = np.int64
 # a 40-byte record as raw bytes, with its tag: the tag's own layout is applied per tag
-TS_GENERIC = Layout("ts_track", np.dtype({"names": ["raw", "tag"], "formats": ["V40", "u1"], "offsets": [0, 1],
-                                          "itemsize": prof_layouts.TS_TRACK_SIZE}))
+TS_GENERIC = Layout(
+    "ts_track",
+    np.dtype(
+        {
+            "names": ["raw", "tag"],
+            "formats": ["V40", "u1"],
+            "offsets": [0, 1],
+            "itemsize": prof_layouts.TS_TRACK_SIZE,
+        }
+    ),
+)
 
 
 def _as(records: np.ndarray, layout: Layout) -> np.ndarray:
@@ -59,34 +68,48 @@ def read_ts_track(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) 
             sub = Batch(_as(tagged.records, layout), tagged.offsets, tagged.seq)
             r = sub.records
             if t == prof_layouts.TS_STEP_TRACE.tag:
-                sink.write("step_trace", {**hiprof_device.step_keypoints(sub, stream, dev, clock), "raw_tag_id": r["tag_id"].astype(I64)})
+                sink.write(
+                    "step_trace",
+                    {
+                        **hiprof_device.step_keypoints(sub, stream, dev, clock),
+                        "raw_tag_id": r["tag_id"].astype(I64),
+                    },
+                )
             elif t == prof_layouts.TS_MEMCPY.tag:
                 sink.write("task_states", hiprof_device.memcpy_states(sub, stream, dev, clock))
             elif t == prof_layouts.TS_TASK_TYPE.tag:
-                sink.write("task_states", hiprof_device.time_line_states(sub, stream, dev, clock, "ts_task_type"))
+                sink.write(
+                    "task_states", hiprof_device.time_line_states(sub, stream, dev, clock, "ts_task_type")
+                )
             elif t == prof_layouts.TS_FLIP.tag:
-                sink.write("task_states", {
-                    **base_columns(sub, stream, dev),
-                    "record_kind": "task_flip",
-                    "stream_id": r["stream_id"].astype(np.int32),  # not masked (docs/formats.md#ts-track)
-                    "task_id": r["task_id"].astype(np.int32),
-                    "flip_num": r["flip_num"].astype(np.int32),
-                    "timestamp_syscnt": r["timestamp"].astype(I64),
-                    "ts_ns": ns(clock, r["timestamp"]),
-                })
+                sink.write(
+                    "task_states",
+                    {
+                        **base_columns(sub, stream, dev),
+                        "record_kind": "task_flip",
+                        "stream_id": r["stream_id"].astype(np.int32),  # not masked (docs/formats.md#ts-track)
+                        "task_id": r["task_id"].astype(np.int32),
+                        "flip_num": r["flip_num"].astype(np.int32),
+                        "timestamp_syscnt": r["timestamp"].astype(I64),
+                        "ts_ns": ns(clock, r["timestamp"]),
+                    },
+                )
                 flips["stream_id"].append(r["stream_id"].astype(I64))
                 flips["ts"].append(r["timestamp"].astype(I64))
                 flips["task_id"].append(r["task_id"].astype(I64))
                 flips["flip_num"].append(r["flip_num"].astype(I64))
             elif t == prof_layouts.TS_BLOCK_NUM.tag:
-                sink.write("task_ops", {
-                    **base_columns(sub, stream, dev),
-                    "source": "ts_block_num",
-                    "stream_id": (r["stream_id"] % 2048).astype(np.int32),
-                    "task_id": r["task_id"].astype(np.int32),
-                    "block_dim": r["block_num"].astype(np.int32),
-                    "ts_ns": ns(clock, r["timestamp"]),
-                })
+                sink.write(
+                    "task_ops",
+                    {
+                        **base_columns(sub, stream, dev),
+                        "source": "ts_block_num",
+                        "stream_id": (r["stream_id"] % 2048).astype(np.int32),
+                        "task_id": r["task_id"].astype(np.int32),
+                        "block_dim": r["block_num"].astype(np.int32),
+                        "ts_ns": ns(clock, r["timestamp"]),
+                    },
+                )
         other = ~np.isin(tag, list(prof_layouts.TS_LAYOUTS))
         if other.any():
             for t in np.unique(tag[other]).tolist():
@@ -101,8 +124,9 @@ def read_ts_track(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) 
 CHUNK_LOGS = 1_000_000
 
 
-def _read_start_end(s: Stream, dev: int, log: IssueLog, layout, kind_of, start: int, end: int, label,
-                    ids, task_type) -> tuple[SliceStream, Iterator[list[Logs]]]:
+def _read_start_end(
+    s: Stream, dev: int, log: IssueLog, layout, kind_of, start: int, end: int, label, ids, task_type
+) -> tuple[SliceStream, Iterator[list[Logs]]]:
     """Start and end logs of one device's task log stream, in chunks of about ``CHUNK_LOGS``
     logs (whole decoded batches, one Logs each: Pairer.feed joins them once, with its carry);
     records of other kinds are counted."""
@@ -121,8 +145,9 @@ def _read_start_end(s: Stream, dev: int, log: IssueLog, layout, kind_of, start: 
             kept = b.where(keep)
             r = kept.records
             st, tk = ids(r)
-            parts.append(Logs(st, tk, kind[keep] == end, r["syscnt"].astype(I64), kept.seq, kept.offsets,
-                              task_type(r)))
+            parts.append(
+                Logs(st, tk, kind[keep] == end, r["syscnt"].astype(I64), kept.seq, kept.offsets, task_type(r))
+            )
             held += len(r)
             if held >= CHUNK_LOGS:
                 yield parts
@@ -137,9 +162,17 @@ def _read_start_end(s: Stream, dev: int, log: IssueLog, layout, kind_of, start: 
 def read_hwts(s: Stream, dev: int, log: IssueLog) -> tuple[SliceStream, Iterator[list[Logs]]]:
     """HWTS task start (log type 0) and end (1) logs; other log types are counted."""
     return _read_start_end(
-        s, dev, log, prof_layouts.HWTS_LOG, lambda r: r["head"] & 7, prof_layouts.HWTS_START, prof_layouts.HWTS_END, lambda k: f"HWTS log type {k}",
+        s,
+        dev,
+        log,
+        prof_layouts.HWTS_LOG,
+        lambda r: r["head"] & 7,
+        prof_layouts.HWTS_START,
+        prof_layouts.HWTS_END,
+        lambda k: f"HWTS log type {k}",
         lambda r: ((r["stream_id"] % 2048).astype(I64), r["task_id"].astype(I64)),
-        lambda r: r["task_type"].astype(np.int32))
+        lambda r: r["task_type"].astype(np.int32),
+    )
 
 
 def stars_ids(stream_raw: np.ndarray, task_raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -156,13 +189,28 @@ def stars_ids(stream_raw: np.ndarray, task_raw: np.ndarray) -> tuple[np.ndarray,
 def read_stars(s: Stream, dev: int, log: IssueLog) -> tuple[SliceStream, Iterator[list[Logs]]]:
     """ACSQ task start (func type 0) and end (1) logs of ``stars_soc``; other func types are counted."""
     return _read_start_end(
-        s, dev, log, prof_layouts.STARS_ACSQ, lambda r: r["head"] & 0x3F, prof_layouts.ACSQ_START, prof_layouts.ACSQ_END,
-        lambda k: f"stars_soc func type {k:06b}", lambda r: stars_ids(r["stream_id"], r["task_id"]),
-        lambda r: (r["head"] >> 10).astype(np.int32))
+        s,
+        dev,
+        log,
+        prof_layouts.STARS_ACSQ,
+        lambda r: r["head"] & 0x3F,
+        prof_layouts.ACSQ_START,
+        prof_layouts.ACSQ_END,
+        lambda k: f"stars_soc func type {k:06b}",
+        lambda r: stars_ids(r["stream_id"], r["task_id"]),
+        lambda r: (r["head"] >> 10).astype(np.int32),
+    )
 
 
-def run_rows(runs: Runs, batch: np.ndarray, stream: SliceStream, dev: int, clock: DeviceClock, names: list[str],
-             source: str) -> dict:
+def run_rows(
+    runs: Runs,
+    batch: np.ndarray,
+    stream: SliceStream,
+    dev: int,
+    clock: DeviceClock,
+    names: list[str],
+    source: str,
+) -> dict:
     known = runs.start_syscnt >= 0
     start_ns = ns(clock, np.maximum(runs.start_syscnt, 0))
     if not isinstance(start_ns, pa.Array):
@@ -198,29 +246,41 @@ def read_aicore(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog, sa
         stream, batches = read_fixed(s.files, prof_layouts.AIC_SAMPLE, log, dev, aged=True)
         for b in batches:
             r = b.records
-            sink.write("pmu_counters", {
-                **_pmu_columns(b, stream, dev, "aic_sample", r["counters"]),
-                "core_id": r["core_id"].astype(np.int32),
-                "total_cycles": r["task_cyc"].astype(np.uint64),
-                "timestamp_syscnt": r["timestamp"].astype(I64),
-                "ts_ns": ns(clock, r["timestamp"]),
-            })
+            sink.write(
+                "pmu_counters",
+                {
+                    **_pmu_columns(b, stream, dev, "aic_sample", r["counters"]),
+                    "core_id": r["core_id"].astype(np.int32),
+                    "total_cycles": r["task_cyc"].astype(np.uint64),
+                    "timestamp_syscnt": r["timestamp"].astype(I64),
+                    "ts_ns": ns(clock, r["timestamp"]),
+                },
+            )
         return
-    stream, batches = read_fixed(s.files, prof_layouts.AIC_PMU, log, dev, aged=True, device_magic=prof_layouts.DEVICE_MAGIC)
+    stream, batches = read_fixed(
+        s.files, prof_layouts.AIC_PMU, log, dev, aged=True, device_magic=prof_layouts.DEVICE_MAGIC
+    )
     for b in batches:
         r = b.records
-        sink.write("pmu_counters", {
-            **_pmu_columns(b, stream, dev, "aic_pmu", r["counters"]),
-            "stream_id": (r["stream_id"] % 2048).astype(np.int32),
-            "task_id": r["task_id"].astype(np.int32),
-            "task_type": np.zeros(len(r), np.int32),  # one record per AI Core task end (formats.md#aic-pmu)
-            "total_cycles": r["total_cycle"].astype(np.uint64),
-        })
+        sink.write(
+            "pmu_counters",
+            {
+                **_pmu_columns(b, stream, dev, "aic_pmu", r["counters"]),
+                "stream_id": (r["stream_id"] % 2048).astype(np.int32),
+                "task_id": r["task_id"].astype(np.int32),
+                "task_type": np.zeros(
+                    len(r), np.int32
+                ),  # one record per AI Core task end (formats.md#aic-pmu)
+                "total_cycles": r["total_cycle"].astype(np.uint64),
+            },
+        )
 
 
 def read_ffts(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) -> None:
     """Context PMU records; block PMU records are counted, overflowed ones reported (msprof drops them)."""
-    stream, batches = read_fixed(s.files, prof_layouts.FFTS_PMU, log, dev, aged=True, device_magic=prof_layouts.DEVICE_MAGIC)
+    stream, batches = read_fixed(
+        s.files, prof_layouts.FFTS_PMU, log, dev, aged=True, device_magic=prof_layouts.DEVICE_MAGIC
+    )
     tally = Tally()
     overflow = 0
     for b in batches:
@@ -228,8 +288,12 @@ def read_ffts(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) -> N
         func = r["head"] & 0x3F
         ctx = func == prof_layouts.FFTS_CONTEXT_PMU
         for k in np.unique(func[~ctx]).tolist():
-            tally.add(stream, b.offsets[func == k], prof_layouts.FFTS_PMU.size,
-                      "FFTS block PMU" if k == prof_layouts.FFTS_BLOCK_PMU else f"ffts_profile func type {k:06b}")
+            tally.add(
+                stream,
+                b.offsets[func == k],
+                prof_layouts.FFTS_PMU.size,
+                "FFTS block PMU" if k == prof_layouts.FFTS_BLOCK_PMU else f"ffts_profile func type {k:06b}",
+            )
         ov = ctx & (((r["subtask"] >> 10) & 1) == 1)
         overflow += int(ov.sum())
         keep = ctx & ~ov
@@ -239,22 +303,36 @@ def read_ffts(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) -> N
         ffts_type = (r["ffts"] >> 13).astype(np.int32)
         subtask_type = (r["subtask"] & 0xFF).astype(np.int32)
         # msprof FftsPmuBean.is_aic_data: traditional AIC, FFTS+ AIC context, or a MIX AIC one
-        aic = (ffts_type == 0) | ((ffts_type == 4) & ((subtask_type == 0) | (subtask_type == 6))) | (ffts_type == 5)
-        sink.write("pmu_counters", {
-            **_pmu_columns(sub, stream, dev, "ffts_pmu", r["counters"]),
-            "stream_id": st.astype(np.int32),
-            "task_id": tk.astype(np.int32),
-            "task_type": np.where(aic, 0, 66).astype(np.int32),  # 0 AI Core, 66 AI vector (runtime codes)
-            "context_id": r["subtask_id"].astype(I64),
-            "total_cycles": r["total_cycle"].astype(np.uint64),
-            "start_syscnt": r["start_syscnt"].astype(I64),
-            "timestamp_syscnt": r["end_syscnt"].astype(I64),
-            "ts_ns": ns(clock, r["end_syscnt"]),
-        })
+        aic = (
+            (ffts_type == 0)
+            | ((ffts_type == 4) & ((subtask_type == 0) | (subtask_type == 6)))
+            | (ffts_type == 5)
+        )
+        sink.write(
+            "pmu_counters",
+            {
+                **_pmu_columns(sub, stream, dev, "ffts_pmu", r["counters"]),
+                "stream_id": st.astype(np.int32),
+                "task_id": tk.astype(np.int32),
+                "task_type": np.where(aic, 0, 66).astype(np.int32),  # 0 AI Core, 66 AI vector (runtime codes)
+                "context_id": r["subtask_id"].astype(I64),
+                "total_cycles": r["total_cycle"].astype(np.uint64),
+                "start_syscnt": r["start_syscnt"].astype(I64),
+                "timestamp_syscnt": r["end_syscnt"].astype(I64),
+                "ts_ns": ns(clock, r["end_syscnt"]),
+            },
+        )
     tally.flush(log, dev)
     if overflow:
-        log.add(Issue(s.name, "pmu_overflow", f"{overflow} FFTS context PMU record(s) flagged overflow; left out as msprof does",
-                      device_id=dev, count=overflow))
+        log.add(
+            Issue(
+                s.name,
+                "pmu_overflow",
+                f"{overflow} FFTS context PMU record(s) flagged overflow; left out as msprof does",
+                device_id=dev,
+                count=overflow,
+            )
+        )
 
 
 def read_lpm(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) -> int:
@@ -267,20 +345,32 @@ def read_lpm(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) -> in
         syscnt = r["entries"]["syscnt"][keep].astype(I64)
         mhz = r["entries"]["freq_mhz"][keep].astype(np.float64)
         rec = np.repeat(np.arange(len(r)), count)
-        sink.write("freq_samples", {
-            "device_id": np.full(len(syscnt), dev, np.int32),
-            "source_file": stream.source_files(b.offsets[rec]),
-            "seq": b.seq[rec],
-            "entry": (np.arange(len(syscnt)) - np.repeat(np.cumsum(count) - count, count)).astype(np.int32),
-            "timestamp_syscnt": syscnt,
-            "ts_ns": ns(clock, syscnt),
-            "aic_freq_mhz": mhz,
-        })
+        sink.write(
+            "freq_samples",
+            {
+                "device_id": np.full(len(syscnt), dev, np.int32),
+                "source_file": stream.source_files(b.offsets[rec]),
+                "seq": b.seq[rec],
+                "entry": (np.arange(len(syscnt)) - np.repeat(np.cumsum(count) - count, count)).astype(
+                    np.int32
+                ),
+                "timestamp_syscnt": syscnt,
+                "ts_ns": ns(clock, syscnt),
+                "aic_freq_mhz": mhz,
+            },
+        )
         rows += len(syscnt)
         bad = int((r["count"] > prof_layouts.LPM_FREQ_ENTRIES).sum())
         if bad:
-            log.add(Issue(s.name, "bad_record", f"{bad} lpmFreqConv record(s) claim more than 55 entries; 55 read",
-                          device_id=dev, count=bad))
+            log.add(
+                Issue(
+                    s.name,
+                    "bad_record",
+                    f"{bad} lpmFreqConv record(s) claim more than 55 entries; 55 read",
+                    device_id=dev,
+                    count=bad,
+                )
+            )
     return rows
 
 
@@ -301,25 +391,31 @@ def read_training_trace(s: Stream, dev: int, clock: DeviceClock, sink, log: Issu
         r = b.records
         tag = r["tag"].astype(np.uint64)
         start = (tag > prof_layouts.TRAINING_TRACE_END) | (tag == 0)
-        mapped = np.select([start, tag == prof_layouts.TRAINING_TRACE_END, tag == 1, tag == 2],
-                           [0, 1, 2, 3], default=10000 - 3 + np.minimum(tag, 1 << 20).astype(I64))
+        mapped = np.select(
+            [start, tag == prof_layouts.TRAINING_TRACE_END, tag == 1, tag == 2],
+            [0, 1, 2, 3],
+            default=10000 - 3 + np.minimum(tag, 1 << 20).astype(I64),
+        )
         idx = steps + np.cumsum(start)
         steps = int(idx[-1]) if len(idx) else steps
         pos = np.where(start, np.arange(len(r)), -1)
         last = np.maximum.accumulate(pos)
         jobs = np.where(last >= 0, tag[np.maximum(last, 0)].astype(I64), job)
         job = int(jobs[-1]) if len(jobs) else job
-        sink.write("step_trace", {
-            **base_columns(b, stream, dev),
-            "model_id": jobs,
-            "index_id": idx.astype(I64),
-            "tag_id": mapped.astype(np.int32),
-            "raw_tag_id": np.minimum(tag, np.uint64(2**63 - 1)).astype(I64),
-            "stream_id": (r["stream_id"] % 2048).astype(np.int32),
-            "task_id": r["task_id"].astype(np.int32),
-            "timestamp_syscnt": r["syscnt"].astype(I64),
-            "ts_ns": ns(clock, r["syscnt"]),
-        })
+        sink.write(
+            "step_trace",
+            {
+                **base_columns(b, stream, dev),
+                "model_id": jobs,
+                "index_id": idx.astype(I64),
+                "tag_id": mapped.astype(np.int32),
+                "raw_tag_id": np.minimum(tag, np.uint64(2**63 - 1)).astype(I64),
+                "stream_id": (r["stream_id"] % 2048).astype(np.int32),
+                "task_id": r["task_id"].astype(np.int32),
+                "timestamp_syscnt": r["syscnt"].astype(I64),
+                "ts_ns": ns(clock, r["syscnt"]),
+            },
+        )
 
 
 def read_ms_graph_desc(s: Stream, log: IssueLog) -> dict[str, str]:
@@ -345,19 +441,31 @@ def _ms_task_line(line: bytes):
 def read_ms_task_desc(s: Stream, dev: int, op_types: dict[str, str], sink, log: IssueLog) -> None:
     """MindSpore ``task_desc_info`` text: ``<op name> <block dim> <task id> <stream id>`` per line."""
     for f in s.files:
-        rows = parse_lines(f.path.read_bytes(), _ms_task_line, log, f.rel, dev, "bad_text_line",
-                           "'<op> <block dim> <task id> <stream id>'")
+        rows = parse_lines(
+            f.path.read_bytes(),
+            _ms_task_line,
+            log,
+            f.rel,
+            dev,
+            "bad_text_line",
+            "'<op> <block dim> <task id> <stream id>'",
+        )
         seq = [i for i, _ in rows]
-        names, blocks, tasks, streams = (list(col) for col in zip(*(v for _, v in rows))) if rows else ([], [], [], [])
+        names, blocks, tasks, streams = (
+            (list(col) for col in zip(*(v for _, v in rows))) if rows else ([], [], [], [])
+        )
         n = len(names)
-        sink.write("task_ops", {
-            "device_id": np.full(n, dev, np.int32),
-            "source_file": f.rel,
-            "seq": np.array(seq, I64),
-            "source": "ms_task_desc",
-            "stream_id": np.array(streams, np.int32),
-            "task_id": np.array(tasks, np.int32),
-            "op_name": names,
-            "op_type": [op_types.get(x) for x in names],
-            "block_dim": np.array(blocks, np.int32),
-        })
+        sink.write(
+            "task_ops",
+            {
+                "device_id": np.full(n, dev, np.int32),
+                "source_file": f.rel,
+                "seq": np.array(seq, I64),
+                "source": "ms_task_desc",
+                "stream_id": np.array(streams, np.int32),
+                "task_id": np.array(tasks, np.int32),
+                "op_name": names,
+                "op_type": [op_types.get(x) for x in names],
+                "block_dim": np.array(blocks, np.int32),
+            },
+        )

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from pipeline.readers.hiprof.files import CONTROL, PATTERNS as LEGACY_PATTERNS, fits_device, inside, rel_name
+from pipeline.readers.hiprof.files import CONTROL, fits_device, inside, rel_name
+from pipeline.readers.hiprof.files import PATTERNS as LEGACY_PATTERNS
 from pipeline.readers.slices import SliceFile
 
 PROF_NAME = re.compile(r"^PROF_(?P<n>\d{1,10})_(?P<ts>\d{1,20})_(?P<rand>[A-Za-z0-9]{1,20})$")
@@ -42,8 +43,11 @@ _TRAIN = r"\d+\.(?:dev|host)\.profiler_default_tag\." + _DEV + r"\.slice_" + _N
 _P = {
     # device
     "ts_track": [r"ts_track\.data\." + _DEV + r"\.slice_" + _N, r"ts_track\.data\." + _TRAIN],
-    "hwts": [r"hwts\.data\." + _DEV + r"\.slice_" + _N, r"hwts\.log\.data\." + _TRAIN,
-             r"hwts\.log\.data\.\d+\." + _DEV + r"\." + _N],
+    "hwts": [
+        r"hwts\.data\." + _DEV + r"\.slice_" + _N,
+        r"hwts\.log\.data\." + _TRAIN,
+        r"hwts\.log\.data\.\d+\." + _DEV + r"\." + _N,
+    ],
     "aicore": [r"aicore\.data\." + _DEV + r"\.slice_" + _N, r"aicore\.data\." + _TRAIN],
     "stars_soc": [r"stars_soc\.data\." + _DEV + r"\.slice_" + _N],
     "ffts_profile": [r"ffts_profile\.data\." + _DEV + r"\.slice_" + _N],
@@ -156,7 +160,11 @@ def is_prof_dir(p: Path) -> bool:
 
 
 def _prof_devices(p: Path) -> set[int]:
-    return {int(m.group("dev")) for c in _subdirs(p) if (m := DEVICE_DIR.match(c.name)) and fits_device(m.group("dev"))}
+    return {
+        int(m.group("dev"))
+        for c in _subdirs(p)
+        if (m := DEVICE_DIR.match(c.name)) and fits_device(m.group("dev"))
+    }
 
 
 def _prof_time(p: Path) -> datetime | None:
@@ -204,7 +212,9 @@ def _gen23_collection(p: Path) -> bool:
     data = p / "data"
     if not data.is_dir() or data.is_symlink():
         return False
-    return any((hit := match(f.name)) and hit[0] in ("hwts", "stars_soc", "ffts_profile") for f in _entries(data))
+    return any(
+        (hit := match(f.name)) and hit[0] in ("hwts", "stars_soc", "ffts_profile") for f in _entries(data)
+    )
 
 
 def detect(p: Path) -> str | None:

@@ -46,7 +46,9 @@ class HostContext:
     def device_of(self, tid: np.ndarray) -> np.ndarray:
         if not self.tid_device:
             return np.full(len(tid), self.fallback_device, np.int32)
-        return map_distinct(tid, lambda t: self.tid_device.get(t, self.fallback_device), pa.int32()).to_numpy()
+        return map_distinct(
+            tid, lambda t: self.tid_device.get(t, self.fallback_device), pa.int32()
+        ).to_numpy()
 
     def names(self, ids: np.ndarray, rel: str, what: str) -> pa.Array:
         """Hash ids through hash_dic; an id without an entry keeps its decimal text; 0 is no name."""
@@ -93,8 +95,12 @@ def read_type_info(stream: Stream, log: IssueLog) -> dict[tuple[int, int], str]:
 
     out: dict[tuple[int, int], str] = {}
     for f in stream.files:
-        out.update(v for _, v in parse_lines(f.path.read_bytes(), entry, log, f.rel, HOST_ID, "bad_hash_line",
-                                             "<level>_<type>:<name>"))
+        out.update(
+            v
+            for _, v in parse_lines(
+                f.path.read_bytes(), entry, log, f.rel, HOST_ID, "bad_hash_line", "<level>_<type>:<name>"
+            )
+        )
     return out
 
 
@@ -113,18 +119,23 @@ def thread_devices(streams: list[Stream], log: IssueLog) -> dict[int, int]:
     """threadId -> the device its task_track records launched on most often."""
     counts: dict[int, Counter] = {}
     for s in streams:
-        _, batches = read_fixed(s.files, prof_layouts.TASK_TRACK, IssueLog(), HOST_ID, aged=s.family == "aging",
-                                host_magic=True)  # a first pass: issues and bytes are counted by the second
+        _, batches = read_fixed(
+            s.files, prof_layouts.TASK_TRACK, IssueLog(), HOST_ID, aged=s.family == "aging", host_magic=True
+        )  # a first pass: issues and bytes are counted by the second
         for b in batches:
             r = b.records
-            pairs = pa.array((r["tid"].astype(I64) << 12) | (r["device_id"] & 0xFFF).astype(I64)).value_counts()
+            pairs = pa.array(
+                (r["tid"].astype(I64) << 12) | (r["device_id"] & 0xFFF).astype(I64)
+            ).value_counts()
             for key, k in zip(pairs.field("values").to_pylist(), pairs.field("counts").to_pylist()):
                 counts.setdefault(key >> 12, Counter())[key & 0xFFF] += k
     return {tid: c.most_common(1)[0][0] for tid, c in counts.items()}
 
 
 def task_track_rows(s: Stream, ctx: HostContext, log: IssueLog):
-    stream, batches = read_fixed(s.files, prof_layouts.TASK_TRACK, log, HOST_ID, aged=s.family == "aging", host_magic=True)
+    stream, batches = read_fixed(
+        s.files, prof_layouts.TASK_TRACK, log, HOST_ID, aged=s.family == "aging", host_magic=True
+    )
     for b in batches:
         r = b.records
         rel = s.name
@@ -145,7 +156,9 @@ def task_track_rows(s: Stream, ctx: HostContext, log: IssueLog):
 
 
 def node_basic_info_rows(s: Stream, ctx: HostContext, log: IssueLog):
-    stream, batches = read_fixed(s.files, prof_layouts.NODE_BASIC_INFO, log, HOST_ID, aged=s.family == "aging", host_magic=True)
+    stream, batches = read_fixed(
+        s.files, prof_layouts.NODE_BASIC_INFO, log, HOST_ID, aged=s.family == "aging", host_magic=True
+    )
     ge = np.array(prof_layouts.GE_TASK_TYPES, dtype=object)
     for b in batches:
         r = b.records
@@ -170,15 +183,25 @@ def node_basic_info_rows(s: Stream, ctx: HostContext, log: IssueLog):
         }
 
 
-def _api_columns(stream: SliceStream, ctx: HostContext, rel: str, r: np.ndarray, offsets: np.ndarray,
-                 seq: np.ndarray, begin: np.ndarray, end: np.ndarray, kind: str) -> dict:
+def _api_columns(
+    stream: SliceStream,
+    ctx: HostContext,
+    rel: str,
+    r: np.ndarray,
+    offsets: np.ndarray,
+    seq: np.ndarray,
+    begin: np.ndarray,
+    end: np.ndarray,
+    kind: str,
+) -> dict:
     level = r["level"].astype(I64)
     typ = r["type"].astype(I64)
     is_acl = level == prof_layouts.ACL_LEVEL
     is_model = level == prof_layouts.MODEL_LEVEL
     # MODEL level: itemId is the model id (docs/formats.md#api-event); elsewhere a hash id
-    item = merge_by_mask(is_model, map_distinct(r["item_id"][is_model], str),
-                         ctx.names(r["item_id"][~is_model], rel, "item"))
+    item = merge_by_mask(
+        is_model, map_distinct(r["item_id"][is_model], str), ctx.names(r["item_id"][~is_model], rel, "item")
+    )
     level_names = map_distinct(level, lambda lv: prof_layouts.LEVELS.get(lv, str(lv)))
     return {
         "device_id": ctx.device_of(r["tid"]),
@@ -201,7 +224,9 @@ def api_event_rows(s: Stream, ctx: HostContext, log: IssueLog):
     """API records as calls; EVENT records paired into calls (formats.md#api-event) as they come: per key, the
     1st and 2nd records are one call, the 3rd and 4th the next, ...; a key's odd record waits
     for the next batch, and one still waiting at the end of the stream is reported."""
-    stream, batches = read_fixed(s.files, prof_layouts.API_EVENT, log, HOST_ID, aged=s.family == "aging", host_magic=True)
+    stream, batches = read_fixed(
+        s.files, prof_layouts.API_EVENT, log, HOST_ID, aged=s.family == "aging", host_magic=True
+    )
     rel = s.name
     invalid = 0
     waiting = None  # (records, offsets, seq) of EVENT records whose pair has not come yet
@@ -212,7 +237,9 @@ def api_event_rows(s: Stream, ctx: HostContext, log: IssueLog):
         invalid += int((~is_event & (r["begin"] == 0)).sum())
         if api.any():
             ra = r[api]
-            yield _api_columns(stream, ctx, rel, ra, b.offsets[api], b.seq[api], ra["begin"], ra["end"], "api")
+            yield _api_columns(
+                stream, ctx, rel, ra, b.offsets[api], b.seq[api], ra["begin"], ra["end"], "api"
+            )
         if is_event.any():
             events = (r[is_event], b.offsets[is_event], b.seq[is_event])
             if waiting is not None:
@@ -222,12 +249,26 @@ def api_event_rows(s: Stream, ctx: HostContext, log: IssueLog):
                 rec, offs, seq, end = pairs
                 yield _api_columns(stream, ctx, rel, rec, offs, seq, rec["begin"], end, "event_pair")
     if invalid:
-        log.add(Issue(rel, "invalid_api", f"{invalid} API record(s) with beginTime 0 skipped (as msprof does)",
-                      device_id=HOST_ID, count=invalid))
+        log.add(
+            Issue(
+                rel,
+                "invalid_api",
+                f"{invalid} API record(s) with beginTime 0 skipped (as msprof does)",
+                device_id=HOST_ID,
+                count=invalid,
+            )
+        )
     lonely = 0 if waiting is None else len(waiting[0])
     if lonely:
-        log.add(Issue(rel, "unmatched_event", f"{lonely} EVENT record(s) without a second record of the same key",
-                      device_id=HOST_ID, count=lonely))
+        log.add(
+            Issue(
+                rel,
+                "unmatched_event",
+                f"{lonely} EVENT record(s) without a second record of the same key",
+                device_id=HOST_ID,
+                count=lonely,
+            )
+        )
 
 
 def _pair_events(rec: np.ndarray, offs: np.ndarray, seq: np.ndarray):
@@ -235,8 +276,16 @@ def _pair_events(rec: np.ndarray, offs: np.ndarray, seq: np.ndarray):
     times) or None, the records left waiting (the odd last one of a key))."""
     order = np.lexsort((seq, rec["item_id"], rec["request_id"], rec["tid"], rec["type"], rec["level"]))
     rec, offs, seq = rec[order], offs[order], seq[order]
-    key = np.stack([rec["level"].astype(np.uint64), rec["type"].astype(np.uint64), rec["tid"].astype(np.uint64),
-                    rec["request_id"].astype(np.uint64), rec["item_id"]], axis=1)
+    key = np.stack(
+        [
+            rec["level"].astype(np.uint64),
+            rec["type"].astype(np.uint64),
+            rec["tid"].astype(np.uint64),
+            rec["request_id"].astype(np.uint64),
+            rec["item_id"],
+        ],
+        axis=1,
+    )
     new = np.ones(len(rec), bool)
     new[1:] = (key[1:] != key[:-1]).any(axis=1)
     group_start = np.maximum.accumulate(np.where(new, np.arange(len(rec)), 0))
@@ -254,7 +303,9 @@ def _pair_events(rec: np.ndarray, offs: np.ndarray, seq: np.ndarray):
 
 
 def graph_id_rows(s: Stream, ctx: HostContext, log: IssueLog):
-    stream, batches = read_fixed(s.files, prof_layouts.GRAPH_ID_MAP, log, HOST_ID, aged=s.family == "aging", host_magic=True)
+    stream, batches = read_fixed(
+        s.files, prof_layouts.GRAPH_ID_MAP, log, HOST_ID, aged=s.family == "aging", host_magic=True
+    )
     for b in batches:
         r = b.records
         ts = ctx.clock.to_ns(r["timestamp"])

@@ -33,7 +33,9 @@ CHIP_DEFAULT_HWTS_MHZ = {"Ascend910A": 100.0}
 # A profiler_default_tag dump (MindSpore training era) without info.json is taken to be
 # from an Ascend910A, the only chip that naming was written for; recorded as assumed.
 DEFAULT_TAG_CHIP = "Ascend910A"
-FLIP_DRIVER = 0x072211  # info.json drvVersion from which batch ids come from flip records (docs/formats.md#batch-ids)
+FLIP_DRIVER = (
+    0x072211  # info.json drvVersion from which batch ids come from flip records (docs/formats.md#batch-ids)
+)
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class ReadOptions:
     chip: str | None = None  # chip name (Ascend910A) or platform_version ("1")
 
     @classmethod
-    def from_env(cls) -> "ReadOptions":
+    def from_env(cls) -> ReadOptions:
         mhz = os.environ.get("PROFETL_HWTS_MHZ")
         try:
             hwts = float(mhz) if mhz else None
@@ -132,8 +134,14 @@ def _drv_version(drv, log: IssueLog, where: str, device_id: int) -> int | None:
     if not isinstance(drv, (int, float)) or isinstance(drv, bool):
         return None
     if not (math.isfinite(drv) and 0 <= drv <= 0xFFFFFFFF):
-        log.add(Issue(where, "bad_metadata", f"drvVersion {str(drv)[:24]} is out of the range of driver versions; "
-                      "read as unknown", device_id=device_id))
+        log.add(
+            Issue(
+                where,
+                "bad_metadata",
+                f"drvVersion {str(drv)[:24]} is out of the range of driver versions; read as unknown",
+                device_id=device_id,
+            )
+        )
         return None
     return int(drv)
 
@@ -141,8 +149,14 @@ def _drv_version(drv, log: IssueLog, where: str, device_id: int) -> int | None:
 def _load(reader, path: Path | None, root: Path, log: IssueLog, device_id: int, what: str, required: bool):
     if path is None:
         if required:
-            log.add(Issue(what, "missing_file", "control file missing; the values it holds are unknown",
-                          device_id=device_id))
+            log.add(
+                Issue(
+                    what,
+                    "missing_file",
+                    "control file missing; the values it holds are unknown",
+                    device_id=device_id,
+                )
+            )
         return None
     try:
         return reader(path)
@@ -151,24 +165,61 @@ def _load(reader, path: Path | None, root: Path, log: IssueLog, device_id: int, 
         return None
 
 
-def collection_meta(root: Path, cd: CollectionDir, device_id: int, log: IssueLog, options: ReadOptions,
-                    fallback_platform: str | None, default_chip: str | None) -> CollectionMeta:
+def collection_meta(
+    root: Path,
+    cd: CollectionDir,
+    device_id: int,
+    log: IssueLog,
+    options: ReadOptions,
+    fallback_platform: str | None,
+    default_chip: str | None,
+) -> CollectionMeta:
     """The devices row and clocks of one collection directory (``device_id`` resolved by the caller)."""
     host = device_id == HOST_ID
     where = (cd.rel + "/") if cd.rel else ""
     suffix = "" if host else f".{device_id}"
     info_p = _pick(cd, "info", None if host else device_id)
-    info = _load(metadata.read_info, info_p, root, log, device_id, f"{where}info.json{suffix}", not default_chip)
-    sample = _load(metadata.read_sample, _pick(cd, "sample", None if host else device_id), root, log, device_id,
-                   f"{where}sample.json", not default_chip and not host)
-    start = _load(metadata.read_start_info, _pick(cd, "start_info", None if host else device_id), root, log, device_id,
-                  f"{where}start_info{suffix}", False)
-    host_sync = _load(metadata.read_sync_log, _pick(cd, "host_start", None if host else device_id), root, log, device_id,
-                      f"{where}host_start.log{suffix}", True)
+    info = _load(
+        metadata.read_info, info_p, root, log, device_id, f"{where}info.json{suffix}", not default_chip
+    )
+    sample = _load(
+        metadata.read_sample,
+        _pick(cd, "sample", None if host else device_id),
+        root,
+        log,
+        device_id,
+        f"{where}sample.json",
+        not default_chip and not host,
+    )
+    start = _load(
+        metadata.read_start_info,
+        _pick(cd, "start_info", None if host else device_id),
+        root,
+        log,
+        device_id,
+        f"{where}start_info{suffix}",
+        False,
+    )
+    host_sync = _load(
+        metadata.read_sync_log,
+        _pick(cd, "host_start", None if host else device_id),
+        root,
+        log,
+        device_id,
+        f"{where}host_start.log{suffix}",
+        True,
+    )
     dev_sync = None
     if not host:
-        dev_sync = _load(metadata.read_sync_log, _pick(cd, "dev_start", device_id), root, log, device_id,
-                         f"{where}dev_start.log{suffix}", not default_chip)
+        dev_sync = _load(
+            metadata.read_sync_log,
+            _pick(cd, "dev_start", device_id),
+            root,
+            log,
+            device_id,
+            f"{where}dev_start.log{suffix}",
+            not default_chip,
+        )
 
     pv = info.platform_version if info else None
     pv_source = "info.json" if pv is not None else None
@@ -177,7 +228,10 @@ def collection_meta(root: Path, cd: CollectionDir, device_id: int, log: IssueLog
     if pv is None and fallback_platform is not None:
         pv, pv_source = fallback_platform, "another collection directory of the dump"
     if pv is None and default_chip is not None:
-        pv, pv_source = CHIP_PLATFORM.get(default_chip.lower()), f"assumed ({default_chip}: profiler_default_tag naming)"
+        pv, pv_source = (
+            CHIP_PLATFORM.get(default_chip.lower()),
+            f"assumed ({default_chip}: profiler_default_tag naming)",
+        )
     chip = chip_name(pv)
 
     dinfo = info.device_info[0] if info and info.device_info else None
@@ -195,9 +249,15 @@ def collection_meta(root: Path, cd: CollectionDir, device_id: int, log: IssueLog
         cnt = host_sync.cntvct if host_sync is not None and host_sync.cntvct is not None else 0
         meta.host_clock = HostClock(host_freq, cnt, mon or 0)
         if host_freq and (host_sync is None or host_sync.cntvct is None or mon is None):
-            log.add(Issue(rel_name(root, info_p), "bad_metadata",
-                          "host timestamps are counter cycles but host_start.log gives no cntvct/clock_monotonic_raw: "
-                          "they are counted from counter 0", device_id=device_id))
+            log.add(
+                Issue(
+                    rel_name(root, info_p),
+                    "bad_metadata",
+                    "host timestamps are counter cycles but host_start.log gives no cntvct/clock_monotonic_raw: "
+                    "they are counted from counter 0",
+                    device_id=device_id,
+                )
+            )
     else:
         if dinfo is not None and dinfo.hwts_mhz:
             hwts, hwts_source = dinfo.hwts_mhz, "info.json"
@@ -206,22 +266,43 @@ def collection_meta(root: Path, cd: CollectionDir, device_id: int, log: IssueLog
         elif chip in CHIP_DEFAULT_HWTS_MHZ:
             hwts, hwts_source = CHIP_DEFAULT_HWTS_MHZ[chip], f"default for {chip}"
         if info is not None and dinfo is None:
-            log.add(Issue(rel_name(root, info_p), "bad_metadata", "info.json has no DeviceInfo", device_id=device_id))
+            log.add(
+                Issue(
+                    rel_name(root, info_p), "bad_metadata", "info.json has no DeviceInfo", device_id=device_id
+                )
+            )
         if hwts is None:
-            log.add(Issue(where or ".", "bad_metadata",
-                          "no HWTS frequency (info.json, option PROFETL_HWTS_MHZ or a chip default): device times stay NULL",
-                          device_id=device_id))
+            log.add(
+                Issue(
+                    where or ".",
+                    "bad_metadata",
+                    "no HWTS frequency (info.json, option PROFETL_HWTS_MHZ or a chip default): device times stay NULL",
+                    device_id=device_id,
+                )
+            )
         elif hwts_source != "info.json":
-            log.add(Issue(where or ".", "assumed_value", f"HWTS frequency {hwts:g} MHz from {hwts_source}",
-                          device_id=device_id))
+            log.add(
+                Issue(
+                    where or ".",
+                    "assumed_value",
+                    f"HWTS frequency {hwts:g} MHz from {hwts_source}",
+                    device_id=device_id,
+                )
+            )
         if dev_sync is not None and dev_sync.cntvct is not None and mon is not None:
             dev_cntvct = dev_sync.cntvct
             meta.clock = DeviceClock(hwts, dev_cntvct, mon)
         else:
             # no sync point: ticks are converted from counter 0 and stay on the device's own timeline
-            log.add(Issue(where or ".", "bad_metadata",
-                          "no device/host sync point (dev_start.log cntvct and host_start.log clock_monotonic_raw): "
-                          "device times are counted from counter 0, not on the host timeline", device_id=device_id))
+            log.add(
+                Issue(
+                    where or ".",
+                    "bad_metadata",
+                    "no device/host sync point (dev_start.log cntvct and host_start.log clock_monotonic_raw): "
+                    "device times are counted from counter 0, not on the host timeline",
+                    device_id=device_id,
+                )
+            )
             meta.clock = DeviceClock(hwts, 0, 0)
             mon = None
 
@@ -230,13 +311,24 @@ def collection_meta(root: Path, cd: CollectionDir, device_id: int, log: IssueLog
         try:
             events = sample.event_ids()
         except metadata.MetadataError as e:
-            log.add(Issue(rel_name(root, _pick(cd, "sample", device_id)), "bad_metadata", str(e), device_id=device_id))
+            log.add(
+                Issue(
+                    rel_name(root, _pick(cd, "sample", device_id)),
+                    "bad_metadata",
+                    str(e),
+                    device_id=device_id,
+                )
+            )
     meta.events = events
     meta.profiling_mode = sample.ai_core_profiling_mode if sample else None
     meta.metric_set_raw = sample.ai_core_metrics if sample else None
     meta.aic_mhz = dinfo.aic_mhz if dinfo else None
     wall = None
-    if start is not None and start.collection_time_begin_us is not None and start.clock_monotonic_raw_ns is not None:
+    if (
+        start is not None
+        and start.collection_time_begin_us is not None
+        and start.clock_monotonic_raw_ns is not None
+    ):
         wall = start.collection_time_begin_us * 1000 - start.clock_monotonic_raw_ns
     if start is not None:
         meta.start_us = start.collection_time_begin_us

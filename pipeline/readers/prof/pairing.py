@@ -36,7 +36,7 @@ class Logs:
     task_type: np.ndarray  # int32
 
     @classmethod
-    def concat(cls, parts: list["Logs"]) -> "Logs":
+    def concat(cls, parts: list[Logs]) -> Logs:
         if not parts:
             z = np.zeros(0, np.int64)
             return cls(z, z, z.astype(bool), z, z, z, z.astype(np.int32))
@@ -89,8 +89,16 @@ def _pair(logs: Logs, by_time: bool) -> tuple[Runs, np.ndarray]:
     out_order = np.argsort(cnt[ends], kind="stable")
     ends, start_cnt = ends[out_order], start_cnt[out_order]
     oi = order[ends]
-    runs = Runs(logs.stream_id[oi], logs.task_id[oi], logs.task_type[oi], start_cnt, logs.syscnt[oi],
-                logs.seq[oi], logs.offset[oi], logs.offset[order[np.flatnonzero(orphan)]])
+    runs = Runs(
+        logs.stream_id[oi],
+        logs.task_id[oi],
+        logs.task_type[oi],
+        start_cnt,
+        logs.syscnt[oi],
+        logs.seq[oi],
+        logs.offset[oi],
+        logs.offset[order[np.flatnonzero(orphan)]],
+    )
     return runs, order[np.flatnonzero(still_open)]
 
 
@@ -132,8 +140,12 @@ def task_time(runs: Runs) -> np.ndarray:
     return np.where(runs.start_syscnt >= 0, runs.start_syscnt, runs.end_syscnt)
 
 
-def batch_from_wraps(stream_id: np.ndarray, task_id: np.ndarray, ts: np.ndarray,
-                     carry: dict[int, tuple[int, int]] | None = None) -> np.ndarray:
+def batch_from_wraps(
+    stream_id: np.ndarray,
+    task_id: np.ndarray,
+    ts: np.ndarray,
+    carry: dict[int, tuple[int, int]] | None = None,
+) -> np.ndarray:
     """Per stream in time order, +1 whenever a task id is not above the previous one.
 
     ``carry`` (stream -> (last task id, its batch)) continues the count from an earlier chunk
@@ -168,8 +180,15 @@ def batch_from_wraps(stream_id: np.ndarray, task_id: np.ndarray, ts: np.ndarray,
     return batch
 
 
-def batch_from_flips(stream_id: np.ndarray, task_id: np.ndarray, ts: np.ndarray, flip_stream: np.ndarray,
-                     flip_ts: np.ndarray, flip_task: np.ndarray, flip_num: np.ndarray) -> np.ndarray:
+def batch_from_flips(
+    stream_id: np.ndarray,
+    task_id: np.ndarray,
+    ts: np.ndarray,
+    flip_stream: np.ndarray,
+    flip_ts: np.ndarray,
+    flip_task: np.ndarray,
+    flip_num: np.ndarray,
+) -> np.ndarray:
     """msprof ``FlipCalculator.compute_batch_id`` (batch = flips so far, with its calibration)."""
     n = len(ts)
     batch = np.zeros(n, np.int64)

@@ -15,13 +15,29 @@ from pipeline.errors import InputError
 from pipeline.layouts import prof as prof_layouts
 from pipeline.readers import metadata
 from pipeline.readers.hiprof.files import BAD_DEVICE
-from pipeline.readers.hiprof.reader import RunMeta, Sink, _read_tlv, merge_metas as merge_hiprof_metas
+from pipeline.readers.hiprof.reader import RunMeta, Sink, _read_tlv
+from pipeline.readers.hiprof.reader import merge_metas as merge_hiprof_metas
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.prof import device as prof_device
 from pipeline.readers.prof import host as prof_host
-from pipeline.readers.prof.files import (DEVICE_KINDS, HOST_ID, HOST_KINDS, STARS_KINDS, CollectionDir, ProfDump,
-                                         Stream, scan)
-from pipeline.readers.prof.meta import DEFAULT_TAG_CHIP, CollectionMeta, ReadOptions, chip_name, collection_meta, generation
+from pipeline.readers.prof.files import (
+    DEVICE_KINDS,
+    HOST_ID,
+    HOST_KINDS,
+    STARS_KINDS,
+    CollectionDir,
+    ProfDump,
+    Stream,
+    scan,
+)
+from pipeline.readers.prof.meta import (
+    DEFAULT_TAG_CHIP,
+    CollectionMeta,
+    ReadOptions,
+    chip_name,
+    collection_meta,
+    generation,
+)
 from pipeline.readers.prof.pairing import Logs, Pairer, batch_from_flips, batch_from_wraps, task_time
 from pipeline.readers.slices import SliceStream
 
@@ -52,8 +68,14 @@ def units(root: Path, layout: str | None = None) -> list[str]:
     return [cd.rel for cd in scan(Path(root), layout).collections]
 
 
-def read_prof(root: Path, sink: Sink, log: IssueLog, layout: str | None = None,
-              options: ReadOptions | None = None, collections: list[str] | None = None) -> RunMeta:
+def read_prof(
+    root: Path,
+    sink: Sink,
+    log: IssueLog,
+    layout: str | None = None,
+    options: ReadOptions | None = None,
+    collections: list[str] | None = None,
+) -> RunMeta:
     """Read the dump, or only the collection directories ``collections`` of it (a unit of work)."""
     root = Path(root)
     options = options or ReadOptions.from_env()
@@ -78,8 +100,14 @@ def read_prof(root: Path, sink: Sink, log: IssueLog, layout: str | None = None,
                 continue
             devices.add(dev)
             if not cd.has_data and cd.device_id >= 0:
-                log.add(Issue(f"{cd.rel}/data", "missing_file", f"device {dev} has no data/ folder: no device data read",
-                              device_id=dev))
+                log.add(
+                    Issue(
+                        f"{cd.rel}/data",
+                        "missing_file",
+                        f"device {dev} has no data/ folder: no device data read",
+                        device_id=dev,
+                    )
+                )
             g = _read_device(cd, dev, cm, sink, log, meta)
             sink.write("devices", cm.row)
             if g:
@@ -91,7 +119,9 @@ def read_prof(root: Path, sink: Sink, log: IssueLog, layout: str | None = None,
 
 def layout_generation(meta: RunMeta) -> int:
     """The run's layout generation: the highest its device directories showed, else its platform's."""
-    return max(meta.device_generations) if meta.device_generations else (generation(meta.platform_version) or 2)
+    return (
+        max(meta.device_generations) if meta.device_generations else (generation(meta.platform_version) or 2)
+    )
 
 
 def merge_metas(metas: list[RunMeta]) -> RunMeta:
@@ -123,30 +153,55 @@ def _run_level(meta: RunMeta, cm: CollectionMeta) -> None:
         meta.metric_set = metadata.normalise_metric_set(cm.metric_set_raw)
         meta.pmu_event_ids = cm.events
         meta.ai_core_profiling_mode = cm.profiling_mode
-    if cm.start_us is not None and (meta.collection_start_us is None or cm.start_us < meta.collection_start_us):
+    if cm.start_us is not None and (
+        meta.collection_start_us is None or cm.start_us < meta.collection_start_us
+    ):
         meta.collection_start_us = cm.start_us
 
 
 def _report_files(cd: CollectionDir, log: IssueLog) -> None:
     dev = None if cd.device_id < 0 else cd.device_id
     for rel in cd.unknown:
-        log.add(Issue(rel, "unknown_file", "not a file the generation-2/3 readers recognise; not read", device_id=dev))
+        log.add(
+            Issue(
+                rel,
+                "unknown_file",
+                "not a file the generation-2/3 readers recognise; not read",
+                device_id=dev,
+            )
+        )
     for rel in cd.unread:
-        what = "msprof's own output (not raw data)" if rel.rstrip("/").rsplit("/", 1)[-1] in MSPROF_DIRS \
+        what = (
+            "msprof's own output (not raw data)"
+            if rel.rstrip("/").rsplit("/", 1)[-1] in MSPROF_DIRS
             else "a known producer file that no canonical table holds"
+        )
         log.add(Issue(rel, "unread_file", f"{what}; not read", device_id=dev))
     for rel in cd.not_files:
-        log.add(Issue(rel, "unreadable_file", "named like data but not a regular file inside the dump; not read", device_id=dev))
+        log.add(
+            Issue(
+                rel,
+                "unreadable_file",
+                "named like data but not a regular file inside the dump; not read",
+                device_id=dev,
+            )
+        )
     for rel in cd.bad_device:
         log.add(Issue(rel, "unreadable_file", BAD_DEVICE, device_id=dev))
     for kind, _, p in cd.legacy:
-        log.add(Issue(p.name if not cd.rel else f"{cd.rel}/data/{p.name}", "unread_file",
-                      f"legacy host record file ({kind}) inside a generation-2/3 directory; not read by this version",
-                      device_id=dev))
+        log.add(
+            Issue(
+                p.name if not cd.rel else f"{cd.rel}/data/{p.name}",
+                "unread_file",
+                f"legacy host record file ({kind}) inside a generation-2/3 directory; not read by this version",
+                device_id=dev,
+            )
+        )
 
 
-def _read_host(cd: CollectionDir, cm: CollectionMeta, prof_devices: list[int], sink: Sink, log: IssueLog,
-               meta: RunMeta) -> None:
+def _read_host(
+    cd: CollectionDir, cm: CollectionMeta, prof_devices: list[int], sink: Sink, log: IssueLog, meta: RunMeta
+) -> None:
     by_kind: dict[str, list[Stream]] = {}
     for s in cd.streams:
         by_kind.setdefault(s.kind, []).append(s)
@@ -174,19 +229,27 @@ def _read_host(cd: CollectionDir, cm: CollectionMeta, prof_devices: list[int], s
     for kind, streams in by_kind.items():
         if kind in DEVICE_KINDS:
             for s in streams:
-                log.add(Issue(s.name, "unread_file", "device data file inside host/; not read", device_id=HOST_ID))
+                log.add(
+                    Issue(s.name, "unread_file", "device data file inside host/; not read", device_id=HOST_ID)
+                )
     ctx.flush(log)
 
 
-
-def _read_device(cd: CollectionDir, dev: int, cm: CollectionMeta, sink: Sink, log: IssueLog, meta: RunMeta) -> int | None:
+def _read_device(
+    cd: CollectionDir, dev: int, cm: CollectionMeta, sink: Sink, log: IssueLog, meta: RunMeta
+) -> int | None:
     streams = [s for s in cd.streams if s.device_id == dev]
     if cd.device_id >= 0:  # a device_N folder: what is in it is device N's, whatever a file name says
         for s in cd.streams:
             if s.device_id != dev:
-                log.add(Issue(s.name, "device_mismatch",
-                              f"file names device {s.device_id} inside {cd.rel} of device {dev}; read as device {dev}",
-                              device_id=dev))
+                log.add(
+                    Issue(
+                        s.name,
+                        "device_mismatch",
+                        f"file names device {s.device_id} inside {cd.rel} of device {dev}; read as device {dev}",
+                        device_id=dev,
+                    )
+                )
                 streams.append(s)
     by_kind: dict[str, list[Stream]] = {}
     for s in streams:
@@ -195,7 +258,11 @@ def _read_device(cd: CollectionDir, dev: int, cm: CollectionMeta, sink: Sink, lo
             meta.data_bytes += sum(f.size for f in s.files)
     for kind in sorted(set(by_kind) & HOST_KINDS):
         for s in by_kind[kind]:
-            log.add(Issue(s.name, "unread_file", "host data file inside a device directory; not read", device_id=dev))
+            log.add(
+                Issue(
+                    s.name, "unread_file", "host data file inside a device directory; not read", device_id=dev
+                )
+            )
     pv = cm.platform_version
     gen = generation(pv)
     if gen is None:
@@ -215,10 +282,15 @@ def _read_device(cd: CollectionDir, dev: int, cm: CollectionMeta, sink: Sink, lo
     lpm_rows = 0
     for s in by_kind.get("lpm_freq", []):
         lpm_rows += prof_device.read_lpm(s, dev, clock, sink, log)
-    cm.row["aic_freq_source"] = ["lpmFreqConv (info.json aic_frequency before the first sample)" if lpm_rows
-                                 else ("info.json" if cm.aic_mhz else None)]
-    for kind, reader, names, by_time in (("hwts", prof_device.read_hwts, prof_layouts.HWTS_SQE_TYPES, False),
-                                         ("stars_soc", prof_device.read_stars, prof_layouts.STARS_SQE_TYPES, True)):
+    cm.row["aic_freq_source"] = [
+        "lpmFreqConv (info.json aic_frequency before the first sample)"
+        if lpm_rows
+        else ("info.json" if cm.aic_mhz else None)
+    ]
+    for kind, reader, names, by_time in (
+        ("hwts", prof_device.read_hwts, prof_layouts.HWTS_SQE_TYPES, False),
+        ("stars_soc", prof_device.read_stars, prof_layouts.STARS_SQE_TYPES, True),
+    ):
         for s in by_kind.get(kind, []):
             stream, chunks = reader(s, dev, log)
             _write_runs(stream, chunks, by_time, flips, cm, dev, clock, names, kind, sink, log, s)
@@ -239,9 +311,20 @@ def _read_device(cd: CollectionDir, dev: int, cm: CollectionMeta, sink: Sink, lo
     return gen
 
 
-
-def _write_runs(stream, chunks: Iterator[list[Logs]], by_time: bool, flips, cm: CollectionMeta, dev: int, clock, names,
-                source: str, sink: Sink, log: IssueLog, s: Stream) -> None:
+def _write_runs(
+    stream,
+    chunks: Iterator[list[Logs]],
+    by_time: bool,
+    flips,
+    cm: CollectionMeta,
+    dev: int,
+    clock,
+    names,
+    source: str,
+    sink: Sink,
+    log: IssueLog,
+    s: Stream,
+) -> None:
     """Pair the start/end logs chunk by chunk and write each chunk's executions as they come.
 
     Batch ids: wrap-arounds continue across chunks (the count is carried per stream); with flip
@@ -259,8 +342,15 @@ def _write_runs(stream, chunks: Iterator[list[Logs]], by_time: bool, flips, cm: 
         runs = pairer.feed(*parts)
         ts = task_time(runs)
         if use_flips:
-            batch = batch_from_flips(runs.stream_id, runs.task_id, ts, flips["stream_id"], flips["ts"],
-                                     flips["task_id"], flips["flip_num"])
+            batch = batch_from_flips(
+                runs.stream_id,
+                runs.task_id,
+                ts,
+                flips["stream_id"],
+                flips["ts"],
+                flips["task_id"],
+                flips["flip_num"],
+            )
             cm.row["batch_id_source"] = ["flip records (drvVersion >= 0x072211)"]
         else:
             batch = batch_from_wraps(runs.stream_id, runs.task_id, ts, wraps)
@@ -273,12 +363,27 @@ def _write_runs(stream, chunks: Iterator[list[Logs]], by_time: bool, flips, cm: 
     orphan_starts = np.concatenate(orphans)
     size = prof_layouts.HWTS_LOG.size
     if lone:
-        log.add(Issue(s.name, "end_without_start", f"{lone} task end log(s) without a start: executions with start NULL",
-                      device_id=dev, count=lone))
+        log.add(
+            Issue(
+                s.name,
+                "end_without_start",
+                f"{lone} task end log(s) without a start: executions with start NULL",
+                device_id=dev,
+                count=lone,
+            )
+        )
     if len(orphan_starts):
         idx = stream.file_index(orphan_starts)
         for i in np.unique(idx).tolist():
             k = int((idx == i).sum())
-            log.add(Issue(stream.files[i].rel, "start_without_end",
-                          f"{k} task start log(s) that no end closed (replaced by a later start or never ended); "
-                          f"not an execution", device_id=dev, byte_length=k * size, count=k))
+            log.add(
+                Issue(
+                    stream.files[i].rel,
+                    "start_without_end",
+                    f"{k} task start log(s) that no end closed (replaced by a later start or never ended); "
+                    f"not an execution",
+                    device_id=dev,
+                    byte_length=k * size,
+                    count=k,
+                )
+            )

@@ -43,15 +43,23 @@ def head_skip(files: list[SliceFile], size: int, magic: tuple[int, int] | None) 
     if magic is not None and total >= size + r:
         off, value = magic
         head = _head(files, size + r)
-        at0 = int.from_bytes(head[off:off + 2], "little") == value
-        at_r = int.from_bytes(head[r + off:r + off + 2], "little") == value
+        at0 = int.from_bytes(head[off : off + 2], "little") == value
+        at_r = int.from_bytes(head[r + off : r + off + 2], "little") == value
         if at0 and not at_r:
             return 0, "tail"
     return r, "head"
 
 
-def read_fixed(files: list[SliceFile], layout: Layout, log: IssueLog, device_id: int, *, aged: bool,
-               host_magic: bool = False, device_magic: int | None = None) -> tuple[SliceStream, Iterator[Batch]]:
+def read_fixed(
+    files: list[SliceFile],
+    layout: Layout,
+    log: IssueLog,
+    device_id: int,
+    *,
+    aged: bool,
+    host_magic: bool = False,
+    device_magic: int | None = None,
+) -> tuple[SliceStream, Iterator[Batch]]:
     """A stream of ``layout`` records and its decoded batches (magic-checked, every byte accounted)."""
     skip = 0
     if aged:
@@ -59,9 +67,16 @@ def read_fixed(files: list[SliceFile], layout: Layout, log: IssueLog, device_id:
         skip, where = head_skip(files, layout.size, magic)
     stream = SliceStream(files, skip=skip, log=log, device_id=device_id)
     if skip:
-        report_bytes(stream, log, device_id, 0, skip, "truncated_record",
-               f"aged stream: the first slice starts {skip} bytes into a {layout.size}-byte {layout.name} record "
-               f"(the oldest slices were deleted); those bytes are skipped")
+        report_bytes(
+            stream,
+            log,
+            device_id,
+            0,
+            skip,
+            "truncated_record",
+            f"aged stream: the first slice starts {skip} bytes into a {layout.size}-byte {layout.name} record "
+            f"(the oldest slices were deleted); those bytes are skipped",
+        )
 
     def batches() -> Iterator[Batch]:
         for b in decode_fixed(stream, layout, log, device_id, check_magic=host_magic):
@@ -69,8 +84,16 @@ def read_fixed(files: list[SliceFile], layout: Layout, log: IssueLog, device_id:
                 bad = b.records["magic"] != device_magic
                 if bad.any():
                     for i, k in runs_of_true(bad):
-                        report_bytes(stream, log, device_id, int(b.offsets[i]), k * layout.size, "bad_magic",
-                               f"{k} {layout.name} record(s) without magic 0x{device_magic:04X} skipped", k)
+                        report_bytes(
+                            stream,
+                            log,
+                            device_id,
+                            int(b.offsets[i]),
+                            k * layout.size,
+                            "bad_magic",
+                            f"{k} {layout.name} record(s) without magic 0x{device_magic:04X} skipped",
+                            k,
+                        )
                     log.decoded(-int(bad.sum()) * layout.size)  # decode_fixed counted them as decoded
                     b = b.where(~bad)
             yield b
@@ -97,6 +120,14 @@ class Tally:
     def flush(self, log: IssueLog, device_id: int) -> None:
         for (rel, what, _), (k, nbytes) in sorted(self.counts.items()):
             log.decoded(-nbytes)  # counted, not decoded into a row (decode_fixed had counted them)
-            log.add(Issue(rel, "counted_tag", f"{k} {what} record(s) decoded and counted, not stored",
-                          device_id=device_id, byte_length=nbytes, count=k))
+            log.add(
+                Issue(
+                    rel,
+                    "counted_tag",
+                    f"{k} {what} record(s) decoded and counted, not stored",
+                    device_id=device_id,
+                    byte_length=nbytes,
+                    count=k,
+                )
+            )
         self.counts.clear()
