@@ -296,7 +296,7 @@ def test_run_refuses_a_bad_advice_toml_before_any_dump(tmp_path):
 
 
 def test_ops_are_named_by_key_or_by_the_asof_join():
-    """Hand-made staging rows (tests/test_task_op_keys.py's), through the intermediate layer:
+    """Hand-made staging rows (tests/sql/test_task_op_keys.py's), through the intermediate layer:
     tasks whose op changes take the description in force when they ran; expected shares worked
     out by hand."""
     from pipeline.jobs.transforms import run_layer, sql_files
