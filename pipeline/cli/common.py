@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,29 +14,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pipeline import limits
+from pipeline.cli.terminal import detach_stdout, escape_controls, pipe_closed
 from pipeline.errors import ExitCode, PipelineError, UsageError
 
 if TYPE_CHECKING:
     from pipeline.analysis.selection import RunSelection
     from pipeline.jobs.build import BuildResult
     from pipeline.warehouse.store import Warehouse
-
-
-# C0 and C1 control characters (but the newline of a message) and the bidirectional overrides:
-# in names and paths from a dump they would move the cursor, recolour or reorder the terminal
-_CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-_CONTROL_OR_NEWLINE = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def _escaped(m: re.Match) -> str:
-    code = ord(m.group())
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
-
-
-def escape_controls(text: str, newlines: bool = True) -> str:
-    """``text`` with its control characters as ``\\xNN`` (``\\uNNNN``) escapes; ``newlines``
-    False keeps line breaks (a message's own)."""
-    return (_CONTROL_OR_NEWLINE if newlines else _CONTROL).sub(_escaped, text)
 
 
 def __getattr__(name: str):
@@ -413,7 +395,7 @@ def errors() -> Iterator[None]:
         _console("err").print(f"profetl: error: {e}", markup=False, highlight=False)
         raise typer.Exit(e.exit_code) from None
     except BrokenPipeError:
-        raise _pipe_closed() from None
+        raise pipe_closed() from None
     except OSError as e:
         _console("err").print(os_error_line(e), markup=False, highlight=False)
         raise typer.Exit(ExitCode.FAILED) from None
@@ -441,28 +423,13 @@ def output_failed(e: OSError) -> int:
     writes as it prints): a reader gone is PIPE_CLOSED, quietly; another error (a full disk)
     one line on stderr and FAILED."""
     if isinstance(e, BrokenPipeError):
-        _detach_stdout()
+        detach_stdout()
         return ExitCode.PIPE_CLOSED
     try:
         sys.stderr.write(os_error_line(e) + "\n")
     except (OSError, ValueError):
         pass
     return ExitCode.FAILED
-
-
-def _pipe_closed() -> typer.Exit:
-    """The reader of standard output went away (`profetl export ... | head`): stop quietly, as
-    tools stopped by SIGPIPE do, with nothing left to flush into the closed pipe at exit."""
-    _detach_stdout()
-    return typer.Exit(ExitCode.PIPE_CLOSED)
-
-
-def _detach_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except (OSError, ValueError, io.UnsupportedOperation):  # not a file (a test's capture)
-        pass
 
 
 def interactive() -> bool:
@@ -490,7 +457,7 @@ def print_json(obj) -> None:
         out.file.flush()
     except BrokenPipeError:
         out.quiet = True
-        raise _pipe_closed() from None
+        raise pipe_closed() from None
 
 
 def build_json(b: BuildResult) -> dict:

@@ -8,6 +8,8 @@ import sys
 
 from rich.console import Console
 
+from pipeline.cli.terminal import escape_controls, pipe_closed
+
 
 class PlainConsole(Console):
     """A Console that prints text as text: no markup (a path holding ``[/b]`` or an op named
@@ -19,8 +21,6 @@ class PlainConsole(Console):
         super().__init__(markup=False, emoji=False, highlight=False, **kw)
 
     def print(self, *objects, **kw) -> None:
-        from pipeline.cli.common import escape_controls
-
         objects = tuple(escape_controls(o, newlines=False) if isinstance(o, str) else o for o in objects)
         kw.pop("markup", None)
         super().print(*objects, markup=False, **kw)
@@ -32,10 +32,8 @@ class StdoutConsole(PlainConsole):
     as tools stopped by SIGPIPE do and as errors() does for other writers."""
 
     def on_broken_pipe(self) -> None:
-        from pipeline.cli.common import _pipe_closed
-
         self.quiet = True
-        raise _pipe_closed()
+        raise pipe_closed()
 
 
 def make(name: str) -> Console:

@@ -70,3 +70,43 @@ def test_each_folder_imports_only_the_layers_it_may_use():
 def test_every_folder_has_a_rule():
     folders = {p.name for p in PIPELINE.iterdir() if (p / "__init__.py").exists()}
     assert folders == set(MAY_USE), folders ^ set(MAY_USE)
+
+
+def _module_graph() -> dict[str, set[str]]:
+    """Each module of pipeline/ -> the modules of pipeline/ it imports, at its top or inside a
+    function (a deferred import is still a dependency a reader of the code has to follow)."""
+    modules = {
+        ".".join(p.relative_to(PIPELINE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in PIPELINE.rglob("*.py")
+    }
+    return {m: {n for n in _imports(p) if n in modules and n != m} for m, p in modules.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    found, state = [], {}
+
+    def visit(m, stack):
+        state[m] = "open"
+        stack.append(m)
+        for n in sorted(graph[m]):
+            if state.get(n) == "open":
+                found.append(stack[stack.index(n) :] + [n])
+            elif n not in state:
+                visit(n, stack)
+        stack.pop()
+        state[m] = "done"
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [])
+    return found
+
+
+def test_no_module_imports_a_module_that_imports_it_back():
+    # a package's __init__ is left out: importing pipeline.x.y runs pipeline.x first anyway
+    graph = {m: {n for n in deps if not m.startswith(n + ".")} for m, deps in _module_graph().items()}
+    assert not _cycles(graph), "import cycles:\n" + "\n".join(" -> ".join(c) for c in _cycles(graph))
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
