@@ -15,7 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipeline.jobs.dumps import _hash_edges, _regular_files  # noqa: E402
+from pipeline.jobs.dumps import _regular_files  # noqa: E402
+from pipeline.readers.identity import hash_edges as _hash_edges  # noqa: E402
 
 CHUNK = 1 << 20
 

@@ -1,32 +1,87 @@
-"""Finding dumps under a root, and what identifies one: its run id and content fingerprint."""
+"""Finding dumps under a root, and what identifies one: its run id and content fingerprint.
+
+A dump is scanned once (``scan_dump``) into a ``Dump``: its layout, every file with its size and
+modification time, and its reader's own listing; identity, change detection, the progress total
+and the read all take what they need from that one value.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import cached_property
 from pathlib import Path
+from types import ModuleType
 
 from pipeline.errors import InputError, MissingInput
 from pipeline.paths import display
-from pipeline.readers import exported, hiprof, prof
+from pipeline.readers import exported
+from pipeline.readers.catalog import detect, reader_of
+from pipeline.readers.identity import hash_edges
 
-EDGE_BYTES = 64 * 1024
+
+@dataclass(frozen=True)
+class DumpFile:
+    """A regular file of a dump as the scan measured it."""
+
+    path: Path
+    rel: str  # its name in the dump, POSIX style
+    size: int
+    mtime_ns: int
 
 
-def detect(path: Path) -> str | None:
-    """The layout of a dump directory, or None when it is not one profetl reads."""
-    raw = prof.detect(path) or (
-        "hiprof_result_dir" if hiprof.is_result_dir(path) else None
-    )  # generations 1-3
-    export_layout = exported.detect(path)  # generation 4; None where raw data of any generation is present
-    if export_layout is not None and raw in (None, "msprof_prof", "msprof_job"):
-        return export_layout  # a PROF_* tree or job whose data/ is gone, or a torch_npu rank folder
-    return raw  # raw data, where present, is read rather than its exports
+@dataclass(frozen=True)
+class Dump:
+    """A dump folder scanned once: its layout, its files, and its reader's listing of them."""
+
+    path: Path
+    layout: str
+    files: tuple[DumpFile, ...]  # every regular file, links not followed, in name order
+
+    @cached_property
+    def reader(self) -> ModuleType:
+        return reader_of(self.layout)
+
+    @cached_property
+    def scanned(self):
+        """The dump as its reader lists it (``reader.scan``)."""
+        return self.reader.scan(self.path, self.layout)
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.size for f in self.files)
+
+    def identity(self) -> tuple[int | None, dict[str, str]]:
+        """The collection start and the texts that name the dump (``reader.identity``)."""
+        return self.reader.identity(self.scanned)
+
+    def units(self) -> list:
+        return self.reader.units(self.scanned)
+
+    def fingerprint(self) -> str:
+        """``<content key>:<stamp>`` (``fingerprint``)."""
+        return f"{_content_key(self.path, self.files)}:{_stamp_key(self.files)}"
+
+
+def scan_dump(path: Path, layout: str | None = None) -> Dump | None:
+    """``path`` as a ``Dump`` (its ``layout`` when the caller found it already), or None when it
+    is not a dump profetl reads."""
+    path = Path(path)
+    layout = layout or detect(path)
+    if layout is None:
+        return None
+    return Dump(path, layout, _listing(path))
 
 
 def discover(root: Path, max_depth: int = 6, unreadable: list | None = None) -> list[Path]:
-    """Every dump at or under ``root``; links are not followed, dumps are not searched inside but
+    """Every dump at or under ``root`` (``find_dumps``, without their layouts)."""
+    return [path for path, _ in find_dumps(root, max_depth, unreadable)]
+
+
+def find_dumps(root: Path, max_depth: int = 6, unreadable: list | None = None) -> list[tuple[Path, str]]:
+    """Every dump at or under ``root``, with its layout; links are not followed, dumps are not searched inside but
     for a torch_npu rank folder, whose PROF_* folders that still hold raw data are dumps of their own.
 
     A folder that cannot be read (permission denied, gone meanwhile) is skipped, the others
@@ -36,7 +91,7 @@ def discover(root: Path, max_depth: int = 6, unreadable: list | None = None) -> 
         raise MissingInput(display(root))
     if not root.is_dir():
         raise InputError("is not a directory", path=display(root))
-    found: list[Path] = []
+    found: list[tuple[Path, str]] = []
 
     def walk(d: Path, depth: int) -> None:
         try:
@@ -46,9 +101,9 @@ def discover(root: Path, max_depth: int = 6, unreadable: list | None = None) -> 
                 unreadable.append((_unsearchable(d, e), e.strerror or str(e)))
             return
         if layout:
-            found.append(d)
+            found.append((d, layout))
             if layout == "torch_npu_export":  # and the PROF_* folders in it that keep raw data
-                found.extend(exported.nested_runs(exported.scan(d, layout)))
+                found.extend((p, detect(p)) for p in exported.nested_runs(exported.scan(d, layout)))
             return
         if depth >= max_depth:
             return
@@ -80,56 +135,45 @@ def _unsearchable(d: Path, e: OSError) -> Path:
         return p.parent
 
 
-def _regular_files(root: Path) -> list[Path]:
+def _listing(root: Path) -> tuple[DumpFile, ...]:
     out = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
         for name in sorted(filenames):
             p = Path(dirpath) / name
-            if p.is_file() and not p.is_symlink():
-                out.append(p)
-    return out
+            try:
+                st = p.lstat()
+            except OSError:  # gone since the listing, or not searchable: the reader reports it
+                continue
+            if st.st_mode & 0o170000 == 0o100000:  # a regular file, not a link
+                out.append(DumpFile(p, p.relative_to(root).as_posix(), st.st_size, st.st_mtime_ns))
+    return tuple(out)
 
 
-def _hash_edges(h, p: Path, size: int) -> None:
-    """Feed ``h`` a file's first and last 64 KiB (the whole file when it is smaller)."""
-    with open(p, "rb") as fh:
-        h.update(fh.read(EDGE_BYTES))
-        if size > 2 * EDGE_BYTES:
-            fh.seek(size - EDGE_BYTES)
-            h.update(fh.read(EDGE_BYTES))
-        elif size > EDGE_BYTES:
-            h.update(fh.read())
+def _regular_files(root: Path) -> list[Path]:
+    return [f.path for f in _listing(root)]
 
 
-def fingerprint_file(p: Path) -> str:
-    """Hash of one file's size and edges: what ``fingerprint`` takes of each file."""
+def _content_key(root: Path, files: tuple[DumpFile, ...]) -> str:
     h = hashlib.sha256()
-    size = p.stat().st_size
-    h.update(f"{size}\0".encode())
-    _hash_edges(h, p, size)
-    return h.hexdigest()[:16]
+    for f in files:
+        h.update(os.fsencode(f.rel) + f"\0{f.size}\0".encode())
+        hash_edges(h, f.path, f.size)
+    return h.hexdigest()
 
 
 def content_key(root: Path) -> str:
     """Names and sizes of every file, and its first and last 64 KiB: what tells one dump from
     another wherever it lies (a copy, a new mount, mtimes not kept). Cheap on large dumps;
     it changes when a slice is added, removed, truncated, or rewritten at either end."""
-    h = hashlib.sha256()
-    for p in _regular_files(root):
-        rel = p.relative_to(root).as_posix()
-        size = p.stat().st_size
-        h.update(os.fsencode(rel) + f"\0{size}\0".encode())
-        _hash_edges(h, p, size)
-    return h.hexdigest()
+    return _content_key(Path(root), _listing(Path(root)))
 
 
-def _stamp_key(root: Path) -> str:
+def _stamp_key(files: tuple[DumpFile, ...]) -> str:
     """Names, sizes and modification times (ns) of every file."""
     h = hashlib.sha256()
-    for p in _regular_files(root):
-        st = p.stat()
-        h.update(os.fsencode(p.relative_to(root).as_posix()) + f"\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
+    for f in files:
+        h.update(os.fsencode(f.rel) + f"\0{f.size}\0{f.mtime_ns}\0".encode())
     return h.hexdigest()[:32]
 
 
@@ -138,7 +182,8 @@ def fingerprint(root: Path) -> str:
     size and modification time. The dump is unchanged when both are (docs/architecture.md#change-detection):
     a write anywhere in a file moves its mtime, which costs a ``stat`` per file where hashing
     every byte would read the whole dump every night (bench/HISTORY.md)."""
-    return f"{content_key(root)}:{_stamp_key(root)}"
+    files = _listing(Path(root))
+    return f"{_content_key(Path(root), files)}:{_stamp_key(files)}"
 
 
 def unchanged(recorded: str | None, now: str) -> bool:

@@ -16,22 +16,11 @@ from pathlib import Path
 
 from pipeline import __version__
 from pipeline.errors import DamagedRun, InputError, MissingInput, ReplacementRefused
-from pipeline.jobs.dumps import (
-    detect,
-    discover,
-    fingerprint,
-    fingerprint_file,
-    same_content,
-    unchanged,
-)
-from pipeline.jobs.dumps import (
-    run_id as make_run_id,
-)
-from pipeline.jobs.units import ingest_units, merge_reads, read_into, read_unit, unit_label
+from pipeline.jobs.dumps import Dump, discover, same_content, scan_dump, unchanged
+from pipeline.jobs.dumps import run_id as make_run_id
+from pipeline.jobs.units import merge_reads, read_into, read_unit, unit_label
 from pipeline.paths import display
 from pipeline.progress import report
-from pipeline.readers import exported, prof
-from pipeline.readers.hiprof.files import rel_name, scan
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.warehouse.faults import checkpoint
@@ -50,65 +39,9 @@ class IngestResult:
     replaced: dict | None = None  # the commit record this ingest replaces (a changed dump), if any
 
 
-def identify(dump: Path) -> tuple[str, int | None, dict[str, str]]:
-    """Run id, collection start and control-file texts, read before any data file."""
-    layout = detect(dump)
-    if layout in exported.LAYOUTS:
-        return export_identity(dump)
-    if layout in prof.LAYOUTS:
-        controls = prof.control_files(prof.scan(dump))
-    else:
-        files = scan(dump)
-        controls = [
-            (kind, p)
-            for kind, by_dev in files.control.items()
-            for _, p in sorted(by_dev.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0))
-        ]
-    texts: dict[str, str] = {}
-    start_us = None
-    for kind, p in controls:
-        start_us = _read_control(kind, p, rel_name(dump, p), texts, start_us)
-    return make_run_id(start_us, texts), start_us, texts
-
-
-def _read_control(kind: str, p: Path, rel: str, texts: dict[str, str], start_us: int | None) -> int | None:
-    """Add a control file's text to ``texts`` (an unreadable one is left out); returns the
-    collection start, taken from the first readable start_info."""
-    # imported here: commands that only build or read the warehouse do not load the metadata
-    # models (pydantic, ~60 ms of every start-up)
-    from pipeline.readers.metadata import MetadataError, read_start_info, read_text
-
-    try:
-        texts[rel] = read_text(p)
-    except MetadataError:
-        return start_us
-    if kind == "start_info" and start_us is None:
-        try:
-            return read_start_info(p).collection_time_begin_us
-        except MetadataError:
-            pass
-    return start_us
-
-
-def export_identity(dump: Path) -> tuple[str, int | None, dict[str, str]]:
-    """Run id of an export dump: exports have few control files (a bare folder of CSVs has none),
-    so the names, sizes and edges of the exported files stand in for them; the collection start
-    comes from a start_info or the database's session start when there is one."""
-    ed = exported.scan(dump)
-    texts: dict[str, str] = {}
-    start_us = None
-    for f in ed.files:
-        rel = rel_name(dump, f.path)
-        if f.group == "control":
-            start_us = _read_control(f.kind, f.path, rel, texts, start_us)
-        else:
-            texts[rel] = f"{f.path.stat().st_size}:{fingerprint_file(f.path)}"
-    if start_us is None:
-        from pipeline.readers.exported.reader import profiler_info_start_us, session_start_us
-
-        start_us = session_start_us(ed)
-        if start_us is None:
-            start_us = profiler_info_start_us(ed)
+def identify(dump: Dump) -> tuple[str, int | None, dict[str, str]]:
+    """Run id, collection start and the texts that name the dump, read before any data file."""
+    start_us, texts = dump.identity()
     return make_run_id(start_us, texts), start_us, texts
 
 
@@ -138,16 +71,19 @@ def _add_issue(path: Path, run_id: str, log: IssueLog, rows: dict[str, int], iss
     rows["ingest_issues"] = rows.get("ingest_issues", 0) + 1
 
 
-def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> IngestResult:
+def ingest(
+    dump: Path, wh: Warehouse, force: bool = False, cluster=None, layout: str | None = None
+) -> IngestResult:
     """Read ``dump`` into new raw part files; the caller commits (or builds, then commits).
-    With ``cluster`` (pipeline.jobs.cluster.Cluster) its units are read there."""
+    With ``cluster`` (pipeline.jobs.cluster.Cluster) its units are read there; ``layout``: the
+    dump's, when whoever found it knows it already."""
     dump = Path(dump)
     if not dump.exists():
         raise MissingInput(display(dump))
     if not dump.is_dir():
         raise InputError("is not a directory", path=display(dump))
-    layout = detect(dump)
-    if layout is None:
+    scanned = scan_dump(dump, layout)
+    if scanned is None:
         inside = discover(dump, max_depth=3)
         if inside:  # e.g. msprof's output folder holding one PROF_* tree
             names = ", ".join(display(d) for d in inside[:3]) + (", ..." if len(inside) > 3 else "")
@@ -163,9 +99,10 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
             path=display(dump),
         )
     t0 = time.monotonic()
-    report(phase="ingest", total=sum(f.stat().st_size for f in dump.rglob("*") if f.is_file()), unit="bytes")
-    run_id, start_us, texts = identify(dump)
-    fp = fingerprint(dump)
+    layout = scanned.layout
+    report(phase="ingest", total=scanned.bytes, unit="bytes")
+    run_id, start_us, texts = identify(scanned)
+    fp = scanned.fingerprint()
     content = fp.split(":", 1)[0]
     if not texts:  # no control file to tell it from another dump started alike: its content does
         run_id = make_run_id(start_us, {"content key": content})
@@ -181,12 +118,12 @@ def ingest(dump: Path, wh: Warehouse, force: bool = False, cluster=None) -> Inge
     tmp = wh.temp_dir()
     try:
         if cluster is None:
-            read = read_into(tmp, layout, dump, run_id)
+            read = read_into(tmp, layout, scanned.scanned, run_id)
             meta, log, rows = read.meta, read.log, read.rows
             files = {t: [Path(p)] for t, p in read.files.items()}
             shards = 1
         else:
-            meta, log, rows, files = _read_on(cluster, layout, dump, run_id, tmp)
+            meta, log, rows, files = _read_on(cluster, scanned, run_id, tmp)
             shards = len(files["devices"])
         # a part written by several units is as many files, one per unit (docs/architecture.md#cluster)
         ingest_id = sharded_id(new_id(), shards)
@@ -303,13 +240,13 @@ def replacement_losses(old: dict, decoded: int, skipped: int, texts: dict, meta,
     return lost
 
 
-def _read_on(cluster, layout: str, dump: Path, run_id: str, tmp: Path):
+def _read_on(cluster, dump: Dump, run_id: str, tmp: Path):
     """Read ``dump`` unit by unit on ``cluster`` (pipeline.jobs.cluster): the run's metadata,
     issues and rows from all of them, and each raw table's files, one per unit in unit order."""
-    units = ingest_units(layout, dump)
+    units = dump.units()
     # absolute paths: a worker runs in a folder of its own, often on another machine
-    where, work = os.path.abspath(dump), os.path.abspath(tmp)
-    calls = [(read_unit, (layout, where, u, i == 0, work, run_id)) for i, u in enumerate(units)]
-    reads = cluster.run(calls, [f"{display(dump)}: {unit_label(u)}" for u in units], phase="ingest")
-    meta, log, rows = merge_reads(layout, reads)
+    where, work = os.path.abspath(dump.path), os.path.abspath(tmp)
+    calls = [(read_unit, (dump.layout, where, u, i == 0, work, run_id)) for i, u in enumerate(units)]
+    reads = cluster.run(calls, [f"{display(dump.path)}: {unit_label(u)}" for u in units], phase="ingest")
+    meta, log, rows = merge_reads(dump.layout, reads)
     return meta, log, rows, {t: [Path(r.files[t]) for r in reads] for t in RAW_TABLES}

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pipeline.errors import MissingInput, PipelineError
-from pipeline.jobs.dumps import discover
+from pipeline.jobs.dumps import find_dumps
 from pipeline.jobs.ingest import IngestResult, ingest
 from pipeline.paths import display
 from pipeline.warehouse.contracts import RAW_TABLES
@@ -55,11 +55,12 @@ def ingest_dump(
     threads: int | None = None,
     cluster=None,
     readers=None,
+    layout: str | None = None,
 ) -> Outcome:
     """Ingest one dump (and build it), committing the run once at the end. Hold the writer lock.
     With ``cluster`` (pipeline.jobs.cluster.Cluster) its devices are read and built there; with
     ``readers`` (pipeline.jobs.cluster.Threads) only read there, side by side in this process."""
-    res = ingest(dump, wh, force=force, cluster=cluster or readers)
+    res = ingest(dump, wh, force=force, cluster=cluster or readers, layout=layout)
     if res.skipped:
         status = "unchanged"
         if then_build and res.row.get("build_id") is None:
@@ -126,11 +127,11 @@ def run_roots(
 
         configured(wh)  # so does a bad advice.toml
     outcomes: list[Outcome] = []
-    dumps: list[Path] = []
+    dumps: list[tuple[Path, str]] = []
     for root in roots:
         unreadable: list = []
         try:
-            found = discover(Path(root), unreadable=unreadable)
+            found = find_dumps(Path(root), unreadable=unreadable)
         except PipelineError as e:
             outcomes.append(Outcome(display(root), "failed", error=str(e)))
             continue
@@ -152,11 +153,13 @@ def run_roots(
                 )
             )
         dumps.extend(found)
-    for dump in dumps:
+    for dump, layout in dumps:
         if on_dump:
             on_dump(dump)
         try:
-            outcomes.append(ingest_dump(wh, dump, force, then_build, memory_limit, threads, cluster, readers))
+            outcomes.append(
+                ingest_dump(wh, dump, force, then_build, memory_limit, threads, cluster, readers, layout)
+            )
         except PipelineError as e:
             outcomes.append(Outcome(display(dump), "failed", error=str(e)))
         except OSError as e:

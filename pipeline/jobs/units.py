@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.readers import exported, prof
+from pipeline.readers.catalog import reader_of
 from pipeline.readers.hiprof.reader import RunMeta
 from pipeline.readers.instance_numbers import InstanceNumbers, RunNumbers
 from pipeline.readers.issues import IssueLog
@@ -31,39 +31,6 @@ def raw_sink(paths: dict[str, Path], run_id: str) -> ParquetSink:
     return ParquetSink(
         paths, derive={"task_states": InstanceNumbers().add, "task_runs": RunNumbers().add}, run_id=run_id
     )
-
-
-def read_dump(
-    layout: str, dump: Path, sink: ParquetSink, log: IssueLog, workdir: Path, unit=WHOLE, first: bool = True
-) -> RunMeta:
-    """Decode ``dump`` (or its ``unit``) with its generation's reader, imported here: a process
-    that reads one generation (or only builds) does not load the others' readers. ``workdir``
-    is a folder of the ingest's own (an export's databases are read from copies taken there);
-    ``first``: this unit also reports what belongs to no unit."""
-    if layout in exported.LAYOUTS:
-        from pipeline.readers.exported.reader import read_export
-
-        return read_export(dump, sink, log, layout, workdir=workdir)
-    if layout in prof.LAYOUTS:
-        from pipeline.readers.prof.reader import read_prof
-
-        return read_prof(dump, sink, log, layout, collections=None if unit is WHOLE else [unit])
-    from pipeline.readers.hiprof.reader import read_result_dir
-
-    return read_result_dir(dump, sink, log, devices=None if unit is WHOLE else [unit], dump_level=first)
-
-
-def ingest_units(layout: str, dump: Path) -> list:
-    """The units ``dump`` is read in, in the order a whole read takes them."""
-    if layout in exported.LAYOUTS:
-        return [WHOLE]
-    if layout in prof.LAYOUTS:
-        from pipeline.readers.prof.reader import units
-
-        return units(dump, layout)
-    from pipeline.readers.hiprof.reader import units
-
-    return units(dump)
 
 
 def unit_label(unit) -> str:
@@ -83,14 +50,17 @@ class UnitRead:
     log: IssueLog | None = None
 
 
-def read_into(out: Path, layout: str, dump: Path, run_id: str, unit=WHOLE, first: bool = True) -> UnitRead:
-    """Read ``dump`` (or its ``unit``) into a Parquet file per raw table in the folder ``out``,
-    its issues (ingest_issues) included."""
+def read_into(out: Path, layout: str, scanned, run_id: str, unit=WHOLE, first: bool = True) -> UnitRead:
+    """Read a dump (``scanned``: its reader's listing of it), or its ``unit``, into a Parquet
+    file per raw table in the folder ``out``, its issues (ingest_issues) included. ``out`` is a
+    folder of the ingest's own (an export's databases are read from copies taken there);
+    ``first``: this unit also reports what belongs to no unit. The reader's decoding modules
+    load here: a process that reads one generation (or only builds) loads no other's."""
     paths = {t: out / f"{t}.parquet" for t in RAW_TABLES}
     sink = raw_sink(paths, run_id)
     log = IssueLog()
     try:
-        meta = read_dump(layout, dump, sink, log, out, unit, first)
+        meta = reader_of(layout).read(scanned, sink, log, unit, first, out)
         sink.write("ingest_issues", issue_columns(log))
         sink.close()
     except BaseException:
@@ -101,10 +71,11 @@ def read_into(out: Path, layout: str, dump: Path, run_id: str, unit=WHOLE, first
 
 def read_unit(layout: str, dump: str, unit, first: bool, workdir: str, run_id: str) -> UnitRead:
     """Read one unit of ``dump`` into a fresh folder under ``workdir`` (a worker's retry after a
-    crash starts in a folder of its own, never in the dead attempt's files)."""
+    crash starts in a folder of its own, never in the dead attempt's files). The worker lists
+    the dump itself: it may be another machine, which sees the dump at the same path."""
     out = Path(workdir) / f"unit-{new_id()}"
     out.mkdir(parents=True)
-    read = read_into(out, layout, Path(dump), run_id, unit, first)
+    read = read_into(out, layout, reader_of(layout).scan(Path(dump), layout), run_id, unit, first)
     checkpoint("unit_read")
     return read
 
@@ -118,17 +89,7 @@ def merge_reads(layout: str, reads: list[UnitRead]) -> tuple[RunMeta, IssueLog, 
             rows[table] = rows.get(table, 0) + n
         log.issues += r.log.issues
         log.bytes_decoded += r.log.bytes_decoded
-    metas = [r.meta for r in reads]
-    if layout in exported.LAYOUTS:
-        meta = metas[0]
-    elif layout in prof.LAYOUTS:
-        from pipeline.readers.prof.reader import merge_metas
-
-        meta = merge_metas(metas)
-    else:
-        from pipeline.readers.hiprof.reader import merge_metas
-
-        meta = merge_metas(metas)
+    meta = reader_of(layout).merge_metas([r.meta for r in reads])
     return meta, log, rows
 
 

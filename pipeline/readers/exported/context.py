@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.readers.hiprof.files import rel_name
+from pipeline.paths import relative
 from pipeline.readers.hiprof.reader import Sink
 from pipeline.readers.issues import IssueLog
 
@@ -35,7 +35,7 @@ class ExportContext:
     )
 
     def rel(self, p: Path) -> str:
-        return rel_name(self.root, p)
+        return relative(self.root, p)
 
 
 @dataclass

@@ -23,11 +23,12 @@ import json
 from pathlib import Path
 
 from pipeline.errors import InputError
+from pipeline.paths import relative
 from pipeline.readers import metadata
 from pipeline.readers.exported import csvs, db, timeline_json
 from pipeline.readers.exported.context import ExportContext, SourceResult
 from pipeline.readers.exported.files import ExportDump, ExportFile, nested_runs, not_read_reason, scan
-from pipeline.readers.hiprof.files import MAX_DEVICE_ID, rel_name
+from pipeline.readers.hiprof.files import MAX_DEVICE_ID
 from pipeline.readers.hiprof.reader import RunMeta, Sink
 from pipeline.readers.issues import Issue, IssueLog
 
@@ -95,14 +96,19 @@ def choose(dump: ExportDump) -> dict[str, list[ExportFile]]:
 
 
 def read_export(
-    root: Path, sink: Sink, log: IssueLog, layout: str | None = None, workdir: Path | None = None
+    root: Path,
+    sink: Sink,
+    log: IssueLog,
+    layout: str | None = None,
+    workdir: Path | None = None,
+    scanned: ExportDump | None = None,
 ) -> RunMeta:
     """Every file is read as the scan measured it, never further (docs/formats.md#live-dumps):
     text files up to their size then, a database from a copy of those bytes taken in
     ``workdir`` (the system's temporary folder without one) only while the file is still as
     measured; bytes written after the scan are reported, not read."""
     root = Path(root)
-    dump = scan(root, layout)
+    dump = scanned or scan(root, layout)
     if not any(f.group != "control" for f in dump.files):
         raise InputError(
             "holds no exported profiling file (msprof_*.db, trace_view.json, kernel_details.csv, ...)",
@@ -123,7 +129,7 @@ def read_export(
             continue
         if not tables:
             why = not_read_reason(f.path.name) or "a more detailed source of the same data was read instead"
-            log.add(Issue(rel_name(root, f.path), "not_read", why, device_id=f.device_id))
+            log.add(Issue(relative(root, f.path), "not_read", why, device_id=f.device_id))
             continue
         ctx = ExportContext(
             root,
@@ -138,7 +144,7 @@ def read_export(
         # reader calls log.decoded) or reported skipped (an issue of a BYTE_KINDS kind), also
         # when the reader gives up on it
         meta.data_bytes += f.size or 0
-        _grown(f, log, rel_name(root, f.path))
+        _grown(f, log, relative(root, f.path))
         if res is None:
             continue
         results[f.path] = res
@@ -154,12 +160,12 @@ def read_export(
                 "no raw data left: msprof's export of what ASCEND_PROFILER_OUTPUT holds, not a run of its "
                 "own (`profetl ingest` that folder to read msprof's export as a separate run)"
             )
-        log.add(Issue(rel_name(root, p), "not_read", why))
+        log.add(Issue(relative(root, p), "not_read", why))
     for p in dump.others:
         why = not_read_reason(p.name)
         log.add(
             Issue(
-                rel_name(root, p),
+                relative(root, p),
                 "not_read" if why else "unknown_file",
                 why or "not a file profetl reads: left alone",
             )
@@ -209,7 +215,7 @@ def _default_device(dump: ExportDump, log: IssueLog) -> int | None:
         try:
             info = json.loads(metadata.read_text(f.path))
         except (metadata.MetadataError, ValueError):
-            log.add(Issue(rel_name(dump.root, f.path), "bad_metadata", "not JSON: rank and device unknown"))
+            log.add(Issue(relative(dump.root, f.path), "bad_metadata", "not JSON: rank and device unknown"))
             continue
         end = info.get("end_info") if isinstance(info, dict) else None
         end = end.get("collectionTimeEnd") if isinstance(end, dict) else None
@@ -220,7 +226,7 @@ def _default_device(dump: ExportDump, log: IssueLog) -> int | None:
         ):
             log.add(
                 Issue(
-                    rel_name(dump.root, f.path),
+                    relative(dump.root, f.path),
                     "bad_metadata",
                     f"end_info.collectionTimeEnd {format(end, '.3e')} "
                     "ns is out of the range of times: the collection start is unknown",
@@ -230,7 +236,7 @@ def _default_device(dump: ExportDump, log: IssueLog) -> int | None:
         if isinstance(rank, int) and not isinstance(rank, bool) and rank > MAX_DEVICE_ID:
             log.add(
                 Issue(
-                    rel_name(dump.root, f.path),
+                    relative(dump.root, f.path),
                     "bad_metadata",
                     f"rank_id {format(rank, '.3e')} is out of the range of device ids: rank and device unknown",
                 )
@@ -266,7 +272,7 @@ def _run_level(
         files = chosen.get(table, [])
         filled = sum(results[f.path].rows.get(table, 0) for f in files if f.path in results)
         if files and filled:
-            names = sorted({rel_name(root, f.path) for f in files})
+            names = sorted({relative(root, f.path) for f in files})
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
             meta.sources.append(f"{table}: {_group_label(files[0])} {shown}")
         else:
@@ -301,7 +307,7 @@ def _device_control(dump: ExportDump, log: IssueLog) -> dict[int, dict]:
                 di = info.device_info[0] if info.device_info else None
                 row.update(
                     {
-                        "source_file": [rel_name(dump.root, f.path)],
+                        "source_file": [relative(dump.root, f.path)],
                         "platform_version": [info.platform_version],
                         "chip": [chip_name(info.platform_version)],
                         "platform_source": ["info.json"],
@@ -322,7 +328,7 @@ def _device_control(dump: ExportDump, log: IssueLog) -> dict[int, dict]:
                     ]
                     row["host_mon_ns"] = [start.clock_monotonic_raw_ns]
         except metadata.MetadataError as e:
-            log.add(Issue(rel_name(dump.root, f.path), "bad_metadata", str(e), device_id=dev))
+            log.add(Issue(relative(dump.root, f.path), "bad_metadata", str(e), device_id=dev))
     return out
 
 

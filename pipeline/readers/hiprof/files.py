@@ -104,10 +104,7 @@ class Layout1Files:
     bad_device: list[str] = field(default_factory=list)  # names whose device id does not fit (BAD_DEVICE)
 
 
-rel_name = relative  # a data file's name as stored in source_file
-
-
-_rel = rel_name
+_rel = relative  # a data file's name as stored in source_file
 
 
 def match_data_name(name: str) -> tuple[str, dict] | None:

@@ -10,12 +10,13 @@ import numpy as np
 
 from pipeline.errors import InputError
 from pipeline.layouts import hiprof as hiprof_layouts
+from pipeline.paths import relative
 from pipeline.readers import metadata
 from pipeline.readers.clock import DeviceClock, host_monotonic_ns
 from pipeline.readers.decode import decode_fixed, decode_tlv
 from pipeline.readers.hiprof import device as hiprof_device
 from pipeline.readers.hiprof import host as hiprof_host
-from pipeline.readers.hiprof.files import BAD_DEVICE, Layout1Files, Stream, rel_name, scan
+from pipeline.readers.hiprof.files import BAD_DEVICE, Layout1Files, Stream, scan
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.names import read_hash_dic
 from pipeline.readers.slices import SliceStream
@@ -48,7 +49,7 @@ class RunMeta:
 
 
 def _rel(root: Path, p: Path) -> str:
-    return rel_name(root, p)
+    return relative(root, p)
 
 
 def _pick(files: Layout1Files, kind: str, device_id: int) -> Path | None:
@@ -201,23 +202,22 @@ def _hashes(streams: list[Stream], kind: str, device_id: int, log: IssueLog, met
     return out
 
 
-def units(root: Path) -> list[int]:
-    """The dump's units of work (docs/architecture.md#cluster): its devices, each read on its own
-    with every stream that names it, host-side streams included."""
-    return _device_ids(scan(Path(root)))
-
-
-def _device_ids(files: Layout1Files) -> list[int]:
+def device_ids(files: Layout1Files) -> list[int]:
     return sorted({s.device_id for s in files.streams} | {d for d in files.control["info"] if d is not None})
 
 
 def read_result_dir(
-    root: Path, sink: Sink, log: IssueLog, devices: list[int] | None = None, dump_level: bool = True
+    root: Path,
+    sink: Sink,
+    log: IssueLog,
+    devices: list[int] | None = None,
+    dump_level: bool = True,
+    files: Layout1Files | None = None,
 ) -> RunMeta:
     """Read the dump, or only ``devices`` of it (a unit of work; ``dump_level`` says whether
-    this part also reports the files that belong to no device)."""
+    this part also reports the files that belong to no device); ``files``: its scan, when taken."""
     root = Path(root)
-    files = scan(root)
+    files = files or scan(root)
     if not files.streams:
         raise InputError("no generation-1 data files in data/", path=str(root))
     meta = RunMeta()
@@ -234,11 +234,11 @@ def read_result_dir(
             )
         for rel in files.bad_device:
             log.add(Issue(rel, "unreadable_file", BAD_DEVICE))
-    device_ids = _device_ids(files)
+    wanted = device_ids(files)
     if devices is not None:
-        device_ids = [d for d in device_ids if d in devices]
-    meta.devices = device_ids
-    for dev in device_ids:
+        wanted = [d for d in wanted if d in devices]
+    meta.devices = wanted
+    for dev in wanted:
         row, clock = _device_row(files, dev, log, meta)
         sink.write("devices", row)
         acl_hash = _hashes(files.streams, "acl_hash", dev, log, meta)

@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from pipeline.readers.hiprof.files import CONTROL, fits_device, inside, rel_name
+from pipeline.paths import relative
+from pipeline.readers.hiprof.files import CONTROL, fits_device, inside
 from pipeline.readers.hiprof.files import PATTERNS as LEGACY_PATTERNS
 from pipeline.readers.slices import SliceFile
 
@@ -247,7 +248,7 @@ def _control(d: Path) -> dict[str, dict[int | None, Path]]:
 
 
 def _scan_collection(root: Path, d: Path, device_id: int, data_dirs: list[Path]) -> CollectionDir:
-    cd = CollectionDir(d, rel_name(root, d) if d != root else "", device_id, _control(d))
+    cd = CollectionDir(d, relative(root, d) if d != root else "", device_id, _control(d))
     streams: dict[tuple, Stream] = {}
     for data in data_dirs:
         if not data.is_dir() or data.is_symlink():
@@ -263,26 +264,26 @@ def _scan_collection(root: Path, d: Path, device_id: int, data_dirs: list[Path])
             legacy = None if hit else _legacy_match(p.name)
             if hit is None and legacy is None:
                 if p.is_dir():
-                    cd.unknown.append(rel_name(root, p) + "/")
+                    cd.unknown.append(relative(root, p) + "/")
                 elif KNOWN_UNREAD.match(p.name):
-                    cd.unread.append(rel_name(root, p))
+                    cd.unread.append(relative(root, p))
                 else:
-                    cd.unknown.append(rel_name(root, p))
+                    cd.unknown.append(relative(root, p))
                 continue
             if not inside(root, p):
-                cd.not_files.append(rel_name(root, p))
+                cd.not_files.append(relative(root, p))
                 continue
             if legacy is not None:
                 cd.legacy.append((legacy[0], legacy[1], p))
                 continue
             kind, g = hit
             if not fits_device(g.get("dev")):
-                cd.bad_device.append(rel_name(root, p))
+                cd.bad_device.append(relative(root, p))
                 continue
             dev = int(g["dev"]) if g.get("dev") is not None else device_id
             key = (kind, dev, g.get("family") or "")
             s = streams.setdefault(key, Stream(kind, dev, g.get("family") or ""))
-            s.files.append(SliceFile(p, rel_name(root, p), p.stat().st_size))
+            s.files.append(SliceFile(p, relative(root, p), p.stat().st_size))
             s.slice_numbers.append(int(g["n"]))
     for s in streams.values():
         order = sorted(range(len(s.files)), key=lambda i: s.slice_numbers[i])
@@ -305,7 +306,7 @@ def _others(root: Path, d: Path, cd: CollectionDir | None) -> tuple[list[str], l
             continue
         if cd is not None and any(rx.match(p.name) for rx in CONTROL.values()):
             continue
-        rel = rel_name(root, p) + ("/" if p.is_dir() else "")
+        rel = relative(root, p) + ("/" if p.is_dir() else "")
         (unread if MSPROF_OUTPUT.match(p.name) else unknown).append(rel)
     return unknown, unread
 
@@ -317,7 +318,7 @@ def _scan_prof(root: Path, prof: Path) -> list[CollectionDir]:
         if c.name == "host":
             cd = _scan_collection(root, c, HOST_ID, [c / "data"])
         elif (m := DEVICE_DIR.match(c.name)) and not fits_device(m.group("dev")):
-            bad_device.append(rel_name(root, c) + "/")
+            bad_device.append(relative(root, c) + "/")
             continue
         elif m:
             cd = _scan_collection(root, c, int(m.group("dev")), [c / "data"])
@@ -328,7 +329,7 @@ def _scan_prof(root: Path, prof: Path) -> list[CollectionDir]:
         cd.unread += unread
         out.append(cd)
     if bad_device and not out:  # nothing else to read: the dump's issues still need a home
-        out.append(CollectionDir(prof, rel_name(root, prof) if prof != root else "", -1, _control(prof)))
+        out.append(CollectionDir(prof, relative(root, prof) if prof != root else "", -1, _control(prof)))
     if out:  # entries of the PROF_* directory itself go with its first collection directory
         unknown, unread = _others(root, prof, None)
         out[0].unknown += unknown
@@ -345,7 +346,7 @@ def scan(root: Path, layout: str | None = None) -> ProfDump:
     if layout == "msprof_job":
         children = job_children(root)
         cols = [c for prof in children for c in _scan_prof(root, prof)]
-        return ProfDump(root, layout, cols, [rel_name(root, c) for c in children])
+        return ProfDump(root, layout, cols, [relative(root, c) for c in children])
     if layout == "profiler_default_tag":
         return ProfDump(root, layout, [_scan_collection(root, root, -1, [root, root / "data"])], [])
     if layout == "msprof_result_dir":
@@ -360,4 +361,4 @@ def control_files(dump: ProfDump) -> list[tuple[str, Path]]:
         for kind, by_dev in cd.control.items():
             for _, p in sorted(by_dev.items(), key=lambda kv: (kv[0] is not None, kv[0] or 0)):
                 out.append((kind, p))
-    return sorted(out, key=lambda kp: rel_name(dump.root, kp[1]))
+    return sorted(out, key=lambda kp: relative(dump.root, kp[1]))

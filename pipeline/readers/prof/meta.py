@@ -17,10 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
+from pipeline.paths import relative
 from pipeline.readers import metadata
 from pipeline.readers.clock import DeviceClock, host_monotonic_ns
 from pipeline.readers.issues import Issue, IssueLog
-from pipeline.readers.prof.files import HOST_ID, CollectionDir, rel_name
+from pipeline.readers.prof.files import HOST_ID, CollectionDir
 
 # platform_version -> chip name (docs/formats.md#chips); metadata.CHIPS names the common ones
 STARS_PLATFORMS = {"5", "7", "8", "9", "11", "15", "16"}
@@ -161,7 +162,7 @@ def _load(reader, path: Path | None, root: Path, log: IssueLog, device_id: int, 
     try:
         return reader(path)
     except metadata.MetadataError as e:
-        log.add(Issue(rel_name(root, path), "bad_metadata", str(e), device_id=device_id))
+        log.add(Issue(relative(root, path), "bad_metadata", str(e), device_id=device_id))
         return None
 
 
@@ -251,7 +252,7 @@ def collection_meta(
         if host_freq and (host_sync is None or host_sync.cntvct is None or mon is None):
             log.add(
                 Issue(
-                    rel_name(root, info_p),
+                    relative(root, info_p),
                     "bad_metadata",
                     "host timestamps are counter cycles but host_start.log gives no cntvct/clock_monotonic_raw: "
                     "they are counted from counter 0",
@@ -268,7 +269,7 @@ def collection_meta(
         if info is not None and dinfo is None:
             log.add(
                 Issue(
-                    rel_name(root, info_p), "bad_metadata", "info.json has no DeviceInfo", device_id=device_id
+                    relative(root, info_p), "bad_metadata", "info.json has no DeviceInfo", device_id=device_id
                 )
             )
         if hwts is None:
@@ -313,7 +314,7 @@ def collection_meta(
         except metadata.MetadataError as e:
             log.add(
                 Issue(
-                    rel_name(root, _pick(cd, "sample", device_id)),
+                    relative(root, _pick(cd, "sample", device_id)),
                     "bad_metadata",
                     str(e),
                     device_id=device_id,
@@ -334,7 +335,7 @@ def collection_meta(
         meta.start_us = start.collection_time_begin_us
     meta.row = {
         "device_id": [device_id],
-        "source_file": [rel_name(root, info_p) if info_p else None],
+        "source_file": [relative(root, info_p) if info_p else None],
         "platform_version": [pv],
         "chip": [chip],
         "hwts_freq_mhz": [hwts],

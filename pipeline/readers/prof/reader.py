@@ -62,12 +62,6 @@ def _device_ids(cd: CollectionDir) -> list[int]:
     return sorted(ids) or [0]
 
 
-def units(root: Path, layout: str | None = None) -> list[str]:
-    """The dump's units of work (docs/architecture.md#cluster): its collection directories
-    (each ``host`` and each ``device_N``), by their path in the dump."""
-    return [cd.rel for cd in scan(Path(root), layout).collections]
-
-
 def read_prof(
     root: Path,
     sink: Sink,
@@ -75,11 +69,13 @@ def read_prof(
     layout: str | None = None,
     options: ReadOptions | None = None,
     collections: list[str] | None = None,
+    scanned: ProfDump | None = None,
 ) -> RunMeta:
-    """Read the dump, or only the collection directories ``collections`` of it (a unit of work)."""
+    """Read the dump, or only the collection directories ``collections`` of it (a unit of work);
+    ``scanned``: its scan, when taken."""
     root = Path(root)
     options = options or ReadOptions.from_env()
-    dump = scan(root, layout)
+    dump = scanned or scan(root, layout)
     if not dump.collections:
         raise InputError("no host/ or device_N/ collection directory", path=str(root))
     meta = RunMeta(layout_generation=0, layout=dump.layout)
