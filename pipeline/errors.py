@@ -110,8 +110,9 @@ def _recover(index) -> str:
     from pathlib import Path
 
     return (
-        f"restore the newest good version kept in {Path(index).parent / INDEX_HISTORY} "
-        "(`profetl check --repair` does it) or a backup of the warehouse"
+        f"`profetl check --repair` restores the newest good version kept in "
+        f"{Path(index).parent / INDEX_HISTORY} or rebuilds it from the part files' commit records; "
+        "or restore a backup of the warehouse"
     )
 
 
@@ -186,17 +187,18 @@ class UnitFailed(PipelineError):
 
 
 class IndexNotRestorable(DamagedIndex):
-    """``profetl check --repair`` found the run index missing or damaged and no kept version of
-    it (runs/_history/) that can be read and whose files are all there with their recorded
-    sizes. The commit records of runs live only in the index (part files hold rows, not
-    records), so it cannot be rebuilt from the part files: nothing was changed."""
+    """``profetl check --repair`` found the run index missing or damaged, no kept version of it
+    (runs/_history/) that can be read and whose files are all there with their recorded sizes,
+    and no commit record beside the part files that rebuilds a run whole: nothing was changed."""
 
-    def __init__(self, path, reason: str, tried: list[str]):
+    def __init__(self, path, reason: str, tried: list[str], records: str = "", not_used: list[str] = ()):
+        shown = list(not_used)[:5] + ([f"{len(not_used) - 5} more"] if len(not_used) > 5 else [])
         PipelineError.__init__(
             self,
             f"the run index {path} is {reason} and no kept version of it can restore it"
-            f"{' (' + '; '.join(tried) + ')' if tried else ' (none is kept)'}; the runs' commit records are "
-            "kept only in the index, so it cannot be rebuilt from the part files; nothing was changed: "
+            f"{' (' + '; '.join(tried) + ')' if tried else ' (none is kept)'}, nor can the part files' "
+            f"commit records rebuild it ({records or 'none found'}"
+            f"{': ' + '; '.join(shown) if shown else ''}); nothing was changed: "
             "restore the warehouse from a backup",
         )
         self.path = path

@@ -17,7 +17,7 @@ def command(
         bool,
         typer.Option(
             "--repair",
-            help="Restore a missing or damaged run index from its newest usable kept version (runs/_history/), under the writer lock, and drop the runs named by --drop; nothing else is deleted.",
+            help="Restore a missing or damaged run index from its newest usable kept version (runs/_history/), or rebuild it from the part files' commit records, under the writer lock; drop the runs named by --drop; nothing else is deleted.",
         ),
     ] = False,
     drop: Annotated[
@@ -42,8 +42,10 @@ def command(
     Files no run owns (left by a writer that died) are listed but are not damage: the next
     writer's sweep removes them. --repair restores a missing or damaged index from the newest
     kept version whose files are all there with their recorded sizes (the damaged index is kept
-    as runs/runs.parquet.damaged); the runs' commit records live only in the index, so with no
-    usable version it changes nothing and says so. It drops only the runs --drop names.
+    as runs/runs.parquet.damaged); with no usable version it rebuilds the index from the commit
+    records written beside the part files (<layer>/_commits/), every run whose files are whole,
+    and names what it could not rebuild; with neither it changes nothing and says so. It drops
+    only the runs --drop names.
 
     Example: profetl check --repair --drop 20260302T010000-1a2b3c4d
     """
@@ -66,6 +68,8 @@ def command(
         if restored is not None:
             out["repair"] = {
                 "restored_from": restored.restored_from,
+                "rebuilt_runs": restored.rebuilt_runs,
+                "not_rebuilt": restored.not_rebuilt,
                 "damaged_index_kept_as": restored.kept_damaged,
                 "dropped": restored.dropped,
             }
@@ -82,6 +86,17 @@ def command(
                         else ""
                     )
                 )
+            if restored.rebuilt_runs:
+                p(
+                    f"rebuilt    {report.index} from the commit records of {restored.rebuilt_runs} run(s)"
+                    + (
+                        f" (the damaged index kept as {restored.kept_damaged})"
+                        if restored.kept_damaged
+                        else ""
+                    )
+                )
+            for why in restored.not_rebuilt:
+                p(f"not rebuilt {why}")
             for r, n in restored.dropped.items():
                 p(f"dropped    {r}  ({n} file(s))")
         for line in _lines(report):
@@ -107,6 +122,7 @@ def _lines(rep: CheckReport) -> list[str]:
         f"{'whole' if rep.whole else 'DAMAGED'}: {index}; {whole} of {len(rep.runs)} run(s) whole; "
         f"{len(rep.files)} file(s) checked, {len(rep.damaged_files)} damaged; {len(rep.unowned)} unowned"
         + (f"; {rep.unrecorded} part(s) without recorded sizes" if rep.unrecorded else "")
+        + (f"; {rep.no_record} part(s) without a commit record" if rep.no_record else "")
     )
     return out
 
@@ -122,4 +138,5 @@ def _json(rep: CheckReport) -> dict:
         ],
         "files_checked": len(rep.files),
         "unowned": rep.unowned,
+        "parts_without_commit_record": rep.no_record,
     }

@@ -7,11 +7,12 @@ by run what is whole. It never writes.
 
 ``repair`` (under the writer lock, without the sweep a damaged index forbids) restores a
 missing or damaged index from the newest kept version (runs/_history/) that reads as an index
-and whose files are all there with their recorded sizes; the damaged index is kept beside it
-(``runs/runs.parquet.damaged``). The runs' commit records are kept only in the index (part
-files hold rows), so with no usable version nothing is rebuilt: ``IndexNotRestorable``. Then it
-drops the runs named (``drop``) and nothing else: files no run owns are reported, not deleted
-(the next writer's sweep removes them, as it always does).
+and whose files are all there with their recorded sizes; with none, it rebuilds the index from
+the commit records beside the part files (pipeline/warehouse/commit_records.py): every run
+whose parts are whole, as the last commit that touched it left it. The damaged index is kept
+beside it (``runs/runs.parquet.damaged``). Then it drops the runs named (``drop``) and nothing
+else: files no run owns are reported, not deleted (the next writer's sweep removes them, as it
+always does).
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from pathlib import Path
 
 from pipeline.errors import DamagedIndex, IndexNotRestorable
 from pipeline.lazy import lazy
+from pipeline.warehouse import commit_records
 from pipeline.warehouse import store as W
-from pipeline.warehouse.store import Warehouse, entry_part, file_schema, layer_tables, part_of
+from pipeline.warehouse.layout import fsync_dir
+from pipeline.warehouse.store import Warehouse, entry_part, file_schema, is_legacy, layer_tables, part_of
 
 pa = lazy("pyarrow")
 pq = lazy("pyarrow.parquet")
@@ -58,6 +61,9 @@ class CheckReport:
     files: list[FileCheck] = field(default_factory=list)  # every file the index names
     unowned: list[str] = field(default_factory=list)  # part-folder files no run owns
     unrecorded: int = 0  # parts committed by a profetl that recorded no sizes (checked as read)
+    # parts without their commit record (deleted, or committed by a profetl that wrote none): not
+    # damage, but the index cannot be rebuilt for their runs should it and its versions be lost
+    no_record: int = 0
 
     @property
     def damaged_files(self) -> list[FileCheck]:
@@ -71,6 +77,8 @@ class CheckReport:
 @dataclass
 class RepairReport:
     restored_from: str | None = None  # the kept version the index was restored from
+    rebuilt_runs: int = 0  # runs the commit records rebuilt (when no kept version could restore)
+    not_rebuilt: list[str] = field(default_factory=list)  # records or parts that could not be used, and why
     kept_damaged: str | None = None  # where the damaged index was moved
     dropped: dict[str, int] = field(default_factory=dict)  # run id -> files removed
     after: CheckReport | None = None
@@ -170,6 +178,8 @@ def check(wh: Warehouse) -> CheckReport:
                     if f.exists()
                 ]
             checked[(layer, part)] = out
+            if not is_legacy(part) and not commit_records.record_file(wh.path, layer, part).exists():
+                rep.no_record += 1
             rep.files.extend(out)
     for r in rows:
         rc = RunCheck(r["run_id"])
@@ -231,22 +241,37 @@ def repair(wh: Warehouse, drop: list[str] = (), wait_seconds: float = 0.0) -> Re
                     tried.append(why)
                     continue
                 f = wh.index_file
-                if f.exists():
-                    aside = f.with_name(f.name + DAMAGED_INDEX_SUFFIX)
-                    os.replace(f, aside)
-                    rep.kept_damaged = _rel(wh, aside)
+                _aside(wh, rep)
                 tmp = f.with_name(".runs-restore.tmp")
                 shutil.copyfile(v, tmp)
                 with open(tmp, "rb") as fh:
                     os.fsync(fh.fileno())
                 os.replace(tmp, f)
-                W._fsync_dir(f.parent)
+                fsync_dir(f.parent)
                 rep.restored_from = _rel(wh, v)
                 break
             else:
-                raise IndexNotRestorable(wh.index_file, problem, tried)
+                rebuilt = commit_records.rebuild(wh.path, W.index_schema())
+                if not rebuilt.index:
+                    why = rebuilt.unreadable + rebuilt.broken
+                    raise IndexNotRestorable(
+                        wh.index_file, problem, tried, f"{rebuilt.records} commit record(s)", why
+                    )
+                _aside(wh, rep)
+                wh._write_index(rebuilt.index)
+                rep.rebuilt_runs = len(rebuilt.index)
+                rep.not_rebuilt = rebuilt.unreadable + rebuilt.broken
         if drop:
             wh._cache = None
             rep.dropped = wh.drop_runs(list(drop))
     rep.after = check(Warehouse(wh.path))
     return rep
+
+
+def _aside(wh: Warehouse, rep: RepairReport) -> None:
+    """Move a damaged index out of the way, kept (``runs/runs.parquet.damaged``)."""
+    f = wh.index_file
+    if f.exists():
+        aside = f.with_name(f.name + DAMAGED_INDEX_SUFFIX)
+        os.replace(f, aside)
+        rep.kept_damaged = _rel(wh, aside)

@@ -9,6 +9,9 @@ Layout::
     <warehouse>/marts/<table>/part-<id>.parquet   #   group of compacted runs (id: c<group id>)
     <warehouse>/<layer>/<table>/part-<id>_<n>.<k>.parquet  # shard k of n: a run written by a
                                                   #   cluster's units (docs/architecture.md#cluster)
+    <warehouse>/<layer>/_commits/part-<id>.parquet  # the commit record of part <id>: the rows
+                                                  #   of its runs, its files' sizes and hashes
+                                                  #   (pipeline/warehouse/commit_records.py)
     <warehouse>/.lock                             # flock of the one writer (with one on the folder); holds its pid
 
 Every part file has a ``run_id`` column. The index names, for each run, the part of each
@@ -52,8 +55,10 @@ from pipeline.errors import (
     WarehouseLocked,
 )
 from pipeline.lazy import lazy
+from pipeline.warehouse import commit_records
 from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
 from pipeline.warehouse.faults import checkpoint
+from pipeline.warehouse.layout import LAYERS, entry_part, fsync_dir, part_of
 
 # Arrow is loaded where the index or a part file is first read or written: a reader that
 # only names paths (``query``, whose DuckDB reads the index) never loads it
@@ -63,7 +68,7 @@ pq = lazy("pyarrow.parquet")
 
 RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 TABLE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
-LAYERS = (("raw", "raw_part", "ingest_id"), ("marts", "mart_part", "build_id"))
+
 
 # Columns the index keeps beside the commit record: the part of each layer that holds the
 # run's rows, and the run's workload key (documented with the runs view in pipeline/warehouse/views.py).
@@ -159,14 +164,6 @@ def shard_count(part: str | None) -> int:
     return int(m.group("n")) if m else 0
 
 
-def part_of(file_name: str) -> str | None:
-    """The part a flat part file belongs to (``part-<part>.parquet``, or shard
-    ``part-<part>.<k>.parquet`` of a sharded part), or None for another name."""
-    if not (file_name.startswith("part-") and file_name.endswith(".parquet")):
-        return None
-    return file_name[len("part-") : -len(".parquet")].split(".", 1)[0]
-
-
 def run_order(r: dict) -> tuple:
     """How runs are listed: oldest collection first; group files hold their runs in this order."""
     return (r.get("collection_start_us") or 0, r["run_id"])
@@ -209,12 +206,6 @@ def recorded_sizes(index: pa.Table) -> dict[str, int]:
     return dict(
         zip(pc.struct_field(entries, "file").to_pylist(), pc.struct_field(entries, "size").to_pylist())
     )
-
-
-def entry_part(rel: str) -> tuple[str, str]:
-    """(layer, part) of a ``files`` entry's path (``<layer>/<table>/part-<part>[.<k>].parquet``)."""
-    layer, _, name = rel.split("/", 2)
-    return layer, part_of(name.rsplit("/", 1)[-1])
 
 
 def file_schema(layer: str, table: str) -> pa.Schema:
@@ -312,7 +303,7 @@ class Warehouse:
             base = self.path / layer
             if base.is_dir():
                 for d in base.iterdir():
-                    if d.is_dir():
+                    if d.is_dir() and d.name != commit_records.RECORDS:
                         out.extend(f for f in d.iterdir() if part_of(f.name) is not None and f.is_file())
         return out
 
@@ -409,7 +400,12 @@ class Warehouse:
             cols = con.execute(f"DESCRIBE SELECT * FROM read_parquet({path})").fetchall()
         except duckdb.Error as e:
             raise DamagedIndex(f, (str(e).splitlines() or [type(e).__name__])[0]) from None
-        _check_index(f, meta.get(FORMAT_KEY.decode()), {c[0]: _duckdb_kind(c[1]) for c in cols})
+        _check_index(
+            f,
+            meta.get(FORMAT_KEY.decode()),
+            {c[0]: _duckdb_kind(c[1]) for c in cols},
+            commit_records.COMMITTED_KEY.decode() in meta,
+        )
         # UNION BY NAME: an index without one of the other columns reads it as NULL (as
         # ``snapshot`` conforms it)
         others = ", ".join(f"NULL::VARCHAR AS {c}" for c in PLACING[1:])
@@ -554,7 +550,7 @@ class Warehouse:
         removed = 0
         if record.exists():
             record.unlink()
-            _fsync_dir(record.parent)
+            fsync_dir(record.parent)
             removed += 1
         for p in files + list(record.parent.glob(".run-*.tmp")):
             p.unlink(missing_ok=True)
@@ -603,9 +599,16 @@ class Warehouse:
             out[r["run_id"]] = r
         return out
 
-    def _write_index(self, idx: dict[str, dict] | pa.Table, commit: bool = True) -> None:
+    def _write_index(
+        self,
+        idx: dict[str, dict] | pa.Table,
+        commit: bool = True,
+        touched: set[tuple[str, str]] = frozenset(),
+    ) -> None:
         """The commit: the new index replaces the old one in one rename (not ``commit``: the
-        empty index of a new warehouse, which commits nothing and has no crash points)."""
+        empty index of a new warehouse, which commits nothing and has no crash points). The
+        commit records of the parts this writer placed, and of the ``touched`` parts (layer,
+        part) whose runs' rows changed, are written first."""
         f = self.index_file
         f.parent.mkdir(parents=True, exist_ok=True)
         tmp = f.with_name(f".runs-{secrets.token_hex(4)}.tmp")
@@ -614,6 +617,9 @@ class Warehouse:
         else:
             table = pa.Table.from_pylist(self._assign_files(idx), schema=index_schema())
         table = table.replace_schema_metadata({FORMAT_KEY: str(INDEX_FORMAT).encode()})
+        # the commit records of the parts this writer put in place, before the commit names them
+        placed = {entry_part(rel) for rel in self._written} | set(touched)
+        commit_records.write(self.path, table, placed, time.time_ns())
         # small row groups with run_id statistics: reading one run's row reads one of them
         pq.write_table(table, tmp, compression="zstd", row_group_size=INDEX_ROW_GROUP_ROWS)
         with open(tmp, "rb") as fh:
@@ -621,7 +627,7 @@ class Warehouse:
         if commit:
             checkpoint("before_commit")
         os.replace(tmp, f)
-        _fsync_dir(f.parent)
+        fsync_dir(f.parent)
         if commit:
             checkpoint("after_commit")
         self._written.clear()  # named now, or superseded (what the index does not name is swept)
@@ -642,7 +648,7 @@ class Warehouse:
         os.replace(tmp, d / f"runs-{last + 1:08d}.parquet")
         for old in kept[: max(0, len(kept) + 1 - KEEP_VERSIONS)]:
             old.unlink(missing_ok=True)
-        _fsync_dir(d)
+        fsync_dir(d)
 
     def _assign_files(self, idx: dict[str, dict]) -> list[dict]:
         """The index's rows in run order, each listing (``files``) the files of the parts it is
@@ -787,6 +793,8 @@ class Warehouse:
         same_raw = old is not None and old.get("ingest_id") == new.get("ingest_id") and old.get("workload")
         new["workload"] = old["workload"] if same_raw else self.workload(new, new["raw_part"])
         new["files"] = self._files_of(old, new)
+        # the records of the run's parts say its new row, placed now or not
+        touched = {(layer, new[key]) for layer, key, _ in LAYERS if new.get(key)}
         t = self._table()  # every column: the rows are written again
         if regroup or t is None:  # the run leaves a group (or the old layout): every row at hand
             idx = self.index()
@@ -794,7 +802,7 @@ class Warehouse:
             for layer, key, group in regroup:
                 self._regroup(idx, layer, key, group, drop={run_id})
             idx[run_id] = new
-            self._write_index(idx)
+            self._write_index(idx, touched=touched)
             self._drop(before - _named(idx))
             return
         # the common case: one row replaced or added, the other rows as they are (Arrow, no dicts)
@@ -807,22 +815,27 @@ class Warehouse:
                 [("collection_start_us", "ascending", "at_start"), ("run_id", "ascending", "at_start")]
             ),
         )
-        self._write_index(both.take(order))
+        self._write_index(both.take(order), touched=touched)
         self._drop(_named({run_id: old} if old else {}) - _named({run_id: new}))
 
     def _drop(self, parts: set[tuple[str, str]]) -> None:
-        """Delete the files of parts the index no longer names (readers retry once)."""
+        """Delete the files of parts the index no longer names (readers retry once), and
+        their commit records."""
         for layer, part in parts:
             for table in self._table_dirs(layer):
                 for f in self.files(layer, table, part):
                     f.unlink(missing_ok=True)
+            if not is_legacy(part):
+                commit_records.record_file(self.path, layer, part).unlink(missing_ok=True)
             if is_legacy(part):
                 for d in (self.path / layer).glob(f"*/{part.split('/', 1)[0]}"):
                     _rmdir(d)
 
     def _table_dirs(self, layer: str) -> list[str]:
         base = self.path / layer
-        have = {d.name for d in base.iterdir() if d.is_dir()} if base.is_dir() else set()
+        have = (
+            {d.name for d in base.iterdir() if d.is_dir() and TABLE.match(d.name)} if base.is_dir() else set()
+        )
         return sorted(have | set(layer_tables(layer)))
 
     def workload(self, run: dict, raw_part: str | None) -> str:
@@ -1343,6 +1356,7 @@ def _read_index(f: Path, columns: list[str] | None) -> pa.Table:
                 f,
                 meta.get(FORMAT_KEY, b"").decode(errors="replace") or None,
                 {x.name: _arrow_kind(x.type) for x in schema},
+                commit_records.COMMITTED_KEY in meta,
             )
             t = pf.read(columns=columns)
     except (OSError, pa.ArrowException, UnicodeDecodeError) as e:  # (a garbled footer's names)
@@ -1350,9 +1364,14 @@ def _read_index(f: Path, columns: list[str] | None) -> pa.Table:
     return t
 
 
-def _check_index(f: Path, version: str | None, kinds: dict[str, str]) -> None:
+def _check_index(f: Path, version: str | None, kinds: dict[str, str], record: bool = False) -> None:
     """DamagedIndex unless the file's columns (name -> kind) and format (its ``FORMAT_KEY``
-    metadata; None: an older profetl's index) are a run index's this profetl reads."""
+    metadata; None: an older profetl's index) are a run index's this profetl reads, and it is
+    not a part's commit record (``record``: it has the index's columns, but the rows of one part)."""
+    if record:
+        raise DamagedIndex(
+            f, f"it is the commit record of one part (<layer>/{commit_records.RECORDS}/), not the run index"
+        )
     if version is not None:
         if not version.isdigit():
             raise DamagedIndex(f, f"its index format {version[:20]!r} is not a number")
@@ -1402,14 +1421,6 @@ def _duckdb_kind(t: str) -> str:
     if t.endswith("[]"):
         return "list"
     return t
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _rmdir(d: Path) -> None:

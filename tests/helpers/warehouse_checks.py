@@ -9,6 +9,7 @@ from pathlib import Path
 
 import duckdb
 
+from pipeline.warehouse.commit_records import record_file
 from pipeline.warehouse.contracts import RAW_TABLES, contracts
 from pipeline.warehouse.store import Warehouse
 from pipeline.warehouse.views import connect
@@ -45,6 +46,10 @@ def assert_consistent(wh_path: Path) -> None:
             for f in wh.current_files("marts", "task_scheduler", [r]):
                 assert f.exists()
             assert wh.current_files("marts", "task_scheduler", [r]), "built run without marts"
+    for row in wh.index().values():  # and every part a run names has its commit record
+        for layer, key in (("raw", "raw_part"), ("marts", "mart_part")):
+            if row.get(key):
+                assert record_file(wh_path, layer, row[key]).exists(), (row["run_id"], layer)
 
 
 def part_files(wh_path: Path) -> list[Path]:

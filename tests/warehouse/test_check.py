@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from pipeline.cli.main import app
 from pipeline.jobs.runner import run_roots
 from pipeline.warehouse import store as W
+from pipeline.warehouse.commit_records import RECORDS
 from pipeline.warehouse.store import Warehouse, is_group
 from tests.warehouse.test_warehouse_compaction import _night
 
@@ -79,7 +80,17 @@ def _query_counts(wh: Warehouse) -> dict:
 
 
 def _part_files(wh: Warehouse) -> set[Path]:
-    return {f for layer in ("raw", "marts") for f in (wh.path / layer).rglob("*.parquet")}
+    """The table files of both layers (not the parts' commit records)."""
+    return {
+        f
+        for layer in ("raw", "marts")
+        for f in (wh.path / layer).rglob("*.parquet")
+        if f.parent.name != RECORDS
+    }
+
+
+def _records(wh: Warehouse) -> set[Path]:
+    return {f for layer in ("raw", "marts") for f in (wh.path / layer / RECORDS).glob("*.parquet")}
 
 
 def test_a_whole_warehouse_is_whole(wh):
@@ -93,14 +104,17 @@ def test_a_whole_warehouse_is_whole(wh):
     assert r.exit_code == 0 and r.stdout.splitlines()[-1].startswith("whole:")
 
 
-@pytest.mark.parametrize("how", ["deleted", "part file copied over it"])
+@pytest.mark.parametrize("how", ["deleted", "part file copied over it", "commit record copied over it"])
 def test_a_lost_index_is_named_and_repair_restores_it_from_its_kept_versions(wh, how):
     runs, counts = _listed_runs(wh), _query_counts(wh)
     files = {f: f.read_bytes() for f in _part_files(wh)}
+    # a commit record has the index's columns (the rows of one part): it is refused all the same
+    foreign = next(iter(sorted(_records(wh) if "record" in how else files)))
+    foreign_bytes = foreign.read_bytes()
     if how == "deleted":
         wh.index_file.unlink()
     else:
-        shutil.copyfile(next(iter(sorted(files))), wh.index_file)
+        shutil.copyfile(foreign, wh.index_file)
     r = _cli("check", "-w", wh.path)
     assert r.exit_code == 1
     assert "runs/runs.parquet" in r.stdout.splitlines()[0]
@@ -115,35 +129,74 @@ def test_a_lost_index_is_named_and_repair_restores_it_from_its_kept_versions(wh,
     assert {f: f.read_bytes() for f in _part_files(wh)} == files  # nothing deleted or changed
     assert _check(wh)[0] == 0
     if how != "deleted":  # the foreign file is kept aside, not lost
-        assert (wh.path / "runs" / "runs.parquet.damaged").read_bytes() == next(
-            iter(sorted(files))
-        ).read_bytes()
+        assert (wh.path / "runs" / "runs.parquet.damaged").read_bytes() == foreign_bytes
 
 
-def test_repair_skips_a_kept_version_that_cannot_restore_and_says_when_none_can(wh):
+def test_repair_skips_a_kept_version_that_cannot_restore(wh):
     _, _, alone = _group(wh)
     with wh.writer():  # one more commit: the two newest versions name the same files
         wh.commit(wh.run(alone))
     runs, versions = _listed_runs(wh), wh.index_versions()
-    saved = wh.path.parent / "saved"
-    shutil.copytree(wh.path, saved)
     wh.index_file.unlink()
     versions[-1].write_bytes(versions[-1].read_bytes()[:50])  # the newest kept version damaged too
     r = _cli("check", "--repair", "-w", wh.path)
     assert r.exit_code == 0, r.output
     assert f"from runs/_history/{versions[-2].name}" in r.stdout and _listed_runs(wh) == runs
-    # every version unusable (a file each names is gone): nothing is restored, nothing changes
-    shutil.rmtree(wh.path)
-    shutil.copytree(saved, wh.path)
-    wh.index_file.unlink()
-    for v in versions:
-        for e in W.Warehouse.version_files(W.Warehouse.read_index_version(v))[:1]:
-            (wh.path / e["file"]).unlink(missing_ok=True)
+
+
+def _runs_json(wh: Warehouse) -> list[dict]:
+    r = _cli("runs", "-w", wh.path, "--json")
+    assert r.exit_code == 0, r.output
+    return sorted(json.loads(r.stdout), key=lambda x: x["run_id"])
+
+
+def test_repair_rebuilds_the_index_from_the_commit_records_when_no_version_is_kept(wh):
+    group, members, alone = _group(wh)
+    # the run alone built again: a new mart part, whose record is newer than its raw part's
+    old_mart = wh.row(alone)["mart_part"]
+    r = _cli("build", alone, "-w", wh.path)
+    assert r.exit_code == 0, r.output
+    assert Warehouse(wh.path).row(alone)["mart_part"] != old_mart
+    before, counts = _runs_json(wh), _query_counts(wh)
+    files = {f: f.read_bytes() for f in _part_files(wh)}
+    recorded = sorted((e["file"], e["size"], e["sha256"]) for e in wh.recorded_files())
+    shutil.rmtree(wh.path / "runs")  # the index and every kept version of it
+    assert _cli("runs", "-w", wh.path).exit_code == 1
+    r = _cli("check", "--repair", "-w", wh.path)
+    assert r.exit_code == 0, r.output
+    assert "rebuilt    runs/runs.parquet from the commit records of 3 run(s)" in r.stdout
+    assert _runs_json(wh) == before and _query_counts(wh) == counts
+    assert sorted((e["file"], e["size"], e["sha256"]) for e in wh.recorded_files()) == recorded
+    assert {f: f.read_bytes() for f in _part_files(wh)} == files
+    code, rep = _check(wh)  # every file against the size and hash its record kept
+    assert code == 0 and rep["whole"] and rep["unowned"] == []
+    assert wh.index_versions()  # and a kept version of the rebuilt index
+
+
+def test_repair_rebuilds_the_runs_whose_parts_are_whole_and_names_the_rest(wh):
+    group, members, alone = _group(wh)
+    f = wh.file("raw", "api_calls", group)
+    f.unlink()  # one file of the group gone with the index and its versions
+    shutil.rmtree(wh.path / "runs")
+    r = _cli("check", "--repair", "-w", wh.path)
+    assert r.exit_code == 0, r.output
+    assert "from the commit records of 1 run(s)" in r.stdout
+    assert f"not rebuilt raw/{group}: {f.relative_to(wh.path).as_posix()} is missing" in r.stdout
+    assert _listed_runs(wh) == [alone]
+    _, rep = _check(wh)  # the group's other files are nobody's now: listed, not deleted
+    assert wh.file("raw", "task_runs", group).relative_to(wh.path).as_posix() in rep["unowned"]
+    assert wh.file("raw", "task_runs", group).exists()
+
+
+def test_repair_with_neither_a_kept_version_nor_a_commit_record_changes_nothing(wh):
+    shutil.rmtree(wh.path / "runs")
+    for f in _records(wh):
+        f.unlink()
     before = sorted(p for p in wh.path.rglob("*"))
     r = _cli("check", "--repair", "-w", wh.path)
     assert r.exit_code == 1
-    assert "cannot be rebuilt from the part files" in r.stderr and "nothing was changed" in r.stderr
-    assert versions[-1].name in r.stderr
+    assert "nor can the part files' commit records rebuild it (0 commit record(s))" in r.stderr
+    assert "nothing was changed" in r.stderr and "(none is kept)" in r.stderr
     assert sorted(p for p in wh.path.rglob("*")) == before
 
 

@@ -15,6 +15,7 @@ from pipeline.errors import DamagedPart
 from pipeline.jobs.runner import rebuild, run_roots
 from pipeline.outputs.export import fetch
 from pipeline.outputs.query import query
+from pipeline.warehouse.commit_records import RECORDS
 from pipeline.warehouse.contracts import contract, contracts
 from pipeline.warehouse.store import Warehouse
 
@@ -80,6 +81,8 @@ def to_old_layout(wh: Warehouse) -> None:
     for r in runs:
         for layer, key in (("raw", "ingest_id"), ("marts", "build_id")):
             for d in (wh.path / layer).iterdir():
+                if d.name == RECORDS:  # profetl 0.2 wrote no commit records
+                    continue
                 (f,) = wh.run_files(layer, d.name, r)
                 t = pq.read_table(f)
                 t = t.filter(pc.equal(t.column("run_id"), r["run_id"])).drop_columns(["run_id"])
@@ -92,6 +95,7 @@ def to_old_layout(wh: Warehouse) -> None:
     for layer in ("raw", "marts"):
         for f in (wh.path / layer).glob("*/part-*.parquet"):
             f.unlink()
+        shutil.rmtree(wh.path / layer / RECORDS, ignore_errors=True)
     wh.index_file.unlink()
     shutil.rmtree(wh.history_dir)  # profetl 0.2 kept no versions of an index
 
