@@ -201,13 +201,14 @@ def build(
             if part.staging == "file":
                 result.staging = "file"
         check_run_id(result.run_id)
-        for name in parts[0].files:
-            for part, final in zip(parts, wh.files("marts", name, result.build_id), strict=True):
-                wh.place(Path(part.files[name]), final)  # its size and hash go into the index at the commit
+        # (sizes and hashes go into the index at the commit)
+        wh.place_part(
+            "marts", result.build_id, {n: [Path(p.files[n]) for p in parts] for n in parts[0].files}
+        )
         checkpoint("marts_written")
     finally:
         for part in parts:  # a worker's folder, named by its absolute path: this process's is the same
-            wh.drop_temp(wh.path / ".tmp" / Path(part.folder).name)
+            wh.drop_temp_named(part.folder)
     result.seconds = time.monotonic() - t0
     return result
 
@@ -298,7 +299,7 @@ def build_marts(
     finally:
         if con is not None:
             con.close()
-        if workdir.parent == wh.path / ".tmp":
+        if wh.is_temp(workdir):
             wh.drop_temp(workdir)
         else:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -149,9 +149,7 @@ def ingest(
                     path=display(dump),
                 )
         check_run_id(run_id)
-        for table, sources in files.items():
-            for p, final in zip(sources, wh.files("raw", table, ingest_id), strict=True):
-                wh.place(p, final)  # its size and hash go into the index at the commit
+        wh.place_part("raw", ingest_id, files)  # sizes and hashes go into the index at the commit
         checkpoint("raw_moved")
     finally:
         wh.drop_temp(tmp)

@@ -689,6 +689,14 @@ class Warehouse:
         Path(src).replace(final)
         self._written[final.relative_to(self.path).as_posix()] = e
 
+    def place_part(self, layer: str, part: str, sources: dict[str, list[Path]]) -> None:
+        """Move the files of a new part, written elsewhere (table -> its files, one per shard
+        of a sharded part, in order), to their places in the warehouse (``place``): the jobs
+        hand a part over, only the writer names the tables' folders."""
+        for table, srcs in sources.items():
+            for src, final in zip(srcs, self.files(layer, table, part), strict=True):
+                self.place(src, final)
+
     def record(self, final: Path) -> None:
         """Record the size and hash of a part file written in its place (``place`` for one
         written elsewhere)."""
@@ -1196,6 +1204,15 @@ class Warehouse:
         d = self.path / ".tmp" / secrets.token_hex(4)
         d.mkdir(parents=True, exist_ok=True)
         return d
+
+    def is_temp(self, d: Path) -> bool:
+        """Whether ``d`` is a ``temp_dir()`` of this warehouse."""
+        return Path(d).parent == self.path / ".tmp"
+
+    def drop_temp_named(self, name: str) -> None:
+        """``drop_temp`` of this warehouse's scratch folder ``name`` (a worker process's, known
+        by its name: the folder it made is this process's folder of that name)."""
+        self.drop_temp(self.path / ".tmp" / Path(name).name)
 
     def drop_temp(self, d: Path) -> None:
         """Remove a ``temp_dir()`` and, when it was the last, ``.tmp`` itself: a command leaves

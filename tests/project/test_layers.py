@@ -110,3 +110,42 @@ def test_no_module_imports_a_module_that_imports_it_back():
 
 def test_the_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == [["a", "b", "c", "a"]]
+
+
+STORE_FOLDERS = {"raw", "marts", "runs", ".tmp"}
+
+
+def test_only_the_warehouse_names_its_folders():
+    """Outside pipeline/warehouse/, no module builds a path inside a warehouse (its tables'
+    folders, its scratch folder) or moves a file into one: the jobs hand parts to the writer
+    (``Warehouse.place_part``) and ask it for scratch folders (``temp_dir``)."""
+    wrong = []
+    for path in sorted(PIPELINE.rglob("*.py")):
+        if path.is_relative_to(PIPELINE / "warehouse"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            # wh.path / "raw" (or marts, runs, .tmp): a path built into the warehouse's own folders
+            # (its advice.toml, a user's file at its root, is the user's, not the store's)
+            if (
+                isinstance(node, ast.BinOp)
+                and isinstance(node.op, ast.Div)
+                and isinstance(node.left, ast.Attribute)
+                and node.left.attr == "path"
+                and isinstance(node.left.value, ast.Name)
+                and node.left.value.id == "wh"
+                and isinstance(node.right, ast.Constant)
+                and node.right.value in STORE_FOLDERS
+            ):
+                wrong.append(
+                    f"{path.relative_to(PIPELINE.parent)}:{node.lineno}: wh.path / {node.right.value!r}"
+                )
+            # wh.place(...), wh.files(...) outside the reading side: placing files by hand
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ("place", "record")
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "wh"
+            ):
+                wrong.append(f"{path.relative_to(PIPELINE.parent)}:{node.lineno}: wh.{node.func.attr}(...)")
+    assert not wrong, "\n".join(wrong)
