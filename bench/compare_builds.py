@@ -63,7 +63,13 @@ def _build(src: Path, dump: Path, wh: Path, trace: Path) -> None:
 
 
 def _marts(wh: Path) -> set[str]:
-    return {p.name for p in (wh / "marts").iterdir() if p.is_dir()} if (wh / "marts").exists() else set()
+    # (a folder starting with "_", the parts' commit records, is no table)
+    marts = wh / "marts"
+    return (
+        {p.name for p in marts.iterdir() if p.is_dir() and not p.name.startswith("_")}
+        if marts.exists()
+        else set()
+    )
 
 
 def compare(old_wh: Path, new_wh: Path) -> list[str]:

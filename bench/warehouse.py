@@ -76,6 +76,8 @@ def _base_files(base: Path) -> tuple[dict, dict[tuple[str, str], Path]]:
     files = {}
     for layer in ("raw", "marts"):
         for d in sorted((base / layer).iterdir()):
+            if d.name.startswith("_"):  # the parts' commit records, not a table
+                continue
             f = (
                 wh.run_files(layer, d.name, run)[0]
                 if hasattr(wh, "run_files")
