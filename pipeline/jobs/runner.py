@@ -10,6 +10,7 @@ from pipeline.errors import MissingInput, PipelineError
 from pipeline.jobs.dumps import find_dumps
 from pipeline.jobs.ingest import IngestResult, ingest
 from pipeline.paths import display
+from pipeline.warehouse.compaction import compact
 from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.warehouse.store import Warehouse
 
@@ -171,7 +172,7 @@ def run_roots(
                 Outcome(display(dump), "failed", error=f"internal error: {type(e).__name__}: {e}")
             )
     if dumps:
-        wh.compact()  # old small runs into group files: few files however many nights
+        compact(wh)  # old small runs into group files: few files however many nights
         for e in wh.damaged_parts:  # the night's runs are committed; the damage is a failure of its own
             outcomes.append(Outcome(display(e.path), "failed", error=str(e)))
     return outcomes

@@ -27,6 +27,7 @@ from pipeline.lazy import lazy
 from pipeline.warehouse import commit_records
 from pipeline.warehouse import store as W
 from pipeline.warehouse.layout import fsync_dir
+from pipeline.warehouse.part_rows import reason
 from pipeline.warehouse.store import Warehouse, entry_part, file_schema, is_legacy, layer_tables, part_of
 
 pa = lazy("pyarrow")
@@ -125,7 +126,7 @@ def _verify(wh: Warehouse, rel: str, entry: dict | None) -> FileCheck:
             schema = pf.schema_arrow
             pf.read_row_group(0) if pf.metadata.num_row_groups else None
     except (OSError, pa.ArrowException, UnicodeDecodeError) as e:
-        fc.problem = f"not readable as Parquet ({W._reason(e)})"
+        fc.problem = f"not readable as Parquet ({reason(e)})"
         return fc
     layer, table = rel.split("/")[:2]
     want = file_schema(layer, table)

@@ -4,7 +4,16 @@ layers and their index columns, and which part a file's name belongs to."""
 from __future__ import annotations
 
 import os
+import re
+import secrets
+from datetime import UTC, datetime
 from pathlib import Path
+
+from pipeline.errors import UsageError
+from pipeline.lazy import lazy
+from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
+
+pa = lazy("pyarrow")
 
 # (layer folder, the index column naming a run's part of it, the run's id of that part)
 LAYERS = (("raw", "raw_part", "ingest_id"), ("marts", "mart_part", "build_id"))
@@ -31,3 +40,65 @@ def fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+TABLE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+def new_id() -> str:
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
+
+
+def check_run_id(run_id: str) -> str:
+    if not RUN_ID.match(run_id or ""):
+        raise UsageError(f"{run_id!r} is not a valid run id")
+    return run_id
+
+
+def is_group(part: str | None) -> bool:
+    return bool(part) and part.startswith("c")
+
+
+def is_legacy(part: str | None) -> bool:
+    return bool(part) and part.startswith("run_id=")
+
+
+SHARDED = re.compile(r"^(?P<id>[A-Za-z0-9][A-Za-z0-9-]*)_(?P<n>[1-9][0-9]{0,5})$")
+
+
+def sharded_id(part_id: str, shards: int) -> str:
+    """The id of a part written as ``shards`` files (a cluster's units, docs/architecture.md#cluster);
+    a part of one file keeps its id."""
+    return part_id if shards == 1 else f"{part_id}_{shards}"
+
+
+def shard_count(part: str | None) -> int:
+    """How many files the part is written as: 0 for one file named by the part alone."""
+    m = SHARDED.match(part or "")
+    return int(m.group("n")) if m else 0
+
+
+def run_order(r: dict) -> tuple:
+    """How runs are listed: oldest collection first; group files hold their runs in this order."""
+    return (r.get("collection_start_us") or 0, r["run_id"])
+
+
+def layer_tables(layer: str) -> list[str]:
+    return list(RAW_TABLES) if layer == "raw" else list(contracts("marts"))
+
+
+def file_schema(layer: str, table: str) -> pa.Schema:
+    """A part file's columns: run_id, then the contract's."""
+    s = contract(layer, table).schema
+    return pa.schema([pa.field("run_id", pa.string())] + [f for f in s if f.name != "run_id"])
+
+
+def named_parts(idx: dict[str, dict]) -> set[tuple[str, str]]:
+    """(layer, part) of every part the index names."""
+    out = set()
+    for r in idx.values():
+        for layer, key, _ in LAYERS:
+            if r.get(key):
+                out.add((layer, r[key]))
+    return out

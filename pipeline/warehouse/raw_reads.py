@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 
 from pipeline import __version__
 from pipeline.errors import DamagedPart
+from pipeline.warehouse.compaction import damage_advice
 from pipeline.warehouse.contracts import contract
 from pipeline.warehouse.store import Warehouse, part_of
 from pipeline.warehouse.views import quote
@@ -80,5 +81,5 @@ def _damaged(wh: Warehouse, run: dict, path, reason: str) -> DamagedPart:
         path,
         reason,
         f"run {run['run_id']} cannot be built from it: its marts are left as they were; "
-        + wh.damage_advice(wh.index(), "raw_part", part_of(path.name)),
+        + damage_advice(wh.index(), "raw_part", part_of(path.name)),
     )

@@ -22,8 +22,9 @@ become visible in one ``os.replace`` of the index, and files the index no longer
 deleted after it (or, after a crash, by the next writer under the lock).
 
 Runs whose files are small are compacted: once enough of them sit in their own files, all
-but the newest move into a group file per table (``compact``). Replacing a run that is in a
-group writes the group again without it.
+but the newest move into a group file per table (``pipeline/warehouse/compaction.py``).
+Replacing a run that is in a group writes the group again without it. The path scheme (layers,
+part names, run ids) is ``layout.py``; reading a part's rows of some runs is ``part_rows.py``.
 
 A warehouse written by profetl 0.2 (``runs/run_id=<id>/run.parquet`` and
 ``<layer>/<table>/run_id=<id>/part-<id>.parquet``, no index) is read as it is and migrated to
@@ -40,10 +41,8 @@ import shutil
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
-from pipeline import __version__
 from pipeline.errors import (
     INDEX_HISTORY,
     DamagedIndex,
@@ -55,19 +54,35 @@ from pipeline.errors import (
     WarehouseLocked,
 )
 from pipeline.lazy import lazy
-from pipeline.warehouse import commit_records
-from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
+from pipeline.warehouse import commit_records, compaction
+from pipeline.warehouse.contracts import contract
 from pipeline.warehouse.faults import checkpoint
-from pipeline.warehouse.layout import LAYERS, entry_part, fsync_dir, part_of
+from pipeline.warehouse.layout import (  # noqa: F401 (the path scheme, also named through this module)
+    LAYERS,
+    RUN_ID,
+    SHARDED,
+    TABLE,
+    check_run_id,
+    entry_part,
+    file_schema,
+    fsync_dir,
+    is_group,
+    is_legacy,
+    layer_tables,
+    named_parts,
+    new_id,
+    part_of,
+    run_order,
+    shard_count,
+    sharded_id,
+)
+from pipeline.warehouse.part_rows import batches, conform, reason, with_run  # noqa: F401
 
 # Arrow is loaded where the index or a part file is first read or written: a reader that
 # only names paths (``query``, whose DuckDB reads the index) never loads it
 pa = lazy("pyarrow")
 pc = lazy("pyarrow.compute")
 pq = lazy("pyarrow.parquet")
-
-RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-TABLE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
 # Columns the index keeps beside the commit record: the part of each layer that holds the
@@ -116,62 +131,6 @@ INDEX_ROW_GROUP_ROWS = 256
 # ``runs`` view reads of the index (``Warehouse.placing``).
 PLACING = ("run_id", "raw_part", "mart_part", "profetl_version")
 
-# Compaction. A run whose part files take at most SMALL_RUN_BYTES is compacted once it is
-# not among the KEEP_FRESH runs ingested last and COMPACT_BATCH such runs wait; they join the
-# newest group while it has fewer than GROUP_RUNS runs and GROUP_BYTES of files, else start a
-# new one. So the files stay few, a nightly commit rewrites at most one group, and replacing
-# or dropping a run rewrites only its group.
-SMALL_RUN_BYTES = 16 << 20
-KEEP_FRESH = 10
-COMPACT_BATCH = 40
-GROUP_RUNS = 1000
-GROUP_BYTES = 256 << 20
-# Row groups of group files are small enough that reading one run (whose rows the run_id
-# statistics locate) reads few rows of the others.
-GROUP_ROW_GROUP_ROWS = 8192
-
-
-def new_id() -> str:
-    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
-
-
-def check_run_id(run_id: str) -> str:
-    if not RUN_ID.match(run_id or ""):
-        raise UsageError(f"{run_id!r} is not a valid run id")
-    return run_id
-
-
-def is_group(part: str | None) -> bool:
-    return bool(part) and part.startswith("c")
-
-
-def is_legacy(part: str | None) -> bool:
-    return bool(part) and part.startswith("run_id=")
-
-
-SHARDED = re.compile(r"^(?P<id>[A-Za-z0-9][A-Za-z0-9-]*)_(?P<n>[1-9][0-9]{0,5})$")
-
-
-def sharded_id(part_id: str, shards: int) -> str:
-    """The id of a part written as ``shards`` files (a cluster's units, docs/architecture.md#cluster);
-    a part of one file keeps its id."""
-    return part_id if shards == 1 else f"{part_id}_{shards}"
-
-
-def shard_count(part: str | None) -> int:
-    """How many files the part is written as: 0 for one file named by the part alone."""
-    m = SHARDED.match(part or "")
-    return int(m.group("n")) if m else 0
-
-
-def run_order(r: dict) -> tuple:
-    """How runs are listed: oldest collection first; group files hold their runs in this order."""
-    return (r.get("collection_start_us") or 0, r["run_id"])
-
-
-def layer_tables(layer: str) -> list[str]:
-    return list(RAW_TABLES) if layer == "raw" else list(contracts("marts"))
-
 
 def files_type() -> pa.DataType:
     """The type of the index's ``files`` column: the files of a run's parts with their sizes and hashes."""
@@ -206,12 +165,6 @@ def recorded_sizes(index: pa.Table) -> dict[str, int]:
     return dict(
         zip(pc.struct_field(entries, "file").to_pylist(), pc.struct_field(entries, "size").to_pylist())
     )
-
-
-def file_schema(layer: str, table: str) -> pa.Schema:
-    """A part file's columns: run_id, then the contract's."""
-    s = contract(layer, table).schema
-    return pa.schema([pa.field("run_id", pa.string())] + [f for f in s if f.name != "run_id"])
 
 
 @dataclass
@@ -330,7 +283,7 @@ class Warehouse:
         """A version of the index (the index itself, or a kept one), checked as the index is
         (DamagedIndex naming it when it cannot be read or is not a run index), with the
         current schema's columns."""
-        return _conform(_read_index(Path(path), None), index_schema(), None)
+        return conform(_read_index(Path(path), None), index_schema(), None)
 
     @staticmethod
     def version_files(version: pa.Table) -> list[dict]:
@@ -374,7 +327,7 @@ class Warehouse:
         """The whole index as read once (None without one): what a reader lists runs and part
         files from, whatever a writer commits meanwhile."""
         t = self._table()
-        return None if t is None else _conform(t, index_schema(), None)
+        return None if t is None else conform(t, index_schema(), None)
 
     def placing(self, con, run_ids: list[str] | None = None) -> list[dict] | None:
         """The index's ``PLACING`` columns, in index order, read once by the DuckDB connection
@@ -474,7 +427,7 @@ class Warehouse:
         try:
             rows = pq.read_table(self.index_file, filters=[("run_id", "=", run_id)]).to_pylist()
         except (OSError, pa.ArrowException) as e:
-            raise DamagedIndex(self.index_file, _reason(e)) from None
+            raise DamagedIndex(self.index_file, reason(e)) from None
         return rows[0] if rows else None
 
     def _placing(self, run_id: str) -> dict | None:
@@ -523,16 +476,16 @@ class Warehouse:
         for run_id in run_ids:
             if run_id not in idx:
                 raise UnknownRun(f"no run {run_id!r} in {self.path} (see `profetl runs`)")
-        before = _named(idx)
+        before = named_parts(idx)
         held = {
             (layer, idx[r][key]): r for r in reversed(run_ids) for layer, key, _ in LAYERS if idx[r].get(key)
         }
         for layer, key, _ in LAYERS:
             for group in dict.fromkeys(idx[r][key] for r in run_ids if is_group(idx[r].get(key))):
-                self._regroup(idx, layer, key, group, drop=set(run_ids))
+                compaction.regroup(self, idx, layer, key, group, drop=set(run_ids))
         for run_id in run_ids:
             del idx[run_id]
-        gone = before - _named(idx)
+        gone = before - named_parts(idx)
         removed = dict.fromkeys(run_ids, 1)
         for layer, part in gone:
             removed[held[(layer, part)]] += sum(
@@ -708,7 +661,7 @@ class Warehouse:
         schema = contract("raw", "runs").schema
         t = self._table()
         if t is not None:  # the index is kept in this order; a column added since it was written is NULL
-            return _conform(t, schema, None).to_pylist()
+            return conform(t, schema, None).to_pylist()
         names = schema.names
         rows = [{k: r.get(k) for k in names} for r in self.index().values()]
         rows.sort(key=run_order)
@@ -806,16 +759,16 @@ class Warehouse:
         t = self._table()  # every column: the rows are written again
         if regroup or t is None:  # the run leaves a group (or the old layout): every row at hand
             idx = self.index()
-            before = _named(idx)
+            before = named_parts(idx)
             for layer, key, group in regroup:
-                self._regroup(idx, layer, key, group, drop={run_id})
+                compaction.regroup(self, idx, layer, key, group, drop={run_id})
             idx[run_id] = new
             self._write_index(idx, touched=touched)
-            self._drop(before - _named(idx))
+            self._drop(before - named_parts(idx))
             return
         # the common case: one row replaced or added, the other rows as they are (Arrow, no dicts)
         # (conformed: an index written before a column was added gets it, NULL)
-        rest = _conform(t.filter(pc.invert(pc.equal(t.column("run_id"), run_id))), index_schema(), None)
+        rest = conform(t.filter(pc.invert(pc.equal(t.column("run_id"), run_id))), index_schema(), None)
         both = pa.concat_tables([rest, pa.Table.from_pylist([new], schema=index_schema())])
         order = pc.sort_indices(
             both,
@@ -824,7 +777,7 @@ class Warehouse:
             ),
         )
         self._write_index(both.take(order), touched=touched)
-        self._drop(_named({run_id: old} if old else {}) - _named({run_id: new}))
+        self._drop(named_parts({run_id: old} if old else {}) - named_parts({run_id: new}))
 
     def _drop(self, parts: set[tuple[str, str]]) -> None:
         """Delete the files of parts the index no longer names (readers retry once), and
@@ -877,246 +830,6 @@ class Warehouse:
             x for x in (run.get("layout"), run.get("chip") or "unknown-chip", what) if x is not None
         )
 
-    # --- groups --------------------------------------------------------------------
-    def _regroup(self, idx: dict[str, dict], layer: str, key: str, group: str, drop: set[str]) -> None:
-        """Write ``group`` again without the runs in ``drop``; its other runs move to the new group."""
-        members = [r for r in idx.values() if r.get(key) == group and r["run_id"] not in drop]
-        if not members:
-            return
-        gid = "c" + new_id()
-        try:
-            self._write_group(layer, key, members, gid)
-        except DamagedPart as e:
-            leaving = sorted(r for r in drop if idx.get(r, {}).get(key) == group)
-            raise DamagedPart(
-                e.path,
-                e.reason,
-                f"run(s) {', '.join(leaving)} cannot leave group {group} without "
-                f"writing it again, which needs every row it holds: nothing was changed; "
-                + self.damage_advice(idx, key, group),
-            ) from None
-        for r in members:
-            idx[r["run_id"]] = dict(r, **{key: gid})
-
-    def _write_group(self, layer: str, key: str, members: list[dict], part: str) -> None:
-        """One file per table with the rows of ``members`` (by run id), written into
-        ``.tmp`` and renamed into place: nothing names it until the index does. A source file
-        that cannot be read, or is missing though the profetl that wrote its runs writes every
-        table (this one), stops it with DamagedPart and nothing of ``part`` left behind."""
-        # runs in collection order (as every listing of runs has them), read from their
-        # current files a stretch of consecutive runs at a time
-        segments: list[tuple[str, list[dict]]] = []
-        for r in sorted(members, key=run_order):
-            if segments and segments[-1][0] == r[key]:
-                segments[-1][1].append(r)
-            else:
-                segments.append((r[key], [r]))
-        from pipeline.warehouse.sink import parquet_writer
-
-        tmp = self.temp_dir()
-        placed: list[Path] = []
-        try:
-            for table in layer_tables(layer):
-                schema = file_schema(layer, table)
-                out = tmp / f"{table}.parquet"
-                pending, n = [], 0
-                with parquet_writer(out, schema) as w:
-                    for src, rows in segments:
-                        run_ids = [r["run_id"] for r in rows]
-                        for f in self.files(layer, table, src):
-                            if not f.exists():
-                                if all(r.get("profetl_version") == __version__ for r in rows):
-                                    raise DamagedPart(f, "missing")
-                                continue  # a table added since an older profetl wrote these runs
-                            for b in _batches(f, run_ids, schema, legacy=is_legacy(src)):
-                                pending.append(b)
-                                n += b.num_rows
-                                if n >= GROUP_ROW_GROUP_ROWS:
-                                    w.write_table(
-                                        pa.Table.from_batches(pending, schema),
-                                        row_group_size=GROUP_ROW_GROUP_ROWS,
-                                    )
-                                    pending, n = [], 0
-                    if pending:
-                        w.write_table(
-                            pa.Table.from_batches(pending, schema), row_group_size=GROUP_ROW_GROUP_ROWS
-                        )
-                final = self.file(layer, table, part)
-                self.place(out, final)
-                placed.append(final)
-        except BaseException:
-            for f in placed:  # named by no index yet: what a failed write leaves is nothing
-                f.unlink(missing_ok=True)
-                self._written.pop(f.relative_to(self.path).as_posix(), None)
-            raise
-        finally:
-            self.drop_temp(tmp)
-
-    def damage_advice(self, idx: dict[str, dict], key: str, part: str) -> str:
-        """What can be done about a damaged part file of ``part``: restore it; for a group,
-        drop all its runs at once; for a run's own part, re-ingest or drop that run."""
-        holders = [r["run_id"] for r in sorted(idx.values(), key=run_order) if r.get(key) == part]
-        if is_group(part):
-            shown = " ".join(holders[:20]) + (
-                f' ... ({len(holders)} runs: `profetl query "select run_id from '
-                f"runs where {key} = '{part}'\"`)"
-                if len(holders) > 20
-                else ""
-            )
-            return (
-                f"restore it from a backup of the warehouse, or drop the {len(holders)} run(s) of group {part} "
-                f"in one command (`profetl drop {shown}`) and run their dumps again"
-            )
-        run = holders[0] if holders else "RUN_ID"
-        return (
-            f"restore it from a backup of the warehouse, or run its dump again (`profetl run --force DUMP`) "
-            f"or drop the run (`profetl drop {run}`)"
-        )
-
-    def _run_bytes(self, layer: str, part: str) -> int:
-        total = 0
-        for table in layer_tables(layer):
-            for f in self.files(layer, table, part):
-                try:
-                    total += f.stat().st_size
-                except FileNotFoundError:
-                    pass
-        return total
-
-    def compact(self) -> int:
-        """Move small runs out of their own files into group files (see ``SMALL_RUN_BYTES``).
-        A part file that cannot be read is not written again: a damaged newest group is not
-        joined (the runs start a new one), a run whose own file is damaged stays where it is;
-        each is in ``damaged_parts`` (DamagedPart, saying so) for the caller to report.
-        Call under the lock. Returns the number of runs moved."""
-        self.damaged_parts = []
-        t = self._table(full=False)
-        if t is None:  # no index: nothing committed yet, or profetl 0.2's layout left unmigrated
-            return 0
-        if t is not None:  # few runs outside groups: nothing to do, known without a dict per run
-            outside = max(
-                sum(1 for p in t.column(key).to_pylist() if p and not is_group(p)) for _, key, _ in LAYERS
-            )
-            if outside < KEEP_FRESH + COMPACT_BATCH:
-                return 0
-        idx = self.index()
-        before = _named(idx)
-        order = sorted(idx.values(), key=lambda r: (str(r.get("ingested_at") or ""), r["run_id"]))
-        keep = {r["run_id"] for r in order[-KEEP_FRESH:]}
-        moved = set()
-        for layer, key, _ in LAYERS:
-            waiting = []
-            for r in idx.values():
-                part = r.get(key)
-                if part and not is_group(part) and r["run_id"] not in keep:
-                    n = self._run_bytes(layer, part)
-                    if n <= SMALL_RUN_BYTES:
-                        waiting.append((r, n))
-            groups: dict[str, list[dict]] = {}
-            for r in idx.values():
-                if is_group(r.get(key)):
-                    groups.setdefault(r[key], []).append(r)
-            damaged: set[str] = set()  # parts found damaged: left as they are
-            while len(waiting) >= COMPACT_BATCH:
-                saved = {r["run_id"]: dict(idx[r["run_id"]]) for r, _ in waiting} | {
-                    r["run_id"]: dict(r) for g in groups.values() for r in g
-                }
-                made: list[str] = []
-                try:
-                    self._compact_layer(idx, layer, key, waiting, groups, damaged, made)
-                except DamagedPart as e:  # start again without the damaged part
-                    for gid in made:
-                        self._drop({(layer, gid)})
-                    idx.update(saved)
-                    src = part_of(Path(e.path).name)
-                    if src in damaged:  # cannot happen: a part is left alone once found damaged
-                        raise
-                    damaged.add(src)
-                    holders = [r for r in idx.values() if r.get(key) == src]
-                    doing = (
-                        "compaction did not add runs to group " + src + ", which stays as it is"
-                        if is_group(src)
-                        else f"run {holders[0]['run_id'] if holders else src} stays uncompacted in its own files"
-                    )
-                    self.damaged_parts.append(
-                        DamagedPart(e.path, e.reason, doing + "; " + self.damage_advice(idx, key, src))
-                    )
-                    waiting = [(r, n) for r, n in waiting if r.get(key) != src]
-                    continue
-                moved |= {r["run_id"] for r, _ in waiting}
-                break
-        if moved:
-            self._write_index(idx)
-            self._drop(before - _named(idx))
-        return len(moved)
-
-    def _compact_layer(
-        self,
-        idx: dict[str, dict],
-        layer: str,
-        key: str,
-        waiting: list[tuple[dict, int]],
-        groups: dict[str, list[dict]],
-        damaged: set[str],
-        made: list[str],
-    ) -> None:
-        """The ``waiting`` runs into the newest group of ``layer`` (unless it is ``damaged``,
-        full or big), then new groups; the ids of the groups written go to ``made``."""
-        batch: list[dict] = []
-        size = 0
-        if groups:
-            last = max(groups)  # group ids begin with their time: the newest group
-            n = self._run_bytes(layer, last)
-            if last not in damaged and len(groups[last]) < GROUP_RUNS and n < GROUP_BYTES:
-                batch, size = list(groups[last]), n
-        for r, n in sorted(waiting, key=lambda x: run_order(x[0])):
-            if batch and (len(batch) >= GROUP_RUNS or size + n > GROUP_BYTES):
-                made.append(self._new_group(idx, layer, key, batch))
-                batch, size = [], 0
-            batch.append(r)
-            size += n
-        if batch:
-            made.append(self._new_group(idx, layer, key, batch))
-
-    def _new_group(self, idx: dict[str, dict], layer: str, key: str, members: list[dict]) -> str:
-        gid = "c" + new_id()
-        self._write_group(layer, key, members, gid)
-        for r in members:
-            idx[r["run_id"]] = dict(idx[r["run_id"]], **{key: gid})
-        return gid
-
-    def bulk_load(self, rows: list[dict], tables: dict[tuple[str, str], pa.Table]) -> None:
-        """Commit many runs at once whose rows are the same ``tables`` (one run's raw and mart
-        tables by (layer, table)): for generating big warehouses quickly (bench/). Call under
-        the lock on an empty warehouse."""
-        idx = self.index()
-        keep = rows[-KEEP_FRESH:]
-        old = rows[:-KEEP_FRESH] if len(rows) > KEEP_FRESH else []
-        chunks = [old[i : i + GROUP_RUNS] for i in range(0, len(old), GROUP_RUNS)]
-        for layer, key, id_key in LAYERS:
-            for chunk in [[r] for r in keep] + chunks:
-                part = chunk[0][id_key] if len(chunk) == 1 and chunk[0] in keep else "c" + new_id()
-                for (lay, table), t in tables.items():
-                    if lay != layer:
-                        continue
-                    schema = file_schema(layer, table)
-                    t = _conform(t, schema, None)
-                    whole = pa.concat_tables([_with_run(t, r["run_id"]) for r in chunk])
-                    f = self.file(layer, table, part)
-                    f.parent.mkdir(parents=True, exist_ok=True)
-                    from pipeline.warehouse.sink import parquet_writer
-
-                    with parquet_writer(f, schema) as w:
-                        w.write_table(whole, row_group_size=GROUP_ROW_GROUP_ROWS)
-                    self.record(f)
-                for r in chunk:
-                    idx.setdefault(r["run_id"], dict(r))[key] = part
-        last = idx[rows[-1]["run_id"]]
-        w = self.workload(last, last["raw_part"])
-        for r in rows:
-            idx[r["run_id"]]["workload"] = w
-        self._write_index(idx)
-
     # --- upgrade and leftovers -----------------------------------------------------
     def migrate(self, replacing: set[str] = frozenset()) -> int:
         """Move a warehouse of profetl 0.2's layout to this one: every run's files are written
@@ -1127,17 +840,17 @@ class Warehouse:
             return 0  # is unknown: wait for `drop` or `run --force` to settle it; nothing is moved
         for r in idx.values():  # from the run's own small files, before they are grouped
             r["workload"] = self.workload(r, r.get("raw_part"))
-        before = _named(idx)
+        before = named_parts(idx)
         for layer, key, id_key in LAYERS:
             parts = [r for r in idx.values() if r.get(key)]
             small, batch, size = [], [], 0
             for r in sorted(parts, key=run_order):
-                n = self._run_bytes(layer, r[key])
-                if n > SMALL_RUN_BYTES:  # stays in files of its own, now with a run_id column
-                    self._write_group(layer, key, [r], r[id_key])
+                n = compaction.run_bytes(self, layer, r[key])
+                if n > compaction.SMALL_RUN_BYTES:  # stays in files of its own, now with a run_id column
+                    compaction.write_group(self, layer, key, [r], r[id_key])
                     idx[r["run_id"]][key] = r[id_key]
                     continue
-                if batch and (len(batch) >= GROUP_RUNS or size + n > GROUP_BYTES):
+                if batch and (len(batch) >= compaction.GROUP_RUNS or size + n > compaction.GROUP_BYTES):
                     small.append(batch)
                     batch, size = [], 0
                 batch.append(r)
@@ -1145,7 +858,7 @@ class Warehouse:
             if batch:
                 small.append(batch)
             for members in small:
-                self._new_group(idx, layer, key, members)
+                compaction.new_group(self, idx, layer, key, members)
         self._write_index(idx)
         self._drop(before)
         for d in (self.path / "runs").glob("run_id=*"):
@@ -1357,10 +1070,6 @@ def latest(runs: list[dict]) -> dict:
     )
 
 
-def _reason(e: BaseException) -> str:
-    return getattr(e, "strerror", None) or (str(e).splitlines() or [type(e).__name__])[0]
-
-
 def _read_index(f: Path, columns: list[str] | None) -> pa.Table:
     """The run index (some columns); DamagedIndex when it cannot be read or is not an index."""
     try:
@@ -1377,7 +1086,7 @@ def _read_index(f: Path, columns: list[str] | None) -> pa.Table:
             )
             t = pf.read(columns=columns)
     except (OSError, pa.ArrowException, UnicodeDecodeError) as e:  # (a garbled footer's names)
-        raise DamagedIndex(f, _reason(e)) from None
+        raise DamagedIndex(f, reason(e)) from None
     return t
 
 
@@ -1445,66 +1154,3 @@ def _rmdir(d: Path) -> None:
         d.rmdir()
     except OSError:
         pass
-
-
-def _named(idx: dict[str, dict]) -> set[tuple[str, str]]:
-    """(layer, part) of every part the index names."""
-    out = set()
-    for r in idx.values():
-        for layer, key, _ in LAYERS:
-            if r.get(key):
-                out.add((layer, r[key]))
-    return out
-
-
-def _with_run(t: pa.Table, run_id: str) -> pa.Table:
-    col = (
-        pa.array([run_id] * t.num_rows, pa.string())
-        if t.num_rows < 16
-        else pa.DictionaryArray.from_arrays(pa.array([0] * t.num_rows, pa.int32()), pa.array([run_id])).cast(
-            pa.string()
-        )
-    )
-    if "run_id" in t.column_names:
-        return t.set_column(t.column_names.index("run_id"), "run_id", col)
-    return t.add_column(0, "run_id", col)
-
-
-def _conform(t, schema: pa.Schema, run_id: str | None):
-    """``t`` (a table or batch) with exactly ``schema``'s columns: missing ones NULL, types cast."""
-    names = t.schema.names
-    cols = []
-    for f in schema:
-        if f.name == "run_id" and run_id is not None:
-            cols.append(pa.array([run_id] * t.num_rows, pa.string()))
-        elif f.name in names:
-            col = t.column(names.index(f.name))
-            cols.append(col.cast(f.type) if col.type != f.type else col)
-        else:
-            cols.append(pa.nulls(t.num_rows, f.type))
-    if isinstance(t, pa.RecordBatch):
-        return pa.RecordBatch.from_arrays(cols, schema=schema)
-    return pa.Table.from_arrays(cols, schema=schema)
-
-
-def _batches(f: Path, run_ids: list[str], schema: pa.Schema, legacy: bool):
-    """The rows of ``run_ids`` in part file ``f``, as batches of ``schema``; DamagedPart when
-    the file cannot be read (what its reader raises, never what the caller does with a batch)."""
-    try:
-        pf = pq.ParquetFile(f)
-        batches = pf.iter_batches(batch_size=65_536)
-        wanted = pa.array(sorted(set(run_ids)), pa.string())
-        while True:
-            try:
-                b = next(batches)
-            except StopIteration:
-                return
-            if legacy:  # one run's file without a run_id column
-                b = _conform(b, schema, run_ids[0])
-            elif b.num_rows:
-                b = b.filter(pc.is_in(b.column(b.schema.get_field_index("run_id")), value_set=wanted))
-                b = _conform(b, schema, None) if b.num_rows else b
-            if b.num_rows:
-                yield b
-    except (OSError, pa.ArrowException, KeyError) as e:
-        raise DamagedPart(f, _reason(e) if not isinstance(e, KeyError) else f"no column {e}") from None

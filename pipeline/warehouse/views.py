@@ -14,6 +14,7 @@ import duckdb
 
 from pipeline import __version__
 from pipeline.errors import DamagedIndex, DamagedPart, PartSizeMismatch, QueryFailed
+from pipeline.warehouse.compaction import damage_advice
 from pipeline.warehouse.contracts import RAW_TABLES, Contract, contract, names
 from pipeline.warehouse.store import PLACING, Warehouse, index_schema, recorded_sizes
 
@@ -69,7 +70,7 @@ def _snapshot_files(
             for f, n in zip(files, have):
                 recorded = sizes.get(f.relative_to(wh.path).as_posix()) if sizes else None
                 if recorded is not None and recorded != n:  # what can be done depends on who shares the part
-                    raise PartSizeMismatch(f, recorded, n, wh.damage_advice(wh.index(), key, part))
+                    raise PartSizeMismatch(f, recorded, n, damage_advice(wh.index(), key, part))
             out.extend(files)
         else:
             missing[part] = r
@@ -84,7 +85,7 @@ def _snapshot_files(
                 raise DamagedPart(
                     next(f for f in wh.files(layer, table, part) if not f.exists()),
                     "missing",
-                    wh.damage_advice(now, key, part),
+                    damage_advice(now, key, part),
                 )
     return out
 

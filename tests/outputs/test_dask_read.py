@@ -23,8 +23,8 @@ import pytest
 
 from pipeline.outputs.query import query
 from pipeline.synth.hiprof import HiprofConfig, generate
-from pipeline.warehouse import store
-from pipeline.warehouse.store import Warehouse
+from pipeline.warehouse import compaction
+from pipeline.warehouse.store import Warehouse, is_group, shard_count
 from tests.helpers import oracle
 from tests.helpers.history import DAY_US, START_US
 from tests.helpers.warehouse_checks import profetl
@@ -96,18 +96,18 @@ def states(tmp_path_factory):
     # compaction thresholds shrunk so that three runs make a group: the two older runs share one
     # file per table, which a reader must read once
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(store, "KEEP_FRESH", 1)
-        mp.setattr(store, "COMPACT_BATCH", 2)
+        mp.setattr(compaction, "KEEP_FRESH", 1)
+        mp.setattr(compaction, "COMPACT_BATCH", 2)
         w = Warehouse(wh)
         with w.writer():
-            assert w.compact() == 2
+            assert compaction.compact(w) == 2
     ids = {Path(r["source_path"]).name: r["run_id"] for r in Warehouse(wh).runs()}
     night = [ids[f"night-{i}"] for i in range(3)]
     index = Warehouse(wh).index()
-    assert index[night[0]]["mart_part"] == index[night[1]]["mart_part"] and store.is_group(
+    assert index[night[0]]["mart_part"] == index[night[1]]["mart_part"] and is_group(
         index[night[0]]["mart_part"]
     )
-    assert not store.is_group(index[night[2]]["mart_part"])  # the run replaced below keeps its own files
+    assert not is_group(index[night[2]]["mart_part"])  # the run replaced below keeps its own files
 
     first = {rid: expected_totals(t) for rid, t in zip(night, truths)}
     second = dict(first, **{night[2]: expected_totals(truth_again)})
@@ -135,9 +135,7 @@ def states(tmp_path_factory):
         137,
     )
     assert set(Warehouse(wh).run_ids()) == set(night)  # the same run, replaced
-    assert (
-        store.shard_count(Warehouse(wh).index()[night[2]]["mart_part"]) == 2
-    )  # its marts: a file per device
+    assert shard_count(Warehouse(wh).index()[night[2]]["mart_part"]) == 2  # its marts: a file per device
     keep("replaced", second, both)
     return out
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from pipeline.cli.main import app
 from pipeline.jobs.runner import run_roots
-from pipeline.warehouse import store as W
+from pipeline.warehouse import compaction
 from pipeline.warehouse.commit_records import RECORDS
 from pipeline.warehouse.store import Warehouse, is_group
 from tests.warehouse.test_warehouse_compaction import _night
@@ -31,9 +31,9 @@ def base(tmp_path_factory):
     root = tmp_path_factory.mktemp("check")
     wh = Warehouse(root / "wh")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(W, "KEEP_FRESH", 1)
-        mp.setattr(W, "COMPACT_BATCH", 2)
-        mp.setattr(W, "GROUP_RUNS", 3)
+        mp.setattr(compaction, "KEEP_FRESH", 1)
+        mp.setattr(compaction, "COMPACT_BATCH", 2)
+        mp.setattr(compaction, "GROUP_RUNS", 3)
         for i in range(3):
             with wh.writer():
                 outcomes = run_roots(wh, [_night(root / "dumps", i)])

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli.main import app
-from pipeline.warehouse import store as W
+from pipeline.warehouse import compaction
 from pipeline.warehouse.store import Warehouse, is_group
 from tests.helpers.warehouse_checks import assert_consistent
 from tests.warehouse.test_warehouse_compaction import _night
@@ -43,9 +43,9 @@ def _one_line_error(r, name: str) -> None:
 def grouped(tmp_path, monkeypatch):
     """Three nights at test sizes of compaction: the first two runs in a group, the third on
     its own. Returns the warehouse, the group's id and the dumps folder."""
-    monkeypatch.setattr(W, "KEEP_FRESH", 1)
-    monkeypatch.setattr(W, "COMPACT_BATCH", 2)
-    monkeypatch.setattr(W, "GROUP_RUNS", 3)
+    monkeypatch.setattr(compaction, "KEEP_FRESH", 1)
+    monkeypatch.setattr(compaction, "COMPACT_BATCH", 2)
+    monkeypatch.setattr(compaction, "GROUP_RUNS", 3)
     wh = Warehouse(tmp_path / "wh")
     for i in range(3):
         r = _cli("run", _night(tmp_path / "dumps", i), "-w", wh.path)

@@ -10,6 +10,7 @@ import pytest
 
 from pipeline.jobs.runner import run_roots
 from pipeline.outputs.export import export, fetch
+from pipeline.warehouse import compaction
 from pipeline.warehouse import store as W
 from pipeline.warehouse.store import Warehouse, is_group
 from tests.helpers.warehouse_checks import assert_consistent, part_files
@@ -36,9 +37,9 @@ def _rows(wh: Warehouse, run_id: str) -> dict:
 def small_groups(monkeypatch):
     """Compaction at the sizes of a test: the newest run stays apart, two waiting runs are
     compacted, a group holds at most three runs."""
-    monkeypatch.setattr(W, "KEEP_FRESH", 1)
-    monkeypatch.setattr(W, "COMPACT_BATCH", 2)
-    monkeypatch.setattr(W, "GROUP_RUNS", 3)
+    monkeypatch.setattr(compaction, "KEEP_FRESH", 1)
+    monkeypatch.setattr(compaction, "COMPACT_BATCH", 2)
+    monkeypatch.setattr(compaction, "GROUP_RUNS", 3)
 
 
 @pytest.fixture

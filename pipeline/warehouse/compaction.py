@@ -1,0 +1,251 @@
+"""Compaction: small runs move out of their own part files into group files, so the files
+stay few however many nights; replacing or dropping a run that is in a group writes the group
+again without it. Functions over a ``Warehouse`` whose writer lock is held (the writer calls
+them from its commit and drop; ``runner`` after a night's runs)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline import __version__
+from pipeline.errors import DamagedPart
+from pipeline.lazy import lazy
+from pipeline.warehouse.layout import (
+    LAYERS,
+    file_schema,
+    is_group,
+    is_legacy,
+    layer_tables,
+    named_parts,
+    new_id,
+    part_of,
+    run_order,
+)
+from pipeline.warehouse.part_rows import batches
+
+pa = lazy("pyarrow")
+
+# Compaction. A run whose part files take at most SMALL_RUN_BYTES is compacted once it is
+# not among the KEEP_FRESH runs ingested last and COMPACT_BATCH such runs wait; they join the
+# newest group while it has fewer than GROUP_RUNS runs and GROUP_BYTES of files, else start a
+# new one. So the files stay few, a nightly commit rewrites at most one group, and replacing
+# or dropping a run rewrites only its group.
+SMALL_RUN_BYTES = 16 << 20
+KEEP_FRESH = 10
+COMPACT_BATCH = 40
+GROUP_RUNS = 1000
+GROUP_BYTES = 256 << 20
+# Row groups of group files are small enough that reading one run (whose rows the run_id
+# statistics locate) reads few rows of the others.
+GROUP_ROW_GROUP_ROWS = 8192
+
+
+def regroup(wh, idx: dict[str, dict], layer: str, key: str, group: str, drop: set[str]) -> None:
+    """Write ``group`` again without the runs in ``drop``; its other runs move to the new group."""
+    members = [r for r in idx.values() if r.get(key) == group and r["run_id"] not in drop]
+    if not members:
+        return
+    gid = "c" + new_id()
+    try:
+        write_group(wh, layer, key, members, gid)
+    except DamagedPart as e:
+        leaving = sorted(r for r in drop if idx.get(r, {}).get(key) == group)
+        raise DamagedPart(
+            e.path,
+            e.reason,
+            f"run(s) {', '.join(leaving)} cannot leave group {group} without "
+            f"writing it again, which needs every row it holds: nothing was changed; "
+            + damage_advice(idx, key, group),
+        ) from None
+    for r in members:
+        idx[r["run_id"]] = dict(r, **{key: gid})
+
+
+def write_group(wh, layer: str, key: str, members: list[dict], part: str) -> None:
+    """One file per table with the rows of ``members`` (by run id), written into
+    ``.tmp`` and renamed into place: nothing names it until the index does. A source file
+    that cannot be read, or is missing though the profetl that wrote its runs writes every
+    table (this one), stops it with DamagedPart and nothing of ``part`` left behind."""
+    # runs in collection order (as every listing of runs has them), read from their
+    # current files a stretch of consecutive runs at a time
+    segments: list[tuple[str, list[dict]]] = []
+    for r in sorted(members, key=run_order):
+        if segments and segments[-1][0] == r[key]:
+            segments[-1][1].append(r)
+        else:
+            segments.append((r[key], [r]))
+    from pipeline.warehouse.sink import parquet_writer
+
+    tmp = wh.temp_dir()
+    placed: list[Path] = []
+    try:
+        for table in layer_tables(layer):
+            schema = file_schema(layer, table)
+            out = tmp / f"{table}.parquet"
+            pending, n = [], 0
+            with parquet_writer(out, schema) as w:
+                for src, rows in segments:
+                    run_ids = [r["run_id"] for r in rows]
+                    for f in wh.files(layer, table, src):
+                        if not f.exists():
+                            if all(r.get("profetl_version") == __version__ for r in rows):
+                                raise DamagedPart(f, "missing")
+                            continue  # a table added since an older profetl wrote these runs
+                        for b in batches(f, run_ids, schema, legacy=is_legacy(src)):
+                            pending.append(b)
+                            n += b.num_rows
+                            if n >= GROUP_ROW_GROUP_ROWS:
+                                w.write_table(
+                                    pa.Table.from_batches(pending, schema),
+                                    row_group_size=GROUP_ROW_GROUP_ROWS,
+                                )
+                                pending, n = [], 0
+                if pending:
+                    w.write_table(pa.Table.from_batches(pending, schema), row_group_size=GROUP_ROW_GROUP_ROWS)
+            final = wh.file(layer, table, part)
+            wh.place(out, final)
+            placed.append(final)
+    except BaseException:
+        for f in placed:  # named by no index yet: what a failed write leaves is nothing
+            f.unlink(missing_ok=True)
+            wh._written.pop(f.relative_to(wh.path).as_posix(), None)
+        raise
+    finally:
+        wh.drop_temp(tmp)
+
+
+def damage_advice(idx: dict[str, dict], key: str, part: str) -> str:
+    """What can be done about a damaged part file of ``part``: restore it; for a group,
+    drop all its runs at once; for a run's own part, re-ingest or drop that run."""
+    holders = [r["run_id"] for r in sorted(idx.values(), key=run_order) if r.get(key) == part]
+    if is_group(part):
+        shown = " ".join(holders[:20]) + (
+            f" ... ({len(holders)} runs: `profetl query \"select run_id from runs where {key} = '{part}'\"`)"
+            if len(holders) > 20
+            else ""
+        )
+        return (
+            f"restore it from a backup of the warehouse, or drop the {len(holders)} run(s) of group {part} "
+            f"in one command (`profetl drop {shown}`) and run their dumps again"
+        )
+    run = holders[0] if holders else "RUN_ID"
+    return (
+        f"restore it from a backup of the warehouse, or run its dump again (`profetl run --force DUMP`) "
+        f"or drop the run (`profetl drop {run}`)"
+    )
+
+
+def run_bytes(wh, layer: str, part: str) -> int:
+    total = 0
+    for table in layer_tables(layer):
+        for f in wh.files(layer, table, part):
+            try:
+                total += f.stat().st_size
+            except FileNotFoundError:
+                pass
+    return total
+
+
+def compact(wh) -> int:
+    """Move small runs out of their own files into group files (see ``SMALL_RUN_BYTES``).
+    A part file that cannot be read is not written again: a damaged newest group is not
+    joined (the runs start a new one), a run whose own file is damaged stays where it is;
+    each is in ``damaged_parts`` (DamagedPart, saying so) for the caller to report.
+    Call under the lock. Returns the number of runs moved."""
+    wh.damaged_parts = []
+    t = wh._table(full=False)
+    if t is None:  # no index: nothing committed yet, or profetl 0.2's layout left unmigrated
+        return 0
+    if t is not None:  # few runs outside groups: nothing to do, known without a dict per run
+        outside = max(
+            sum(1 for p in t.column(key).to_pylist() if p and not is_group(p)) for _, key, _ in LAYERS
+        )
+        if outside < KEEP_FRESH + COMPACT_BATCH:
+            return 0
+    idx = wh.index()
+    before = named_parts(idx)
+    order = sorted(idx.values(), key=lambda r: (str(r.get("ingested_at") or ""), r["run_id"]))
+    keep = {r["run_id"] for r in order[-KEEP_FRESH:]}
+    moved = set()
+    for layer, key, _ in LAYERS:
+        waiting = []
+        for r in idx.values():
+            part = r.get(key)
+            if part and not is_group(part) and r["run_id"] not in keep:
+                n = run_bytes(wh, layer, part)
+                if n <= SMALL_RUN_BYTES:
+                    waiting.append((r, n))
+        groups: dict[str, list[dict]] = {}
+        for r in idx.values():
+            if is_group(r.get(key)):
+                groups.setdefault(r[key], []).append(r)
+        damaged: set[str] = set()  # parts found damaged: left as they are
+        while len(waiting) >= COMPACT_BATCH:
+            saved = {r["run_id"]: dict(idx[r["run_id"]]) for r, _ in waiting} | {
+                r["run_id"]: dict(r) for g in groups.values() for r in g
+            }
+            made: list[str] = []
+            try:
+                _compact_layer(wh, idx, layer, key, waiting, groups, damaged, made)
+            except DamagedPart as e:  # start again without the damaged part
+                for gid in made:
+                    wh._drop({(layer, gid)})
+                idx.update(saved)
+                src = part_of(Path(e.path).name)
+                if src in damaged:  # cannot happen: a part is left alone once found damaged
+                    raise
+                damaged.add(src)
+                holders = [r for r in idx.values() if r.get(key) == src]
+                doing = (
+                    "compaction did not add runs to group " + src + ", which stays as it is"
+                    if is_group(src)
+                    else f"run {holders[0]['run_id'] if holders else src} stays uncompacted in its own files"
+                )
+                wh.damaged_parts.append(
+                    DamagedPart(e.path, e.reason, doing + "; " + damage_advice(idx, key, src))
+                )
+                waiting = [(r, n) for r, n in waiting if r.get(key) != src]
+                continue
+            moved |= {r["run_id"] for r, _ in waiting}
+            break
+    if moved:
+        wh._write_index(idx)
+        wh._drop(before - named_parts(idx))
+    return len(moved)
+
+
+def _compact_layer(
+    wh,
+    idx: dict[str, dict],
+    layer: str,
+    key: str,
+    waiting: list[tuple[dict, int]],
+    groups: dict[str, list[dict]],
+    damaged: set[str],
+    made: list[str],
+) -> None:
+    """The ``waiting`` runs into the newest group of ``layer`` (unless it is ``damaged``,
+    full or big), then new groups; the ids of the groups written go to ``made``."""
+    batch: list[dict] = []
+    size = 0
+    if groups:
+        last = max(groups)  # group ids begin with their time: the newest group
+        n = run_bytes(wh, layer, last)
+        if last not in damaged and len(groups[last]) < GROUP_RUNS and n < GROUP_BYTES:
+            batch, size = list(groups[last]), n
+    for r, n in sorted(waiting, key=lambda x: run_order(x[0])):
+        if batch and (len(batch) >= GROUP_RUNS or size + n > GROUP_BYTES):
+            made.append(new_group(wh, idx, layer, key, batch))
+            batch, size = [], 0
+        batch.append(r)
+        size += n
+    if batch:
+        made.append(new_group(wh, idx, layer, key, batch))
+
+
+def new_group(wh, idx: dict[str, dict], layer: str, key: str, members: list[dict]) -> str:
+    gid = "c" + new_id()
+    write_group(wh, layer, key, members, gid)
+    for r in members:
+        idx[r["run_id"]] = dict(idx[r["run_id"]], **{key: gid})
+    return gid
