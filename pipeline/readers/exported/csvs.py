@@ -19,7 +19,10 @@ Cells are read as text with ``pyarrow.csv`` and converted a whole column at a ti
 (``values``): microseconds to exact integer nanoseconds, ``N/A`` to NULL, the tab that ends
 exported timestamps and the doubled quotes around shapes removed. A ragged row is skipped and
 reported with its byte offset (``bad_text_line``); a file pyarrow cannot parse, or without a
-stream, task or start column, is reported once (``unreadable_file``) and not read.
+start column, or with only one of the stream and task columns, is reported once
+(``unreadable_file``) and not read. A file with neither stream nor task (torch_npu level0) is
+read keyed by (device, start): its operator rows and metrics carry NULL stream and task, and it
+gives no task_runs (docs/formats.md#export-level0).
 """
 
 from __future__ import annotations
@@ -157,7 +160,9 @@ def read_summary(path: Path, kind: str, ctx: ExportContext, size: int | None = N
         ctx.log.add(Issue(rel, "unreadable_file", "empty file: no header, no rows", byte_length=size))
         return res
     lay = layout(header)
-    missing = [what for role, what in REQUIRED.items() if role not in lay.roles]
+    # torch_npu level0: no Stream ID and no Task ID; a row names its execution by (device, start)
+    level0 = "start" in lay.roles and "stream" not in lay.roles and "task" not in lay.roles
+    missing = [what for role, what in REQUIRED.items() if role not in lay.roles and not level0]
     if missing:
         ctx.log.add(
             Issue(
@@ -222,6 +227,13 @@ def read_summary(path: Path, kind: str, ctx: ExportContext, size: int | None = N
         )
 
     state = _State(kind, rel, lay, tables, ctx, res)
+    state.level0 = level0
+    if level0:
+        res.notes.append(
+            f"{rel}: no Stream ID and no Task ID (torch_npu level0): its rows name no execution "
+            "themselves; their operators join the exported execution starting at their start "
+            "(docs/formats.md#export-level0), and give no task_runs"
+        )
     if "device" not in lay.roles:
         if ctx.default_device is None:
             state.fallback_device = 0
@@ -478,6 +490,7 @@ class _State:
     ):
         self.kind, self.rel, self.lay, self.tables, self.ctx, self.res = kind, rel, lay, tables, ctx, res
         self.fallback_device = 0
+        self.level0 = False  # no stream and task columns: rows keyed by (device, start)
         self.bad: dict[int, int] = {}  # column index -> cells that were not numbers
         self.no_key = 0
         self.no_key_names: list[str] = []
@@ -507,8 +520,11 @@ class _State:
         n = batch.num_rows
         if n == 0:
             return
-        stream = self._num("stream", export_values.to_int32)
-        task = self._num("task", export_values.to_int32)
+        if self.level0:
+            stream = task = pa.nulls(n, pa.int64())
+        else:
+            stream = self._num("stream", export_values.to_int32)
+            task = self._num("task", export_values.to_int32)
         start = self._num("start", export_values.us_to_ns)
         dur = self._num("duration", export_values.us_to_ns)
         if dur is not None:
@@ -524,7 +540,10 @@ class _State:
             dev = pa.array(np.full(n, self.fallback_device, dtype=np.int64))
         self.res.devices |= set(pc.unique(dev).to_pylist())
 
-        has_key = pc.and_(pc.is_valid(stream), pc.is_valid(task))
+        if self.level0:  # keyed by (device, start)
+            has_key = pa.array(np.ones(n, dtype=bool))
+        else:
+            has_key = pc.and_(pc.is_valid(stream), pc.is_valid(task))
         keep = pc.and_(has_key, pc.is_valid(start))
         n_no_key = n - (pc.sum(has_key).as_py() or 0)
         if n_no_key:
@@ -558,7 +577,7 @@ class _State:
         core = self._strings("core") if "core" in self.lay.roles else ttype
         common = {"device_id": dev, "source_file": self.rel, "seq": seq, "stream_id": stream, "task_id": task}
 
-        if "task_runs" in self.tables:
+        if "task_runs" in self.tables and not self.level0:
             self._write(
                 "task_runs",
                 {
