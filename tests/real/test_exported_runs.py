@@ -340,3 +340,33 @@ def test_api_statistic_csv_alone_gives_the_api_statistic(real_data, tmp_path):
         assert _us(r["max_ns"]) == pytest.approx(float(e["Max(us)"]), abs=1e-9), where
         assert r["variance_us2"] == pytest.approx(float(e["Variance"]), abs=1e-12), where
         assert _us(r["avg_ns"]) == pytest.approx(float(e["Avg(us)"]), abs=0.0005 + 1e-9), where
+
+
+def test_scalar_shapes_stay_empty_strings_as_kernel_details_has_them(real_data, warehouse):
+    (
+        """level1's kernel_details.csv gives some scalar tensors' shapes as quotes around nothing
+    ("""
+        """): op_summary keeps them as '' and a shape the CSV does not have (N/A, empty) as
+    NULL; read here with the csv module, each row's (name, input, output) shapes as written."""
+    )
+
+    def shape(cell: str) -> str | None:
+        if cell == '""':
+            return ""
+        return None if cell in ("", "N/A") else cell.strip('"')
+
+    path = real_data / LEVEL1 / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    expected: dict[tuple, int] = {}
+    for r in _csv(path):
+        if r["Task ID"] in ("N/A", "") or r["Stream ID"] in ("N/A", ""):
+            continue
+        key = (r["Name"], shape(r["Input Shapes"]), shape(r["Output Shapes"]))
+        expected[key] = expected.get(key, 0) + 1
+    assert any("" in k[1:] for k in expected), "the file has scalar shapes"
+    run_id = _build(warehouse, real_data / LEVEL1)
+    got: dict[tuple, int] = {}
+    for r in _rows(warehouse, "op_summary", run_id):
+        if r["op_name"] is not None:
+            key = (r["op_name"], r["input_shapes"], r["output_shapes"])
+            got[key] = got.get(key, 0) + 1
+    assert got == expected

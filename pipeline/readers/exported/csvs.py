@@ -632,7 +632,11 @@ class _State:
 
     def _strings(self, role: str) -> pa.Array | None:
         i = self.lay.roles.get(role)
-        return None if i is None else export_values.clean(self._raw(i))
+        if i is None:
+            return None
+        if role in export_values.SHAPE_COLUMNS:  # a scalar's empty shape stays ""
+            return export_values.clean_shapes(self._raw(i))
+        return export_values.clean(self._raw(i))
 
     def _write(self, table: str, cols: dict) -> None:
         cols = {k: v for k, v in cols.items() if v is not None}

@@ -499,8 +499,13 @@ class _Reader:
             )
             for c in _chunks(self.db.con.execute(sql)):
                 cols = self._exec_cols(c, t.name)
-                text = {
-                    k: export_values.clean(pa.array(c[9 + i], pa.string())) for i, k in enumerate(strings)
+                text = {  # a scalar's empty shape stays "" (values.clean_shapes)
+                    k: (
+                        export_values.clean_shapes
+                        if k in export_values.SHAPE_COLUMNS
+                        else export_values.clean
+                    )(pa.array(c[9 + i], pa.string()))
+                    for i, k in enumerate(strings)
                 }
                 cols.update(
                     {
