@@ -48,7 +48,9 @@ def test_another_row_under_the_key_of_a_kernel_row_is_data_lost(tmp_path):
     assert kinds(log) == {("bad_row", "task_runs"): 1, ("bad_row", "task_ops"): 1}
     assert log.losses() == {"bad_row": 2}
     [issue] = [i for i in log.issues if i.kind == "bad_row" and "task_ops" in i.message]
-    assert "op_name add_1 there, mul_3 here" in issue.message
+    assert "seq 2 of" in issue.message and "the first seq 0 of" in issue.message
+    # the row's byte offset in the file: after the header and rows A and B
+    assert issue.byte_offset == len(HEADER + ROW_A + ROW_B)
 
 
 def test_copies_across_two_files_of_one_kind_are_counted(tmp_path):
