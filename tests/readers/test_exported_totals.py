@@ -197,3 +197,26 @@ def test_an_unusable_summary_is_a_run_with_data_lost(tmp_path):
     with wh.writer():
         [o] = run_roots(wh, [d])
     assert o.status == "built" and o.losses == {"unreadable_file": 1}
+
+
+def test_analysis_db_is_preferred_to_step_trace_time_csv_and_neither_is_read_beside_step_events(tmp_path):
+    db = tmp_path / "analysis.db"
+    con = sqlite3.connect(db)
+    con.execute(
+        "CREATE TABLE StepTraceTime (step TEXT, computing NUMERIC, communication_not_overlapped NUMERIC, "
+        "overlapped NUMERIC, communication NUMERIC, free NUMERIC, stage NUMERIC, bubble NUMERIC, "
+        "communication_not_overlapped_and_exclude_receive NUMERIC, preparing NUMERIC)"
+    )
+    con.execute("INSERT INTO StepTraceTime VALUES ('7', 1, 0, 0, 0, 2, 3, 0, 0, 0)")
+    con.commit()
+    con.close()
+    files = {"analysis.db": db.read_bytes(), "step_trace_time.csv": STEP_TRACE_TIME}
+    _meta, sink, log = read(export(tmp_path / "a", files))
+    assert [r["step_id"] for r in sink.rows("step_times")] == [7]
+    [why] = [i.message for i in log.issues if i.source_file.endswith("step_trace_time.csv")]
+    assert "more detailed source of the same totals" in why
+    steps = [e for e in CANN_TRACE if e.get("pid") == 2]
+    _meta, sink, log = read(export(tmp_path / "b", {**files, "trace_view.json": json.dumps(steps)}))
+    assert sink.rows("step_times") == [] and sink.rows("step_trace")
+    not_read = {i.source_file for i in log.issues if i.kind == "not_read"}
+    assert {"ASCEND_PROFILER_OUTPUT/analysis.db", "ASCEND_PROFILER_OUTPUT/step_trace_time.csv"} <= not_read

@@ -151,7 +151,9 @@ def read_export(
             by_file.setdefault(f.path, set()).add(table)
 
     fallbacks = choose_fallbacks(dump)
-    deferred = {f.path for files in fallbacks.values() for f in files if f.path not in by_file}
+    # every file of a kind of totals waits until the events it totals are read
+    totals_kinds = {table: [k for kinds in alts for k in kinds] for table, (_e, alts) in FALLBACKS.items()}
+    deferred = {f.path for kinds in totals_kinds.values() for f in dump.of(*kinds) if f.path not in by_file}
     keys = KeyCheck(sink, _row_offsets(dump))
 
     results: dict[Path, SourceResult] = {}
@@ -187,19 +189,20 @@ def read_export(
             continue
         read_file(f, tables)
     # the exporter's totals, where the events they total filled no row (FALLBACKS)
-    for table, files in fallbacks.items():
+    for table, kinds in totals_kinds.items():
         events = FALLBACKS[table][0]
         filled = sum(results[f.path].rows.get(events, 0) for f in chosen.get(events, []) if f.path in results)
-        for f in files:
+        used = {f.path for f in fallbacks.get(table, [])}
+        for f in dump.of(*kinds):
             if f.path not in deferred:
                 continue
             if filled:
                 not_read(f)
-            else:
+            elif f.path in used:
                 read_file(f, {table})
-    for f in dump.files:  # a deferred file of no table's chosen kind
-        if f.path in deferred and f.path not in {g.path for files in fallbacks.values() for g in files}:
-            not_read(f)
+            else:  # totals of a less detailed kind than the one read
+                why = "a more detailed source of the same totals was read instead"
+                log.add(Issue(relative(root, f.path), "not_read", why, device_id=f.device_id))
     keys.report(log)
     runs = nested_runs(dump)
     for p in dump.nested:
