@@ -113,3 +113,17 @@ def test_a_run_with_rows_sharing_a_key_reports_them_and_keeps_one(tmp_path):
     assert {i["kind"] for i in issues} == {"duplicate_row", "bad_row"}
     ops = fetch(wh, "op_summary", [o.run_id])[1].to_pylist()
     assert sorted(r["op_name"] for r in ops) == ["add_1", "mm_2"]
+
+
+def test_a_copied_step_is_counted_and_a_step_at_other_times_is_kept(tmp_path):
+    # STEP_TIME: step 1 twice exactly (the step-trace rule passes over the copy's keypoints),
+    # step 2 twice at other times (two iterations: nothing lost, nothing reported)
+    t0 = ROWS["STEP_TIME"][0][1]
+    steps = [(1, t0, t0 + 600), (1, t0, t0 + 600), (2, t0 + 700, t0 + 800), (2, t0 + 900, t0 + 950)]
+    db = build(tmp_path / "ascend_pytorch_profiler_0.db", rows={"STEP_TIME": steps})
+    _meta, sink, log = read(export(tmp_path, {"ascend_pytorch_profiler_0.db": db.read_bytes()}, rank=3))
+    assert len(sink.rows("step_trace")) == 8
+    assert {k: n for k, n in kinds(log).items() if k[1] == "step_trace"} == {
+        ("duplicate_row", "step_trace"): 2
+    }
+    assert log.losses() == {}

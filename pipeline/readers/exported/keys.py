@@ -10,7 +10,8 @@ keep:
 * a row identical to the first of its key (a copy: the exporter wrote it twice, or two files
   hold it): counted in one ``duplicate_row`` issue per table and file; nothing is lost;
 * a row whose content differs from the first of its key: ``bad_row``, a loss; the build keeps
-  the first.
+  the first (but step keypoints, ``KEPT_WHEN_DIFFERENT``: at another time they make an
+  iteration of their own, so nothing is lost and nothing reported).
 
 "First" is the order of the files and rows read (source file, then row), the order in which
 the build chooses. The hashes keep memory at 28 bytes a row whatever the row holds (a large
@@ -37,13 +38,20 @@ KEYS: dict[str, tuple[str, ...]] = {
     "task_metrics": ("device_id", "stream_id", "task_id", "start_ns", "context_id", "metric"),
     "api_totals": ("device_id", "level", "api_name"),
     "step_times": ("device_id", "step_id"),
+    # a keypoint of a step (database STEP_TIME, timeline ProfilerStep / Iteration events)
+    "step_trace": ("device_id", "model_id", "index_id", "tag_id"),
 }
+# tables whose rows with other values under one key are all kept by the build (a step's
+# keypoints at other times make an iteration of their own, numbered in time order): only their
+# exact copies, which the step-trace rule passes over, are reported
+KEPT_WHEN_DIFFERENT = {"step_trace"}
 WHAT = {
     "task_runs": "execution",
     "task_ops": "operator description",
     "task_metrics": "PMU value",
     "api_totals": "API total",
     "step_times": "step",
+    "step_trace": "step keypoint",
 }
 _NOT_CONTENT = ("source_file", "seq")
 _NULL_KEY = np.uint64(0x6E756C6C6B6579)  # a NULL key value: a value of its own
@@ -163,6 +171,8 @@ def _report(table, key, content, seq, file, files, log, offset) -> None:
     first = np.maximum.accumulate(np.where(repeat, 0, np.arange(n)))
     differs = repeat & (content != content[first])
     copies = repeat & ~differs
+    if table in KEPT_WHEN_DIFFERENT:
+        differs = np.zeros(n, bool)
     what = WHAT[table]
     key_text = ", ".join(k.removesuffix("_id").removesuffix("_ns") for k in KEYS[table])
     for mask, kind in ((copies, "duplicate_row"), (differs, "bad_row")):
