@@ -176,5 +176,7 @@ RAW_TABLES = (
     "inferences",
     "step_trace",
     "freq_samples",
+    "api_totals",
+    "step_times",
     "ingest_issues",
 )

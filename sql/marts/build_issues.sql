@@ -13,6 +13,7 @@
 --   device_id      -     device
 --   kind           -     dropped_task_instances, pmu_without_op, pmu_without_block_dim,
 --                        task_runs_without_time, pmu_without_task, export_metrics_without_task,
+--                        export_ops_without_task,
 --                        open_last_iteration, all_reduce_without_end
 --   count          -     how many instances or records
 --   message        -     one-line explanation
@@ -57,7 +58,14 @@ pmu_untimed as (
 metrics_unmatched as (
     select device_id, count(*) as n
     from stg_export_ops
-    where not has_run
+    where not has_run and has_metrics
+    group by device_id
+),
+
+ops_unmatched as (
+    select device_id, count(*) as n
+    from stg_export_ops
+    where not has_run and has_op
     group by device_id
 ),
 
@@ -119,6 +127,13 @@ from (
         n,
         'exported PMU row(s) naming a (stream, task, start) that no exported execution has; left out of ai_core_metrics and op_summary'
     from metrics_unmatched
+    union all
+    select
+        device_id,
+        'export_ops_without_task',
+        n,
+        'exported operator row(s) that name no exported execution: no (stream, task, start) of one, or (a level0 row without stream and task) no single execution starting at their start; left out of op_summary and op_statistic'
+    from ops_unmatched
     union all
     select
         device_id,

@@ -1,7 +1,7 @@
 -- step_trace_summary: one row per closed step-trace iteration of a model, with where its time went.
 --
 -- Grain:   (run_id, device_id, model_id, iteration_id); model_id NULL is a value
--- Sources: stg_iterations, stg_all_reduces
+-- Sources: stg_iterations, stg_all_reduces; stg_step_times for a device without iterations
 -- Follows: msprof's step_trace export (its training_trace table; MindInsight shows the same
 --          breakdown): iterations by the step-trace rule of stg_iterations (MODEL_START opens,
 --          MODEL_END closes, ITER_END closes and opens the next, per (device, model) in time
@@ -15,6 +15,10 @@
 --          per range) are the rows of the mart step_trace_reduces, one per range, so that a
 --          query can aggregate them; reduce_count here says how many. Iterations msprof
 --          makes from STEP_START / STEP_END records (tags 60000 / 60001) are not made.
+--          An exported run whose export holds no step events but torch_npu's step breakdown
+--          (step_trace_time.csv, analysis.db StepTraceTime; docs/formats.md#export-totals) has
+--          a row per exported step of a device without iterations: iteration_id the step, the
+--          breakdown columns as exported, the times NULL (the breakdown has none).
 -- Columns:
 --   device_id             -     device ("Device_id")
 --   iteration_id          -     1-based number of the iteration within (device, model) ("Iteration ID")
@@ -31,7 +35,17 @@
 --   model_id              -     model id; NULL when the source names none (exports) ("Model ID")
 --   iter_id               -     1-based rank of the iteration's end within the device (msprof's iter_id)
 --   iteration_start_ns    ns    iteration start, its MODEL_START or the ITER_END that opened it
---   reduce_count          -     all-reduce ranges of the iteration (rows of step_trace_reduces)
+--   reduce_count          -     all-reduce ranges of the iteration (rows of step_trace_reduces); NULL for
+--                               an exported step
+--   computing_ns          ns    exported step: time computing ("Computing"); NULL for an iteration of events
+--   communication_ns      ns    exported step: communication time ("Communication")
+--   communication_not_overlapped_ns ns exported step: communication no computing overlapped
+--                               ("Communication(Not Overlapped)")
+--   overlapped_ns         ns    exported step: communication overlapped by computing ("Overlapped")
+--   free_ns               ns    exported step: time neither ran ("Free")
+--   stage_ns              ns    exported step: computing + communication not overlapped + free ("Stage")
+--   bubble_ns             ns    exported step: pipeline bubble ("Bubble")
+--   preparing_ns          ns    exported step: before its first task ("Preparing"); NULL where not exported
 
 with reduces as (
     select device_id, model_id, iteration_id, count(*) as n
@@ -47,25 +61,67 @@ with_previous as (
     asof left join (select device_id, end_ns from stg_iterations) as prev
         on it.device_id = prev.device_id
         and it.fp_ns > prev.end_ns
+),
+
+from_events as (
+    select
+        it.device_id,
+        it.iteration_id,
+        it.fp_ns as fp_start_ns,
+        it.bp_ns as bp_end_ns,
+        it.end_ns as iteration_end_ns,
+        it.end_ns - it.start_ns as iteration_ns,
+        it.bp_ns - it.fp_ns as fp_to_bp_ns,
+        it.end_ns - it.bp_ns as iteration_refresh_ns,
+        it.fp_ns - it.previous_end_ns as data_aug_bound_ns,
+        it.model_id,
+        it.iter_id,
+        it.start_ns as iteration_start_ns,
+        coalesce(r.n, 0) as reduce_count,
+        null::bigint as computing_ns,
+        null::bigint as communication_ns,
+        null::bigint as communication_not_overlapped_ns,
+        null::bigint as overlapped_ns,
+        null::bigint as free_ns,
+        null::bigint as stage_ns,
+        null::bigint as bubble_ns,
+        null::bigint as preparing_ns
+    from with_previous as it
+    left join reduces as r
+        on it.device_id = r.device_id
+        and it.model_id = r.model_id
+        and it.iteration_id = r.iteration_id
+),
+
+from_totals as (
+    -- the exporter's step breakdown, for a device no iteration of events describes
+    select
+        st.device_id,
+        st.step_id::integer as iteration_id,
+        null::bigint as fp_start_ns,
+        null::bigint as bp_end_ns,
+        null::bigint as iteration_end_ns,
+        null::bigint as iteration_ns,
+        null::bigint as fp_to_bp_ns,
+        null::bigint as iteration_refresh_ns,
+        null::bigint as data_aug_bound_ns,
+        null::bigint as model_id,
+        row_number() over (partition by st.device_id order by st.step_id)::integer as iter_id,
+        null::bigint as iteration_start_ns,
+        null::bigint as reduce_count,
+        st.computing_ns,
+        st.communication_ns,
+        st.communication_not_overlapped_ns,
+        st.overlapped_ns,
+        st.free_ns,
+        st.stage_ns,
+        st.bubble_ns,
+        st.preparing_ns
+    from stg_step_times as st
+    anti join (select distinct device_id from stg_iterations) as ev on st.device_id = ev.device_id
 )
 
-select
-    it.device_id,
-    it.iteration_id,
-    it.fp_ns as fp_start_ns,
-    it.bp_ns as bp_end_ns,
-    it.end_ns as iteration_end_ns,
-    it.end_ns - it.start_ns as iteration_ns,
-    it.bp_ns - it.fp_ns as fp_to_bp_ns,
-    it.end_ns - it.bp_ns as iteration_refresh_ns,
-    it.fp_ns - it.previous_end_ns as data_aug_bound_ns,
-    it.model_id,
-    it.iter_id,
-    it.start_ns as iteration_start_ns,
-    coalesce(r.n, 0) as reduce_count
-from with_previous as it
-left join reduces as r
-    on it.device_id = r.device_id
-    and it.model_id = r.model_id
-    and it.iteration_id = r.iteration_id
-order by it.device_id, it.iter_id
+select * from from_events
+union all
+select * from from_totals
+order by device_id, iter_id

@@ -3,7 +3,8 @@
 --
 -- Grain:   (device_id, stream_id, task_id, start_ns, context_id, seq)
 -- Sources: task_runs (executions of exported runs: database TASK, timeline Ascend Hardware
---          events or summary CSV rows), task_ops (exported operator descriptions),
+--          events or summary CSV rows), task_ops (exported operator descriptions, through
+--          export_ops()),
 --          task_metrics (exporter-computed PMU values, long format)
 -- Follows: msprof's op_summary / kernel_details rows (docs/formats.md#rule-op-summary): the
 --          exporter already associated each execution with its operator and PMU values, so
@@ -11,8 +12,10 @@
 --          each exported operator row and PMU value with the start of the execution it
 --          describes. Marts take exported ops and PMU values from here only. An execution no
 --          description names (event records, notify waits, SDMA copies of a timeline) keeps a
---          NULL op; a PMU set no execution has is kept with has_run false (marts leave it out,
---          build_issues counts it). An execution listed more than once with the same (device,
+--          NULL op; a PMU set or an operator description no execution has is kept with has_run
+--          false (marts leave it out, build_issues counts it). A description without stream and
+--          task (torch_npu level0) is named by the one execution starting at its start
+--          (export_ops() of sql/macros/export_ops.sql; docs/formats.md#export-level0). An execution listed more than once with the same (device,
 --          stream, task, start, context) is one execution (its first row), so op_summary keeps its grain.
 --          PMU metrics (docs/formats.md#rule-export-metrics): on STARS chips each comes twice, aic_<m> for
 --          the cube (AI Core) side and aiv_<m> for the vector side, and the side a task did not
@@ -45,7 +48,7 @@
 --   output_data_types      -       output data types
 --   output_formats         -       output formats
 --   connection_id          -       exporter's link from the execution to the host API that launched it
---   has_run                -       true for an execution; false for PMU values naming no execution
+--   has_run                -       true for an execution; false for PMU values or a description naming no execution
 --   has_op                 -       true when a description names the execution
 --   has_metrics            -       true when the export holds PMU values for the execution
 --   side                   -       aic or aiv: which core's metrics were taken
@@ -87,9 +90,9 @@ with runs as (
 ),
 
 ops as (
+    -- export_ops(): a level0 description (no stream, task) named by its execution's start
     select *, coalesce(context_id, -1) as ctx
-    from task_ops
-    where source = 'export'
+    from export_ops()
     qualify row_number() over (partition by device_id, stream_id, task_id, start_ns, ctx order by seq) = 1
 ),
 
@@ -179,13 +182,13 @@ pivoted as (
 
 joined as (
     select
-        coalesce(runs.device_id, pivoted.device_id) as device_id,
-        coalesce(runs.stream_id, pivoted.stream_id) as stream_id,
-        coalesce(runs.task_id, pivoted.task_id) as task_id,
-        nullif(coalesce(runs.ctx, pivoted.ctx), -1) as context_id,
+        coalesce(runs.device_id, ops.device_id, pivoted.device_id) as device_id,
+        coalesce(runs.stream_id, ops.stream_id, pivoted.stream_id) as stream_id,
+        coalesce(runs.task_id, ops.task_id, pivoted.task_id) as task_id,
+        nullif(coalesce(runs.ctx, ops.ctx, pivoted.ctx), -1) as context_id,
         coalesce(runs.model_id, ops.model_id) as model_id,
         runs.batch_id,
-        coalesce(runs.start_ns, pivoted.start_ns) as start_ns,
+        coalesce(runs.start_ns, ops.start_ns, pivoted.start_ns) as start_ns,
         runs.end_ns,
         runs.end_ns - runs.start_ns as dur_ns,
         coalesce(ops.task_type, runs.task_type_name) as task_type,
@@ -214,7 +217,7 @@ joined as (
         runs.seq,
         runs.source
     from runs
-    left join ops
+    full join ops
         on runs.device_id = ops.device_id
         and runs.stream_id = ops.stream_id
         and runs.task_id = ops.task_id

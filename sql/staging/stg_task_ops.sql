@@ -327,9 +327,8 @@ exported as (
         runs.seq,
         'export' as source
     from export_runs as runs
-    left join task_ops as ops
-        on ops.source = 'export'
-        and runs.device_id = ops.device_id
+    left join export_ops() as ops  -- a level0 description named by its start (sql/macros/export_ops.sql)
+        on runs.device_id = ops.device_id
         and runs.stream_id = ops.stream_id
         and runs.task_id = ops.task_id
         and runs.start_ns = ops.start_ns

@@ -40,9 +40,14 @@ DATASETS = [
 EXPLAINED = {"not_read", "no_task_key"}
 # Real defects of the files themselves, each reported with its place: msinsight's two
 # trimmed fixtures have a row of 31 cells under a 32-column header (line 17).
+# msprof-analyze's compute_advice fixture lists one execution four times (data rows 9-12, exact
+# copies) and another twice with other values (rows 16 and 21: another op name, shapes and
+# mte2_ratio): counted and lost row by row (test_rows_sharing_a_key_are_reported_as_the_csv_has_them).
+COPIES = "Ascend+msprof-analyze/test/ut/advisor/compute_advice/data"
 KNOWN_DEFECTS = {
     "Ascend+msinsight/server/src/test/test_data/test_kernel_parse": {"bad_text_line": 1},
     "Ascend+msinsight/server/src/test/test_data/test_rank_0": {"bad_text_line": 1},
+    COPIES: {"duplicate_row": 106, "bad_row": 2},
 }
 
 
@@ -235,3 +240,133 @@ def test_ascendcl_type_names_from_the_timeline_and_none_from_a_database(real_dat
     db_run = _build(warehouse, real_data / "Ascend+msinsight/test/data/pytorch/db/level1/rank0_ascend_pt")
     rows = _rows(warehouse, "acl_api", db_run)
     assert rows and {r["api_type"] for r in rows} == {None}
+
+
+def test_rows_sharing_a_key_are_reported_as_the_csv_has_them(real_data, warehouse):
+    """Worked out from kernel_details.csv with the csv module: rows sharing (stream, task,
+    start, context) with an earlier row; for each table, an exact copy of the first row's
+    values is a duplicate_row, other values a bad_row (lost); op_summary keeps one row per key."""
+    path = real_data / COPIES / "kernel_details.csv"
+    rows = _csv(path)
+    header = list(rows[0])
+    metrics = header[header.index("Context ID") + 1 :]
+    run_cols = ["Duration(us)", "Accelerator Core", "Model ID"]
+    op_cols = [
+        "Model ID", "Name", "Type", "OP State", "Accelerator Core", "Block Dim", "Mix Block Dim",
+        "Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
+        "Output Formats",
+    ]  # fmt: skip
+    first: dict[tuple, dict] = {}
+    expect = {}
+    keyed = 0
+    for r in rows:
+        if r["Task ID"] in ("N/A", "") or r["Stream ID"] in ("N/A", ""):
+            continue
+        keyed += 1
+        key = (r["Stream ID"], r["Task ID"], r["Start Time(us)"], r["Context ID"])
+        if key not in first:
+            first[key] = r
+            continue
+        f = first[key]
+        for table, cols in (
+            ("task_runs", [run_cols]),
+            ("task_ops", [op_cols]),
+            ("task_metrics", [[m] for m in metrics]),
+        ):
+            for group in cols:
+                kind = "duplicate_row" if all(f[c] == r[c] for c in group) else "bad_row"
+                expect[(kind, table)] = expect.get((kind, table), 0) + 1
+    assert expect[("bad_row", "task_ops")] == 1  # the fixture's own defect, as read here
+    run_id = _build(warehouse, real_data / COPIES)
+    got: dict[tuple[str, str], int] = {}
+    for i in _rows(warehouse, "ingest_issues", run_id):
+        if i["kind"] in ("duplicate_row", "bad_row"):
+            table = i["message"].split(" row(s)")[0].split(" ", 1)[1]
+            got[(i["kind"], table)] = got.get((i["kind"], table), 0) + i["count"]
+            assert i["byte_offset"] is not None, i
+    assert got == expect
+    assert len(_rows(warehouse, "op_summary", run_id)) == len(first) == keyed - 4  # 3 copies, 1 other
+
+
+def test_step_breakdown_without_step_events_equals_step_trace_time_csv(real_data, warehouse):
+    """test_rank_0 has kernel_details.csv and step_trace_time.csv but no timeline: its steps come
+    from the exporter's breakdown, value for value (us to whole ns, rounded half away from zero:
+    within 0.5 ns of the CSV's decimals), and the run says so."""
+    rel = "Ascend+msinsight/server/src/test/test_data/test_rank_0"
+    run_id = _build(warehouse, real_data / rel)
+    assert any(s.startswith("step_times: summary CSV") for s in warehouse.run(run_id)["sources"])
+    expected = _csv(real_data / rel / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv")
+    got = {r["iteration_id"]: r for r in _rows(warehouse, "step_trace_summary", run_id)}
+    assert expected and set(got) == {int(e["Step"]) for e in expected}
+    for e in expected:
+        r = got[int(e["Step"])]
+        for col, name in (
+            ("computing_ns", "Computing"),
+            ("communication_not_overlapped_ns", "Communication(Not Overlapped)"),
+            ("overlapped_ns", "Overlapped"),
+            ("communication_ns", "Communication"),
+            ("free_ns", "Free"),
+            ("stage_ns", "Stage"),
+            ("bubble_ns", "Bubble"),
+        ):
+            assert r[col] == pytest.approx(float(e[name]) * 1000, abs=0.5 + 1e-6), (e["Step"], name)
+
+
+def test_api_statistic_csv_alone_gives_the_api_statistic(real_data, tmp_path):
+    """A torch_npu export of which only api_statistic.csv is left (a copy in a temporary folder):
+    the api_statistic mart is the CSV's, row for row."""
+    src = real_data / LEVEL1
+    dump = tmp_path / "rank0_ascend_pt"
+    (dump / "ASCEND_PROFILER_OUTPUT").mkdir(parents=True)
+    for p in src.glob("profiler_info*.json"):
+        (dump / p.name).write_bytes(p.read_bytes())
+    csv_path = dump / "ASCEND_PROFILER_OUTPUT" / "api_statistic.csv"
+    csv_path.write_bytes((src / "ASCEND_PROFILER_OUTPUT" / "api_statistic.csv").read_bytes())
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        [o] = run_roots(wh, [dump])
+    assert o.status == "built" and o.losses == {}
+    assert any(s.startswith("api_totals: summary CSV") for s in wh.run(o.run_id)["sources"])
+    built = {(r["level"], r["api_name"]): r for r in _rows(wh, "api_statistic", o.run_id)}
+    expected = _csv(csv_path)
+    assert expected and set(built) == {(e["Level"], e["API Name"]) for e in expected}
+    for e in expected:
+        r = built[(e["Level"], e["API Name"])]
+        where = f"{e['Level']} {e['API Name']}"
+        assert r["device_id"] == 64, where  # torch_npu's API calls are the host's
+        assert r["count"] == int(e["Count"]), where
+        assert _us(r["time_ns"]) == pytest.approx(float(e["Time(us)"]), abs=1e-9), where
+        assert _us(r["min_ns"]) == pytest.approx(float(e["Min(us)"]), abs=1e-9), where
+        assert _us(r["max_ns"]) == pytest.approx(float(e["Max(us)"]), abs=1e-9), where
+        assert r["variance_us2"] == pytest.approx(float(e["Variance"]), abs=1e-12), where
+        assert _us(r["avg_ns"]) == pytest.approx(float(e["Avg(us)"]), abs=0.0005 + 1e-9), where
+
+
+def test_scalar_shapes_stay_empty_strings_as_kernel_details_has_them(real_data, warehouse):
+    (
+        """level1's kernel_details.csv gives some scalar tensors' shapes as quotes around nothing
+    ("""
+        """): op_summary keeps them as '' and a shape the CSV does not have (N/A, empty) as
+    NULL; read here with the csv module, each row's (name, input, output) shapes as written."""
+    )
+
+    def shape(cell: str) -> str | None:
+        if cell == '""':
+            return ""
+        return None if cell in ("", "N/A") else cell.strip('"')
+
+    path = real_data / LEVEL1 / "ASCEND_PROFILER_OUTPUT" / "kernel_details.csv"
+    expected: dict[tuple, int] = {}
+    for r in _csv(path):
+        if r["Task ID"] in ("N/A", "") or r["Stream ID"] in ("N/A", ""):
+            continue
+        key = (r["Name"], shape(r["Input Shapes"]), shape(r["Output Shapes"]))
+        expected[key] = expected.get(key, 0) + 1
+    assert any("" in k[1:] for k in expected), "the file has scalar shapes"
+    run_id = _build(warehouse, real_data / LEVEL1)
+    got: dict[tuple, int] = {}
+    for r in _rows(warehouse, "op_summary", run_id):
+        if r["op_name"] is not None:
+            key = (r["op_name"], r["input_shapes"], r["output_shapes"])
+            got[key] = got.get(key, 0) + 1
+    assert got == expected

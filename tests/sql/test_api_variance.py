@@ -39,7 +39,7 @@ def _api_statistic(calls: list[tuple[str, int]]) -> dict[str, tuple]:
         "insert into api_calls (device_id, source_file, seq, level, api_name, tid, start_ns, end_ns) "
         "select 0, 'f', seq, 'runtime', api_name, 1, start_ns, end_ns from rows"
     )
-    run_layer(con, "staging", only={"stg_api_calls"})
+    run_layer(con, "staging", only={"stg_api_calls", "stg_api_totals"})
     mart = next(f for f in sql_files("marts") if f.name == "api_statistic")
     rows = con.execute(f"select api_name, count, time_ns, variance_us2 from ({mart.text})").fetchall()
     return {name: (count, time_ns, var) for name, count, time_ns, var in rows}

@@ -48,6 +48,25 @@ def test_run_ingested_before_task_metrics_and_new_columns_rebuilds(tmp_path):
     assert _marts(wh, o.run_id) == before
 
 
+def test_a_run_of_0_3_without_the_totals_tables_rebuilds_and_one_of_0_4_without_them_is_damaged(tmp_path):
+    """0.4 added the raw tables api_totals and step_times: a run of 0.3 has no files of them
+    (they read as empty, its marts as before); a run of this version without one is damaged."""
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        (o,) = run_roots(wh, [SAMPLE])
+    before = _marts(wh, o.run_id)
+    run = wh.run(o.run_id)
+    assert run["profetl_version"] == "0.4.0"
+    for table in ("api_totals", "step_times"):
+        wh.part("raw", table, o.run_id, run["ingest_id"]).unlink()
+    with wh.writer():
+        out = rebuild(wh, dict(run, profetl_version="0.3.0"))
+    assert out.status == "built"
+    assert _marts(wh, o.run_id) == before
+    with wh.writer(), pytest.raises(DamagedPart, match=r"api_totals/part-.* is missing"):
+        rebuild(wh, run)
+
+
 def test_a_current_run_missing_a_raw_file_is_an_error(tmp_path):
     wh = Warehouse(tmp_path / "wh")
     with wh.writer():

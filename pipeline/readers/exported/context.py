@@ -12,7 +12,16 @@ from pipeline.readers.hiprof.reader import Sink
 from pipeline.readers.issues import IssueLog
 
 # Canonical tables an exported source can fill (docs/architecture.md#canonical-tables).
-EXPORT_TABLES = ("api_calls", "task_runs", "task_ops", "task_metrics", "step_trace", "devices")
+EXPORT_TABLES = (
+    "api_calls",
+    "task_runs",
+    "task_ops",
+    "task_metrics",
+    "step_trace",
+    "api_totals",
+    "step_times",
+    "devices",
+)
 
 
 @dataclass

@@ -19,7 +19,10 @@ Cells are read as text with ``pyarrow.csv`` and converted a whole column at a ti
 (``values``): microseconds to exact integer nanoseconds, ``N/A`` to NULL, the tab that ends
 exported timestamps and the doubled quotes around shapes removed. A ragged row is skipped and
 reported with its byte offset (``bad_text_line``); a file pyarrow cannot parse, or without a
-stream, task or start column, is reported once (``unreadable_file``) and not read.
+start column, or with only one of the stream and task columns, is reported once
+(``unreadable_file``) and not read. A file with neither stream nor task (torch_npu level0) is
+read keyed by (device, start): its operator rows and metrics carry NULL stream and task, and it
+gives no task_runs (docs/formats.md#export-level0).
 """
 
 from __future__ import annotations
@@ -157,7 +160,9 @@ def read_summary(path: Path, kind: str, ctx: ExportContext, size: int | None = N
         ctx.log.add(Issue(rel, "unreadable_file", "empty file: no header, no rows", byte_length=size))
         return res
     lay = layout(header)
-    missing = [what for role, what in REQUIRED.items() if role not in lay.roles]
+    # torch_npu level0: no Stream ID and no Task ID; a row names its execution by (device, start)
+    level0 = "start" in lay.roles and "stream" not in lay.roles and "task" not in lay.roles
+    missing = [what for role, what in REQUIRED.items() if role not in lay.roles and not level0]
     if missing:
         ctx.log.add(
             Issue(
@@ -222,6 +227,13 @@ def read_summary(path: Path, kind: str, ctx: ExportContext, size: int | None = N
         )
 
     state = _State(kind, rel, lay, tables, ctx, res)
+    state.level0 = level0
+    if level0:
+        res.notes.append(
+            f"{rel}: no Stream ID and no Task ID (torch_npu level0): its rows name no execution "
+            "themselves; their operators join the exported execution starting at their start "
+            "(docs/formats.md#export-level0), and give no task_runs"
+        )
     if "device" not in lay.roles:
         if ctx.default_device is None:
             state.fallback_device = 0
@@ -443,6 +455,11 @@ def _good_seqs(bad_rows: list, total: int) -> np.ndarray | None:
 _ROW = re.compile(r"Row #(\d+)")
 
 
+def data_row_offset(path: Path, size: int, data_row: int) -> int | None:
+    """Byte offset of data row ``data_row`` (0 = the first after the header), counting lines."""
+    return _row_offset(path, size, f"Row #{data_row + 2}")
+
+
 def _row_offset(path: Path, size: int, message: str) -> int | None:
     """Byte offset of the line pyarrow names in an error ("Row #N", 1 = the header)."""
     m = _ROW.search(message)
@@ -473,6 +490,7 @@ class _State:
     ):
         self.kind, self.rel, self.lay, self.tables, self.ctx, self.res = kind, rel, lay, tables, ctx, res
         self.fallback_device = 0
+        self.level0 = False  # no stream and task columns: rows keyed by (device, start)
         self.bad: dict[int, int] = {}  # column index -> cells that were not numbers
         self.no_key = 0
         self.no_key_names: list[str] = []
@@ -502,8 +520,11 @@ class _State:
         n = batch.num_rows
         if n == 0:
             return
-        stream = self._num("stream", export_values.to_int32)
-        task = self._num("task", export_values.to_int32)
+        if self.level0:
+            stream = task = pa.nulls(n, pa.int64())
+        else:
+            stream = self._num("stream", export_values.to_int32)
+            task = self._num("task", export_values.to_int32)
         start = self._num("start", export_values.us_to_ns)
         dur = self._num("duration", export_values.us_to_ns)
         if dur is not None:
@@ -519,7 +540,10 @@ class _State:
             dev = pa.array(np.full(n, self.fallback_device, dtype=np.int64))
         self.res.devices |= set(pc.unique(dev).to_pylist())
 
-        has_key = pc.and_(pc.is_valid(stream), pc.is_valid(task))
+        if self.level0:  # keyed by (device, start)
+            has_key = pa.array(np.ones(n, dtype=bool))
+        else:
+            has_key = pc.and_(pc.is_valid(stream), pc.is_valid(task))
         keep = pc.and_(has_key, pc.is_valid(start))
         n_no_key = n - (pc.sum(has_key).as_py() or 0)
         if n_no_key:
@@ -553,7 +577,7 @@ class _State:
         core = self._strings("core") if "core" in self.lay.roles else ttype
         common = {"device_id": dev, "source_file": self.rel, "seq": seq, "stream_id": stream, "task_id": task}
 
-        if "task_runs" in self.tables:
+        if "task_runs" in self.tables and not self.level0:
             self._write(
                 "task_runs",
                 {
@@ -608,7 +632,11 @@ class _State:
 
     def _strings(self, role: str) -> pa.Array | None:
         i = self.lay.roles.get(role)
-        return None if i is None else export_values.clean(self._raw(i))
+        if i is None:
+            return None
+        if role in export_values.SHAPE_COLUMNS:  # a scalar's empty shape stays ""
+            return export_values.clean_shapes(self._raw(i))
+        return export_values.clean(self._raw(i))
 
     def _write(self, table: str, cols: dict) -> None:
         cols = {k: v for k, v in cols.items() if v is not None}
@@ -648,3 +676,205 @@ class _State:
                     count=n,
                 )
             )
+
+
+# -- the exporters' totals: api_statistic and step_trace_time ------------------------------------
+
+TOTALS_KINDS = {"api_statistic": "api_totals", "step_trace_time": "step_times"}
+HOST_DEVICE = 64
+# kind -> role -> (header keys, converter); the roles of REQUIRED_TOTALS must be present
+TOTALS_ROLES: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
+    "api_statistic": {
+        "device_id": (("device_id", "deviceid"), "device"),
+        "level": (("level",), "text"),
+        "api_name": (("apiname",), "text"),
+        "time_ns": (("time(us)",), "us"),
+        "count": (("count",), "int"),
+        "avg_ns": (("avg(us)",), "us"),
+        "min_ns": (("min(us)",), "us"),
+        "max_ns": (("max(us)",), "us"),
+        "variance_us2": (("variance",), "float"),
+    },
+    "step_trace_time": {
+        "device_id": (("device_id", "deviceid"), "device"),
+        "step_id": (("step",), "int"),
+        "computing_ns": (("computing",), "us"),
+        "communication_not_overlapped_ns": (("communication(notoverlapped)",), "us"),
+        "overlapped_ns": (("overlapped",), "us"),
+        "communication_ns": (("communication",), "us"),
+        "free_ns": (("free",), "us"),
+        "stage_ns": (("stage",), "us"),
+        "bubble_ns": (("bubble",), "us"),
+        "communication_not_overlapped_exclude_receive_ns": (
+            ("communication(notoverlappedandexcludereceive)",),
+            "us",
+        ),
+        "preparing_ns": (("preparing",), "us"),
+    },
+}
+# a row without one of these is no row of the table: skipped and counted (bad_row, a loss)
+REQUIRED_TOTALS = {
+    "api_statistic": ("level", "api_name", "time_ns", "count"),
+    "step_trace_time": ("step_id",),
+}
+# columns the file must have to be read at all
+REQUIRED_TOTALS_COLUMNS = {
+    "api_statistic": ("level", "api_name", "time_ns", "count"),
+    "step_trace_time": ("step_id", "computing_ns", "free_ns", "stage_ns"),
+}
+
+
+def read_totals(path: Path, kind: str, ctx: ExportContext, size: int | None = None) -> SourceResult:
+    """An exporter's summary of totals (``api_statistic`` into ``api_totals``, ``step_trace_time``
+    into ``step_times``), read when the export holds no events to compute them from
+    (docs/formats.md#export-totals). Every cell is converted as the task CSVs' are (``values``);
+    a row whose key or count is not a value (an empty level, a step that is no integer) is
+    skipped and counted (``bad_row``, a loss), a bad optional cell is NULL (``bad_value``); a
+    file without the columns it needs is not read (``unreadable_file``)."""
+    path = Path(path)
+    rel = ctx.rel(path)
+    res = SourceResult()
+    table = TOTALS_KINDS[kind]
+    try:
+        if size is None:
+            size = path.stat().st_size
+        header = _header(path, size)
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        ctx.log.add(
+            Issue(
+                rel,
+                "unreadable_file",
+                f"header not readable ({e}): file not read",
+                byte_offset=0,
+                byte_length=size,
+            )
+        )
+        return res
+    if not header:
+        ctx.log.add(
+            Issue(rel, "unreadable_file", "empty file: no header, no rows", byte_offset=0, byte_length=size)
+        )
+        return res
+    keys = [export_values.column_key(h) for h in header]
+    cols: dict[str, int] = {}
+    for role, (names, _conv) in TOTALS_ROLES[kind].items():
+        at = next((i for i, k in enumerate(keys) if k in names), None)
+        if at is not None:
+            cols[role] = at
+    missing = [r for r in REQUIRED_TOTALS_COLUMNS[kind] if r not in cols]
+    if missing:
+        ctx.log.add(
+            Issue(
+                rel,
+                "unreadable_file",
+                f"no column for {', '.join(missing)}, so its rows cannot fill {table}: file not read "
+                f"(header: {','.join(h.strip() for h in header)[:300]})",
+                byte_offset=0,
+                byte_length=size,
+            )
+        )
+        return res
+    bad_rows: list = []
+    not_utf8: set[int] = set()
+    try:
+        batches = list(_batches(path, size, len(header), bad_rows.append, lambda row, col: not_utf8.add(row)))
+    except (pa.ArrowInvalid, OSError) as e:
+        ctx.log.add(
+            Issue(
+                rel,
+                "unreadable_file",
+                f"not parseable as CSV: {e}: file not read",
+                byte_offset=_row_offset(path, size, str(e)),
+                byte_length=size,
+            )
+        )
+        return res
+    skipped = _report_bad_rows(path, size, rel, bad_rows, ctx)
+    good = sum(b.num_rows for b in batches)
+    seqs = _good_seqs(bad_rows, good + len(bad_rows)) if bad_rows else None
+    if not_utf8:
+        ctx.log.add(
+            Issue(
+                rel,
+                "bad_value",
+                f"{len(not_utf8)} row(s) with cells that are not UTF-8 text: read with U+FFFD for the bad bytes",
+                count=len(not_utf8),
+            )
+        )
+    # API calls are the host's (as an export's API events are, device 64); a step is a device's
+    if table == "api_totals":
+        fallback = HOST_DEVICE
+    else:
+        fallback = ctx.default_device if ctx.default_device is not None else 0
+    bad_cells: dict[str, int] = {}
+    dropped = 0
+    first_dropped: int | None = None
+    seq0 = 0
+    for b in batches:
+        n = b.num_rows
+        seq = seqs[seq0 : seq0 + n] if seqs is not None else np.arange(seq0, seq0 + n, dtype=np.int64)
+        seq0 += n
+        if n == 0:
+            continue
+        out: dict[str, pa.Array] = {}
+        for role, (_names, conv) in TOTALS_ROLES[kind].items():
+            if role not in cols:
+                continue
+            raw = b.column(cols[role])
+            if conv == "text":
+                out[role] = export_values.clean(raw)
+                continue
+            if conv == "device":
+                text = export_values.clean(raw)
+                host = pc.fill_null(pc.equal(pc.utf8_lower(text), "host"), False)
+                v, bad = export_values.to_int32(pc.if_else(host, pa.nulls(n, pa.string()), text))
+                v = pc.if_else(host, pa.scalar(HOST_DEVICE, pa.int64()), v)
+            elif conv == "us":
+                v, bad = export_values.us_to_ns(raw)
+            elif conv == "int":
+                v, bad = export_values.to_int(raw)
+            else:
+                v, bad = export_values.to_float(raw)
+            nbad = pc.sum(bad).as_py() or 0
+            if nbad and role not in REQUIRED_TOTALS[kind]:
+                bad_cells[header[cols[role]].strip()] = bad_cells.get(header[cols[role]].strip(), 0) + nbad
+            out[role] = v
+        keep = pa.array(np.ones(n, dtype=bool))
+        for role in REQUIRED_TOTALS[kind]:
+            keep = pc.and_(keep, pc.is_valid(out[role]))
+        kept = pc.sum(keep).as_py() or 0
+        dropped += n - kept
+        mask = np.asarray(keep.to_numpy(zero_copy_only=False), dtype=bool)
+        if kept < n and first_dropped is None:
+            first_dropped = int(seq[~mask][0])
+        if not kept:
+            continue
+        out = {k: pc.filter(v, keep) for k, v in out.items()}
+        dev = out.pop("device_id", None)
+        dev = pc.fill_null(dev, fallback) if dev is not None else pa.array(np.full(kept, fallback, np.int64))
+        res.devices |= {d for d in pc.unique(dev).to_pylist() if d != HOST_DEVICE}
+        ctx.sink.write(table, {"device_id": dev, "source_file": rel, "seq": seq[mask], **out})
+        res.add_rows(table, kept)
+    if dropped:
+        need = " or ".join(header[cols[r]].strip() for r in REQUIRED_TOTALS[kind])
+        ctx.log.add(
+            Issue(
+                rel,
+                "bad_row",
+                f"{dropped} row(s) without a usable {need} (empty, N/A or not a number of its kind; "
+                f"the first is data row {first_dropped + 1}): not in {table}, lost",
+                byte_offset=data_row_offset(path, size, first_dropped),
+                count=dropped,
+            )
+        )
+    for name, nbad in sorted(bad_cells.items()):
+        ctx.log.add(
+            Issue(
+                rel,
+                "bad_value",
+                f"{nbad} cell(s) of column '{name}' are not numbers of the expected kind: NULL",
+                count=nbad,
+            )
+        )
+    ctx.log.decoded(size - skipped)
+    return res

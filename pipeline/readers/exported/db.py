@@ -102,6 +102,21 @@ API_REQUIRED = {"start": ("startNs",), "end": ("endNs",), "type": ("type",), "na
 API_OPTIONAL = {"tid": ("globalTid",), "connection": ("connectionId",)}
 STEP_REQUIRED = {"id": ("id", "stepId"), "start": ("startNs",), "end": ("endNs",)}
 STRING_REQUIRED = {"id": ("id",), "value": ("value",)}
+# torch_npu's analysis.db: the step breakdown in us, one row per step (step_times)
+STEP_TRACE_TIME_REQUIRED = {
+    "step": ("step",),
+    "computing_ns": ("computing",),
+    "free_ns": ("free",),
+    "stage_ns": ("stage",),
+}
+STEP_TRACE_TIME_OPTIONAL = {
+    "communication_not_overlapped_ns": ("communication_not_overlapped",),
+    "overlapped_ns": ("overlapped",),
+    "communication_ns": ("communication",),
+    "bubble_ns": ("bubble",),
+    "communication_not_overlapped_exclude_receive_ns": ("communication_not_overlapped_and_exclude_receive",),
+    "preparing_ns": ("preparing",),
+}
 
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -484,8 +499,13 @@ class _Reader:
             )
             for c in _chunks(self.db.con.execute(sql)):
                 cols = self._exec_cols(c, t.name)
-                text = {
-                    k: export_values.clean(pa.array(c[9 + i], pa.string())) for i, k in enumerate(strings)
+                text = {  # a scalar's empty shape stays "" (values.clean_shapes)
+                    k: (
+                        export_values.clean_shapes
+                        if k in export_values.SHAPE_COLUMNS
+                        else export_values.clean
+                    )(pa.array(c[9 + i], pa.string()))
+                    for i, k in enumerate(strings)
                 }
                 cols.update(
                     {
@@ -630,6 +650,57 @@ class _Reader:
                 ),
             },
         )
+
+    def step_times(self) -> None:
+        """analysis.db's StepTraceTime: torch_npu's step breakdown (us, as REAL or text) into
+        ``step_times`` in ns; a step that is no integer costs its row (``bad_row``)."""
+        s, missing = self.db.resolve(("StepTraceTime",), STEP_TRACE_TIME_REQUIRED, STEP_TRACE_TIME_OPTIONAL)
+        if s is None:
+            self.res.notes.append(f"step_times: {self.rel} has no StepTraceTime table")
+            return
+        if missing:  # the summary is there and cannot be used: its steps are lost
+            n = self.db.con.execute(f"SELECT count(*) FROM {_q(s.name)}").fetchone()[0]
+            self.ctx.log.add(
+                Issue(
+                    self.rel,
+                    "bad_row",
+                    f"table {s.name} has no column {', '.join(missing)} (it has "
+                    f"{', '.join(sorted(self.db.tables[s.name.lower()][1].values()))}): its {n} step(s) "
+                    "not read, and the export holds no step events either",
+                    count=max(int(n), 1),
+                )
+            )
+            return
+        roles = [r for r in (*STEP_TRACE_TIME_REQUIRED, *STEP_TRACE_TIME_OPTIONAL) if r in s.cols]
+        rows = self.db.con.execute(
+            f"SELECT rowid, {', '.join(_q(s.cols[r]) for r in roles)} FROM {_q(s.name)} ORDER BY rowid"
+        ).fetchall()
+        if not rows:
+            return
+        device = self.single_device()
+        if device is None:
+            device = 0
+            self.res.notes.append(
+                f"{self.rel}: StepTraceTime names no device, nor does the export: device 0 assumed"
+            )
+        c = [list(col) for col in zip(*rows)]
+        text = lambda vals: pa.array([None if v is None else str(v) for v in vals], pa.string())  # noqa: E731
+        step, bad = export_values.to_int(text(c[1]))
+        keep = pc.is_valid(step)
+        cols: dict = {"seq": pa.array(c[0], pa.int64()), "step_id": step}
+        for i, role in enumerate(roles[1:], start=2):
+            v, bad = export_values.us_to_ns(text(c[i]))
+            n = pc.sum(bad).as_py() or 0
+            if n:
+                what = f"{s.name}.{s.cols[role]}"
+                self.bad_ints[what] = self.bad_ints.get(what, 0) + n
+            cols[role] = v
+        n = len(rows)
+        self.drop = np.asarray(pc.invert(keep).to_numpy(zero_copy_only=False), dtype=bool)
+        cols["device_id"] = np.full(n, device, np.int32)
+        self.write("step_times", cols)
+        if device != HOST_DEVICE:
+            self.res.devices.add(device)
 
 
 def pmu_metric(name: str) -> tuple[str, float]:
@@ -788,6 +859,9 @@ def _read(path: Path, ctx: ExportContext, db: _Db, size: int) -> SourceResult:
         if "step_trace" in ctx.tables:
             step = "step_trace"
             r.step_trace()
+        if "step_times" in ctx.tables:
+            step = "step_times"
+            r.step_times()
     except sqlite3.Error as e:
         ctx.log.add(
             Issue(

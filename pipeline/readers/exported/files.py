@@ -32,6 +32,8 @@ DATABASES = {
     "msprof_db": re.compile(rf"^msprof{_T}\.db$"),
     "pytorch_db": re.compile(rf"^ascend_pytorch_profiler{_T}\.db$"),
     "report_db": re.compile(rf"^report{_T}\.db$"),  # the pre-2024 name of the unified database
+    # torch_npu's derived analysis: its StepTraceTime is read when the export has no step events
+    "analysis_db": re.compile(r"^analysis\.db$"),
 }
 TIMELINES = {
     "trace_view": re.compile(r"^trace_view\.json$"),
@@ -57,9 +59,17 @@ CONTROLS = {
 # Files exporters write that hold nothing profetl's tables take, with the reason reported.
 NOT_READ = [
     (
+        re.compile(rf"^(api_statistic|step_trace_time){_T}\.csv$"),
+        "totals of events this export holds: recomputed from the events, which were read instead",
+    ),
+    (
+        re.compile(rf"^op_statistic{_T}\.csv$"),
+        "totals recomputed from the task rows (kept as a consistency check)",
+    ),
+    (
         re.compile(r"^analysis\.db$"),
-        "torch_npu's derived analysis (step breakdown, communication matrix): "
-        "recomputed by profetl, not read",
+        "torch_npu's derived analysis (step breakdown, communication matrix): its step breakdown is "
+        "read only when the export has no step events, which were read instead",
     ),
     (re.compile(rf"^(hccl|communication){_T}.*\.json$"), "communication data: not part of profetl's tables"),
     (re.compile(r"^communication(_matrix)?\.json$"), "communication data: not part of profetl's tables"),
@@ -75,10 +85,6 @@ NOT_READ = [
             rf"hccl_statistic|dp_statistic|prof_rule\w*|\w+_statistic){_T}\.csv$"
         ),
         "summary not used by profetl's tables",
-    ),
-    (
-        re.compile(rf"^(api_statistic|op_statistic|step_trace_time){_T}\.csv$"),
-        "totals recomputed from events (kept as a consistency check)",
     ),
     (re.compile(r".*\.(txt|log|md)$", re.I), "notes or logs, not profiling data"),
     (re.compile(r".*\.done$"), "completion marker"),

@@ -11,6 +11,14 @@ source is only a candidate for the tables it holds):
 | task_metrics | TASK_PMU_INFO     | --                                     | kernel_details, op_summary               |
 | step_trace   | STEP_TIME         | ProfilerStep / Iteration events        | --                                       |
 
+Where the export holds no events for a table, the exporter's totals of them stand in (read only
+then; docs/formats.md#export-totals):
+
+| table        | events of                     | totals read when those filled no row           |
+|--------------|-------------------------------|------------------------------------------------|
+| api_totals   | api_calls                     | api_statistic CSV                              |
+| step_times   | step_trace                    | analysis.db StepTraceTime, step_trace_time CSV |
+
 task_ops and task_metrics rows name the execution they describe by (device, stream, task,
 start_ns), so a task from the timeline and its op and PMU values from kernel_details meet
 exactly in staging. The run's ``sources`` lists the choice per table, its ``notes`` what no
@@ -28,6 +36,7 @@ from pipeline.readers import metadata
 from pipeline.readers.exported import csvs, db, timeline_json
 from pipeline.readers.exported.context import ExportContext, SourceResult
 from pipeline.readers.exported.files import ExportDump, ExportFile, nested_runs, not_read_reason, scan
+from pipeline.readers.exported.keys import KeyCheck
 from pipeline.readers.hiprof.files import MAX_DEVICE_ID
 from pipeline.readers.hiprof.reader import RunMeta, Sink
 from pipeline.readers.issues import Issue, IssueLog
@@ -64,6 +73,11 @@ PREFERENCE: dict[str, list[tuple[str, ...]]] = {
     "task_metrics": [*DATABASES, ("kernel_details",), ("op_summary",)],
     "step_trace": [*DATABASES, *TIMELINES, ("step_trace_json",)],
 }
+# table of totals -> (the events table they stand in for, candidate kinds, most detailed first)
+FALLBACKS: dict[str, tuple[str, list[tuple[str, ...]]]] = {
+    "api_totals": ("api_calls", [("api_statistic",)]),
+    "step_times": ("step_trace", [("analysis_db",), ("step_trace_time",)]),
+}
 WHY_MISSING = {
     "api_calls": "no API events in this export (a database CANN_API table or timeline CANN events); "
     "Runtime API, AscendCL and top-down API rows are empty",
@@ -73,6 +87,7 @@ WHY_MISSING = {
     "level without TASK_PMU_INFO): AI Core metrics are empty",
     "step_trace": "no step or iteration boundaries in this export: top-down has no per-step rows",
 }
+FALLBACK_MART = {"api_totals": "api_statistic", "step_times": "step_trace_summary"}
 ALWAYS_MISSING = [
     "task_states: exported outputs carry no TS task states, so Task Scheduler waiting_ns and pending_ns are NULL",
     "pmu_counters: exported outputs carry computed metrics (task_metrics), not the 8 raw counters",
@@ -81,6 +96,19 @@ ALWAYS_MISSING = [
 
 def _group_label(f: ExportFile) -> str:
     return {"database": "database", "timeline": "event timeline", "summary": "summary CSV"}[f.group]
+
+
+def choose_fallbacks(dump: ExportDump) -> dict[str, list[ExportFile]]:
+    """For each table of totals, the files of its most detailed available kind: read only when
+    the events table it stands in for filled no row."""
+    chosen: dict[str, list[ExportFile]] = {}
+    for table, (_events, alternatives) in FALLBACKS.items():
+        for kinds in alternatives:
+            files = dump.of(*kinds)
+            if files:
+                chosen[table] = files
+                break
+    return chosen
 
 
 def choose(dump: ExportDump) -> dict[str, list[ExportFile]]:
@@ -122,18 +150,18 @@ def read_export(
         for f in files:
             by_file.setdefault(f.path, set()).add(table)
 
+    fallbacks = choose_fallbacks(dump)
+    # every file of a kind of totals waits until the events it totals are read
+    totals_kinds = {table: [k for kinds in alts for k in kinds] for table, (_e, alts) in FALLBACKS.items()}
+    deferred = {f.path for kinds in totals_kinds.values() for f in dump.of(*kinds) if f.path not in by_file}
+    keys = KeyCheck(sink, _row_offsets(dump))
+
     results: dict[Path, SourceResult] = {}
-    for f in dump.files:
-        tables = by_file.get(f.path)
-        if f.group == "control":
-            continue
-        if not tables:
-            why = not_read_reason(f.path.name) or "a more detailed source of the same data was read instead"
-            log.add(Issue(relative(root, f.path), "not_read", why, device_id=f.device_id))
-            continue
+
+    def read_file(f: ExportFile, tables: set[str]) -> None:
         ctx = ExportContext(
             root,
-            sink,
+            keys,
             log,
             frozenset(tables),
             f.device_id if f.device_id is not None else default_device,
@@ -145,9 +173,37 @@ def read_export(
         # when the reader gives up on it
         meta.data_bytes += f.size or 0
         _grown(f, log, relative(root, f.path))
-        if res is None:
+        if res is not None:
+            results[f.path] = res
+
+    def not_read(f: ExportFile) -> None:
+        why = not_read_reason(f.path.name) or "a more detailed source of the same data was read instead"
+        log.add(Issue(relative(root, f.path), "not_read", why, device_id=f.device_id))
+
+    for f in dump.files:
+        tables = by_file.get(f.path)
+        if f.group == "control" or f.path in deferred:
             continue
-        results[f.path] = res
+        if not tables:
+            not_read(f)
+            continue
+        read_file(f, tables)
+    # the exporter's totals, where the events they total filled no row (FALLBACKS)
+    for table, kinds in totals_kinds.items():
+        events = FALLBACKS[table][0]
+        filled = sum(results[f.path].rows.get(events, 0) for f in chosen.get(events, []) if f.path in results)
+        used = {f.path for f in fallbacks.get(table, [])}
+        for f in dump.of(*kinds):
+            if f.path not in deferred:
+                continue
+            if filled:
+                not_read(f)
+            elif f.path in used:
+                read_file(f, {table})
+            else:  # totals of a less detailed kind than the one read
+                why = "a more detailed source of the same totals was read instead"
+                log.add(Issue(relative(root, f.path), "not_read", why, device_id=f.device_id))
+    keys.report(log)
     runs = nested_runs(dump)
     for p in dump.nested:
         if p in runs:
@@ -171,8 +227,20 @@ def read_export(
             )
         )
 
-    _run_level(meta, dump, chosen, results, default_device, sink, root, log)
+    _run_level(meta, dump, {**chosen, **fallbacks}, results, default_device, sink, root, log)
     return meta
+
+
+def _row_offsets(dump: ExportDump):
+    """(source_file, seq) -> the byte offset of that data row of a summary CSV (None elsewhere:
+    a database row or a timeline event has no offset of its own)."""
+    csv_files = {relative(dump.root, f.path): f for f in dump.files if f.group == "summary"}
+
+    def offset(source_file: str, seq: int) -> int | None:
+        f = csv_files.get(source_file)
+        return None if f is None or f.size is None else csvs.data_row_offset(f.path, f.size, seq)
+
+    return offset
 
 
 def _read_one(f: ExportFile, ctx: ExportContext) -> SourceResult | None:
@@ -180,6 +248,8 @@ def _read_one(f: ExportFile, ctx: ExportContext) -> SourceResult | None:
         return db.read_db(f.path, ctx, f.size, f.mtime_ns)
     if f.group == "timeline":
         return timeline_json.read_timeline(f.path, f.kind, ctx, f.size)
+    if f.kind in csvs.TOTALS_KINDS:
+        return csvs.read_totals(f.path, f.kind, ctx, f.size)
     return csvs.read_summary(f.path, f.kind, ctx, f.size)
 
 
@@ -268,14 +338,19 @@ def _run_level(
     meta.devices = sorted(devices)
     if starts:
         meta.collection_start_us = min(starts) // 1000
-    for table in PREFERENCE:
+    for table in (*PREFERENCE, *FALLBACKS):
         files = chosen.get(table, [])
         filled = sum(results[f.path].rows.get(table, 0) for f in files if f.path in results)
         if files and filled:
             names = sorted({relative(root, f.path) for f in files})
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
             meta.sources.append(f"{table}: {_group_label(files[0])} {shown}")
-        else:
+            if table in FALLBACKS:
+                meta.notes.append(
+                    f"{table}: the export holds no {FALLBACKS[table][0]} events, so "
+                    f"{FALLBACK_MART[table]} is built from the exporter's totals ({shown})"
+                )
+        elif table in PREFERENCE:
             meta.notes.append(f"{table}: {WHY_MISSING[table]}")
     meta.notes.extend(ALWAYS_MISSING)
     control = _device_control(dump, log)

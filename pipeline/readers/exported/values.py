@@ -30,6 +30,21 @@ def clean(values) -> pa.Array:
     return pc.if_else(pc.is_in(a, value_set=pa.array(MISSING)), pa.nulls(len(a), pa.string()), a)
 
 
+SHAPE_COLUMNS = ("input_shapes", "output_shapes")
+
+
+def clean_shapes(values) -> pa.Array:
+    """Shape cells: as ``clean``, but the empty shape of a scalar tensor stays an empty string.
+    Exporters write a shape in doubled quotes (``""4,4""`` in the CSV text, ``"4,4"`` in a
+    database), so a scalar's shape is ``""``: quotes around nothing. That is a shape, unlike an
+    empty cell or N/A (no shape known), which are NULL."""
+    a = pa.array(values, pa.string()) if not isinstance(values, (pa.Array, pa.ChunkedArray)) else values
+    if isinstance(a, pa.ChunkedArray):
+        a = a.combine_chunks()
+    scalar = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(a.cast(pa.string())), '""'), False)
+    return pc.if_else(scalar, pa.scalar("", pa.string()), clean(a))
+
+
 def _decimal_parts(values) -> tuple[pa.Array, pa.Array, pa.Array, pa.Array]:
     a = clean(values)
     parts = pc.extract_regex(a, _DECIMAL)  # NULL where the text is not a plain decimal
