@@ -37,7 +37,8 @@
 --                                waiting, or its pending before RUNNING (pending - running as
 --                                msprof's pending spans both), summed over complete instances,
 --                                >= queue_ratio_min (default 1.0) times its running time;
---                                waiting per instance as task_scheduler's (docs/formats.md#rule-task-states)
+--                                waiting per instance as task_scheduler's (task_waiting_ns,
+--                                sql/macros/task_states.sql; docs/formats.md#rule-task-scheduler)
 --            launch_bound        inference (window: its GE / model phases, input start to
 --                                output end, stg_model_phases) with at least launch_min_tasks
 --                                (default 8) complete tasks starting in it, their median
@@ -203,11 +204,7 @@ instances as not materialized (
         start_ns,
         complete_ns,
         coalesce(complete_ns - running_ns, 0) as run_ns,
-        case
-            when waiting_ns is null then 0
-            when running_ns is null or running_ns < waiting_ns then complete_ns - waiting_ns
-            else running_ns - waiting_ns
-        end as wait_ns,
+        task_waiting_ns(waiting_ns, running_ns, complete_ns) as wait_ns,
         case
             when pending_ns is null then 0
             when running_ns is null or running_ns < pending_ns then complete_ns - pending_ns
