@@ -44,6 +44,8 @@
 --   chip               -       chip of the device (devices.chip)
 --   op_name            -       operator name; NULL when no description is in force
 --   op_block_dim       blocks  block dim of that operator
+--   has_task_ops       -       some description in stg_task_ops names the record's (device, stream, task),
+--                              whether or not one is in force at its time (build_issues counts the others)
 
 with multi_keys as (
     select device_id, stream_id, task_id from int_op_keys where not is_single
@@ -53,7 +55,8 @@ select
     pmu.*,
     -- a record without a time has no description in force (as in the ASOF join)
     case when pmu.ts_ns is not null then ok.op_name end as op_name,
-    case when pmu.ts_ns is not null then ok.block_dim end as op_block_dim
+    case when pmu.ts_ns is not null then ok.block_dim end as op_block_dim,
+    ok.task_id is not null as has_task_ops
 from (select * from stg_pmu_records anti join multi_keys using (device_id, stream_id, task_id)) as pmu
 left join int_op_keys as ok
     on pmu.device_id = ok.device_id
@@ -63,7 +66,8 @@ union all
 select
     pmu.*,
     ops.op_name,
-    ops.block_dim as op_block_dim
+    ops.block_dim as op_block_dim,
+    true as has_task_ops  -- a task of int_op_keys
 from (select * from stg_pmu_records semi join multi_keys using (device_id, stream_id, task_id)) as pmu
 asof left join (
     select * from stg_task_ops semi join multi_keys using (device_id, stream_id, task_id)
