@@ -10,9 +10,9 @@
 --          end); a record without a time, or before every description valid from a time of
 --          its own, has none. Generations 2 and 3 take their block dim from that operator
 --          (docs/formats.md#rule-pmu-record-time).
---          How: by a hash join on the key where every description of the task says the same
---          and the first is valid from the start, else by the ASOF join on valid_from_ns; same
---          rows (pipeline/jobs/transforms.py).
+--          How: op_in_force (sql/macros/task_ops.sql), as int_task_executions: by a hash join
+--          on the key where every description of the task says the same and the first is
+--          valid from the start, else by the ASOF join on valid_from_ns; same rows.
 -- Columns:
 --   device_id          -       device
 --   seq                -       record index within the aicore stream
@@ -47,32 +47,5 @@
 --   has_task_ops       -       some description in stg_task_ops names the record's (device, stream, task),
 --                              whether or not one is in force at its time (build_issues counts the others)
 
-with multi_keys as (
-    select device_id, stream_id, task_id from int_op_keys where not is_single
-)
-
-select
-    pmu.*,
-    -- a record without a time has no description in force (as in the ASOF join)
-    case when pmu.ts_ns is not null then ok.op_name end as op_name,
-    case when pmu.ts_ns is not null then ok.block_dim end as op_block_dim,
-    ok.task_id is not null as has_task_ops
-from (select * from stg_pmu_records anti join multi_keys using (device_id, stream_id, task_id)) as pmu
-left join int_op_keys as ok
-    on pmu.device_id = ok.device_id
-    and pmu.stream_id = ok.stream_id
-    and pmu.task_id = ok.task_id
-union all
-select
-    pmu.*,
-    ops.op_name,
-    ops.block_dim as op_block_dim,
-    true as has_task_ops  -- a task of int_op_keys
-from (select * from stg_pmu_records semi join multi_keys using (device_id, stream_id, task_id)) as pmu
-asof left join (
-    select * from stg_task_ops semi join multi_keys using (device_id, stream_id, task_id)
-) as ops
-    on pmu.device_id = ops.device_id
-    and pmu.stream_id = ops.stream_id
-    and pmu.task_id = ops.task_id
-    and pmu.ts_ns >= ops.valid_from_ns
+select * exclude (op_model_id, op_type, op_ge_task_type)
+from op_in_force('stg_pmu_records', r.ts_ns, 'stg_task_ops', 'int_op_keys')

@@ -29,10 +29,13 @@ def _references(text: str) -> set[str]:
             re.IGNORECASE,
         )
     )
-    refs = {t for t in TABLE_REF.findall(body)} - ctes
-    # a table macro of sql/macros (``from step_marks()``) reads what its body reads
+    refs = {t for t in TABLE_REF.findall(body)} - ctes - {"query_table"}
+    # a table macro of sql/macros (``from step_marks()``) reads what its body reads, and the
+    # tables its call names (``op_in_force('with_api', ..., 'stg_task_ops', ...)``: query_table)
     for name in refs & set(TABLE_MACROS):
         refs = (refs - {name}) | TABLE_MACROS[name]
+        for args in re.findall(rf"\b{name}\s*\(([^)]*)\)", body):
+            refs |= set(re.findall(r"'([a-z_][a-z0-9_]*)'", args)) - ctes
     return refs
 
 
