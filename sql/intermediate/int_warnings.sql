@@ -52,7 +52,7 @@
 --          finding (device, rule, scope): the same test on its instances' summed share. The
 --          worst instance of a finding (rank 1): the largest share_pct, then the largest value
 --          (an inference's ratio), then scope_key and scope_name. A stored table, read by the advice and
---          advice_instances marts; named to run after the intermediate tables it reads.
+--          advice_instances marts; it runs after the intermediate tables its Sources name.
 -- Columns:
 --   device_id          -     device
 --   rule_id            -     memory_bound, compute_underuse, scalar_heavy, low_main_mem_bw, aicpu_critical_path,

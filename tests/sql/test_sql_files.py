@@ -6,7 +6,8 @@ import re
 
 import pytest
 
-from pipeline.jobs.transforms import run_layer, run_table_layers, sql_files
+from pipeline.errors import TransformFailed
+from pipeline.jobs.transforms import SqlFile, run_layer, run_order, run_table_layers, sql_files
 from pipeline.resources import SQL_DIR
 from pipeline.warehouse.contracts import RAW_TABLES, contracts
 from tests.helpers.empty_raw import empty_raw_tables
@@ -72,12 +73,47 @@ def test_staging_reads_raw_only(f):
 
 
 @pytest.mark.parametrize("f", sql_files("intermediate"), ids=lambda f: f.name)
-def test_intermediate_reads_staging_and_earlier_intermediate_only(f):
-    """Intermediate files run in name order: one may read staging tables and the intermediate
-    tables made before it."""
+def test_intermediate_reads_staging_and_other_intermediate_only(f):
+    """An intermediate file may read staging tables and other intermediate tables (made before
+    it: test_each_layer_runs_every_file_after_the_files_it_reads)."""
     refs = _references(f.text)
-    allowed = set(STAGING) | {name for name in INTERMEDIATE if name < f.name}
+    allowed = set(STAGING) | (set(INTERMEDIATE) - {f.name})
     assert refs and refs <= allowed, f"{f.name} reads {sorted(refs - allowed)}"
+
+
+@pytest.mark.parametrize("layer", ["staging", "intermediate", "marts"])
+def test_each_layer_runs_every_file_after_the_files_it_reads(layer):
+    """The run order (sql_files) puts each file after every file of its layer that its SQL
+    reads, as found in the SQL text, not in the header the runner orders by."""
+    order = [f.name for f in sql_files(layer)]
+    assert sorted(order) == sorted(p.stem for p in (SQL_DIR / layer).glob("*.sql"))
+    for i, f in enumerate(sql_files(layer)):
+        later = set(order[i:])
+        assert not _references(f.text) & later, (
+            f"{layer}/{f.name} runs before {sorted(_references(f.text) & later)}"
+        )
+
+
+def _fake(tmp_path, name: str, sources: str) -> SqlFile:
+    path = tmp_path / f"{name}.sql"
+    path.write_text(f"-- {name}: one row per thing.\n--\n-- Sources: {sources}\n-- Follows: x\n\nselect 1\n")
+    return SqlFile("intermediate", name, path)
+
+
+def test_run_order_follows_the_declared_sources_and_names_a_cycle(tmp_path):
+    """Worked by hand: c reads b, b reads a (named in a continuation of prose), d reads
+    nothing of the layer: a, b, c in that order, d by name among the ready ones; a cycle
+    fails naming its files."""
+    a = _fake(tmp_path, "int_c", "int_b (its rows), stg_x")
+    b = _fake(tmp_path, "int_b", "stg_y, int_a")
+    c = _fake(tmp_path, "int_a", "stg_z")
+    d = _fake(tmp_path, "int_aa", "stg_z")
+    assert [f.name for f in run_order([a, b, c, d])] == ["int_a", "int_aa", "int_b", "int_c"]
+    b2 = tmp_path / "int_b.sql"
+    b2.write_text("-- int_b: x.\n-- Sources: stg_y,\n--          int_c\n-- Follows: x\n")
+    assert b.sources == {"stg_y", "int_c"}
+    with pytest.raises(TransformFailed, match=r"intermediate/int_b\.sql, intermediate/int_c\.sql"):
+        run_order([a, b, c])
 
 
 @pytest.mark.parametrize("f", sql_files("marts"), ids=lambda f: f.name)
@@ -150,6 +186,18 @@ def test_staging_tables_are_stored_unless_their_header_says_no():
 
 def _names(text: str) -> set[str]:
     return set(re.findall(r"[a-z_][a-z0-9_]*", text))
+
+
+@pytest.mark.parametrize("f", ALL_FILES, ids=lambda f: f"{f.layer}/{f.name}")
+def test_sources_name_exactly_the_tables_read(f):
+    """The header's Sources (as the runner reads it to order the files) names every table the
+    SQL reads, and no table it does not read; other words there are prose."""
+    tables = set(RAW_TABLES) | set(STAGING) | set(INTERMEDIATE) | set(MARTS)
+    declared = f.sources & tables
+    refs = _references(f.text)
+    assert declared == refs, (
+        f"Sources: of {f.path.name} omits {sorted(refs - declared)}, names unread {sorted(declared - refs)}"
+    )
 
 
 @pytest.mark.parametrize("f", ALL_FILES, ids=lambda f: f"{f.layer}/{f.name}")
