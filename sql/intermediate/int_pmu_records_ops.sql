@@ -1,7 +1,8 @@
--- int_pmu_records_ops: one row per AI Core task PMU record with the operator in force at its time.
+-- int_pmu_records_ops: one row per AI Core task PMU record with the operator in force at its time;
+-- none for an exported run.
 --
 -- Grain:   (device_id, record_kind, seq)
--- Sources: stg_pmu_records, stg_task_ops, int_op_keys
+-- Sources: stg_pmu_records, stg_task_ops, int_op_keys, stg_export_ops
 -- Stored:  no, a view: read by two marts, one of which needs a single column of it; cheaper
 --          to compute in each than to store its wide rows (pipeline/jobs/transforms.py)
 -- Follows: docs/formats.md#rule-op-name with the descriptions of stg_task_ops, as
@@ -10,6 +11,9 @@
 --          end); a record without a time, or before every description valid from a time of
 --          its own, has none. Generations 2 and 3 take their block dim from that operator
 --          (docs/formats.md#rule-pmu-record-time).
+--          A run holding any exported row (stg_export_ops) is an exported run, whose PMU
+--          values are the exporter's (int_op_executions, the same precedence): its records
+--          are not read (the exported readers write none).
 --          How: op_in_force (sql/macros/task_ops.sql), as int_task_executions: by a hash join
 --          on the key where every description of the task says the same and the first is
 --          valid from the start, else by the ASOF join on valid_from_ns; same rows.
@@ -47,5 +51,11 @@
 --   has_task_ops       -       some description in stg_task_ops names the record's (device, stream, task),
 --                              whether or not one is in force at its time (build_issues counts the others)
 
+with raw_records as (
+    -- an exported run's PMU values are the exporter's (int_op_executions): its records, if it
+    -- had any, are not read, by the precedence of int_op_executions
+    select * from stg_pmu_records where not exists (select 1 from stg_export_ops)
+)
+
 select * exclude (op_model_id, op_type, op_ge_task_type)
-from op_in_force('stg_pmu_records', r.ts_ns, 'stg_task_ops', 'int_op_keys')
+from op_in_force('raw_records', r.ts_ns, 'stg_task_ops', 'int_op_keys')
