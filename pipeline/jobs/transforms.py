@@ -69,19 +69,34 @@ class SqlFile:
         return lines
 
     @property
-    def sources(self) -> set[str]:
-        """The names in the header's ``Sources:`` lines (with its continuation lines): the
-        tables the file reads, among words of prose that name no table."""
+    def summary(self) -> str:
+        """What one row is: the header's first paragraph without the leading ``<name>: ``."""
+        lines = []
+        for line in self.header():
+            if not line.strip():
+                break
+            lines.append(line.strip())
+        return " ".join(lines).removeprefix(f"{self.name}:").strip()
+
+    def section(self, label: str) -> str:
+        """The text of the header's ``<label>:`` line and its indented continuation lines,
+        one space between them."""
         text, on = [], False
         for line in self.header():
-            if line.startswith("Sources:"):
+            if line.startswith(f"{label}:"):
                 on = True
-                text.append(line.removeprefix("Sources:"))
+                text.append(line.removeprefix(f"{label}:"))
             elif on and line.startswith(" "):
                 text.append(line)
             elif on:
                 break
-        return set(re.findall(r"[a-z_][a-z0-9_]*", " ".join(text)))
+        return " ".join(" ".join(text).split())
+
+    @property
+    def sources(self) -> set[str]:
+        """The names in the header's ``Sources:`` (with its continuation lines): the tables
+        the file reads, among words of prose that name no table."""
+        return set(re.findall(r"[a-z_][a-z0-9_]*", self.section("Sources")))
 
     @property
     def stored(self) -> bool:

@@ -8,7 +8,7 @@ import pytest
 
 from pipeline.errors import TransformFailed
 from pipeline.jobs.transforms import SqlFile, run_layer, run_order, run_table_layers, sql_files
-from pipeline.resources import SQL_DIR
+from pipeline.resources import ROOT, SQL_DIR
 from pipeline.warehouse.contracts import RAW_TABLES, contracts
 from tests.helpers.empty_raw import empty_raw_tables
 
@@ -202,8 +202,8 @@ def test_sources_name_exactly_the_tables_read(f):
 
 @pytest.mark.parametrize("f", ALL_FILES, ids=lambda f: f"{f.layer}/{f.name}")
 def test_sources_name_every_table_read(f):
-    """The header's Sources line and the contract's sources (docs/tables.md) name every table
-    the SQL reads."""
+    """The header's Sources line and the sources docs/tables.md shows for a mart (taken from
+    that header: its contract has none) name every table the SQL reads."""
     header = "\n".join(f.header())
     m = re.search(r"Sources:(.*?)(?:\n\s*[A-Z][a-z]+:|\Z)", header, re.S)
     refs = _references(f.text)
@@ -212,6 +212,31 @@ def test_sources_name_every_table_read(f):
     )
     c = contracts(f.layer).get(f.name)
     if c is not None:
-        assert refs <= _names(c.sources), (
-            f"{f.layer}/{f.name}.toml sources omit {sorted(refs - _names(c.sources))}"
+        assert not c.sources, f"{f.layer}/{f.name}.toml has sources: the SQL header holds them"
+        section = f"### {f.name}\n"
+        doc = (ROOT / "docs" / "tables.md").read_text(encoding="utf-8")
+        shown = doc[doc.index(section) :].split("\n- Sources: ", 1)[1].split("\n", 1)[0]
+        assert refs <= _names(shown), (
+            f"docs/tables.md sources of {f.name} omit {sorted(refs - _names(shown))}"
         )
+
+
+def _grain_names(text: str) -> list[str]:
+    return [n.strip() for n in text.split(",") if n.strip()]
+
+
+@pytest.mark.parametrize("f", sql_files("marts"), ids=lambda f: f.name)
+def test_mart_header_grain_matches_the_contract(f):
+    """The header's Grain: (for the reader) and the contract's grain (which the build audits)
+    name the same columns, and the columns the header says NULL is a value of are the
+    contract's grain_nullable."""
+    c = contracts("marts")[f.name]
+    grain = f.section("Grain")
+    m = re.match(r"\(([^)]*)\)", grain)
+    assert m, f"Grain: of {f.name} does not start with its columns in parentheses"
+    assert _grain_names(m.group(1)) == _grain_names(c.grain)
+    said = re.search(r";\s*([a-z_, ]+?(?: and [a-z_]+)?) NULL (?:is a value|are values)", grain)
+    nullable = set(re.findall(r"[a-z_]+", said.group(1))) - {"and"} if said else set()
+    assert nullable == set(c.grain_nullable_columns), (
+        f"{f.name}: header {nullable}, contract {c.grain_nullable}"
+    )
