@@ -51,7 +51,8 @@
 --   has_task_ops       -       some description in stg_task_ops names the record's (device, stream, task),
 --                              whether or not one is in force at its time (build_issues counts the others)
 
-with raw_records as (
+with raw_records as not materialized (
+    -- a filter read by both of op_in_force's branches: inlined rather than stored first
     -- an exported run's PMU values are the exporter's (int_op_executions): its records, if it
     -- had any, are not read, by the precedence of int_op_executions
     select * from stg_pmu_records where not exists (select 1 from stg_export_ops)

@@ -76,8 +76,8 @@
 
 with named as (
     -- raw runs: the PMU records with their operator (int_pmu_records_ops; none for an exported
-    -- run), in record time order
-    select *
+    -- run), in record time order; has_task_ops is build_issues', not sorted here
+    select * exclude (has_task_ops)
     from int_pmu_records_ops
     order by device_id, ts_ns, seq
 ),
