@@ -1,4 +1,4 @@
-"""Two source trees of profetl, the same dumps: are every mart table and the trace the same?
+"""Two source trees of profetl, the same dumps: are every raw and mart table and the trace the same?
 
     python bench/compare_builds.py OLD_SRC NEW_SRC --out DIR [DUMP ...]
 
@@ -6,8 +6,9 @@ Makes the standard synthetic dumps (the sample run, hiprof with 2 devices and lo
 prof of ascend910a, ascend310p and ascend910b with 2 devices each) plus any DUMP given, and
 runs ``profetl run`` and ``profetl timeline`` on each with each tree's code (``python -m
 pipeline.cli`` with PYTHONPATH set to the tree) into a warehouse of its own. Then every mart
-table of the two warehouses is compared with EXCEPT ALL in both directions (so duplicate rows
-count), and the two traces byte for byte. For a change that must not alter any output (a
+and raw table of the two warehouses is compared with EXCEPT ALL in both directions (so duplicate
+rows count), and the two traces byte for byte. Dumps of the same folder name (``rank0_ascend_pt``
+under several parents) are told apart by their parents' names. For a change that must not alter any output (a
 refactoring of the SQL): exit status 1 and the differing tables listed when anything differs.
 """
 
@@ -49,7 +50,12 @@ def _dumps(out: Path, extra: list[Path]) -> dict[str, Path]:
                 sys.exit(f"synth {name}: {r.stderr}")
         dumps[name] = d
     for p in extra:
-        dumps[p.name] = p
+        name, parents = p.name, p.resolve().parents
+        for parent in parents:  # the parents' names until the name is unique
+            if name not in dumps:
+                break
+            name = f"{parent.name}-{name}"
+        dumps[name] = p
     return dumps
 
 
@@ -62,31 +68,35 @@ def _build(src: Path, dump: Path, wh: Path, trace: Path) -> None:
         sys.exit(f"{src}: timeline of {dump} failed ({r.returncode}): {r.stderr.strip()}")
 
 
-def _marts(wh: Path) -> set[str]:
+def _marts(wh: Path, layer: str = "marts") -> set[str]:
     # (a folder starting with "_", the parts' commit records, is no table)
-    marts = wh / "marts"
-    return (
-        {p.name for p in marts.iterdir() if p.is_dir() and not p.name.startswith("_")}
-        if marts.exists()
-        else set()
-    )
+    d = wh / layer
+    return {p.name for p in d.iterdir() if p.is_dir() and not p.name.startswith("_")} if d.exists() else set()
 
 
 def compare(old_wh: Path, new_wh: Path) -> list[str]:
-    """The differences between the marts of two warehouses of one run, one line each."""
+    """The differences between the marts and raw tables of two warehouses of one run, one
+    line each."""
     out = []
     con = duckdb.connect()
-    tables = _marts(old_wh) | _marts(new_wh)
+    for layer in ("marts", "raw"):
+        out += _compare_layer(con, old_wh, new_wh, layer)
+    return out
+
+
+def _compare_layer(con: duckdb.DuckDBPyConnection, old_wh: Path, new_wh: Path, layer: str) -> list[str]:
+    out = []
+    tables = _marts(old_wh, layer) | _marts(new_wh, layer)
     for t in sorted(tables):
-        if t not in _marts(old_wh) or t not in _marts(new_wh):
-            out.append(f"{t}: only in {'new' if t not in _marts(old_wh) else 'old'}")
+        if t not in _marts(old_wh, layer) or t not in _marts(new_wh, layer):
+            out.append(f"{layer}/{t}: only in {'new' if t not in _marts(old_wh, layer) else 'old'}")
             continue
-        old = f"read_parquet('{old_wh}/marts/{t}/**/*.parquet', hive_partitioning = false)"
-        new = f"read_parquet('{new_wh}/marts/{t}/**/*.parquet', hive_partitioning = false)"
+        old = f"read_parquet('{old_wh}/{layer}/{t}/**/*.parquet', hive_partitioning = false)"
+        new = f"read_parquet('{new_wh}/{layer}/{t}/**/*.parquet', hive_partitioning = false)"
         if [c[:2] for c in con.sql(f"describe select * from {old}").fetchall()] != [
             c[:2] for c in con.sql(f"describe select * from {new}").fetchall()
         ]:
-            out.append(f"{t}: columns differ")
+            out.append(f"{layer}/{t}: columns differ")
             continue
         gone = con.sql(
             f"select count(*) from (select * from {old} except all select * from {new})"
@@ -96,7 +106,7 @@ def compare(old_wh: Path, new_wh: Path) -> list[str]:
         ).fetchall()[0][0]
         rows = con.sql(f"select count(*) from {old}").fetchall()[0][0]
         if gone or added:
-            out.append(f"{t}: {gone} of {rows} old rows not in new, {added} new rows not in old")
+            out.append(f"{layer}/{t}: {gone} of {rows} old rows not in new, {added} new rows not in old")
     return out
 
 
@@ -119,11 +129,12 @@ def main() -> int:
             result[side] = (wh, trace)
         diffs = compare(result["old"][0], result["new"][0])
         tables = len(_marts(result["old"][0]))
+        raw = len(_marts(result["old"][0], "raw"))
         if result["old"][1].read_bytes() != result["new"][1].read_bytes():
             diffs.append("timeline JSON differs")
         bad += bool(diffs)
         print(
-            f"{name}: {tables} mart tables, "
+            f"{name}: {tables} mart and {raw} raw tables, "
             + ("identical, timeline identical" if not diffs else "DIFFERENT")
         )
         for d in diffs:

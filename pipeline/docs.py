@@ -134,6 +134,15 @@ def _filled_by(name: str, gens: dict) -> str:
     return ", ".join(nums) if nums else "none yet"
 
 
+def _about(c: Contract) -> tuple[str, str]:
+    """A table's description and sources: a raw table's contract holds them, a mart's SQL
+    header (the one source of both; its contract has neither)."""
+    if c.layer != "marts":
+        return c.description, c.sources
+    f = next(f for f in sql_files("marts") if f.name == c.name)
+    return f.summary[:1].upper() + f.summary[1:], f.section("Sources")
+
+
 def tables_markdown() -> str:
     gens = generations()
     lines = [
@@ -157,19 +166,20 @@ def tables_markdown() -> str:
     for layer, _ in layers:
         for name, c in contracts(layer).items():
             lines.append(
-                f"| [`{name}`](#{name}) | {layer} | {_cell(c.description)} | {_filled_by(name, gens)} |"
+                f"| [`{name}`](#{name}) | {layer} | {_cell(_about(c)[0])} | {_filled_by(name, gens)} |"
             )
     lines.append("")
     for layer, title in layers:
         lines += [f"## {title}", ""]
         for name, c in contracts(layer).items():
-            lines += [f"### {name}", "", _cell(c.description), ""]
+            description, sources = _about(c)
+            lines += [f"### {name}", "", _cell(description), ""]
             grain = c.grain
             if c.grain_nullable:
                 grain += f" (NULL is a value of {c.grain_nullable}; the other columns are never NULL)"
             lines.append(f"- Grain: {_cell(grain)}")
-            if c.sources:
-                lines.append(f"- Sources: {_cell(c.sources)}")
+            if sources:
+                lines.append(f"- Sources: {_cell(sources)}")
             lines.append(f"- Filled by layout generations: {_filled_by(name, gens)}")
             lines.append(
                 f"- Contract: `schemas/{layer}/{name}.toml`"

@@ -66,6 +66,11 @@ class WarehouseLocked(PipelineError):
     exit_code = ExitCode.LOCKED
 
 
+class ContractInvalid(PipelineError):
+    """A contract file (schemas/<layer>/<table>.toml) that cannot be read as one: not TOML, a
+    key missing or of the wrong kind, or a key that no code reads."""
+
+
 class TransformFailed(PipelineError):
     """A SQL transform failed or produced a table that breaks its contract."""
 

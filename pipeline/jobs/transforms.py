@@ -4,9 +4,14 @@ Each file under ``sql/staging``, ``sql/intermediate`` and ``sql/marts`` holds on
 whose result is the table named after the file. The runner, not the file, creates the
 table, so a file only defines what its table holds. The layers run in that order (dbt's
 staging -> intermediate -> marts): staging files read raw tables only; intermediate files
-read staging tables (and the intermediate files before them in name order) and hold each rule that joins staging tables which several marts
+read staging tables (and other intermediate tables) and hold each rule that joins staging tables which several marts
 (and the timeline) need, e.g. what ran a task execution, once; mart files read staging and
 intermediate tables (tests/sql/test_sql_files.py checks all three).
+
+Within a layer the files run in an order where each comes after the files of its layer that
+its header's ``Sources:`` names (a topological order, by name where nothing decides):
+the header declares what a file reads, and tests/sql/test_sql_files.py checks that it names
+exactly the tables the SQL reads.
 
 A staging or intermediate table is stored (a temporary table of the build's DuckDB, in its
 buffer pool and spilled under the memory limit; for a run too big for that, a table of the
@@ -64,6 +69,36 @@ class SqlFile:
         return lines
 
     @property
+    def summary(self) -> str:
+        """What one row is: the header's first paragraph without the leading ``<name>: ``."""
+        lines = []
+        for line in self.header():
+            if not line.strip():
+                break
+            lines.append(line.strip())
+        return " ".join(lines).removeprefix(f"{self.name}:").strip()
+
+    def section(self, label: str) -> str:
+        """The text of the header's ``<label>:`` line and its indented continuation lines,
+        one space between them."""
+        text, on = [], False
+        for line in self.header():
+            if line.startswith(f"{label}:"):
+                on = True
+                text.append(line.removeprefix(f"{label}:"))
+            elif on and line.startswith(" "):
+                text.append(line)
+            elif on:
+                break
+        return " ".join(" ".join(text).split())
+
+    @property
+    def sources(self) -> set[str]:
+        """The names in the header's ``Sources:`` (with its continuation lines): the tables
+        the file reads, among words of prose that name no table."""
+        return set(re.findall(r"[a-z_][a-z0-9_]*", self.section("Sources")))
+
+    @property
     def stored(self) -> bool:
         """False when the header has a line ``Stored: no ...`` (the table is then a view)."""
         return not any(re.match(r"^Stored:\s+no\b", line) for line in self.header())
@@ -90,7 +125,28 @@ class SqlFile:
 
 
 def sql_files(layer: str) -> list[SqlFile]:
-    return [SqlFile(layer, p.stem, p) for p in sorted(folder(SQL_DIR, layer).glob("*.sql"))]
+    """The files of a layer in the order they run (run_order)."""
+    return run_order([SqlFile(layer, p.stem, p) for p in sorted(folder(SQL_DIR, layer).glob("*.sql"))])
+
+
+def run_order(files: list[SqlFile]) -> list[SqlFile]:
+    """The files in an order where each follows those of the list its ``Sources:`` names;
+    among the files ready to run, the first by name. A cycle is a TransformFailed naming its
+    files."""
+    by_name = {f.name: f for f in files}
+    needs = {f.name: (f.sources & by_name.keys()) - {f.name} for f in files}
+    out: list[SqlFile] = []
+    while needs:
+        ready = sorted(n for n, deps in needs.items() if not deps)
+        if not ready:
+            cycle = ", ".join(f"{by_name[n].layer}/{n}.sql" for n in sorted(needs))
+            raise TransformFailed(f"the Sources: of {cycle} read each other in a cycle")
+        name = ready[0]
+        out.append(by_name[name])
+        del needs[name]
+        for deps in needs.values():
+            deps.discard(name)
+    return out
 
 
 def load_macros(con: duckdb.DuckDBPyConnection) -> None:

@@ -1,8 +1,17 @@
 """Table contracts: ``schemas/<layer>/<table>.toml`` read into Arrow schemas.
 
-A contract names a table's grain, its sources and every column with its type, unit
-and meaning. Readers write raw tables through these schemas, the build checks every
-mart against its contract, and the docs are generated from the same files.
+A raw table's contract says all there is of it: what one row is (``description``), its
+grain, where its rows come from (``sources``) and every column with its type, unit and
+meaning. A mart's contract says only what the header of its SQL file (sql/marts/<mart>.sql,
+the one source of its description, sources and column meanings) cannot: the grain as the
+build audits it, and each column's type, unit and spreadsheet header (``display``); the
+docs take the rest from the header, and tests/sql/test_sql_files.py checks that the two
+name the same columns, units and grain. Readers write raw tables through these schemas, the
+build checks every mart against its contract.
+
+Each file is read through a pydantic model that forbids keys it does not know, so a key
+misspelt, or one that nothing reads, fails loudly (ContractInvalid) instead of being
+ignored.
 """
 
 from __future__ import annotations
@@ -12,8 +21,11 @@ import tomllib
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
-from pipeline.errors import UnknownTable
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from pipeline.errors import ContractInvalid, UnknownTable
 from pipeline.lazy import lazy
 from pipeline.resources import SCHEMAS_DIR, folder
 
@@ -52,7 +64,7 @@ _SQL_TYPES: dict[str, str] = {
 class Column:
     name: str
     type: str
-    description: str
+    description: str  # a raw column's; "" for a mart's (its SQL header's Columns:)
     unit: str = ""
     display: str = ""  # spreadsheet header (marts); the column name where empty
 
@@ -70,9 +82,9 @@ class Column:
 class Contract:
     name: str
     layer: str
-    description: str
+    description: str  # a raw table's; "" for a mart (its SQL header's first line says it)
     grain: str
-    sources: str
+    sources: str  # a raw table's; "" for a mart (its SQL header's Sources:)
     columns: tuple[Column, ...]
     # grain columns in which NULL is a value ("none"): their rows are still unique with the
     # NULL as one more value, where every other grain column must not be NULL
@@ -97,26 +109,94 @@ class Contract:
         return [c.name for c in self.columns]
 
 
+ColumnType = Literal[tuple(_SQL_TYPES)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RawColumnFile(_Strict):
+    """A column of a raw table's contract."""
+
+    name: str
+    type: ColumnType
+    description: str = ""
+    unit: str = ""
+
+
+class MartColumnFile(_Strict):
+    """A column of a mart's contract: its meaning is in the SQL header."""
+
+    name: str
+    type: ColumnType
+    unit: str = ""
+    display: str = ""
+
+
+class RawContractFile(_Strict):
+    """``schemas/raw/<table>.toml``."""
+
+    name: str
+    layer: Literal["raw"]
+    description: str
+    grain: str
+    sources: str = ""
+    columns: list[RawColumnFile]
+
+
+class MartContractFile(_Strict):
+    """``schemas/marts/<mart>.toml``: description and sources are the SQL header's."""
+
+    name: str
+    layer: Literal["marts"]
+    grain: str
+    grain_nullable: str = ""
+    columns: list[MartColumnFile]
+
+
+_MODELS: dict[str, type[RawContractFile] | type[MartContractFile]] = {
+    "raw": RawContractFile,
+    "marts": MartContractFile,
+}
+
+
 def _load(path: Path) -> Contract:
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
+    """The contract in ``path``; ContractInvalid naming the file and each key that is
+    unknown, missing or of the wrong kind."""
+    where = f"schemas/{path.parent.name}/{path.name}"
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ContractInvalid(f"{where}: not TOML: {e}") from None
+    model = _MODELS.get(path.parent.name)
+    if model is None:
+        raise ContractInvalid(f"{where}: no contracts in a folder {path.parent.name!r}")
+    try:
+        f = model.model_validate(data)
+    except ValidationError as e:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or '(file)'}: {err['msg']}" for err in e.errors()
+        )
+        raise ContractInvalid(f"{where}: {problems}") from None
     cols = tuple(
         Column(
-            name=c["name"],
-            type=c["type"],
-            description=c.get("description", ""),
-            unit=c.get("unit", ""),
-            display=c.get("display", ""),
+            name=c.name,
+            type=c.type,
+            description=getattr(c, "description", ""),
+            unit=c.unit,
+            display=getattr(c, "display", ""),
         )
-        for c in data["columns"]
+        for c in f.columns
     )
     return Contract(
-        name=data["name"],
-        layer=data["layer"],
-        description=data["description"],
-        grain=data["grain"],
-        sources=data.get("sources", ""),
+        name=f.name,
+        layer=f.layer,
+        description=getattr(f, "description", ""),
+        grain=f.grain,
+        sources=getattr(f, "sources", ""),
         columns=cols,
-        grain_nullable=data.get("grain_nullable", ""),
+        grain_nullable=getattr(f, "grain_nullable", ""),
     )
 
 

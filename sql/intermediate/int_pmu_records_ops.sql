@@ -1,7 +1,8 @@
--- int_pmu_records_ops: one row per AI Core task PMU record with the operator in force at its time.
+-- int_pmu_records_ops: one row per AI Core task PMU record with the operator in force at its time;
+-- none for an exported run.
 --
 -- Grain:   (device_id, record_kind, seq)
--- Sources: stg_pmu_records, stg_task_ops, int_op_keys
+-- Sources: stg_pmu_records, stg_task_ops, int_op_keys, stg_export_ops
 -- Stored:  no, a view: read by two marts, one of which needs a single column of it; cheaper
 --          to compute in each than to store its wide rows (pipeline/jobs/transforms.py)
 -- Follows: docs/formats.md#rule-op-name with the descriptions of stg_task_ops, as
@@ -10,9 +11,12 @@
 --          end); a record without a time, or before every description valid from a time of
 --          its own, has none. Generations 2 and 3 take their block dim from that operator
 --          (docs/formats.md#rule-pmu-record-time).
---          How: by a hash join on the key where every description of the task says the same
---          and the first is valid from the start, else by the ASOF join on valid_from_ns; same
---          rows (pipeline/jobs/transforms.py).
+--          A run holding any exported row (stg_export_ops) is an exported run, whose PMU
+--          values are the exporter's (int_op_executions, the same precedence): its records
+--          are not read (the exported readers write none).
+--          How: op_in_force (sql/macros/task_ops.sql), as int_task_executions: by a hash join
+--          on the key where every description of the task says the same and the first is
+--          valid from the start, else by the ASOF join on valid_from_ns; same rows.
 -- Columns:
 --   device_id          -       device
 --   seq                -       record index within the aicore stream
@@ -44,31 +48,15 @@
 --   chip               -       chip of the device (devices.chip)
 --   op_name            -       operator name; NULL when no description is in force
 --   op_block_dim       blocks  block dim of that operator
+--   has_task_ops       -       some description in stg_task_ops names the record's (device, stream, task),
+--                              whether or not one is in force at its time (build_issues counts the others)
 
-with multi_keys as (
-    select device_id, stream_id, task_id from int_op_keys where not is_single
+with raw_records as not materialized (
+    -- a filter read by both of op_in_force's branches: inlined rather than stored first
+    -- an exported run's PMU values are the exporter's (int_op_executions): its records, if it
+    -- had any, are not read, by the precedence of int_op_executions
+    select * from stg_pmu_records where not exists (select 1 from stg_export_ops)
 )
 
-select
-    pmu.*,
-    -- a record without a time has no description in force (as in the ASOF join)
-    case when pmu.ts_ns is not null then ok.op_name end as op_name,
-    case when pmu.ts_ns is not null then ok.block_dim end as op_block_dim
-from (select * from stg_pmu_records anti join multi_keys using (device_id, stream_id, task_id)) as pmu
-left join int_op_keys as ok
-    on pmu.device_id = ok.device_id
-    and pmu.stream_id = ok.stream_id
-    and pmu.task_id = ok.task_id
-union all
-select
-    pmu.*,
-    ops.op_name,
-    ops.block_dim as op_block_dim
-from (select * from stg_pmu_records semi join multi_keys using (device_id, stream_id, task_id)) as pmu
-asof left join (
-    select * from stg_task_ops semi join multi_keys using (device_id, stream_id, task_id)
-) as ops
-    on pmu.device_id = ops.device_id
-    and pmu.stream_id = ops.stream_id
-    and pmu.task_id = ops.task_id
-    and pmu.ts_ns >= ops.valid_from_ns
+select * exclude (op_model_id, op_type, op_ge_task_type)
+from op_in_force('raw_records', r.ts_ns, 'stg_task_ops', 'int_op_keys')

@@ -29,7 +29,8 @@
 --          How: a (device, stream, task) whose launches all name one API (descriptions one op
 --          and the first valid from the start; the common case) takes it by a hash join on the
 --          key; only the other tasks' instances and launches (descriptions) go through an ASOF
---          join; same rows (pipeline/jobs/transforms.py).
+--          join; same rows (pipeline/jobs/transforms.py). The operator: op_in_force
+--          (sql/macros/task_ops.sql), as int_pmu_records_ops.
 -- Columns:
 --   device_id       -       device
 --   record_kind     -       time_line, ts_memcpy or task_run (stg_task_instances)
@@ -138,34 +139,9 @@ with_api as (
         and i.start_ns >= l.start_ns
 ),
 
-multi_op_keys as (
-    select device_id, stream_id, task_id from int_op_keys where not is_single
-),
-
 with_op as (
-    select
-        e.*,
-        -- an instance without a start has no description in force (as in the ASOF join)
-        case when e.start_ns is not null then {'model_id': ok.model_id, 'op_name': ok.op_name, 'op_type': ok.op_type,
-            'ge_task_type': ok.ge_task_type, 'block_dim': ok.block_dim} end as op
-    from (select * from with_api anti join multi_op_keys using (device_id, stream_id, task_id)) as e
-    left join int_op_keys as ok
-        on e.device_id = ok.device_id
-        and e.stream_id = ok.stream_id
-        and e.task_id = ok.task_id
-    union all
-    select
-        e.*,
-        {'model_id': ops.model_id, 'op_name': ops.op_name, 'op_type': ops.op_type,
-         'ge_task_type': ops.ge_task_type, 'block_dim': ops.block_dim} as op
-    from (select * from with_api semi join multi_op_keys using (device_id, stream_id, task_id)) as e
-    asof left join (
-        select * from stg_task_ops semi join multi_op_keys using (device_id, stream_id, task_id)
-    ) as ops
-        on e.device_id = ops.device_id
-        and e.stream_id = ops.stream_id
-        and e.task_id = ops.task_id
-        and e.start_ns >= ops.valid_from_ns
+    -- the operator in force at start_ns (sql/macros/task_ops.sql)
+    select * from op_in_force('with_api', r.start_ns, 'stg_task_ops', 'int_op_keys')
 )
 
 select
@@ -189,9 +165,9 @@ select
     call_tid,
     call_start_ns,
     call_end_ns,
-    op.model_id,
-    op.op_name,
-    op.op_type,
-    op.ge_task_type,
-    op.block_dim
+    op_model_id as model_id,
+    op_name,
+    op_type,
+    op_ge_task_type as ge_task_type,
+    op_block_dim as block_dim
 from with_op

@@ -3,7 +3,7 @@
 -- belongs to (one per device, rule and scope kind) and its rank there.
 --
 -- Grain:   (device_id, rule_id, scope, scope_name)
--- Sources: int_pmu_records_ops, int_task_executions, stg_export_ops, stg_model_phases,
+-- Sources: int_pmu_records_ops, int_op_executions, int_task_executions, stg_model_phases,
 --          stg_api_calls
 -- Follows: the original tool's guide ("Suggestions for Effective Profiling Results": pipe
 --          ratios, memory_bound >= 1 is a memory bottleneck, main-memory bandwidth) and
@@ -15,7 +15,8 @@
 --          sum(pipe cycles) / sum(total cycles) (exported runs: their ratios weighted by
 --          total_cycles), memory_bound = mte2_ratio / max(mac_ratio, vec_ratio) of those, and
 --          main-memory bandwidth (read + write, sql/macros/pmu.sql) is weighted by the seconds
---          of its denominator. A PMU record's op is int_pmu_records_ops', a task instance's
+--          of its denominator. A PMU record's op is int_pmu_records_ops', an exported execution's
+--          int_op_executions' (which decides whether a run is exported), a task instance's
 --          int_task_executions' (docs/formats.md#rule-op-name);
 --          without one the finding's scope is the task ("stream S task T"). share_pct is the op's share of its device's
 --          PMU cycles (PMU rules) or task running time (task rules); a finding under
@@ -37,7 +38,8 @@
 --                                waiting, or its pending before RUNNING (pending - running as
 --                                msprof's pending spans both), summed over complete instances,
 --                                >= queue_ratio_min (default 1.0) times its running time;
---                                waiting per instance as task_scheduler's (docs/formats.md#rule-task-states)
+--                                waiting per instance as task_scheduler's (task_waiting_ns,
+--                                sql/macros/task_states.sql; docs/formats.md#rule-task-scheduler)
 --            launch_bound        inference (window: its GE / model phases, input start to
 --                                output end, stg_model_phases) with at least launch_min_tasks
 --                                (default 8) complete tasks starting in it, their median
@@ -51,7 +53,7 @@
 --          finding (device, rule, scope): the same test on its instances' summed share. The
 --          worst instance of a finding (rank 1): the largest share_pct, then the largest value
 --          (an inference's ratio), then scope_key and scope_name. A stored table, read by the advice and
---          advice_instances marts; named to run after the intermediate tables it reads.
+--          advice_instances marts; it runs after the intermediate tables its Sources name.
 -- Columns:
 --   device_id          -     device
 --   rule_id            -     memory_bound, compute_underuse, scalar_heavy, low_main_mem_bw, aicpu_critical_path,
@@ -96,8 +98,7 @@ pmu_raw as not materialized (
             total_cycles::double / nullif(time_freq_mhz, 0) / nullif(block_dim, 0)
                 * ceil(block_dim / nullif(ai_core_num, 0)::double)
         ) as bw_seconds
-    from int_pmu_records_ops
-    where not exists (select 1 from stg_export_ops)
+    from int_pmu_records_ops  -- none for an exported run
 ),
 
 pmu_named as (
@@ -129,8 +130,8 @@ pmu_named as (
         mte2_ratio,
         main_mem_read_bw_gbps + main_mem_write_bw_gbps as main_bw_gbps,
         aicore_time_us / 1e6 as bw_seconds
-    from stg_export_ops
-    where has_run and has_metrics
+    from int_op_executions
+    where has_metrics
 ),
 
 op_pmu as (
@@ -203,11 +204,7 @@ instances as not materialized (
         start_ns,
         complete_ns,
         coalesce(complete_ns - running_ns, 0) as run_ns,
-        case
-            when waiting_ns is null then 0
-            when running_ns is null or running_ns < waiting_ns then complete_ns - waiting_ns
-            else running_ns - waiting_ns
-        end as wait_ns,
+        task_waiting_ns(waiting_ns, running_ns, complete_ns) as wait_ns,
         case
             when pending_ns is null then 0
             when running_ns is null or running_ns < pending_ns then complete_ns - pending_ns

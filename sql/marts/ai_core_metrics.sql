@@ -1,7 +1,7 @@
 -- ai_core_metrics: one row per AI Core task PMU record: time, pipeline ratios, memory bandwidth.
 --
 -- Grain:   (run_id, device_id, seq) - one PMU record of one task instance (seq is its record index)
--- Sources: int_pmu_records_ops; exported runs: stg_export_ops
+-- Sources: int_pmu_records_ops; exported runs: int_op_executions
 -- Follows: the per-task formulas of msprof (docs/formats.md#rule-ratios,
 --          #rule-bandwidth, #rule-aicore-time, #rule-memory-bound), with the event ids of the run's sample.json:
 --            aicore_time = total_cycles / f_aic / block_dim * ceil(block_dim / ai_core_num)
@@ -35,8 +35,9 @@
 --          in force at the task's end on STARS chips, info.json's aic_frequency elsewhere,
 --          while the later chips' bandwidths always use info.json's (msprof's C++ path).
 --          Exported runs (generation 4) carry no counters: their rows are the exporter's own
---          values (stg_export_ops: the aic_ or aiv_ side by the core the task ran on),
---          one row per execution with PMU values, ts_ns its end, block_dim its operator's.
+--          values (int_op_executions from stg_export_ops: the aic_ or aiv_ side by the core the
+--          task ran on), one row per execution with PMU values, ts_ns its end, block_dim its
+--          operator's; a run is exported or raw as int_op_executions decides.
 --          The op of a record is the one in force at its time (int_pmu_records_ops); a record
 --          without a time has none.
 -- Columns:
@@ -74,10 +75,10 @@
 --                                  runs), the execution's row in its source (exported runs)
 
 with named as (
-    -- raw runs: the PMU records with their operator (int_pmu_records_ops), in record time order
-    select *
+    -- raw runs: the PMU records with their operator (int_pmu_records_ops; none for an exported
+    -- run), in record time order; has_task_ops is build_issues', not sorted here
+    select * exclude (has_task_ops)
     from int_pmu_records_ops
-    where not exists (select 1 from stg_export_ops)
     order by device_id, ts_ns, seq
 ),
 
@@ -166,8 +167,8 @@ from_exports as (
         m.main_mem_read_bw_gbps,
         m.main_mem_write_bw_gbps,
         m.seq
-    from stg_export_ops as m
-    where m.has_run and m.has_metrics
+    from int_op_executions as m
+    where m.has_metrics
     order by m.device_id, m.end_ns, m.seq
 )
 

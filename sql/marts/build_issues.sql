@@ -1,12 +1,14 @@
 -- build_issues: one row per (device, check) that found something while building the reports.
 --
 -- Grain:   (run_id, device_id, kind)
--- Sources: stg_task_instances, stg_pmu_records, stg_task_ops, int_pmu_records_ops,
---          stg_export_ops, stg_step_marks, stg_all_reduces
+-- Sources: stg_task_instances, stg_pmu_records, int_pmu_records_ops, stg_export_ops,
+--          stg_step_marks, stg_all_reduces
 -- Follows: nothing in msprof, which drops these silently (docs/formats.md#rule-silent-drops);
 --          they are counted so that no loss goes unreported.
---          pmu_without_block_dim takes the record's op from int_pmu_records_ops, as
---          ai_core_metrics does.
+--          pmu_without_op and pmu_without_block_dim take the record's op from
+--          int_pmu_records_ops, as ai_core_metrics does: a record whose (stream, task) no
+--          description names (has_task_ops false), and one whose block dim (its own, else its
+--          op's) is 0 or unknown.
 --          open_last_iteration counts models (one open iteration each) whose step trace ends
 --          inside an iteration, as msprof drops it from its step trace.
 -- Columns:
@@ -24,21 +26,22 @@ with dropped as (
     group by device_id
 ),
 
+pmu_ops as (
+    -- one pass over the records with their ops (a view) for both counts
+    select
+        device_id,
+        count(*) filter (where not has_task_ops) as unnamed,
+        count(*) filter (where coalesce(block_dim, op_block_dim, 0) = 0) as no_blocks
+    from int_pmu_records_ops
+    group by device_id
+),
+
 pmu_unnamed as (
-    select pmu.device_id, count(*) as n
-    from stg_pmu_records as pmu
-    anti join stg_task_ops as ops
-        on pmu.device_id = ops.device_id
-        and pmu.stream_id = ops.stream_id
-        and pmu.task_id = ops.task_id
-    group by pmu.device_id
+    select device_id, unnamed as n from pmu_ops where unnamed > 0
 ),
 
 pmu_no_blocks as (
-    select device_id, count(*) as n
-    from int_pmu_records_ops
-    where coalesce(block_dim, op_block_dim, 0) = 0
-    group by device_id
+    select device_id, no_blocks as n from pmu_ops where no_blocks > 0
 ),
 
 runs_untimed as (

@@ -1,7 +1,7 @@
 -- op_statistic: one row per (device, op type, core type) with executions and time.
 --
 -- Grain:   (run_id, device_id, op_type, core_type); core_type NULL is a value
--- Sources: stg_export_ops (exported runs); int_task_executions (raw runs)
+-- Sources: int_op_executions (exported executions, else raw ones)
 -- Follows: msprof op_statistic (docs/formats.md#rule-op-statistic):
 --          executions of operators with a type, grouped by (op type, core type); Ratio =
 --          the group's total time / the device's total * 100. Choices: times in integer ns and
@@ -12,7 +12,7 @@
 --          type (stg_task_ops) and is counted, as msprof counts it; Ratio includes it.
 --          Core type: the exported accelerator core (AI_CORE, AI_VECTOR_CORE, MIX_AIC, ...),
 --          else the task type.
---          The op of a raw execution is the one int_task_executions gives it.
+--          The executions and their ops are int_op_executions' (exported, else raw).
 -- Columns:
 --   device_id  -      device
 --   op_type    -      operator type
@@ -24,28 +24,11 @@
 --   max_ns     ns     longest execution
 --   ratio_pct  %      total_ns / the device's total of all op types * 100
 
-with exported as (
+with executions as (
+    -- the run's executions, exported or raw (int_op_executions), of operators with a type
     select device_id, op_type, coalesce(accelerator_core, task_type) as core_type, dur_ns
-    from stg_export_ops
-    where has_run and op_type is not null
-),
-
-from_raw as (
-    -- raw runs: each complete execution with its operator (int_task_executions); those without
-    -- an op type are left out below
-    select
-        device_id,
-        op_type,
-        coalesce(ge_task_type, task_type_name) as core_type,
-        complete_ns - coalesce(running_ns, complete_ns) as dur_ns
-    from int_task_executions
-    where is_complete and not exists (select 1 from stg_export_ops)
-),
-
-executions as (
-    select * from exported
-    union all
-    select * from from_raw where op_type is not null
+    from int_op_executions
+    where op_type is not null
 ),
 
 grouped as (

@@ -1,16 +1,17 @@
 -- op_summary: one row per device task execution with its operator, times and (exported runs) PMU values.
 --
 -- Grain:   (run_id, device_id, start_ns, stream_id, task_id, context_id); context_id NULL is a value
--- Sources: stg_export_ops (exported runs); int_task_executions (raw runs)
+-- Sources: int_op_executions (exported executions, else raw ones)
 -- Follows: msprof op_summary (docs/formats.md#rule-op-summary) and torch_npu kernel_details:
 --          rows in start order; Task Wait Time = max(start - previous start - previous
 --          duration, 0) over the device's whole sorted list, all streams together, 0 for the
 --          first row. Choices: every execution is a row, also those no operator names (msprof
 --          drops tasks without a GE description; here op_name is NULL so nothing is lost); times
---          in integer ns, not rounded us. Exported runs take the exporter's association of op
---          and execution and its PMU values (the aic_ or aiv_ side, stg_export_ops); raw
---          runs take the op of the execution in int_task_executions and leave the PMU columns NULL
---          (their recomputed metrics are in ai_core_metrics).
+--          in integer ns, not rounded us. The executions, exported or raw, are
+--          int_op_executions': exported runs take the exporter's association of op and
+--          execution and its PMU values (the aic_ or aiv_ side, stg_export_ops); raw runs the
+--          op in force at the execution and NULL PMU columns (their recomputed metrics are in
+--          ai_core_metrics).
 --          Order and wait: each branch sorts its rows once, in the mart's order, and takes
 --          the previous row's device and end with lag() over (): a window with an empty OVER
 --          keeps, and reads in, the order of its input, as does a plain SELECT (DuckDB's
@@ -52,13 +53,13 @@
 with exported as (
     -- every column of the exported executions; the mart's are picked at the end
     select *
-    from stg_export_ops
-    where has_run
+    from int_op_executions
+    where is_exported
     order by device_id, start_ns, stream_id, task_id, seq
 ),
 
 raw_executions as (
-    -- raw runs: each complete execution with its operator (int_task_executions)
+    -- raw runs: each complete execution with its operator, the columns a raw run fills
     select
         device_id,
         model_id,
@@ -66,14 +67,14 @@ raw_executions as (
         stream_id,
         op_name,
         op_type,
-        coalesce(ge_task_type, task_type_name) as task_type,
-        coalesce(running_ns, complete_ns) as start_ns,
-        complete_ns - coalesce(running_ns, complete_ns) as dur_ns,
-        complete_ns as end_ns,
+        task_type,
+        start_ns,
+        dur_ns,
+        end_ns,
         block_dim
-    from int_task_executions
-    where is_complete and not exists (select 1 from stg_export_ops)
-    order by device_id, coalesce(running_ns, complete_ns), stream_id, task_id, instance_no
+    from int_op_executions
+    where not is_exported
+    order by device_id, start_ns, stream_id, task_id, seq
 ),
 
 exported_waits as (

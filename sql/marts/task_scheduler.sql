@@ -8,7 +8,8 @@
 --          (docs/formats.md#rule-task-scheduler), per instance:
 --            running = complete - running (0 without RUNNING)
 --            waiting = running - waiting, or complete - waiting when RUNNING is missing or
---                      earlier than WAITING (0 without WAITING)
+--                      earlier than WAITING (0 without WAITING): task_waiting_ns,
+--                      sql/macros/task_states.sql
 --            pending = complete - pending, so it spans pending and running (0 without
 --                      PENDING); kept as msprof defines it so the numbers compare
 --            duration = complete - running, or complete - pending without RUNNING
@@ -56,12 +57,7 @@ with per_instance as (
         op_name,
         stream_id,
         coalesce(complete_ns - running_ns, 0) as running_dur,
-        case
-            when not has_states then null
-            when waiting_ns is null then 0
-            when running_ns is null or running_ns < waiting_ns then complete_ns - waiting_ns
-            else running_ns - waiting_ns
-        end as waiting_dur,
+        case when has_states then task_waiting_ns(waiting_ns, running_ns, complete_ns) end as waiting_dur,
         case when has_states then coalesce(complete_ns - pending_ns, 0) end as pending_dur,
         coalesce(complete_ns - running_ns, complete_ns - pending_ns) as dur
     from int_task_executions
