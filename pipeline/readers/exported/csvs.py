@@ -190,15 +190,7 @@ def read_summary(path: Path, kind: str, ctx: ExportContext, size: int | None = N
             good = sum(b.num_rows for b in _batches(path, size, len(header), bad_rows.append, on_not_utf8))
             batches = _batches(path, size, len(header), lambda row: None)
     except (pa.ArrowInvalid, OSError) as e:
-        ctx.log.add(
-            Issue(
-                rel,
-                "unreadable_file",
-                f"not parseable as CSV: {e}: file not read",
-                byte_offset=_row_offset(path, size, str(e)),
-                byte_length=size,
-            )
-        )
+        _not_parseable(ctx, rel, path, size, e)
         return res
 
     skipped = _report_bad_rows(path, size, rel, bad_rows, ctx)
@@ -289,6 +281,19 @@ def _header(path: Path, size: int) -> list[str]:
     if not text.strip():
         return []
     return next(csv.reader(io.StringIO(text)))
+
+
+def _not_parseable(ctx, rel: str, path: Path, size: int, e: Exception) -> None:
+    """The issue of a CSV file Arrow cannot parse: not read, where it stopped."""
+    ctx.log.add(
+        Issue(
+            rel,
+            "unreadable_file",
+            f"not parseable as CSV: {e}: file not read",
+            byte_offset=_row_offset(path, size, str(e)),
+            byte_length=size,
+        )
+    )
 
 
 def _batches(path: Path, size: int, ncols: int, on_bad, on_not_utf8=None):
@@ -779,15 +784,7 @@ def read_totals(path: Path, kind: str, ctx: ExportContext, size: int | None = No
     try:
         batches = list(_batches(path, size, len(header), bad_rows.append, lambda row, col: not_utf8.add(row)))
     except (pa.ArrowInvalid, OSError) as e:
-        ctx.log.add(
-            Issue(
-                rel,
-                "unreadable_file",
-                f"not parseable as CSV: {e}: file not read",
-                byte_offset=_row_offset(path, size, str(e)),
-                byte_length=size,
-            )
-        )
+        _not_parseable(ctx, rel, path, size, e)
         return res
     skipped = _report_bad_rows(path, size, rel, bad_rows, ctx)
     good = sum(b.num_rows for b in batches)
