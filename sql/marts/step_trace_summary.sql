@@ -46,6 +46,11 @@
 --   stage_ns              ns    exported step: computing + communication not overlapped + free ("Stage")
 --   bubble_ns             ns    exported step: pipeline bubble ("Bubble")
 --   preparing_ns          ns    exported step: before its first task ("Preparing"); NULL where not exported
+--   iteration_from_previous_end_ns ns  iteration_end_ns - the end of the previous iteration of the same
+--                               (device, model): an iteration as MindInsight measures it; NULL for the
+--                               first (no previous end) and for an exported step. iteration_ns is msprof's,
+--                               from the record that opened the iteration; the two differ only for an
+--                               iteration a MODEL_START opened ("Iteration Time from Previous End")
 
 with reduces as (
     select device_id, model_id, iteration_id, count(*) as n
@@ -85,7 +90,10 @@ from_events as (
         null::bigint as free_ns,
         null::bigint as stage_ns,
         null::bigint as bubble_ns,
-        null::bigint as preparing_ns
+        null::bigint as preparing_ns,
+        it.end_ns - lag(it.end_ns) over (
+            partition by it.device_id, it.model_id order by it.iteration_id
+        ) as iteration_from_previous_end_ns
     from with_previous as it
     left join reduces as r
         on it.device_id = r.device_id
@@ -116,7 +124,8 @@ from_totals as (
         st.free_ns,
         st.stage_ns,
         st.bubble_ns,
-        st.preparing_ns
+        st.preparing_ns,
+        null::bigint as iteration_from_previous_end_ns
     from stg_step_times as st
     anti join (select distinct device_id from stg_iterations) as ev on st.device_id = ev.device_id
 )

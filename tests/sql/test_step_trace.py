@@ -77,6 +77,7 @@ BREAKDOWN = (
     "preparing_ns",
 )
 # device, iteration_id, fp, bp, end, iteration, fp_to_bp, refresh, data_aug, model, iter_id, start, reduces
+# (then the exported breakdown, NULL here, and the iteration from the previous end: FROM_PREVIOUS_END)
 SUMMARY = [
     (0, 1, 120, 180, 200, 100, 60, 20, N, 7, 1, 100, 2),
     (0, 1, 260, 280, 290, 40, 20, 10, 60, 9, 2, 250, 0),  # 260 - 200 (model 7's end)
@@ -85,6 +86,9 @@ SUMMARY = [
     (0, 2, N, N, 560, 10, N, N, N, 9, 5, 550, 0),
     (0, 4, 620, 650, 700, 100, 30, 50, 60, 7, 6, 600, 0),  # 620 - 560 (model 9's end)
 ]
+# MindInsight's iteration: the end minus the previous end of the same (device, model), row by row
+# of SUMMARY; a model's first iteration has none
+FROM_PREVIOUS_END = [N, N, 400 - 200, 500 - 400, 560 - 290, 700 - 500]
 # device, model, iteration_id, iter_id, reduce_index, stream, start, end, duration
 REDUCES = [
     (0, 7, 1, 1, 1, 5, 130, 160, 30),
@@ -110,7 +114,7 @@ def test_iterations_fp_bp_and_bounds_worked_out_by_hand():
     con = _built(RECORDS)
     got = con.execute("select * from step_trace_summary").fetchall()
     # the step breakdown columns are an exported run's: NULL for iterations of step-trace records
-    assert got == [s + (N,) * 8 for s in SUMMARY]
+    assert got == [s + (N,) * 8 + (p,) for s, p in zip(SUMMARY, FROM_PREVIOUS_END, strict=True)]
 
 
 def test_all_reduce_ranges_worked_out_by_hand():
@@ -185,6 +189,8 @@ def _expected(iterations):
                     "reduce_count": len(starts),
                     # the step breakdown is an exported run's (docs/formats.md#export-totals)
                     **dict.fromkeys(BREAKDOWN),
+                    # MindInsight's iteration: from the previous iteration's end (one model a device)
+                    "iteration_from_previous_end_ns": step[1] - previous_end if previous_end else None,
                 }
             )
             for i, (start, stream) in enumerate(sorted((v, k) for k, v in starts.items()), start=1):
@@ -267,7 +273,7 @@ def test_show_and_export_with_the_tools_headers(synth_run, tmp_path):
         "Device_id,Iteration ID,FP Start(ns),BP End(ns),Iteration End(ns),Iteration Time(ns),"
         "FP to BP Time(ns),Iteration Refresh(ns),Data Aug Bound(ns),Model ID,Iter ID,"
         "Iteration Start(ns),Reduce Count,Computing(ns),Communication(ns),Communication(Not Overlapped)(ns),"
-        "Overlapped(ns),Free(ns),Stage(ns),Bubble(ns),Preparing(ns)"
+        "Overlapped(ns),Free(ns),Stage(ns),Bubble(ns),Preparing(ns),Iteration Time from Previous End(ns)"
     )
     first, second = (x for x in run.truth.inferences)
     fp2 = second.marks[0][2]
