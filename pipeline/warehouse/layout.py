@@ -102,3 +102,11 @@ def named_parts(idx: dict[str, dict]) -> set[tuple[str, str]]:
             if r.get(key):
                 out.add((layer, r[key]))
     return out
+
+
+def rmdir_if_empty(d: Path) -> None:
+    """Remove folder ``d`` if it is empty (and exists)."""
+    try:
+        d.rmdir()
+    except OSError:
+        pass

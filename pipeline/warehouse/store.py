@@ -28,7 +28,8 @@ part names, run ids) is ``layout.py``; reading a part's rows of some runs is ``p
 
 A warehouse written by profetl 0.2 (``runs/run_id=<id>/run.parquet`` and
 ``<layer>/<table>/run_id=<id>/part-<id>.parquet``, no index) is read as it is and migrated to
-this layout by the first writer that takes the lock (``migrate``).
+this layout by the first writer that takes the lock (``upgrade.migrate``, the only code that
+knows that layout: ``pipeline/warehouse/upgrade.py``).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from pipeline.errors import (
     WarehouseLocked,
 )
 from pipeline.lazy import lazy
-from pipeline.warehouse import commit_records, compaction
+from pipeline.warehouse import commit_records, compaction, upgrade
 from pipeline.warehouse.contracts import contract
 from pipeline.warehouse.faults import checkpoint
 from pipeline.warehouse.layout import (  # noqa: F401 (the path scheme, also named through this module)
@@ -72,6 +73,7 @@ from pipeline.warehouse.layout import (  # noqa: F401 (the path scheme, also nam
     named_parts,
     new_id,
     part_of,
+    rmdir_if_empty,
     run_order,
     shard_count,
     sharded_id,
@@ -414,7 +416,7 @@ class Warehouse:
         """Every committed run's index row by run id (commit record, parts, workload)."""
         t = self._table()
         if t is None:
-            return self._legacy_index() if self.legacy() else {}
+            return upgrade.legacy_index(self) if self.legacy() else {}
         if self._cache[2] is None:
             self._cache = (self._cache[0], self._cache[1], {r["run_id"]: r for r in t.to_pylist()})
         return {k: dict(v) for k, v in self._cache[2].items()}
@@ -471,7 +473,7 @@ class Warehouse:
         run (a file several of them used counts for the first)."""
         run_ids = list(dict.fromkeys(check_run_id(r) for r in run_ids))
         if self._table(full=False) is None and self.legacy():
-            return {r: self._drop_legacy(r) for r in run_ids}
+            return {r: upgrade.drop_legacy(self, r) for r in run_ids}
         idx = self.index()
         for run_id in run_ids:
             if run_id not in idx:
@@ -495,26 +497,6 @@ class Warehouse:
         self._drop(gone)
         return removed
 
-    def _drop_legacy(self, run_id: str) -> int:
-        record = self.path / "runs" / f"run_id={run_id}" / "run.parquet"
-        files = [p for layer in ("raw", "marts") for p in (self.path / layer).glob(f"*/run_id={run_id}/*")]
-        if not record.exists() and not files:
-            raise UnknownRun(f"no run {run_id!r} in {self.path} (see `profetl runs`)")
-        removed = 0
-        if record.exists():
-            record.unlink()
-            fsync_dir(record.parent)
-            removed += 1
-        for p in files + list(record.parent.glob(".run-*.tmp")):
-            p.unlink(missing_ok=True)
-            removed += 1
-        for d in [record.parent] + [p.parent for p in files]:
-            _rmdir(d)
-        self.unreadable.pop(run_id, None)
-        if self.legacy():  # the last damaged record gone: the layout can move now
-            self.migrated = self.migrate()
-        return removed
-
     def discard_uncommitted(self, run_id: str) -> int:
         """Remove part files the index does not name: what a writer wrote for a dump that then
         failed (``run_id``'s), so a full disk gets its space back now, not at the next writer.
@@ -530,27 +512,6 @@ class Warehouse:
                     f.unlink(missing_ok=True)
                     removed += 1
         return removed
-
-    def _legacy_index(self) -> dict[str, dict]:
-        """profetl 0.2's per-run commit records (run_id as a column, or, since it left them,
-        only the folder's key and the file's metadata); one that cannot be read goes to
-        ``unreadable``, with the reason."""
-        out = {}
-        self.unreadable, self._damaged = {}, {}
-        rows = []
-        for f in sorted((self.path / "runs").glob("run_id=*/run.parquet")):
-            run_id = f.parent.name.split("=", 1)[1]
-            try:
-                rows.append(_read_record(f, run_id))
-            except DamagedRun as e:
-                self.unreadable[run_id] = str(e)
-                self._damaged[run_id] = e
-        for r in rows:
-            r["raw_part"] = f"run_id={r['run_id']}/part-{r['ingest_id']}" if r.get("ingest_id") else None
-            r["mart_part"] = f"run_id={r['run_id']}/part-{r['build_id']}" if r.get("build_id") else None
-            r["workload"] = None
-            out[r["run_id"]] = r
-        return out
 
     def _write_index(
         self,
@@ -737,12 +698,12 @@ class Warehouse:
         run_id = check_run_id(row["run_id"])
         if self._table(full=False) is None and self.legacy():
             # profetl 0.2's layout left because a commit record cannot be read: only a commit
-            # replacing that very run (run --force) may move it (see ``migrate``)
-            self._legacy_index()
+            # replacing that very run (run --force) may move it (see ``upgrade.migrate``)
+            upgrade.legacy_index(self)
             others = sorted(set(self.unreadable) - {run_id})
             if others:
                 raise UsageError(f"{self.unreadable[others[0]]} (the warehouse is not changed until it is)")
-            self.migrate(replacing={run_id})
+            upgrade.migrate(self, replacing={run_id})
         old = self.row(run_id)
         new = {k: row.get(k) for k in contract("raw", "runs").schema.names}
         regroup = []
@@ -790,7 +751,7 @@ class Warehouse:
                 commit_records.record_file(self.path, layer, part).unlink(missing_ok=True)
             if is_legacy(part):
                 for d in (self.path / layer).glob(f"*/{part.split('/', 1)[0]}"):
-                    _rmdir(d)
+                    rmdir_if_empty(d)
 
     def _table_dirs(self, layer: str) -> list[str]:
         base = self.path / layer
@@ -831,40 +792,6 @@ class Warehouse:
         )
 
     # --- upgrade and leftovers -----------------------------------------------------
-    def migrate(self, replacing: set[str] = frozenset()) -> int:
-        """Move a warehouse of profetl 0.2's layout to this one: every run's files are written
-        again with a run_id column (small runs into groups), then the index is written (the
-        commit: a crash before it leaves the old layout, whole), then the old files go."""
-        idx = self._legacy_index()
-        if not idx or set(self.unreadable) - set(replacing):  # which files a damaged record names
-            return 0  # is unknown: wait for `drop` or `run --force` to settle it; nothing is moved
-        for r in idx.values():  # from the run's own small files, before they are grouped
-            r["workload"] = self.workload(r, r.get("raw_part"))
-        before = named_parts(idx)
-        for layer, key, id_key in LAYERS:
-            parts = [r for r in idx.values() if r.get(key)]
-            small, batch, size = [], [], 0
-            for r in sorted(parts, key=run_order):
-                n = compaction.run_bytes(self, layer, r[key])
-                if n > compaction.SMALL_RUN_BYTES:  # stays in files of its own, now with a run_id column
-                    compaction.write_group(self, layer, key, [r], r[id_key])
-                    idx[r["run_id"]][key] = r[id_key]
-                    continue
-                if batch and (len(batch) >= compaction.GROUP_RUNS or size + n > compaction.GROUP_BYTES):
-                    small.append(batch)
-                    batch, size = [], 0
-                batch.append(r)
-                size += n
-            if batch:
-                small.append(batch)
-            for members in small:
-                compaction.new_group(self, idx, layer, key, members)
-        self._write_index(idx)
-        self._drop(before)
-        for d in (self.path / "runs").glob("run_id=*"):
-            shutil.rmtree(d, ignore_errors=True)
-        return len(idx)
-
     def sweep(self) -> int:
         """Remove part files and temp files that the index does not name. Call under the lock."""
         legacy = self.legacy()
@@ -887,7 +814,7 @@ class Warehouse:
                             if g.name[: -len(".parquet")] not in part_ids:
                                 g.unlink(missing_ok=True)
                                 removed += 1
-                        _rmdir(f)
+                        rmdir_if_empty(f)
                         continue
                     part = part_of(f.name)
                     if part not in named:
@@ -973,7 +900,7 @@ class Warehouse:
             if not prepare:
                 pass
             elif self.legacy():
-                self.migrated = self.migrate()
+                self.migrated = upgrade.migrate(self)
             elif not self.index_file.exists():
                 # a new warehouse gets an empty index before any part file: part files without
                 # an index are then always damage (``_no_index``), never a first run killed
@@ -1027,32 +954,6 @@ def _same_file(fd: int, path: Path) -> bool:
     except OSError:
         return False
     return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
-
-
-_OWNER_KEY = b"profetl.run_id"
-
-
-def _owned_by(table: pa.Table, run_id: str) -> pa.Table:
-    """``table`` with the run it is the commit record of in its schema metadata."""
-    return table.replace_schema_metadata({**(table.schema.metadata or {}), _OWNER_KEY: run_id.encode()})
-
-
-def _read_record(f: Path, run_id: str) -> dict:
-    """One commit record (``runs/run_id=<id>/run.parquet``), run_id (from the folder, or the
-    column of a record written before it was dropped) first; DamagedRun saying why it cannot be
-    read, or that it is another run's (its metadata, or its old run_id column, names another)."""
-    try:
-        table = pq.read_table(f)
-        rows = table.to_pylist()
-    except (OSError, pa.ArrowException) as e:
-        reason = getattr(e, "strerror", None) or (str(e).splitlines() or [type(e).__name__])[0]
-        raise DamagedRun(run_id, f, reason) from None
-    owner = (table.schema.metadata or {}).get(_OWNER_KEY, run_id.encode()).decode(errors="replace")
-    if owner != run_id:
-        raise DamagedRun(run_id, f, f"it is the commit record of run {owner}")
-    if len(rows) != 1 or rows[0].get("run_id", run_id) != run_id:
-        raise DamagedRun(run_id, f, f"it holds {len(rows)} row(s), not the one row of run {run_id}")
-    return {"run_id": run_id} | {k: v for k, v in rows[0].items() if k != "run_id"}
 
 
 def latest(runs: list[dict]) -> dict:
@@ -1147,10 +1048,3 @@ def _duckdb_kind(t: str) -> str:
     if t.endswith("[]"):
         return "list"
     return t
-
-
-def _rmdir(d: Path) -> None:
-    try:
-        d.rmdir()
-    except OSError:
-        pass

@@ -82,7 +82,7 @@ def test_per_run_commit_records_are_migrated_into_the_index(tmp_path, record):
     """Both kinds of per-run record an older profetl wrote (run_id as a column too, which made
     pandas refuse the runs folder; or the folder's key and the file's metadata only) become
     rows of the run index at the first writer, and the runs folder reads in pandas."""
-    from pipeline.warehouse.store import _owned_by
+    from pipeline.warehouse.upgrade import owned_by
     from tests.warehouse.test_upgrade import to_old_layout
 
     wh = Warehouse(tmp_path / "wh")
@@ -95,7 +95,7 @@ def test_per_run_commit_records_are_migrated_into_the_index(tmp_path, record):
         with pytest.raises(pa.ArrowTypeError):
             pd.read_parquet(wh.path / "runs")
     else:
-        pq.write_table(_owned_by(pq.read_table(f).drop_columns(["run_id"]), o.run_id), f)
+        pq.write_table(owned_by(pq.read_table(f).drop_columns(["run_id"]), o.run_id), f)
     assert wh.run(o.run_id) == before and [r["run_id"] for r in wh.runs()] == [o.run_id]
     with wh.writer():
         assert wh.migrated == 1
