@@ -17,12 +17,12 @@ import pyarrow.parquet as pq
 from pipeline.analysis.advice import configured as advice_thresholds
 from pipeline.analysis.advice import set_thresholds
 from pipeline.errors import GrainViolated, TransformFailed, UsageError
+from pipeline.jobs.raw_reads import ALL_DEVICES, device_rows, raw_select
 from pipeline.jobs.transforms import TABLE_LAYERS, SqlFile, run_table_layers, sql_files, transform_failed
 from pipeline.limits import memory_limit as resolve_memory_limit
 from pipeline.progress import report
 from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
 from pipeline.warehouse.faults import checkpoint
-from pipeline.warehouse.raw_reads import ALL_DEVICES, device_rows, raw_select
 from pipeline.warehouse.sink import parquet_writer, with_run_id
 from pipeline.warehouse.store import Warehouse, check_run_id, new_id, sharded_id
 

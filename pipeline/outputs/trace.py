@@ -70,11 +70,11 @@ from pipeline import __version__
 from pipeline.analysis.selection import run_row
 from pipeline.errors import UsageError
 from pipeline.jobs.build import connect, staging_storage, staging_table_kind
+from pipeline.jobs.raw_reads import raw_select
 from pipeline.jobs.transforms import run_table_layers
 from pipeline.outputs.export import WALL_CLOCK_NS
 from pipeline.outputs.formats import atomic_write
 from pipeline.warehouse.contracts import RAW_TABLES
-from pipeline.warehouse.raw_reads import raw_select
 from pipeline.warehouse.store import Warehouse
 
 HOST_DEVICE = 64

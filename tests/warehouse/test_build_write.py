@@ -114,9 +114,9 @@ def test_staging_in_the_database_file_gives_the_same_marts(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("storage, temporary", [("memory", True), ("file", False)])
 def test_stored_staging_tables_are_kept_where_chosen(tmp_path, storage, temporary):
+    from pipeline.jobs.raw_reads import raw_select
     from pipeline.jobs.transforms import run_table_layers, sql_files
     from pipeline.warehouse.contracts import RAW_TABLES
-    from pipeline.warehouse.raw_reads import raw_select
 
     generate(tmp_path / "d", HiprofConfig(inferences=2))
     run, _ = build_dump(tmp_path / "wh", tmp_path / "d")
