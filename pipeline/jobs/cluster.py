@@ -32,7 +32,67 @@ def _call(fn: Callable, args: tuple):
         return False, f"internal error: {type(e).__name__}: {e}"
 
 
-class Cluster:
+class Units:
+    """Runs a job's units (function, arguments) on a ``concurrent.futures`` executor: threads
+    of this process (``Threads``) or a Dask cluster's (``Cluster``, through Dask's executor).
+    One ``run`` for both; a kind of pool says only where its executor comes from, how it tells
+    a failure of its own, and what it cancels."""
+
+    where = "units"
+
+    def _executor(self):
+        raise NotImplementedError
+
+    def _reason(self, e: BaseException) -> str:
+        return f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+
+    def _cancel(self, executor, futures) -> None:
+        for f in futures:
+            f.cancel()
+
+    def run(
+        self, calls: Sequence[tuple[Callable, tuple]], labels: Sequence[str], phase: str = "units"
+    ) -> list:
+        """Run ``calls`` (function, arguments) as tasks; their results in order. The first
+        unit that fails (or, on a cluster, whose worker died as often as the scheduler
+        retries) stops the rest and raises UnitFailed naming it (``labels``) with its reason."""
+        from concurrent.futures import as_completed
+
+        executor = self._executor()
+        try:
+            futures = [executor.submit(_call, fn, args) for fn, args in calls]
+        except Exception as e:  # noqa: BLE001 - a client closed after its scheduler went away
+            raise UnitFailed(f"{labels[0]}: not started: {self._reason(e)}") from None
+        index = {f: i for i, f in enumerate(futures)}
+        report(phase=f"{phase} {self.where}", total=len(futures), unit="devices")
+        results: list = [None] * len(futures)
+        try:
+            for fut in as_completed(futures):
+                i = index[fut]
+                try:
+                    ok, value = fut.result()
+                except Exception as e:  # noqa: BLE001 - KilledWorker, a lost scheduler, ...
+                    raise UnitFailed(f"{labels[i]}: {self._reason(e)}") from None
+                if not ok:
+                    raise UnitFailed(f"{labels[i]}: {value}")
+                results[i] = value
+                report(advance=1)
+        except BaseException:
+            self._cancel(executor, futures)
+            raise
+        return results
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Cluster(Units):
     """A Dask client: ``workers`` worker processes on this machine (a LocalCluster, one thread
     each) or the running scheduler at ``scheduler`` (``tcp://HOST:8786``)."""
 
@@ -66,50 +126,25 @@ class Cluster:
             self.client = Client(self._local)
             self.address = self._local.scheduler_address
 
-    def run(
-        self, calls: Sequence[tuple[Callable, tuple]], labels: Sequence[str], phase: str = "cluster"
-    ) -> list:
-        """Run ``calls`` (function, arguments) as tasks; their results in order. The first
-        unit that fails (or whose worker died as often as the scheduler retries) stops the
-        rest and raises UnitFailed naming it (``labels``) with its reason."""
-        from distributed import as_completed
+    where = "on the cluster"
 
+    def _executor(self):
+        # a Dask executor per run: cancelling one job's tasks leaves the client for the next
+        return self.client.get_executor(pure=False)
+
+    def _reason(self, e: BaseException) -> str:
+        return _cluster_reason(e, self.address)
+
+    def _cancel(self, executor, futures) -> None:
         try:
-            futures = [self.client.submit(_call, fn, args, pure=False) for fn, args in calls]
-        except Exception as e:  # noqa: BLE001 - a client closed after its scheduler went away
-            raise UnitFailed(f"{labels[0]}: not started: {_cluster_reason(e, self.address)}") from None
-        index = {f.key: i for i, f in enumerate(futures)}
-        report(phase=f"{phase} on the cluster", total=len(futures), unit="devices")
-        results: list = [None] * len(futures)
-        try:
-            for fut in as_completed(futures):
-                i = index[fut.key]
-                try:
-                    ok, value = fut.result()
-                except Exception as e:  # noqa: BLE001 - KilledWorker, a lost scheduler, ...
-                    raise UnitFailed(f"{labels[i]}: {_cluster_reason(e, self.address)}") from None
-                if not ok:
-                    raise UnitFailed(f"{labels[i]}: {value}")
-                results[i] = value
-                report(advance=1)
-        except BaseException:
-            try:
-                self.client.cancel(futures)
-            except Exception:  # noqa: BLE001 - a client that lost its scheduler: the reason is raised
-                pass
-            raise
-        return results
+            executor.shutdown(wait=False)  # cancels what it has not finished
+        except Exception:  # noqa: BLE001 - a client that lost its scheduler: the reason is raised
+            pass
 
     def close(self) -> None:
         self.client.close()
         if self._local is not None:
             self._local.close()
-
-    def __enter__(self) -> Cluster:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
 
 def _cluster_reason(e: BaseException, address: str | None) -> str:
@@ -128,37 +163,19 @@ def _cluster_reason(e: BaseException, address: str | None) -> str:
     return f"{name}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
-class Threads:
-    """The units of a job run by a pool of ``n`` threads of this process: the interface of
-    ``Cluster`` without Dask, to measure what decoding devices side by side in one process
-    buys (bench/cluster.py)."""
+class Threads(Units):
+    """The units of a job run by a pool of ``n`` threads of this process: ``Cluster`` without
+    Dask, to measure what decoding devices side by side in one process buys (bench/cluster.py)."""
+
+    where = "in threads"
 
     def __init__(self, n: int):
         from concurrent.futures import ThreadPoolExecutor
 
         self._pool = ThreadPoolExecutor(n, thread_name_prefix="profetl-unit")
 
-    def run(
-        self, calls: Sequence[tuple[Callable, tuple]], labels: Sequence[str], phase: str = "units"
-    ) -> list:
-        report(phase=f"{phase} in threads", total=len(calls), unit="devices")
-        futures = [self._pool.submit(_call, fn, args) for fn, args in calls]
-        results = []
-        for label, fut in zip(labels, futures):
-            ok, value = fut.result()
-            if not ok:
-                for f in futures:
-                    f.cancel()
-                raise UnitFailed(f"{label}: {value}")
-            report(advance=1)
-            results.append(value)
-        return results
+    def _executor(self):
+        return self._pool
 
     def close(self) -> None:
         self._pool.shutdown(cancel_futures=True)
-
-    def __enter__(self) -> Threads:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
