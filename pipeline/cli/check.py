@@ -9,7 +9,7 @@ import typer
 from pipeline.cli import common
 from pipeline.errors import ExitCode, UsageError
 from pipeline.warehouse.check import CheckReport, check, repair
-from pipeline.warehouse.store import check_run_id
+from pipeline.warehouse.layout import check_run_id
 
 
 def command(

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common
-from pipeline.warehouse.store import check_run_id
+from pipeline.warehouse.layout import check_run_id
 
 
 def command(

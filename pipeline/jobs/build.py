@@ -23,8 +23,9 @@ from pipeline.limits import memory_limit as resolve_memory_limit
 from pipeline.progress import report
 from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
 from pipeline.warehouse.faults import checkpoint
+from pipeline.warehouse.layout import check_run_id, new_id, sharded_id
 from pipeline.warehouse.sink import parquet_writer, with_run_id
-from pipeline.warehouse.store import Warehouse, check_run_id, new_id, sharded_id
+from pipeline.warehouse.store import Warehouse
 
 try:
     import resource

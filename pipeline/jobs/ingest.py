@@ -24,7 +24,8 @@ from pipeline.progress import report
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.warehouse.faults import checkpoint
-from pipeline.warehouse.store import Warehouse, check_run_id, new_id, sharded_id
+from pipeline.warehouse.layout import check_run_id, new_id, sharded_id
+from pipeline.warehouse.store import Warehouse
 
 
 @dataclass

@@ -10,7 +10,8 @@ from pipeline import __version__
 from pipeline.errors import DamagedPart
 from pipeline.warehouse.compaction import damage_advice
 from pipeline.warehouse.contracts import contract
-from pipeline.warehouse.store import Warehouse, part_of
+from pipeline.warehouse.layout import part_of
+from pipeline.warehouse.store import Warehouse
 from pipeline.warehouse.views import quote
 
 ALL_DEVICES = object()

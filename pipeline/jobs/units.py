@@ -20,8 +20,8 @@ from pipeline.readers.instance_numbers import InstanceNumbers, RunNumbers
 from pipeline.readers.issues import IssueLog
 from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.warehouse.faults import checkpoint
+from pipeline.warehouse.layout import new_id
 from pipeline.warehouse.sink import ParquetSink
-from pipeline.warehouse.store import new_id
 
 WHOLE = None  # the unit of a dump read in one piece (an export)
 

@@ -99,7 +99,7 @@ def run_chunks(wh: Warehouse, layer: str, run_ids: list[str]) -> list[list[str]]
     """``run_ids`` cut into stretches that one scan returns in that order: consecutive runs
     whose rows share a group file, in the file's order (collection order). A query per run
     would cost a plan and a pass over the group's statistics for every run."""
-    from pipeline.warehouse.store import is_group, run_order
+    from pipeline.warehouse.layout import is_group, run_order
 
     key = "raw_part" if layer == "raw" else "mart_part"
     t = wh._table()

@@ -26,9 +26,17 @@ from pipeline.errors import DamagedIndex, IndexNotRestorable
 from pipeline.lazy import lazy
 from pipeline.warehouse import commit_records
 from pipeline.warehouse import store as W
-from pipeline.warehouse.layout import fsync_dir
+from pipeline.warehouse.layout import (
+    LAYERS,
+    entry_part,
+    file_schema,
+    fsync_dir,
+    is_legacy,
+    layer_tables,
+    part_of,
+)
 from pipeline.warehouse.part_rows import reason
-from pipeline.warehouse.store import Warehouse, entry_part, file_schema, is_legacy, layer_tables, part_of
+from pipeline.warehouse.store import Warehouse
 
 pa = lazy("pyarrow")
 pq = lazy("pyarrow.parquet")
@@ -163,7 +171,7 @@ def check(wh: Warehouse) -> CheckReport:
         recorded.setdefault(entry_part(e["file"]), {})[e["file"]] = e
     checked: dict[tuple[str, str], list[FileCheck]] = {}
     for r in rows:
-        for layer, key, _ in W.LAYERS:
+        for layer, key, _ in LAYERS:
             part = r.get(key)
             if not part or (layer, part) in checked:
                 continue
@@ -184,7 +192,7 @@ def check(wh: Warehouse) -> CheckReport:
             rep.files.extend(out)
     for r in rows:
         rc = RunCheck(r["run_id"])
-        for layer, key, _ in W.LAYERS:
+        for layer, key, _ in LAYERS:
             for fc in checked.get((layer, r.get(key)), []):
                 if fc.problem:
                     rc.problems.append(f"{fc.file}: {fc.problem}")
@@ -202,7 +210,7 @@ def check(wh: Warehouse) -> CheckReport:
 def _layer_files(wh: Warehouse) -> list[Path]:
     """Every file under the layers' folders (raw/, marts/)."""
     out = []
-    for layer, _, _ in W.LAYERS:
+    for layer, _, _ in LAYERS:
         base = wh.path / layer
         if base.is_dir():
             out.extend(f for f in base.rglob("*") if f.is_file())

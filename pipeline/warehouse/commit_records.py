@@ -37,7 +37,7 @@ pq = lazy("pyarrow.parquet")
 
 RECORDS = "_commits"
 COMMITTED_KEY = b"profetl.committed_ns"
-PART_KEYS = {"raw": "raw_part", "marts": "mart_part"}
+PART_KEYS = {layer: key for layer, key, _ in LAYERS}  # layer -> the index column naming its part
 
 
 def record_file(warehouse: Path, layer: str, part: str) -> Path:
@@ -49,18 +49,21 @@ def write(warehouse: Path, index: pa.Table, parts: set[tuple[str, str]], committ
     """Write the commit records of ``parts`` ((layer, part) pairs) from ``index``, the index
     about to be committed (``files`` as the index has it: a part's files on one of its rows).
     Each is written under a temporary name and renamed: a record is whole or absent."""
-    if not parts:
-        return
-    entries: dict[tuple[str, str], list[dict]] = {}
-    for files in index.column("files").to_pylist():
-        for e in files or []:
-            entries.setdefault(entry_part(e["file"]), []).append(e)
     folders = set()
     for layer, part in sorted(parts):
         rows = index.filter(pc.equal(index.column(PART_KEYS[layer]), part))
         if not rows.num_rows:
             continue
-        own = sorted(entries.get((layer, part), []), key=lambda e: e["file"])
+        # the part's files are listed on one of its own runs' rows (with that run's other part's)
+        own = sorted(
+            (
+                e
+                for files in rows.column("files").to_pylist()
+                for e in files or []
+                if entry_part(e["file"]) == (layer, part)
+            ),
+            key=lambda e: e["file"],
+        )
         files = pa.array([own or None] + [None] * (rows.num_rows - 1), index.schema.field("files").type)
         rows = rows.set_column(rows.schema.get_field_index("files"), "files", files)
         rows = rows.replace_schema_metadata({COMMITTED_KEY: str(committed_ns).encode()})

@@ -58,27 +58,22 @@ from pipeline.lazy import lazy
 from pipeline.warehouse import commit_records, compaction, upgrade
 from pipeline.warehouse.contracts import contract
 from pipeline.warehouse.faults import checkpoint
-from pipeline.warehouse.layout import (  # noqa: F401 (the path scheme, also named through this module)
+from pipeline.warehouse.layout import (
     LAYERS,
-    RUN_ID,
-    SHARDED,
     TABLE,
     check_run_id,
     entry_part,
-    file_schema,
     fsync_dir,
     is_group,
     is_legacy,
     layer_tables,
     named_parts,
-    new_id,
     part_of,
     rmdir_if_empty,
     run_order,
     shard_count,
-    sharded_id,
 )
-from pipeline.warehouse.part_rows import batches, conform, reason, with_run  # noqa: F401
+from pipeline.warehouse.part_rows import conform, reason
 
 # Arrow is loaded where the index or a part file is first read or written: a reader that
 # only names paths (``query``, whose DuckDB reads the index) never loads it

@@ -82,7 +82,7 @@ def assert_recorded(wh: Warehouse) -> None:
     """The run index lists every part file it names once, with its true size and SHA-256."""
     import hashlib
 
-    from pipeline.warehouse.store import layer_tables
+    from pipeline.warehouse.layout import layer_tables
 
     entries = wh.recorded_files()
     files = [e["file"] for e in entries]

@@ -18,8 +18,9 @@ from pipeline.jobs.runner import rebuild, run_roots  # noqa: E402
 from pipeline.synth.hiprof import HiprofConfig, generate  # noqa: E402
 from pipeline.synth.prof import ProfConfig  # noqa: E402
 from pipeline.synth.prof import generate as generate_prof
-from pipeline.warehouse.store import Warehouse, part_of  # noqa: E402
-from pipeline.warehouse.store import shard_count as store_shards
+from pipeline.warehouse.layout import part_of  # noqa: E402
+from pipeline.warehouse.layout import shard_count as store_shards
+from pipeline.warehouse.store import Warehouse  # noqa: E402
 from tests.helpers.warehouse_checks import (
     assert_consistent,
     assert_recorded,

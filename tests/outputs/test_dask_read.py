@@ -24,7 +24,8 @@ import pytest
 from pipeline.outputs.query import query
 from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.warehouse import compaction
-from pipeline.warehouse.store import Warehouse, is_group, shard_count
+from pipeline.warehouse.layout import is_group, shard_count
+from pipeline.warehouse.store import Warehouse
 from tests.helpers import oracle
 from tests.helpers.history import DAY_US, START_US
 from tests.helpers.warehouse_checks import profetl

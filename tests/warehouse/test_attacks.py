@@ -18,7 +18,8 @@ from typer.testing import CliRunner
 
 from pipeline.cli.main import app
 from pipeline.warehouse.commit_records import RECORDS
-from pipeline.warehouse.store import Warehouse, is_group, part_of
+from pipeline.warehouse.layout import is_group, part_of
+from pipeline.warehouse.store import Warehouse
 from tests.warehouse.test_check import base  # noqa: F401 (the warehouse fixture)
 from tests.warehouse.test_warehouse_compaction import _night
 

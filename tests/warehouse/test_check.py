@@ -15,7 +15,8 @@ from pipeline.cli.main import app
 from pipeline.jobs.runner import run_roots
 from pipeline.warehouse import compaction
 from pipeline.warehouse.commit_records import RECORDS
-from pipeline.warehouse.store import Warehouse, is_group
+from pipeline.warehouse.layout import is_group
+from pipeline.warehouse.store import Warehouse
 from tests.warehouse.test_warehouse_compaction import _night
 
 pytestmark = pytest.mark.slow  # ingests and builds dumps

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from pipeline.cli.main import app
 from pipeline.warehouse import compaction
-from pipeline.warehouse.store import Warehouse, is_group
+from pipeline.warehouse.layout import is_group
+from pipeline.warehouse.store import Warehouse
 from tests.helpers.warehouse_checks import assert_consistent
 from tests.warehouse.test_warehouse_compaction import _night
 

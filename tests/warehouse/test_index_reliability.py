@@ -17,7 +17,8 @@ from pipeline.jobs.runner import run_roots
 from pipeline.outputs.query import query
 from pipeline.warehouse import store as W
 from pipeline.warehouse.commit_records import RECORDS
-from pipeline.warehouse.store import Warehouse, is_group
+from pipeline.warehouse.layout import is_group, shard_count
+from pipeline.warehouse.store import Warehouse
 from pipeline.warehouse.views import connect
 from tests.helpers.warehouse_checks import assert_recorded, counts, part_files, profetl
 from tests.warehouse.test_warehouse_compaction import _night, small_groups  # noqa: F401 (a fixture)
@@ -197,7 +198,7 @@ def test_the_shards_of_a_run_read_in_threads_are_recorded(tmp_path):
     p = profetl("run", dump, "--read-threads", "2", "--warehouse", tmp_path / "wh")
     assert p.returncode == 0, p.stderr
     wh = Warehouse(tmp_path / "wh")
-    assert W.shard_count(wh.runs()[0]["ingest_id"]) == 2
+    assert shard_count(wh.runs()[0]["ingest_id"]) == 2
     assert_recorded(wh)
 
 

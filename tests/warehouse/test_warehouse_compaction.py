@@ -11,8 +11,8 @@ import pytest
 from pipeline.jobs.runner import run_roots
 from pipeline.outputs.export import export, fetch
 from pipeline.warehouse import compaction
-from pipeline.warehouse import store as W
-from pipeline.warehouse.store import Warehouse, is_group
+from pipeline.warehouse.layout import is_group, part_of, shard_count
+from pipeline.warehouse.store import Warehouse
 from tests.helpers.warehouse_checks import assert_consistent, part_files
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
@@ -163,7 +163,7 @@ def test_sharded_runs_are_compacted_and_dropped_whole(tmp_path, small_groups):
         assert o.status == "built"
         part = wh.index()[o.run_id]["raw_part"]
         if not is_group(part):
-            assert W.shard_count(part) == 2  # the sample's two devices, a file each
+            assert shard_count(part) == 2  # the sample's two devices, a file each
             alone[o.run_id] = _rows(wh, o.run_id)
     idx = wh.index()
     assert len(alone) == 4 and any(is_group(r["raw_part"]) for r in idx.values())
@@ -176,5 +176,5 @@ def test_sharded_runs_are_compacted_and_dropped_whole(tmp_path, small_groups):
         wh.drop(victim["run_id"])
     assert not any(f.exists() for f in shards)
     named = {r[k] for r in wh.index().values() for k in ("raw_part", "mart_part")}
-    assert {W.part_of(f.name) for f in part_files(wh.path)} == named  # nothing else left on disk
+    assert {part_of(f.name) for f in part_files(wh.path)} == named  # nothing else left on disk
     assert_consistent(wh.path)

@@ -141,23 +141,8 @@ def read_summary(path: Path, kind: str, ctx: ExportContext, size: int | None = N
     rel = ctx.rel(path)
     res = SourceResult()
     tables = [t for t in TABLES if t in ctx.tables]
-    try:
-        if size is None:
-            size = path.stat().st_size
-        header = _header(path, size)
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        ctx.log.add(
-            Issue(
-                rel,
-                "unreadable_file",
-                f"header not readable ({e}): file not read",
-                byte_offset=0,
-                byte_length=file_size(path),
-            )
-        )
-        return res
+    size, header = _opened_header(path, size, rel, ctx)
     if not header:
-        ctx.log.add(Issue(rel, "unreadable_file", "empty file: no header, no rows", byte_length=size))
         return res
     lay = layout(header)
     # torch_npu level0: no Stream ID and no Task ID; a row names its execution by (device, start)
@@ -272,6 +257,33 @@ def read_summary(path: Path, kind: str, ctx: ExportContext, size: int | None = N
 
 
 # -- reading -------------------------------------------------------------------------------------
+
+
+def _opened_header(
+    path: Path, size: int | None, rel: str, ctx: ExportContext
+) -> tuple[int | None, list[str]]:
+    """(the file's size, its header), or an empty header after logging why the file is not read
+    (``unreadable_file``: no header to read, or an empty file). ``size`` None: the size now."""
+    try:
+        if size is None:
+            size = path.stat().st_size
+        header = _header(path, size)
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        ctx.log.add(
+            Issue(
+                rel,
+                "unreadable_file",
+                f"header not readable ({e}): file not read",
+                byte_offset=0,
+                byte_length=file_size(path),
+            )
+        )
+        return size, []
+    if not header:
+        ctx.log.add(
+            Issue(rel, "unreadable_file", "empty file: no header, no rows", byte_offset=0, byte_length=size)
+        )
+    return size, header
 
 
 def _header(path: Path, size: int) -> list[str]:
@@ -740,25 +752,8 @@ def read_totals(path: Path, kind: str, ctx: ExportContext, size: int | None = No
     rel = ctx.rel(path)
     res = SourceResult()
     table = TOTALS_KINDS[kind]
-    try:
-        if size is None:
-            size = path.stat().st_size
-        header = _header(path, size)
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        ctx.log.add(
-            Issue(
-                rel,
-                "unreadable_file",
-                f"header not readable ({e}): file not read",
-                byte_offset=0,
-                byte_length=size,
-            )
-        )
-        return res
+    size, header = _opened_header(path, size, rel, ctx)
     if not header:
-        ctx.log.add(
-            Issue(rel, "unreadable_file", "empty file: no header, no rows", byte_offset=0, byte_length=size)
-        )
         return res
     keys = [export_values.column_key(h) for h in header]
     cols: dict[str, int] = {}

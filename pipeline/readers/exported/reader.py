@@ -98,29 +98,29 @@ def _group_label(f: ExportFile) -> str:
     return {"database": "database", "timeline": "event timeline", "summary": "summary CSV"}[f.group]
 
 
-def choose_fallbacks(dump: ExportDump) -> dict[str, list[ExportFile]]:
-    """For each table of totals, the files of its most detailed available kind: read only when
-    the events table it stands in for filled no row."""
+def _first_available(dump: ExportDump, alternatives) -> dict[str, list[ExportFile]]:
+    """For each table, the files of the first of its kinds (most detailed first) the dump has."""
     chosen: dict[str, list[ExportFile]] = {}
-    for table, (_events, alternatives) in FALLBACKS.items():
-        for kinds in alternatives:
+    for table, kinds_in_order in alternatives.items():
+        for kinds in kinds_in_order:
             files = dump.of(*kinds)
             if files:
                 chosen[table] = files
                 break
     return chosen
+
+
+def choose_fallbacks(dump: ExportDump) -> dict[str, list[ExportFile]]:
+    """For each table of totals, the files of its most detailed available kind: read only when
+    the events table it stands in for filled no row."""
+    return _first_available(
+        dump, {table: alternatives for table, (_events, alternatives) in FALLBACKS.items()}
+    )
 
 
 def choose(dump: ExportDump) -> dict[str, list[ExportFile]]:
     """For each table, the files of its most detailed available source kind."""
-    chosen: dict[str, list[ExportFile]] = {}
-    for table, alternatives in PREFERENCE.items():
-        for kinds in alternatives:
-            files = dump.of(*kinds)
-            if files:
-                chosen[table] = files
-                break
-    return chosen
+    return _first_available(dump, PREFERENCE)
 
 
 def read_export(
