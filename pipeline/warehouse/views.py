@@ -270,8 +270,8 @@ RUN_VIEW_COLUMNS = {
 }
 _RUNS_VIEW_READS = {"inferences", "task_ops"}  # to compute workload in profetl 0.2's layout
 # The index keeps each run's workload, computed from its raw tables when it is committed
-# (Writer.workload); a warehouse of profetl 0.2's layout not migrated yet has none, and
-# the view computes it the same way from the raw tables.
+# (the rule: pipeline/workload.py, applied by the writer); a warehouse of profetl 0.2's layout
+# not migrated yet has none, and the view computes it the same way from the raw tables.
 _RUNS_VIEW = """
 CREATE VIEW runs AS
 SELECT

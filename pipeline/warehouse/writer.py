@@ -40,6 +40,7 @@ from pipeline.warehouse.layout import (
     run_order,
 )
 from pipeline.warehouse.part_rows import conform
+from pipeline.workload import workload_of
 
 pa = lazy("pyarrow")
 pc = lazy("pyarrow.compute")
@@ -428,10 +429,8 @@ class Writer:
         return sorted(have | set(layer_tables(layer)))
 
     def workload(self, run: dict, raw_part: str | None) -> str:
-        """What the run ran: <layout>/<chip>/<model names joined by +>, or
-        <layout>/<chip>/ops-<md5 of the sorted op names joined by commas, 8 digits>, or
-        <layout>/<chip>/empty; from the run's raw inferences and task ops in ``raw_part``."""
-        import hashlib
+        """The run's workload key (``pipeline/workload.py``, the rule), from its rows in the
+        files of ``raw_part``."""
 
         def distinct(table: str, column: str) -> list[str]:
             values: set = set()
@@ -448,15 +447,7 @@ class Writer:
                 values |= set(pc.unique(col).to_pylist())
             return sorted(v for v in values if v is not None)
 
-        models = distinct("inferences", "model_name")
-        if models:
-            what = "+".join(models)
-        else:
-            ops = distinct("task_ops", "op_name")
-            what = ("ops-" + hashlib.md5(",".join(ops).encode()).hexdigest()[:8]) if ops else "empty"
-        return "/".join(
-            x for x in (run.get("layout"), run.get("chip") or "unknown-chip", what) if x is not None
-        )
+        return workload_of(run, distinct)
 
 
 def _open_lock(lock: Path, deadline: float) -> int:

@@ -15,6 +15,9 @@ SHARED = {
     "pipeline.resources",
     "pipeline.progress",
     "pipeline.lazy",
+    # a domain rule (which workload a run is) over values it is handed: the writer and the
+    # upgrade apply it, it imports nothing of pipeline
+    "pipeline.workload",
 }
 
 # folder -> the top-level parts of pipeline it may import (besides itself and SHARED)
