@@ -251,7 +251,7 @@ def bench_one(dump: Path, wh: Path, memory_limit: str, threads: int, separate: b
         (done,) = json.loads(one["stdout"])
         rows, built = done["ingest"]["rows"], done["build"]
         procs = [one]
-    (run,) = Warehouse(wh).runs()
+    (run,) = Warehouse(wh).run_index().run_records()
     records = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
     total = sum(p["seconds"] for p in procs)
     return {

@@ -72,14 +72,16 @@ def _base_files(base: Path) -> tuple[dict, dict[tuple[str, str], Path]]:
     from pipeline.warehouse.store import Warehouse
 
     wh = Warehouse(base)
-    (run,) = wh.runs()
+    (run,) = wh.run_index().run_records() if hasattr(wh, "run_index") else wh.runs()
     files = {}
     for layer in ("raw", "marts"):
         for d in sorted((base / layer).iterdir()):
             if d.name.startswith("_"):  # the parts' commit records, not a table
                 continue
             f = (
-                wh.run_files(layer, d.name, run)[0]
+                wh.run_index().files_of_run(layer, d.name, run)[0]
+                if hasattr(wh, "run_index")
+                else wh.run_files(layer, d.name, run)[0]
                 if hasattr(wh, "run_files")
                 else wh.run_part(layer, d.name, run)
                 if hasattr(wh, "run_part")
@@ -135,20 +137,21 @@ def generate_current(base: Path, wh: Path, n: int) -> None:
     run, files = _base_files(base)
     tables = {key: pq.read_table(f) for key, f in files.items()}
     w = Warehouse(wh)
-    with w.writer():
-        bulk_load(w, run_rows(run, n), tables)
+    with w.writer() as writer:
+        bulk_load(writer, run_rows(run, n), tables)
 
 
-def bulk_load(wh, rows: list[dict], tables: dict[tuple[str, str], pa.Table]) -> None:
+def bulk_load(w, rows: list[dict], tables: dict[tuple[str, str], pa.Table]) -> None:
     """Commit many runs at once whose rows are the same ``tables`` (one run's raw and mart
-    tables by (layer, table)) into the warehouse ``wh``, old runs in groups as compaction would
-    leave them: for generating big warehouses quickly. Call under the lock on an empty warehouse."""
+    tables by (layer, table)) through the writer ``w`` (``Warehouse.writer()``, on an empty
+    warehouse), old runs in groups as compaction would leave them: for generating big
+    warehouses quickly."""
     from pipeline.warehouse import compaction
-    from pipeline.warehouse.layout import LAYERS, file_schema, new_id
+    from pipeline.warehouse.layout import LAYERS, file_schema, new_id, part_file
     from pipeline.warehouse.part_rows import conform, with_run
     from pipeline.warehouse.sink import parquet_writer
 
-    idx = wh.index()
+    idx = w.run_index().rows_by_run_id()
     keep = rows[-compaction.KEEP_FRESH :]
     old = rows[: -compaction.KEEP_FRESH] if len(rows) > compaction.KEEP_FRESH else []
     chunks = [old[i : i + compaction.GROUP_RUNS] for i in range(0, len(old), compaction.GROUP_RUNS)]
@@ -160,18 +163,18 @@ def bulk_load(wh, rows: list[dict], tables: dict[tuple[str, str], pa.Table]) -> 
                     continue
                 schema = file_schema(layer, table)
                 whole = pa.concat_tables([with_run(conform(t, schema, None), r["run_id"]) for r in chunk])
-                f = wh.file(layer, table, part)
+                f = part_file(w.path, layer, table, part)
                 f.parent.mkdir(parents=True, exist_ok=True)
                 with parquet_writer(f, schema) as out:
                     out.write_table(whole, row_group_size=compaction.GROUP_ROW_GROUP_ROWS)
-                wh.record(f)
+                w.record_file_in_place(f)
             for r in chunk:
                 idx.setdefault(r["run_id"], dict(r))[key] = part
     last = idx[rows[-1]["run_id"]]
-    workload = wh.workload(last, last["raw_part"])
+    workload = w.workload(last, last["raw_part"])
     for r in rows:
         idx[r["run_id"]]["workload"] = workload
-    wh._write_index(idx)
+    w.write_index(idx)
 
 
 def generate(base: Path, wh: Path, n: int, layout: str) -> None:

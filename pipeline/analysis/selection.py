@@ -108,12 +108,13 @@ def select_runs(
         raise UnknownRun(f"the warehouse {wh.path} has no runs yet")
     if sel.is_empty():
         if default_latest:
-            latest = wh.resolve("latest")["run_id"]
+            latest = wh.run_index().resolve_run("latest")["run_id"]
             return everything.filter(pc.equal(everything.column("run_id"), latest)).to_pylist()
         return everything.to_pylist()
     t = everything
     if sel.runs:
-        wanted = sorted({wh.resolve(r)["run_id"] for r in sel.runs})
+        run_index = wh.run_index()
+        wanted = sorted({run_index.resolve_run(r)["run_id"] for r in sel.runs})
         t = t.filter(pc.is_in(t.column("run_id"), value_set=pa.array(wanted, pa.string())))
     at = "collected_at"
     if sel.since:
@@ -159,4 +160,4 @@ def earlier_runs(
 
 def run_row(wh: Warehouse, run_ref: str, rows: list[dict] | None = None) -> dict:
     """One run, as the ``runs`` view has it (``rows``: a catalog already read)."""
-    return _by_id(catalog(wh) if rows is None else rows, wh.resolve(run_ref)["run_id"])
+    return _by_id(catalog(wh) if rows is None else rows, wh.run_index().resolve_run(run_ref)["run_id"])

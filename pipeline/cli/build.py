@@ -46,10 +46,11 @@ def command(
         common.cluster(workers, scheduler) as cluster,
         common.writing(wh.check(must_exist=True), wait),
     ):
+        run_index = wh.run_index()
         if run_ids:
-            targets = [wh.resolve(r) for r in run_ids]
+            targets = [run_index.resolve_run(r) for r in run_ids]
         else:
-            targets = [r for r in wh.runs() if all_runs or not r.get("build_id")]
+            targets = [r for r in run_index.run_records() if all_runs or not r.get("build_id")]
         with common.job_progress(len(targets), enabled=not json_) as next_run:
             for run in targets:
                 next_run(run["run_id"])

@@ -166,7 +166,7 @@ def complete_run(ctx: typer.Context, incomplete: str) -> list[str]:
     """Shell completion of run ids (and ``latest``) from the warehouse named so far."""
     try:
         path = ctx.params.get("warehouse") or os.environ.get("PROFETL_WAREHOUSE") or DEFAULT_WAREHOUSE
-        ids = ["latest"] + [r["run_id"] for r in warehouse(Path(path)).runs()]
+        ids = ["latest"] + [r["run_id"] for r in warehouse(Path(path)).run_index().run_records()]
     except Exception:  # noqa: BLE001 - completion must never fail the shell
         ids = ["latest"]
     return [i for i in ids if i.startswith(incomplete)]
@@ -367,11 +367,11 @@ def job_progress(dumps: int | None = None, enabled: bool = True) -> Iterator:
 @contextmanager
 def writing(wh: Warehouse, wait: float = 0.0) -> Iterator[Warehouse]:
     """The writer lock, with a warning when the previous writer died holding it."""
-    with wh.writer(wait_seconds=wait):
-        if wh.stale_lock:
+    with wh.writer(wait_seconds=wait) as w:
+        if w.stale_lock:
             _console("err").print(
-                f"profetl: warning: the previous writer (process {wh.stale_lock}) died without "
-                f"releasing {wh.path / '.lock'}; removed {wh.swept} leftover file(s)",
+                f"profetl: warning: the previous writer (process {w.stale_lock}) died without "
+                f"releasing {wh.path / '.lock'}; removed {w.swept} leftover file(s)",
                 highlight=False,
                 markup=False,
             )
@@ -380,7 +380,7 @@ def writing(wh: Warehouse, wait: float = 0.0) -> Iterator[Warehouse]:
 
 
 def warn_unreadable(wh: Warehouse) -> None:
-    """One warning line on stderr per run whose commit record cannot be read (``wh.runs()``
+    """One warning line on stderr per run whose commit record cannot be read (``wh.run_index()``
     found them): such a run is missing from every listing until it is re-ingested or dropped."""
     for message in wh.unreadable.values():
         _console("err").print(f"profetl: warning: {message}", highlight=False, markup=False)

@@ -35,8 +35,8 @@ def command(
         wh.check(must_exist=True)
         for r in run_ids:
             check_run_id(r)
-        with wh.writer(wait_seconds=wait):
-            done = list(wh.drop_runs(run_ids).items())  # one commit: a damaged group's runs go together
+        with wh.writer(wait_seconds=wait) as w:
+            done = list(w.drop_runs(run_ids).items())  # one commit: a damaged group's runs go together
     if json_:
         common.print_json([{"run_id": r, "files_removed": n} for r, n in done])
         return

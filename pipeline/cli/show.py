@@ -20,7 +20,7 @@ def print_run(
     as_json: bool = False,
     devices: list[int] | None = None,
 ) -> None:
-    run = wh.resolve(run_ref)
+    run = wh.run_index().resolve_run(run_ref)
     tables = [table] if table else [t for t, _ in VIEWS]
     found = [s for t in tables for s in sections(wh, run["run_id"], t, limit, devices=devices)]
     if as_json:
@@ -96,7 +96,7 @@ def command(
     with common.errors():
         if table is None and run in TABLES:  # `show task_scheduler`: a table where the run goes
             try:
-                wh.resolve(run)
+                wh.run_index().resolve_run(run)
             except UnknownRun:
                 raise UsageError(
                     f"{run!r} is a table, not a run: the run comes first, e.g. profetl show latest {run}"

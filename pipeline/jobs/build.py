@@ -203,7 +203,7 @@ def build(
                 result.staging = "file"
         check_run_id(result.run_id)
         # (sizes and hashes go into the index at the commit)
-        wh.place_part(
+        wh.held_writer().place_part(
             "marts", result.build_id, {n: [Path(p.files[n]) for p in parts] for n in parts[0].files}
         )
         checkpoint("marts_written")

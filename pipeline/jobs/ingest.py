@@ -2,7 +2,7 @@
 
 The raw part files are written into a temporary folder inside the warehouse, then
 renamed into their tables' folders under a fresh ingest id. Nothing is visible until the
-run index names that id (``Warehouse.commit``).
+run index names that id (``Writer.commit_run``).
 """
 
 from __future__ import annotations
@@ -150,7 +150,9 @@ def ingest(
                     path=display(dump),
                 )
         check_run_id(run_id)
-        wh.place_part("raw", ingest_id, files)  # sizes and hashes go into the index at the commit
+        wh.held_writer().place_part(
+            "raw", ingest_id, files
+        )  # sizes and hashes go into the index at the commit
         checkpoint("raw_moved")
     finally:
         wh.drop_temp(tmp)
@@ -201,7 +203,7 @@ def ingest(
 
 def _existing(wh: Warehouse, run_id: str, force: bool) -> dict | None:
     try:
-        return wh.run(run_id)
+        return wh.run_index().run_record(run_id)
     except DamagedRun:
         if not force:
             raise

@@ -47,7 +47,7 @@ def raw_select(wh: Warehouse, table: str, run: dict, device=ALL_DEVICES) -> str:
 def _select(wh: Warehouse, table: str, run: dict) -> str:
     c = contract("raw", table)
     run_id = run["run_id"]
-    paths = wh.run_files("raw", table, run)
+    paths = wh.run_index().files_of_run("raw", table, run)
     wanted = [col for col in c.columns if col.name != "run_id"]
     if not paths or not all(p.exists() for p in paths):
         if run.get("profetl_version") == __version__ and paths:
@@ -82,5 +82,5 @@ def _damaged(wh: Warehouse, run: dict, path, reason: str) -> DamagedPart:
         path,
         reason,
         f"run {run['run_id']} cannot be built from it: its marts are left as they were; "
-        + damage_advice(wh.index(), "raw_part", part_of(path.name)),
+        + damage_advice(wh.run_index().rows_by_run_id(), "raw_part", part_of(path.name)),
     )

@@ -66,7 +66,7 @@ def ingest_dump(
         status = "unchanged"
         if then_build and res.row.get("build_id") is None:
             b, row = _build(wh, res.row, res.row["tables_filled"], memory_limit, threads, cluster)
-            wh.commit(row)
+            wh.held_writer().commit_run(row)
             return Outcome(display(dump), "built", res.run_id, ingest=res, build=b, issues=b.issues)
         return Outcome(display(dump), status, res.run_id, ingest=res)
     row = res.row
@@ -74,9 +74,9 @@ def ingest_dump(
     try:
         if then_build:
             b, row = _build(wh, row, row["tables_filled"], memory_limit, threads, cluster)
-        wh.commit(row)
+        wh.held_writer().commit_run(row)
     except BaseException:
-        wh.discard_uncommitted(res.run_id)  # the new raw files (and marts) no commit names
+        wh.held_writer().discard_uncommitted(res.run_id)  # the new raw files (and marts) no commit names
         raise
     issues = res.issues + (b.issues if b else [])
     return Outcome(
@@ -90,9 +90,9 @@ def rebuild(
     raw_filled = [t for t in run["tables_filled"] if t in RAW_TABLES]
     b, row = _build(wh, run, raw_filled, memory_limit, threads, cluster)
     try:
-        wh.commit(row)
+        wh.held_writer().commit_run(row)
     except BaseException:
-        wh.discard_uncommitted(run["run_id"])  # the new marts no commit names
+        wh.held_writer().discard_uncommitted(run["run_id"])  # the new marts no commit names
         raise
     return Outcome(run["source_path"], "built", run["run_id"], build=b, issues=b.issues)
 
@@ -172,7 +172,8 @@ def run_roots(
                 Outcome(display(dump), "failed", error=f"internal error: {type(e).__name__}: {e}")
             )
     if dumps:
-        compact(wh)  # old small runs into group files: few files however many nights
-        for e in wh.damaged_parts:  # the night's runs are committed; the damage is a failure of its own
+        w = wh.held_writer()
+        compact(w)  # old small runs into group files: few files however many nights
+        for e in w.damaged_parts:  # the night's runs are committed; the damage is a failure of its own
             outcomes.append(Outcome(display(e.path), "failed", error=str(e)))
     return outcomes

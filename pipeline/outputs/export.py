@@ -102,11 +102,12 @@ def run_chunks(wh: Warehouse, layer: str, run_ids: list[str]) -> list[list[str]]
     from pipeline.warehouse.layout import is_group, run_order
 
     key = "raw_part" if layer == "raw" else "mart_part"
-    t = wh._table()
+    run_index = wh.run_index()
+    t = run_index.stored_table
     idx = (
         {r["run_id"]: r for r in t.select(["run_id", key, "collection_start_us"]).to_pylist()}
         if t is not None
-        else wh.index()
+        else run_index.rows_by_run_id()
     )
     chunks: list[list[str]] = []
     prev = None

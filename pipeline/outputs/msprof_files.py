@@ -255,7 +255,7 @@ def export_msprof(
     if not out_dir.is_dir():
         why = "is not a folder" if out_dir.exists() else "does not exist"
         raise UsageError(f"cannot write into {out_dir}: it {why} (profetl does not create folders for --out)")
-    run = wh.run(run_id)
+    run = wh.run_index().run_record(run_id)
     kinds = files_for(run.get("chip"))
     stamp = stamp_of(run)
     tables = {f.table for f in kinds} | {"devices"}

@@ -25,7 +25,7 @@ from pathlib import Path
 from pipeline.errors import DamagedIndex, IndexNotRestorable
 from pipeline.lazy import lazy
 from pipeline.warehouse import commit_records
-from pipeline.warehouse import store as W
+from pipeline.warehouse.index import arrow_kind, index_schema, read_index_version, version_files
 from pipeline.warehouse.layout import (
     LAYERS,
     entry_part,
@@ -33,10 +33,12 @@ from pipeline.warehouse.layout import (
     fsync_dir,
     is_legacy,
     layer_tables,
+    part_files,
     part_of,
 )
 from pipeline.warehouse.part_rows import reason
 from pipeline.warehouse.store import Warehouse
+from pipeline.warehouse.writer import digest
 
 pa = lazy("pyarrow")
 pq = lazy("pyarrow.parquet")
@@ -103,12 +105,12 @@ def _index_problem(wh: Warehouse) -> tuple[str | None, object]:
     if not f.exists():
         if wh.legacy():
             return None, None
-        parts, versions = len(wh._flat_part_files()), len(wh.index_versions())
+        parts, versions = len(wh.flat_part_files()), len(wh.index_versions())
         if parts or versions:
             return f"missing ({parts} part file(s), {versions} kept version(s) of it)", None
         return None, None  # an empty new warehouse
     try:
-        return None, Warehouse.read_index_version(f)
+        return None, read_index_version(f)
     except DamagedIndex as e:
         return f"cannot be read as a run index ({e.reason})", None
 
@@ -126,7 +128,7 @@ def _verify(wh: Warehouse, rel: str, entry: dict | None) -> FileCheck:
         if fc.size != entry["size"]:
             fc.problem = f"size {fc.size} bytes, {entry['size']} recorded"
             return fc
-        if entry.get("sha256") and W.digest(f)["sha256"] != entry["sha256"]:
+        if entry.get("sha256") and digest(f)["sha256"] != entry["sha256"]:
             fc.problem = "content differs from its recorded SHA-256 (same size)"
             return fc
     try:
@@ -156,7 +158,7 @@ def _same_kind(a, b) -> bool:
         return True
     if pa.types.is_dictionary(a):
         a = a.value_type
-    return a == b or W._arrow_kind(a) == W._arrow_kind(b)
+    return a == b or arrow_kind(a) == arrow_kind(b)
 
 
 def check(wh: Warehouse) -> CheckReport:
@@ -167,7 +169,7 @@ def check(wh: Warehouse) -> CheckReport:
         return rep  # which files are committed is unknown: none is called unowned
     rows = t.select(["run_id", "raw_part", "mart_part"]).to_pylist()
     recorded: dict[tuple[str, str], dict[str, dict]] = {}
-    for e in Warehouse.version_files(t):
+    for e in version_files(t):
         recorded.setdefault(entry_part(e["file"]), {})[e["file"]] = e
     checked: dict[tuple[str, str], list[FileCheck]] = {}
     for r in rows:
@@ -183,7 +185,7 @@ def check(wh: Warehouse) -> CheckReport:
                 out = [
                     _verify(wh, _rel(wh, f), None)
                     for table in layer_tables(layer)
-                    for f in wh.files(layer, table, part)
+                    for f in part_files(wh.path, layer, table, part)
                     if f.exists()
                 ]
             checked[(layer, part)] = out
@@ -220,12 +222,12 @@ def _layer_files(wh: Warehouse) -> list[Path]:
 def _usable(wh: Warehouse, v: Path) -> tuple[object, str | None]:
     """(the kept version's table, None) when it can restore the index, else (None, why not)."""
     try:
-        t = Warehouse.read_index_version(v)
+        t = read_index_version(v)
     except DamagedIndex as e:
         return None, f"{v.name}: {e.reason}"
-    if not t.num_rows and wh._flat_part_files():  # (a new warehouse's empty index) would orphan them all
+    if not t.num_rows and wh.flat_part_files():  # (a new warehouse's empty index) would orphan them all
         return None, f"{v.name}: names no run, and the warehouse holds part files"
-    for e in Warehouse.version_files(t):
+    for e in version_files(t):
         f = wh.path / e["file"]
         try:
             size = f.stat().st_size
@@ -240,7 +242,7 @@ def repair(wh: Warehouse, drop: list[str] = (), wait_seconds: float = 0.0) -> Re
     """Restore a missing or damaged index, drop the runs named (and nothing else), under the
     writer lock; ``after`` is the check of the repaired warehouse."""
     rep = RepairReport()
-    with wh.writer(wait_seconds=wait_seconds, prepare=False):
+    with wh.writer(wait_seconds=wait_seconds, prepare=False) as w:
         problem, _ = _index_problem(wh)
         if problem is not None:
             tried = []
@@ -260,19 +262,19 @@ def repair(wh: Warehouse, drop: list[str] = (), wait_seconds: float = 0.0) -> Re
                 rep.restored_from = _rel(wh, v)
                 break
             else:
-                rebuilt = commit_records.rebuild(wh.path, W.index_schema())
+                rebuilt = commit_records.rebuild(wh.path, index_schema())
                 if not rebuilt.index:
                     why = rebuilt.unreadable + rebuilt.broken
                     raise IndexNotRestorable(
                         wh.index_file, problem, tried, f"{rebuilt.records} commit record(s)", why
                     )
                 _aside(wh, rep)
-                wh._write_index(rebuilt.index)
+                w.write_index(rebuilt.index)
                 rep.rebuilt_runs = len(rebuilt.index)
                 rep.not_rebuilt = rebuilt.unreadable + rebuilt.broken
         if drop:
-            wh._cache = None
-            rep.dropped = wh.drop_runs(list(drop))
+            wh.forget_run_index()
+            rep.dropped = w.drop_runs(list(drop))
     rep.after = check(Warehouse(wh.path))
     return rep
 

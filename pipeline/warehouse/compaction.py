@@ -1,7 +1,7 @@
 """Compaction: small runs move out of their own part files into group files, so the files
 stay few however many nights; replacing or dropping a run that is in a group writes the group
-again without it. Functions over a ``Warehouse`` whose writer lock is held (the writer calls
-them from its commit and drop; ``runner`` after a night's runs)."""
+again without it. Functions over a ``Writer`` (``writer.py``; the writer calls them from its
+commit and drop; ``runner`` after a night's runs)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from pipeline.warehouse.layout import (
     layer_tables,
     named_parts,
     new_id,
+    part_file,
+    part_files,
     part_of,
     run_order,
 )
@@ -40,14 +42,14 @@ GROUP_BYTES = 256 << 20
 GROUP_ROW_GROUP_ROWS = 8192
 
 
-def regroup(wh, idx: dict[str, dict], layer: str, key: str, group: str, drop: set[str]) -> None:
+def regroup(w, idx: dict[str, dict], layer: str, key: str, group: str, drop: set[str]) -> None:
     """Write ``group`` again without the runs in ``drop``; its other runs move to the new group."""
     members = [r for r in idx.values() if r.get(key) == group and r["run_id"] not in drop]
     if not members:
         return
     gid = "c" + new_id()
     try:
-        write_group(wh, layer, key, members, gid)
+        write_group(w, layer, key, members, gid)
     except DamagedPart as e:
         leaving = sorted(r for r in drop if idx.get(r, {}).get(key) == group)
         raise DamagedPart(
@@ -61,7 +63,7 @@ def regroup(wh, idx: dict[str, dict], layer: str, key: str, group: str, drop: se
         idx[r["run_id"]] = dict(r, **{key: gid})
 
 
-def write_group(wh, layer: str, key: str, members: list[dict], part: str) -> None:
+def write_group(w, layer: str, key: str, members: list[dict], part: str) -> None:
     """One file per table with the rows of ``members`` (by run id), written into
     ``.tmp`` and renamed into place: nothing names it until the index does. A source file
     that cannot be read, or is missing though the profetl that wrote its runs writes every
@@ -76,17 +78,17 @@ def write_group(wh, layer: str, key: str, members: list[dict], part: str) -> Non
             segments.append((r[key], [r]))
     from pipeline.warehouse.sink import parquet_writer
 
-    tmp = wh.temp_dir()
+    tmp = w.temp_dir()
     placed: list[Path] = []
     try:
         for table in layer_tables(layer):
             schema = file_schema(layer, table)
             out = tmp / f"{table}.parquet"
             pending, n = [], 0
-            with parquet_writer(out, schema) as w:
+            with parquet_writer(out, schema) as pw:
                 for src, rows in segments:
                     run_ids = [r["run_id"] for r in rows]
-                    for f in wh.files(layer, table, src):
+                    for f in part_files(w.path, layer, table, src):
                         if not f.exists():
                             if all(r.get("profetl_version") == __version__ for r in rows):
                                 raise DamagedPart(f, "missing")
@@ -95,23 +97,24 @@ def write_group(wh, layer: str, key: str, members: list[dict], part: str) -> Non
                             pending.append(b)
                             n += b.num_rows
                             if n >= GROUP_ROW_GROUP_ROWS:
-                                w.write_table(
+                                pw.write_table(
                                     pa.Table.from_batches(pending, schema),
                                     row_group_size=GROUP_ROW_GROUP_ROWS,
                                 )
                                 pending, n = [], 0
                 if pending:
-                    w.write_table(pa.Table.from_batches(pending, schema), row_group_size=GROUP_ROW_GROUP_ROWS)
-            final = wh.file(layer, table, part)
-            wh.place(out, final)
+                    pw.write_table(
+                        pa.Table.from_batches(pending, schema), row_group_size=GROUP_ROW_GROUP_ROWS
+                    )
+            final = part_file(w.path, layer, table, part)
+            w.place_file(out, final)
             placed.append(final)
     except BaseException:
         for f in placed:  # named by no index yet: what a failed write leaves is nothing
-            f.unlink(missing_ok=True)
-            wh._written.pop(f.relative_to(wh.path).as_posix(), None)
+            w.unplace_file(f)
         raise
     finally:
-        wh.drop_temp(tmp)
+        w.drop_temp(tmp)
 
 
 def damage_advice(idx: dict[str, dict], key: str, part: str) -> str:
@@ -135,10 +138,10 @@ def damage_advice(idx: dict[str, dict], key: str, part: str) -> str:
     )
 
 
-def run_bytes(wh, layer: str, part: str) -> int:
+def run_bytes(w, layer: str, part: str) -> int:
     total = 0
     for table in layer_tables(layer):
-        for f in wh.files(layer, table, part):
+        for f in part_files(w.path, layer, table, part):
             try:
                 total += f.stat().st_size
             except FileNotFoundError:
@@ -146,14 +149,15 @@ def run_bytes(wh, layer: str, part: str) -> int:
     return total
 
 
-def compact(wh) -> int:
+def compact(w) -> int:
     """Move small runs out of their own files into group files (see ``SMALL_RUN_BYTES``).
     A part file that cannot be read is not written again: a damaged newest group is not
     joined (the runs start a new one), a run whose own file is damaged stays where it is;
     each is in ``damaged_parts`` (DamagedPart, saying so) for the caller to report.
     Call under the lock. Returns the number of runs moved."""
-    wh.damaged_parts = []
-    t = wh._table(full=False)
+    w.damaged_parts = []
+    snap = w.run_index()
+    t = snap.placing_table
     if t is None:  # no index: nothing committed yet, or profetl 0.2's layout left unmigrated
         return 0
     if t is not None:  # few runs outside groups: nothing to do, known without a dict per run
@@ -162,7 +166,7 @@ def compact(wh) -> int:
         )
         if outside < KEEP_FRESH + COMPACT_BATCH:
             return 0
-    idx = wh.index()
+    idx = snap.rows_by_run_id()
     before = named_parts(idx)
     order = sorted(idx.values(), key=lambda r: (str(r.get("ingested_at") or ""), r["run_id"]))
     keep = {r["run_id"] for r in order[-KEEP_FRESH:]}
@@ -172,7 +176,7 @@ def compact(wh) -> int:
         for r in idx.values():
             part = r.get(key)
             if part and not is_group(part) and r["run_id"] not in keep:
-                n = run_bytes(wh, layer, part)
+                n = run_bytes(w, layer, part)
                 if n <= SMALL_RUN_BYTES:
                     waiting.append((r, n))
         groups: dict[str, list[dict]] = {}
@@ -186,10 +190,10 @@ def compact(wh) -> int:
             }
             made: list[str] = []
             try:
-                _compact_layer(wh, idx, layer, key, waiting, groups, damaged, made)
+                _compact_layer(w, idx, layer, key, waiting, groups, damaged, made)
             except DamagedPart as e:  # start again without the damaged part
                 for gid in made:
-                    wh._drop({(layer, gid)})
+                    w.delete_parts({(layer, gid)})
                 idx.update(saved)
                 src = part_of(Path(e.path).name)
                 if src in damaged:  # cannot happen: a part is left alone once found damaged
@@ -201,7 +205,7 @@ def compact(wh) -> int:
                     if is_group(src)
                     else f"run {holders[0]['run_id'] if holders else src} stays uncompacted in its own files"
                 )
-                wh.damaged_parts.append(
+                w.damaged_parts.append(
                     DamagedPart(e.path, e.reason, doing + "; " + damage_advice(idx, key, src))
                 )
                 waiting = [(r, n) for r, n in waiting if r.get(key) != src]
@@ -209,13 +213,13 @@ def compact(wh) -> int:
             moved |= {r["run_id"] for r, _ in waiting}
             break
     if moved:
-        wh._write_index(idx)
-        wh._drop(before - named_parts(idx))
+        w.write_index(idx)
+        w.delete_parts(before - named_parts(idx))
     return len(moved)
 
 
 def _compact_layer(
-    wh,
+    w,
     idx: dict[str, dict],
     layer: str,
     key: str,
@@ -230,22 +234,22 @@ def _compact_layer(
     size = 0
     if groups:
         last = max(groups)  # group ids begin with their time: the newest group
-        n = run_bytes(wh, layer, last)
+        n = run_bytes(w, layer, last)
         if last not in damaged and len(groups[last]) < GROUP_RUNS and n < GROUP_BYTES:
             batch, size = list(groups[last]), n
     for r, n in sorted(waiting, key=lambda x: run_order(x[0])):
         if batch and (len(batch) >= GROUP_RUNS or size + n > GROUP_BYTES):
-            made.append(new_group(wh, idx, layer, key, batch))
+            made.append(new_group(w, idx, layer, key, batch))
             batch, size = [], 0
         batch.append(r)
         size += n
     if batch:
-        made.append(new_group(wh, idx, layer, key, batch))
+        made.append(new_group(w, idx, layer, key, batch))
 
 
-def new_group(wh, idx: dict[str, dict], layer: str, key: str, members: list[dict]) -> str:
+def new_group(w, idx: dict[str, dict], layer: str, key: str, members: list[dict]) -> str:
     gid = "c" + new_id()
-    write_group(wh, layer, key, members, gid)
+    write_group(w, layer, key, members, gid)
     for r in members:
         idx[r["run_id"]] = dict(idx[r["run_id"]], **{key: gid})
     return gid

@@ -1,5 +1,6 @@
-"""The warehouse's path scheme, shared by the index, the commit records and the check: the
-layers and their index columns, and which part a file's name belongs to."""
+"""The warehouse's path scheme, shared by the index, the writer, the commit records and the
+check: the layers and their index columns, the files of a part, and which part a file's name
+belongs to."""
 
 from __future__ import annotations
 
@@ -102,6 +103,43 @@ def named_parts(idx: dict[str, dict]) -> set[tuple[str, str]]:
             if r.get(key):
                 out.add((layer, r[key]))
     return out
+
+
+def part_file(root: Path, layer: str, table: str, part: str) -> Path:
+    """The one file of ``part`` for ``table`` in the warehouse at ``root`` (a part of profetl
+    0.2's layout: its file in the run's folder)."""
+    if not TABLE.match(table):
+        raise UsageError(f"{table!r} is not a valid table name")
+    if is_legacy(part):
+        d, name = part.split("/", 1)
+        return root / layer / table / d / f"{name}.parquet"
+    check_run_id(part)
+    return root / layer / table / f"part-{part}.parquet"
+
+
+def part_files(root: Path, layer: str, table: str, part: str) -> list[Path]:
+    """The files of ``part`` for ``table``: one, or a sharded part's shards in order."""
+    n = shard_count(part)
+    if not n:
+        return [part_file(root, layer, table, part)]
+    if not TABLE.match(table):
+        raise UsageError(f"{table!r} is not a valid table name")
+    return [root / layer / table / f"part-{part}.{k}.parquet" for k in range(n)]
+
+
+def check_folder(path: Path, must_exist: bool = False) -> None:
+    """Refuse a path that cannot be a warehouse: a file, or (``must_exist``, for commands that
+    only work on runs already there) nothing at all."""
+    if path.exists() and not path.is_dir():
+        raise UsageError(
+            f"the warehouse {path} is a file, not a folder; "
+            "--warehouse (-w) or $PROFETL_WAREHOUSE names the warehouse folder"
+        )
+    if must_exist and not path.exists():
+        raise UsageError(
+            f"no warehouse at {path}: `profetl run DUMP... --warehouse {path}` makes one; "
+            "--warehouse (-w) or $PROFETL_WAREHOUSE names another"
+        )
 
 
 def rmdir_if_empty(d: Path) -> None:

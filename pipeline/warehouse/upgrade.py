@@ -5,7 +5,8 @@ files in a folder per run (``<layer>/<table>/run_id=<id>/part-<id>.parquet``, no
 column), and no index. Readers read such a warehouse as it is (``legacy_index``); the first
 writer that takes the lock moves it to the current layout (``migrate``); a run whose record
 cannot be read stops the move until it is dropped (``drop_legacy``) or run again with
-``--force``. Functions over a ``Warehouse`` (the writer's, for ``migrate`` and ``drop_legacy``)."""
+``--force``. ``legacy_index`` reads a ``Warehouse``; ``migrate`` and ``drop_legacy`` are
+functions over its ``Writer`` (``writer.py``), under the lock."""
 
 from __future__ import annotations
 
@@ -43,9 +44,10 @@ def legacy_index(wh) -> dict[str, dict]:
     return out
 
 
-def drop_legacy(wh, run_id: str) -> int:
+def drop_legacy(w, run_id: str) -> int:
     """Remove a run of the 0.2 layout, readable record or not: its record and its run folders;
     then migrate the layout if no other record stops it. Returns the files removed."""
+    wh = w.warehouse
     record = wh.path / "runs" / f"run_id={run_id}" / "run.parquet"
     files = [p for layer in ("raw", "marts") for p in (wh.path / layer).glob(f"*/run_id={run_id}/*")]
     if not record.exists() and not files:
@@ -62,27 +64,28 @@ def drop_legacy(wh, run_id: str) -> int:
         rmdir_if_empty(d)
     wh.unreadable.pop(run_id, None)
     if wh.legacy():  # the last damaged record gone: the layout can move now
-        wh.migrated = migrate(wh)
+        w.migrated = migrate(w)
     return removed
 
 
-def migrate(wh, replacing: set[str] = frozenset()) -> int:
+def migrate(w, replacing: set[str] = frozenset()) -> int:
     """Move a warehouse of profetl 0.2's layout to this one: every run's files are written
     again with a run_id column (small runs into groups), then the index is written (the
     commit: a crash before it leaves the old layout, whole), then the old files go."""
+    wh = w.warehouse
     idx = legacy_index(wh)
     if not idx or set(wh.unreadable) - set(replacing):  # which files a damaged record names
         return 0  # is unknown: wait for `drop` or `run --force` to settle it; nothing is moved
     for r in idx.values():  # from the run's own small files, before they are grouped
-        r["workload"] = wh.workload(r, r.get("raw_part"))
+        r["workload"] = w.workload(r, r.get("raw_part"))
     before = named_parts(idx)
     for layer, key, id_key in LAYERS:
         parts = [r for r in idx.values() if r.get(key)]
         small, batch, size = [], [], 0
         for r in sorted(parts, key=run_order):
-            n = compaction.run_bytes(wh, layer, r[key])
+            n = compaction.run_bytes(w, layer, r[key])
             if n > compaction.SMALL_RUN_BYTES:  # stays in files of its own, now with a run_id column
-                compaction.write_group(wh, layer, key, [r], r[id_key])
+                compaction.write_group(w, layer, key, [r], r[id_key])
                 idx[r["run_id"]][key] = r[id_key]
                 continue
             if batch and (len(batch) >= compaction.GROUP_RUNS or size + n > compaction.GROUP_BYTES):
@@ -93,9 +96,9 @@ def migrate(wh, replacing: set[str] = frozenset()) -> int:
         if batch:
             small.append(batch)
         for members in small:
-            compaction.new_group(wh, idx, layer, key, members)
-    wh._write_index(idx)
-    wh._drop(before)
+            compaction.new_group(w, idx, layer, key, members)
+    w.write_index(idx)
+    w.delete_parts(before)
     for d in (wh.path / "runs").glob("run_id=*"):
         shutil.rmtree(d, ignore_errors=True)
     return len(idx)

@@ -16,7 +16,9 @@ from pipeline import __version__
 from pipeline.errors import DamagedIndex, DamagedPart, PartSizeMismatch, QueryFailed
 from pipeline.warehouse.compaction import damage_advice
 from pipeline.warehouse.contracts import RAW_TABLES, Contract, contract, names
-from pipeline.warehouse.store import PLACING, Warehouse, index_schema, recorded_sizes
+from pipeline.warehouse.index import PLACING, index_schema, recorded_sizes
+from pipeline.warehouse.layout import part_files
+from pipeline.warehouse.store import Warehouse
 
 
 def quote(path) -> str:
@@ -64,18 +66,20 @@ def _snapshot_files(
     out: list[Path] = []
     missing: dict[str, dict] = {}
     for part, r in first.items():
-        files = wh.files(layer, table, part)
+        files = part_files(wh.path, layer, table, part)
         have = [_size(f) for f in files]
         if all(n is not None for n in have):
             for f, n in zip(files, have):
                 recorded = sizes.get(f.relative_to(wh.path).as_posix()) if sizes else None
                 if recorded is not None and recorded != n:  # what can be done depends on who shares the part
-                    raise PartSizeMismatch(f, recorded, n, damage_advice(wh.index(), key, part))
+                    raise PartSizeMismatch(
+                        f, recorded, n, damage_advice(wh.run_index().rows_by_run_id(), key, part)
+                    )
             out.extend(files)
         else:
             missing[part] = r
     if missing:
-        now = wh.index()
+        now = wh.run_index().rows_by_run_id()
         for part, r in missing.items():
             if (now.get(r["run_id"]) or {}).get(key) != part:
                 raise _Changed(f"run {r['run_id']} was replaced or removed while it was read")
@@ -83,7 +87,7 @@ def _snapshot_files(
                 r.get("profetl_version") == __version__
             ):  # a group's runs are dropped together, not re-ingested
                 raise DamagedPart(
-                    next(f for f in wh.files(layer, table, part) if not f.exists()),
+                    next(f for f in part_files(wh.path, layer, table, part) if not f.exists()),
                     "missing",
                     damage_advice(now, key, part),
                 )
@@ -137,7 +141,7 @@ def _identity(f: Path) -> tuple | None:
 def _placing(
     con: duckdb.DuckDBPyConnection, wh: Warehouse, run_ids: list[str] | None
 ) -> tuple[list[dict] | None, dict]:
-    """``Warehouse.placing`` and ``Warehouse.recorded_sizes``, checked against a writer's
+    """``Warehouse.placing_rows`` and ``Warehouse.recorded_sizes``, checked against a writer's
     commit. DuckDB opens the index by its name more than once in a read (its footer when the
     query is planned, its rows when it runs), so a commit replacing the index in between would
     mix two files: when the index is not the same file after the read as before it, the read is
@@ -146,7 +150,7 @@ def _placing(
     before = _identity(wh.index_file)
     sizes: dict = {}
     try:
-        runs = wh.placing(con, run_ids)
+        runs = wh.placing_rows(con, run_ids)
         if runs is not None:
             sizes = wh.recorded_sizes(con)
     except DamagedIndex:
@@ -172,7 +176,7 @@ def connect(
     ``tables`` limits the other views to those named (and, in profetl 0.2's layout, what
     ``runs`` reads): a view reads the footer of every part file it lists, so fewer views open
     faster. ``records`` False leaves out the ``runs`` view: the index's placing columns are
-    then all that is read of it, by DuckDB (``Warehouse.placing``), and Arrow is not loaded.
+    then all that is read of it, by DuckDB (``Warehouse.placing_rows``), and Arrow is not loaded.
     ``sandbox``: the connection runs SQL a user wrote (``lock_down``); ``confine`` also keeps
     its file-reading functions inside the warehouse.
     """
@@ -188,10 +192,11 @@ def connect(
             import pyarrow as pa
             import pyarrow.compute as pc
 
-            snap = wh.snapshot()  # the index, read once (DamagedIndex when it cannot be)
+            run_index = wh.run_index()  # the index, read once (DamagedIndex when it cannot be)
+            snap = run_index.index_table()
             legacy = snap is None and wh.legacy()
             if snap is None:
-                snap = pa.Table.from_pylist(list(wh.index().values()), schema=index_schema())
+                snap = pa.Table.from_pylist(list(run_index.rows_by_run_id().values()), schema=index_schema())
             sizes = recorded_sizes(snap)  # of every run: a group's files are listed on one of its runs
             if run_ids is not None:
                 snap = snap.filter(
@@ -265,8 +270,8 @@ RUN_VIEW_COLUMNS = {
 }
 _RUNS_VIEW_READS = {"inferences", "task_ops"}  # to compute workload in profetl 0.2's layout
 # The index keeps each run's workload, computed from its raw tables when it is committed
-# (Warehouse.workload); a warehouse of profetl 0.2's layout not migrated yet has none, and
-# the view computes it the same way from the raw tables.
+# (the rule: pipeline/workload.py, applied by the writer); a warehouse of profetl 0.2's layout
+# not migrated yet has none, and the view computes it the same way from the raw tables.
 _RUNS_VIEW = """
 CREATE VIEW runs AS
 SELECT

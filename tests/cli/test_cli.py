@@ -105,7 +105,7 @@ def test_export_csv_equals_library_rows(built, tmp_path):
     from pipeline.warehouse.store import Warehouse
 
     w = Warehouse(wh)
-    _, t = fetch(w, "task_scheduler", [w.resolve("latest")["run_id"]])
+    _, t = fetch(w, "task_scheduler", [w.run_index().resolve_run("latest")["run_id"]])
     lib = t.to_pylist()
     assert len(rows) == len(lib)
     assert list(rows[0])[:3] == ["Device", "Time(%)", "Time(ns)"]

@@ -26,4 +26,4 @@ def build_dump(wh_path: Path, dump: Path) -> tuple[dict, Callable[[str], list[di
     with wh.writer():
         outcome = ingest_dump(wh, dump)
     assert outcome.status == "built", outcome.error
-    return wh.run(outcome.run_id), table_rows(wh, outcome.run_id)
+    return wh.run_index().run_record(outcome.run_id), table_rows(wh, outcome.run_id)

@@ -24,6 +24,7 @@ from pipeline.warehouse.store import Warehouse  # noqa: E402
 from tests.helpers.warehouse_checks import (
     assert_consistent,
     assert_recorded,
+    existing_files,
     part_files,
     profetl,
 )  # noqa: E402
@@ -87,7 +88,9 @@ def in_process(tmp_path_factory, dumps) -> Warehouse:
 
 
 def _facts(wh: Warehouse) -> list[dict]:
-    return sorted(({k: r[k] for k in RUN_FACTS} for r in wh.runs()), key=lambda r: r["run_id"])
+    return sorted(
+        ({k: r[k] for k in RUN_FACTS} for r in wh.run_index().run_records()), key=lambda r: r["run_id"]
+    )
 
 
 def test_cluster_run_equals_in_process(tmp_path, dumps, local_cluster, in_process):
@@ -112,7 +115,7 @@ def test_cluster_run_equals_in_process(tmp_path, dumps, local_cluster, in_proces
     assert_consistent(wh.path)
     assert_recorded(wh)  # every shard's size and hash in the index
     # every device of every dump was a unit: 2 + 3 x 4 devices (and each PROF_* job's hosts)
-    assert sorted(r["devices"] for r in wh.runs()) == sorted([[0, 1]] + [[0, 1, 2, 3]] * 3)
+    assert sorted(r["devices"] for r in wh.run_index().run_records()) == sorted([[0, 1]] + [[0, 1, 2, 3]] * 3)
 
 
 def test_cluster_rebuild_equals_in_process(tmp_path, dumps, local_cluster, in_process):
@@ -120,7 +123,7 @@ def test_cluster_rebuild_equals_in_process(tmp_path, dumps, local_cluster, in_pr
     wh = Warehouse(tmp_path / "wh")
     with wh.writer():
         run_roots(wh, dumps, then_build=False)
-        for run in wh.runs():
+        for run in wh.run_index().run_records():
             assert rebuild(wh, run, cluster=local_cluster).status == "built"
     diff = _differences(in_process, wh)
     assert {t: d for t, d in diff.items() if d[0] or d[1]} == {}
@@ -143,13 +146,17 @@ def test_worker_killed_once_is_retried(tmp_path, dumps, in_process, point, monke
         layer, name = table.split("/")
         con = duckdb.connect()
         got = con.execute(
-            f"select * exclude (run_id) from read_parquet({[str(f) for f in wh.current_files(layer, name)]}) "
+            f"select * exclude (run_id) from read_parquet({[str(f) for f in existing_files(wh, layer, name)]}) "
             "order by all"
         ).fetchall()
-        runs = [r for r in in_process.runs() if r["source_path"] in {o.source_path for o in outcomes}]
+        runs = [
+            r
+            for r in in_process.run_index().run_records()
+            if r["source_path"] in {o.source_path for o in outcomes}
+        ]
         assert len(runs) == 2
         want = con.execute(
-            f"select * exclude (run_id) from read_parquet({[str(f) for f in in_process.current_files(layer, name, runs)]}) "
+            f"select * exclude (run_id) from read_parquet({[str(f) for f in existing_files(in_process, layer, name, runs)]}) "
             "order by all"
         ).fetchall()
         assert got == want, table
@@ -167,7 +174,7 @@ def test_worker_killed_every_time_fails_the_run_cleanly(tmp_path, dumps, monkeyp
             outcomes = run_roots(wh, dumps[:1], cluster=c)
     assert outcomes[0].status == "failed"
     assert "device" in outcomes[0].error and "worker running it died" in outcomes[0].error, outcomes[0].error
-    assert wh.runs() == []
+    assert wh.run_index().run_records() == []
     monkeypatch.delenv("PROFETL_CRASH_AT")
     again = profetl("run", dumps[0], "--warehouse", wh.path)
     assert again.returncode == 0, again.stderr
@@ -187,7 +194,7 @@ def test_unreachable_scheduler_is_one_clear_error(tmp_path, dumps, monkeypatch):
     assert len(lines) == 1 and lines[0].startswith("profetl: error: cannot reach the Dask scheduler"), (
         p.stderr
     )
-    assert not (tmp_path / "wh").exists() or Warehouse(tmp_path / "wh").runs() == []
+    assert not (tmp_path / "wh").exists() or Warehouse(tmp_path / "wh").run_index().run_records() == []
 
 
 def test_cluster_options_are_checked():
@@ -274,7 +281,11 @@ def test_cli_run_on_a_running_scheduler(tmp_path, dumps, scheduler, in_process):
     p = profetl("run", dumps[0], dumps[2], "--warehouse", os.path.relpath(wh), "--scheduler", address)
     assert p.returncode == 0, p.stdout + p.stderr
     got, want = Warehouse(wh), in_process
-    runs = [r for r in want.runs() if r["run_id"] in {r["run_id"] for r in got.runs()}]
+    runs = [
+        r
+        for r in want.run_index().run_records()
+        if r["run_id"] in {r["run_id"] for r in got.run_index().run_records()}
+    ]
     assert len(runs) == 2
     con = duckdb.connect()
     for layer, table in (
@@ -284,11 +295,11 @@ def test_cli_run_on_a_running_scheduler(tmp_path, dumps, scheduler, in_process):
         ("marts", "acl_api"),
     ):
         a = con.execute(
-            f"select * exclude (run_id) from read_parquet({[str(f) for f in got.current_files(layer, table)]}) "
+            f"select * exclude (run_id) from read_parquet({[str(f) for f in existing_files(got, layer, table)]}) "
             "order by all"
         ).fetchall()
         b = con.execute(
-            f"select * exclude (run_id) from read_parquet({[str(f) for f in want.current_files(layer, table, runs)]}) "
+            f"select * exclude (run_id) from read_parquet({[str(f) for f in existing_files(want, layer, table, runs)]}) "
             "order by all"
         ).fetchall()
         assert a == b and a, table
@@ -331,13 +342,13 @@ def test_scheduler_stopped_mid_job_fails_the_dumps_cleanly(tmp_path, dumps, sche
     assert failed, out
     assert all("connection to the Dask scheduler" in d["error"] for d in failed), failed
     done = {d["run_id"] for d in json.loads(out) if d["status"] == "built"}
-    assert {r["run_id"] for r in Warehouse(wh).runs()} == done
+    assert {r["run_id"] for r in Warehouse(wh).run_index().run_records()} == done
     again = profetl("run", *dumps, "--warehouse", wh)
     assert again.returncode == 0, again.stderr
     assert_consistent(wh)
     assert not (wh / ".tmp").exists()
     # every part file on disk is one the index names (the dead job's shards are gone)
-    index = Warehouse(wh).index()
+    index = Warehouse(wh).run_index().rows_by_run_id()
     named = {r[key] for r in index.values() for key in ("raw_part", "mart_part")}
     assert {part_of(f.name) for f in part_files(wh)} == named
 
@@ -363,7 +374,7 @@ def test_read_threads_equal_in_process(tmp_path, dumps, in_process):
     assert p.returncode == 0, p.stderr
     diff = _differences(in_process, wh)
     assert {t: d for t, d in diff.items() if d[0] or d[1]} == {}
-    index = wh.index()
+    index = wh.run_index().rows_by_run_id()
     assert all(part_of(f"part-{r['raw_part']}.parquet") == r["raw_part"] for r in index.values())
     assert sorted(store_shards(r["raw_part"]) for r in index.values()) == [
         2,

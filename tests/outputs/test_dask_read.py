@@ -99,12 +99,11 @@ def states(tmp_path_factory):
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(compaction, "KEEP_FRESH", 1)
         mp.setattr(compaction, "COMPACT_BATCH", 2)
-        w = Warehouse(wh)
-        with w.writer():
+        with Warehouse(wh).writer() as w:
             assert compaction.compact(w) == 2
-    ids = {Path(r["source_path"]).name: r["run_id"] for r in Warehouse(wh).runs()}
+    ids = {Path(r["source_path"]).name: r["run_id"] for r in Warehouse(wh).run_index().run_records()}
     night = [ids[f"night-{i}"] for i in range(3)]
-    index = Warehouse(wh).index()
+    index = Warehouse(wh).run_index().rows_by_run_id()
     assert index[night[0]]["mart_part"] == index[night[1]]["mart_part"] and is_group(
         index[night[0]]["mart_part"]
     )
@@ -135,8 +134,10 @@ def states(tmp_path_factory):
         profetl("run", roots, "--warehouse", wh, "--workers", "2", env={"PROFETL_CRASH_AT": "after_commit"}),
         137,
     )
-    assert set(Warehouse(wh).run_ids()) == set(night)  # the same run, replaced
-    assert shard_count(Warehouse(wh).index()[night[2]]["mart_part"]) == 2  # its marts: a file per device
+    assert set(Warehouse(wh).run_index().run_ids()) == set(night)  # the same run, replaced
+    assert (
+        shard_count(Warehouse(wh).run_index().rows_by_run_id()[night[2]]["mart_part"]) == 2
+    )  # its marts: a file per device
     keep("replaced", second, both)
     return out
 

@@ -153,7 +153,9 @@ def test_csv_cells_are_numbers_or_safe_text(three):
 
 def test_selection_forms(three):
     wh, nights = three
-    assert [r["run_id"] for r in select_runs(wh, RunSelection())] == [wh.resolve("latest")["run_id"]]
+    assert [r["run_id"] for r in select_runs(wh, RunSelection())] == [
+        wh.run_index().resolve_run("latest")["run_id"]
+    ]
     assert len(select_runs(wh, RunSelection(), default_latest=False)) == 3
     assert [r["run_id"] for r in select_runs(wh, RunSelection(last=2))] == [n.run_id for n in nights[1:]]
     assert [r["run_id"] for r in select_runs(wh, RunSelection(runs=[nights[0].run_id[:17]]))] == [

@@ -19,6 +19,7 @@ from pipeline.errors import QueryFailed
 from pipeline.outputs import export, query
 from pipeline.outputs.formats import csv_cell, json_value
 from tests.helpers.history import build_history
+from tests.helpers.warehouse_checks import own_part_file
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
@@ -36,8 +37,8 @@ def two_runs(tmp_path_factory):
 def _expected(wh, table: str, run_ids: list[str]) -> list[dict]:
     rows = []
     for run_id in run_ids:
-        run = wh.run(run_id)
-        t = pq.read_table(wh.part("marts", table, run_id, run["build_id"]))
+        run = wh.run_index().run_record(run_id)
+        t = pq.read_table(own_part_file(wh, "marts", table, run_id, run["build_id"]))
         first = {"run_id": run_id}
         if len(run_ids) > 1:  # an export of several runs: each run's collection time follows its id
             first["collected_at"] = datetime.fromtimestamp(run["collection_start_us"] / 1e6, UTC)

@@ -62,7 +62,7 @@ def test_the_report_is_one_file_that_loads_nothing(sample_report):
 
 def test_the_report_shows_the_run_its_accounting_and_its_advice(sample_report):
     wh, run_id, written, html = sample_report
-    run = wh.run(run_id)
+    run = wh.run_index().run_record(run_id)
     assert run_id in html and run["chip"] in html
     assert f"{run['bytes_decoded']:,} bytes" in html and f"{run['records_decoded']:,}" in html
     assert "dropped_task_instances" in html  # the build issues of the sample

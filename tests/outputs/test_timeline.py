@@ -14,6 +14,7 @@ from pipeline.errors import UsageError
 from pipeline.outputs import trace as trace_module
 from pipeline.outputs.trace import parse_duration
 from tests.helpers.trace import chrome_trace
+from tests.helpers.warehouse_checks import own_part_file
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
@@ -222,7 +223,9 @@ def test_run_ingested_before_instance_no(synth_run, tmp_path):
 
     run = synth_run(seed=5, devices=2, inferences=3, drop_complete=2)
     before = chrome_trace(run.wh, run.run_id)
-    part = run.wh.part("raw", "task_states", run.run_id, run.wh.run(run.run_id)["ingest_id"])
+    part = own_part_file(
+        run.wh, "raw", "task_states", run.run_id, run.wh.run_index().run_record(run.run_id)["ingest_id"]
+    )
     states = pq.read_table(part)
     assert states.column("instance_no").null_count < len(states)  # numbered while ingesting
     pq.write_table(states.drop(["instance_no"]), part)

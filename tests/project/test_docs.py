@@ -97,7 +97,7 @@ def test_generations_list_exactly_the_tables_synthetic_runs_fill(tmp_path):
             t = (hiprof if kind == "hiprof" else prof).generate(out, cfg)
             with wh.writer():
                 o = ingest_dump(wh, out / getattr(t, "root", ""))
-            run = wh.run(o.run_id)
+            run = wh.run_index().run_record(o.run_id)
             assert run["layout_generation"] == number
             filled |= set(run["tables_filled"])
         declared = next(g for g in gens["generation"] if g["number"] == number)["tables"]

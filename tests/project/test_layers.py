@@ -15,6 +15,9 @@ SHARED = {
     "pipeline.resources",
     "pipeline.progress",
     "pipeline.lazy",
+    # a domain rule (which workload a run is) over values it is handed: the writer and the
+    # upgrade apply it, it imports nothing of pipeline
+    "pipeline.workload",
 }
 
 # folder -> the top-level parts of pipeline it may import (besides itself and SHARED)
@@ -118,7 +121,7 @@ STORE_FOLDERS = {"raw", "marts", "runs", ".tmp"}
 def test_only_the_warehouse_names_its_folders():
     """Outside pipeline/warehouse/, no module builds a path inside a warehouse (its tables'
     folders, its scratch folder) or moves a file into one: the jobs hand parts to the writer
-    (``Warehouse.place_part``) and ask it for scratch folders (``temp_dir``)."""
+    (``wh.held_writer().place_part``) and ask the warehouse for scratch folders (``temp_dir``)."""
     wrong = []
     for path in sorted(PIPELINE.rglob("*.py")):
         if path.is_relative_to(PIPELINE / "warehouse"):
@@ -139,7 +142,7 @@ def test_only_the_warehouse_names_its_folders():
                 wrong.append(
                     f"{path.relative_to(PIPELINE.parent)}:{node.lineno}: wh.path / {node.right.value!r}"
                 )
-            # wh.place(...), wh.files(...) outside the reading side: placing files by hand
+            # wh.place(...), wh.record(...): placing files by hand
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
@@ -149,3 +152,102 @@ def test_only_the_warehouse_names_its_folders():
             ):
                 wrong.append(f"{path.relative_to(PIPELINE.parent)}:{node.lineno}: wh.{node.func.attr}(...)")
     assert not wrong, "\n".join(wrong)
+
+
+WAREHOUSE = PIPELINE / "warehouse"
+# the modules of pipeline/warehouse/ and pipeline/jobs/ that may move a file (into the tables'
+# folders, the index's, the commit records'), each with its reason
+MAY_MOVE_FILES = {
+    WAREHOUSE / "writer.py": "places parts' files, commits the index, keeps its versions",
+    WAREHOUSE / "commit_records.py": "a part's commit record into its layer's _commits/ (for the writer)",
+    WAREHOUSE / "check.py": "check --repair restores a kept version over the index, under the writer's lock",
+}
+# the reading side: what takes a snapshot of the index and never writes
+READING = [PIPELINE / "outputs", PIPELINE / "analysis", WAREHOUSE / "views.py", WAREHOUSE / "index.py"]
+
+
+def _moves(tree: ast.AST) -> list[tuple[int, str]]:
+    """Calls that move a file: os.replace / os.rename / shutil.move, and a Path's .replace(target)
+    or .rename(target) (one argument: str.replace takes two)."""
+    out = []
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        f = node.func
+        owner = f.value.id if isinstance(f.value, ast.Name) else None
+        if (owner, f.attr) in (("os", "replace"), ("os", "rename"), ("shutil", "move")):
+            out.append((node.lineno, f"{owner}.{f.attr}"))
+        elif f.attr in ("replace", "rename") and owner not in ("os", "shutil") and len(node.args) == 1:
+            out.append((node.lineno, f".{f.attr}(...)"))
+    return out
+
+
+def test_only_the_writer_moves_files_into_a_warehouse():
+    """In pipeline/warehouse/ and pipeline/jobs/, only the writer (and the two helpers it names)
+    moves a file: the jobs hand a part to ``Writer.place_part``, compaction and the upgrade go
+    through their Writer."""
+    wrong = []
+    for folder in (WAREHOUSE, PIPELINE / "jobs"):
+        for path in sorted(folder.rglob("*.py")):
+            if path in MAY_MOVE_FILES:
+                continue
+            for line, what in _moves(ast.parse(path.read_text())):
+                wrong.append(f"{path.relative_to(PIPELINE.parent)}:{line}: {what}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_move_finder_finds_moves():
+    tree = ast.parse("import os\nos.replace(a, b)\nPath(a).replace(b)\nx.rename(y)\ns.replace('a', 'b')\n")
+    assert [w for _, w in _moves(tree)] == ["os.replace", ".replace(...)", ".rename(...)"]
+
+
+def test_only_the_writer_takes_the_lock():
+    takers = sorted(
+        str(p.relative_to(PIPELINE.parent))
+        for p in PIPELINE.rglob("*.py")
+        if any(n in ("fcntl", "pipeline.fcntl") for n in _std_imports(p))
+    )
+    assert takers == ["pipeline/warehouse/writer.py"], takers
+
+
+def _std_imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_readers_never_import_the_writer_nor_ask_for_it():
+    """The reading side reads one snapshot of the index (``Warehouse.run_index``): it never
+    imports pipeline/warehouse/writer.py nor asks a warehouse for its writer."""
+    wrong = []
+    for root in READING:
+        for path in sorted([root] if root.is_file() else root.rglob("*.py")):
+            rel = path.relative_to(PIPELINE.parent)
+            if any(n.startswith("pipeline.warehouse.writer") for n in _imports(path)):
+                wrong.append(f"{rel}: imports pipeline.warehouse.writer")
+            for node in ast.walk(ast.parse(path.read_text())):
+                if (
+                    isinstance(node, ast.Call)
+                    and isinstance(node.func, ast.Attribute)
+                    and node.func.attr in ("writer", "held_writer")
+                    and isinstance(node.func.value, ast.Name)
+                    and node.func.value.id in ("wh", "warehouse", "self")
+                ):
+                    wrong.append(f"{rel}:{node.lineno}: {node.func.value.id}.{node.func.attr}()")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_no_module_outside_the_warehouse_imports_the_writer():
+    """The jobs and commands reach the writer through ``Warehouse.writer()`` and
+    ``Warehouse.held_writer()``, never by importing it."""
+    wrong = sorted(
+        str(p.relative_to(PIPELINE.parent))
+        for p in PIPELINE.rglob("*.py")
+        if not p.is_relative_to(WAREHOUSE)
+        and any(n.startswith("pipeline.warehouse.writer") for n in _imports(p))
+    )
+    assert not wrong, wrong

@@ -108,7 +108,7 @@ class Ingested:
 
     @property
     def run(self) -> dict:
-        return self.wh.run(self.run_id)
+        return self.wh.run_index().run_record(self.run_id)
 
     def issues_for(self, source_file: str, kind: str | None = None) -> list[dict]:
         return [
@@ -493,7 +493,7 @@ def test_library_refuses_what_is_not_a_dump(what, dump, tmp_path):
         ingest_dump(wh, target)
     msg = str(e.value)
     assert "\n" not in msg and str(target) in msg
-    assert wh.runs() == []
+    assert wh.run_index().run_records() == []
 
 
 def _only_unknown_data(p: Path) -> Path:
@@ -524,7 +524,7 @@ def test_cli_ingest_bad_dump(name, dump, tmp_path):
         assert_clean_error(result)
         return
     wh = Warehouse(tmp_path / "wh")
-    [run] = wh.runs()
+    [run] = wh.run_index().run_records()
     got = Ingested(wh, run["run_id"], truth)
     if case.kind is not None:
         assert matching(got.issues, case, d)
@@ -559,7 +559,7 @@ def test_cli_run_reports_each_bad_root_and_keeps_going(dump, tmp_path):
     failed = [line for line in result.stdout.splitlines() if line.startswith("failed")]
     assert len(failed) == 1 and str(missing) in failed[0]
     assert "2 dump(s): 1 done, 1 failed" in result.stdout
-    [run] = Warehouse(tmp_path / "wh").runs()
+    [run] = Warehouse(tmp_path / "wh").run_index().run_records()
     assert run["status"] == "built"
 
 

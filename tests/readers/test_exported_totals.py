@@ -187,7 +187,9 @@ def test_the_marts_are_built_from_the_totals(tmp_path):
         (2, 50, 1, 8873756, 136581000, 17902500, None),
         (2, 51, 2, 1001, 6001, None, None),
     ]  # fmt: skip
-    assert any(s.startswith("api_totals: summary CSV") for s in wh.run(o.run_id)["sources"])
+    assert any(
+        s.startswith("api_totals: summary CSV") for s in wh.run_index().run_record(o.run_id)["sources"]
+    )
 
 
 @pytest.mark.slow

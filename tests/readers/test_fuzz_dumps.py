@@ -91,5 +91,5 @@ def test_damaged_dump_is_read_or_refused_cleanly(kind, damage):
             assert o.status == "built" or (
                 o.error and "\n" not in o.error and "internal error" not in o.error
             ), o.error
-        for r in wh.runs():
+        for r in wh.run_index().run_records():
             assert r["bytes_decoded"] + r["bytes_skipped"] == r["data_bytes"], r["run_id"]

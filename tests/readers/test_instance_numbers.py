@@ -19,6 +19,7 @@ from pipeline.readers.instance_numbers import InstanceNumbers, RunNumbers
 from pipeline.synth.prof import ProfConfig, generate
 from pipeline.warehouse.store import Warehouse
 from tests.helpers.empty_raw import empty_raw_tables
+from tests.helpers.warehouse_checks import own_part_file
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
@@ -323,7 +324,9 @@ def test_a_stars_run_is_numbered_while_reading(tmp_path):
     with wh.writer():
         outcome = ingest_dump(wh, tmp_path / "d" / truth.root if truth.root else tmp_path / "d")
     assert outcome.status == "built", outcome.error
-    part = wh.part("raw", "task_runs", outcome.run_id, wh.run(outcome.run_id)["ingest_id"])
+    part = own_part_file(
+        wh, "raw", "task_runs", outcome.run_id, wh.run_index().run_record(outcome.run_id)["ingest_id"]
+    )
     con = empty_raw_tables()
     n, numbered, differ = con.execute(f"""
         select count(*), count(instance_no), count(*) filter (where instance_no <> expected)

@@ -222,7 +222,7 @@ def _ingest(tmp_path, dump):
     wh = Warehouse(tmp_path / "wh")
     with wh.writer():
         o = ingest_dump(wh, dump)
-    return wh.run(o.run_id), o.ingest.rows_by_table
+    return wh.run_index().run_record(o.run_id), o.ingest.rows_by_table
 
 
 @pytest.mark.slow
@@ -298,7 +298,7 @@ def test_prof_folders_with_raw_data_inside_a_torch_npu_export_are_runs_of_their_
     assert [(o.source_path, o.status) for o in outcomes] == [(str(rank), "built"), (str(raw), "built")], [
         o.error for o in outcomes
     ]
-    torch_run, raw_run = (wh.run(o.run_id) for o in outcomes)
+    torch_run, raw_run = (wh.run_index().run_record(o.run_id) for o in outcomes)
     assert torch_run["run_id"] != raw_run["run_id"]
     assert (torch_run["layout"], raw_run["layout"]) == ("torch_npu_export", "msprof_prof")
     assert outcomes[0].ingest.rows_by_table["task_runs"] == 2
@@ -430,7 +430,7 @@ def test_ascend310_device_inside_a_prof_tree_keeps_its_task_states(tmp_path):
     wh = Warehouse(tmp_path / "wh")
     with wh.writer():
         o = ingest_dump(wh, dev.parent)
-    run = wh.run(o.run_id)
+    run = wh.run_index().run_record(o.run_id)
     assert (run["layout_generation"], run["chip"], run["layout"]) == (1, "Ascend310", "msprof_prof")
     got = fetch(wh, "task_scheduler", [o.run_id])[1].to_pylist()
     expected = {(r["task_id"], r["stream_id"], r["task_type"]): r for r in oracle.task_scheduler(truth)}

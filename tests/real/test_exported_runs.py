@@ -93,7 +93,7 @@ def _us(ns: float) -> float:
 @pytest.mark.parametrize("rel", DATASETS)
 def test_every_exported_dataset_ingests_with_explained_issues_only(real_data, warehouse, rel):
     run_id = _build(warehouse, real_data / rel)
-    run = warehouse.run(run_id)
+    run = warehouse.run_index().run_record(run_id)
     assert run["layout_generation"] == 4
     assert run["sources"], "the run records which source each table came from"
     issues = _rows(warehouse, "ingest_issues", run_id)
@@ -109,7 +109,9 @@ def test_every_exported_dataset_ingests_with_explained_issues_only(real_data, wa
 
 def test_level1_api_summary_equals_api_statistic_csv(real_data, warehouse):
     run_id = _build(warehouse, real_data / LEVEL1)
-    assert any(s.startswith("api_calls: event timeline") for s in warehouse.run(run_id)["sources"])
+    assert any(
+        s.startswith("api_calls: event timeline") for s in warehouse.run_index().run_record(run_id)["sources"]
+    )
     built = {(r["level"], r["api_name"]): r for r in _rows(warehouse, "api_statistic", run_id)}
     expected = _csv(real_data / LEVEL1 / "ASCEND_PROFILER_OUTPUT" / "api_statistic.csv")
     assert expected
@@ -294,7 +296,9 @@ def test_step_breakdown_without_step_events_equals_step_trace_time_csv(real_data
     within 0.5 ns of the CSV's decimals), and the run says so."""
     rel = "Ascend+msinsight/server/src/test/test_data/test_rank_0"
     run_id = _build(warehouse, real_data / rel)
-    assert any(s.startswith("step_times: summary CSV") for s in warehouse.run(run_id)["sources"])
+    assert any(
+        s.startswith("step_times: summary CSV") for s in warehouse.run_index().run_record(run_id)["sources"]
+    )
     expected = _csv(real_data / rel / "ASCEND_PROFILER_OUTPUT" / "step_trace_time.csv")
     got = {r["iteration_id"]: r for r in _rows(warehouse, "step_trace_summary", run_id)}
     assert expected and set(got) == {int(e["Step"]) for e in expected}
@@ -326,7 +330,9 @@ def test_api_statistic_csv_alone_gives_the_api_statistic(real_data, tmp_path):
     with wh.writer():
         [o] = run_roots(wh, [dump])
     assert o.status == "built" and o.losses == {}
-    assert any(s.startswith("api_totals: summary CSV") for s in wh.run(o.run_id)["sources"])
+    assert any(
+        s.startswith("api_totals: summary CSV") for s in wh.run_index().run_record(o.run_id)["sources"]
+    )
     built = {(r["level"], r["api_name"]): r for r in _rows(wh, "api_statistic", o.run_id)}
     expected = _csv(csv_path)
     assert expected and set(built) == {(e["Level"], e["API Name"]) for e in expected}

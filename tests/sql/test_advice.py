@@ -292,7 +292,7 @@ def test_run_refuses_a_bad_advice_toml_before_any_dump(tmp_path):
     generate(tmp_path / "dump", NONE)
     with wh.writer(), pytest.raises(UsageError, match="memory_bound"):
         run_roots(wh, [tmp_path / "dump"])
-    assert wh.runs() == []
+    assert wh.run_index().run_records() == []
 
 
 def test_ops_are_named_by_key_or_by_the_asof_join():

@@ -150,7 +150,7 @@ def built(request, tmp_path_factory) -> Built:
     with wh.writer():
         o = ingest_dump(wh, Path(dump))
     assert o.status == "built", o.error
-    assert wh.run(o.run_id)["chip"] == chip
+    assert wh.run_index().run_record(o.run_id)["chip"] == chip
     return Built(chip, tasks, fetch(wh, "ai_core_metrics", [o.run_id])[1].to_pylist())
 
 

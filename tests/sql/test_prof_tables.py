@@ -137,7 +137,7 @@ def test_every_log_is_an_execution_or_an_issue(run):
 
 def test_run_records_chip_generation_and_sources(run):
     t = run.truth
-    r = run.wh.run(run.run_id)
+    r = run.wh.run_index().run_record(run.run_id)
     assert r["chip"] == t.chip and r["platform_version"] == t.platform_version
     assert r["layout_generation"] == (3 if t.family == "stars" else 2)
     assert r["layout"] == ("msprof_job" if len(t.prof_dirs) > 1 else "msprof_prof")
@@ -208,7 +208,7 @@ def test_sample_based_ai_core_table(prof_run, chip):
         oracle_prof.task_scheduler(run.truth),
         ("device_id", "task_type", "api_name", "task_id", "op_name", "stream_id"),
     )
-    r = run.wh.run(run.run_id)
+    r = run.wh.run_index().run_record(run.run_id)
     assert r["ai_core_profiling_mode"] == "sample-based" and "ai_core_samples" in r["tables_filled"]
 
 

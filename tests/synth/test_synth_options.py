@@ -36,7 +36,7 @@ def test_start_changes_the_run_id(synth_run):
     b = synth_run(start_us=1_767_312_000_000_000)  # one day later
     assert a.run_id != b.run_id
     assert a.run_id.startswith("20260101T000000") and b.run_id.startswith("20260102T000000")
-    assert len(a.wh.runs()) == 2
+    assert len(a.wh.run_index().run_records()) == 2
 
 
 def test_synth_cli_start_and_op_scale(tmp_path):
@@ -137,7 +137,7 @@ def test_prof_synth_dumps_ingest_clean(tmp_path, chip):
         wh = Warehouse(tmp_path / f"wh{int(other)}")
         with wh.writer():
             o = ingest_dump(wh, out / truth.root, then_build=False)
-        run = wh.run(o.run_id)
+        run = wh.run_index().run_record(o.run_id)
         assert run["bytes_skipped"] == skipped and run["bytes_decoded"] == run["data_bytes"] - skipped
         if other:
             assert o.issues and all(": counted_tag: " in line for line in o.issues)

@@ -20,6 +20,7 @@ from pipeline.cli.main import app
 from pipeline.warehouse.commit_records import RECORDS
 from pipeline.warehouse.layout import is_group, part_of
 from pipeline.warehouse.store import Warehouse
+from tests.helpers.warehouse_checks import part_file_of
 from tests.warehouse.test_check import base  # noqa: F401 (the warehouse fixture)
 from tests.warehouse.test_warehouse_compaction import _night
 
@@ -31,7 +32,7 @@ def _cli(*args):
 
 
 def _group_and_alone(wh: Warehouse) -> tuple[str, str]:
-    idx = wh.index()
+    idx = wh.run_index().rows_by_run_id()
     group = next(v["raw_part"] for v in idx.values() if is_group(v["raw_part"]))
     alone = next(v for v in idx.values() if not is_group(v["raw_part"]))
     return group, alone["run_id"]
@@ -63,7 +64,9 @@ DAMAGE = {
     "index emptied": (lambda wh: wh.index_file.write_bytes(b""), True),
     "index with bytes appended": (lambda wh: _append(wh.index_file), True),
     "part file copied over the index": (
-        lambda wh: shutil.copyfile(wh.file("raw", "api_calls", _group_and_alone(wh)[0]), wh.index_file),
+        lambda wh: shutil.copyfile(
+            part_file_of(wh, "raw", "api_calls", _group_and_alone(wh)[0]), wh.index_file
+        ),
         True,
     ),
     "commit record copied over the index": (
@@ -76,20 +79,35 @@ DAMAGE = {
     "index and its kept versions deleted (rm -r runs)": (lambda wh: shutil.rmtree(wh.path / "runs"), True),
     "a folder in the index's place": (lambda wh: _dir_in_place(wh.index_file), True),
     "group file truncated": (
-        lambda wh: _truncate(wh.file("raw", "api_calls", _group_and_alone(wh)[0])),
+        lambda wh: _truncate(part_file_of(wh, "raw", "api_calls", _group_and_alone(wh)[0])),
         False,
     ),
-    "group file deleted": (lambda wh: wh.file("marts", "op_summary", _mart_group(wh)).unlink(), False),
+    "group file deleted": (
+        lambda wh: part_file_of(wh, "marts", "op_summary", _mart_group(wh)).unlink(),
+        False,
+    ),
     "own part file with a byte changed": (
-        lambda wh: _flip(wh.file("raw", "api_calls", wh.row(_group_and_alone(wh)[1])["raw_part"])),
+        lambda wh: _flip(
+            part_file_of(
+                wh, "raw", "api_calls", wh.run_index().index_row(_group_and_alone(wh)[1])["raw_part"]
+            )
+        ),
         False,
     ),
     "own part file with bytes appended": (
-        lambda wh: _append(wh.file("raw", "task_states", wh.row(_group_and_alone(wh)[1])["raw_part"])),
+        lambda wh: _append(
+            part_file_of(
+                wh, "raw", "task_states", wh.run_index().index_row(_group_and_alone(wh)[1])["raw_part"]
+            )
+        ),
         False,
     ),
     "a folder in a part file's place": (
-        lambda wh: _dir_in_place(wh.file("raw", "api_calls", wh.row(_group_and_alone(wh)[1])["raw_part"])),
+        lambda wh: _dir_in_place(
+            part_file_of(
+                wh, "raw", "api_calls", wh.run_index().index_row(_group_and_alone(wh)[1])["raw_part"]
+            )
+        ),
         False,
     ),
     "commit records deleted": (
@@ -104,7 +122,7 @@ DAMAGE = {
 
 
 def _mart_group(wh: Warehouse) -> str:
-    return next(v["mart_part"] for v in wh.index().values() if is_group(v["mart_part"]))
+    return next(v["mart_part"] for v in wh.run_index().rows_by_run_id().values() if is_group(v["mart_part"]))
 
 
 def _committed(wh: Warehouse) -> dict[str, bytes]:
@@ -153,7 +171,7 @@ def test_no_command_fails_badly_deletes_committed_data_or_answers_partially(base
         ("check",),
     ]
     writers = [("build", "--all"), ("run", night)]
-    raw = set() if index_hit else {v["raw_part"] for v in wh.index().values()}
+    raw = set() if index_hit else {v["raw_part"] for v in wh.run_index().rows_by_run_id().values()}
     for args in readers + writers:
         before = _committed(wh)
         r = _cli(*args, "-w", wh.path)

@@ -9,6 +9,7 @@ from pipeline.jobs import build as build_module
 from pipeline.jobs.runner import ingest_dump, rebuild
 from pipeline.synth.hiprof import HiprofConfig, generate
 from tests.helpers.built import build_dump
+from tests.helpers.warehouse_checks import own_part_file
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
@@ -17,14 +18,14 @@ def test_mart_rows_kept_in_order_across_batches_and_row_groups(tmp_path, monkeyp
     generate(tmp_path / "d", HiprofConfig(inferences=6))
     run, _ = build_dump(tmp_path / "wh", tmp_path / "d")
     wh = build_module.Warehouse(tmp_path / "wh")
-    whole = pq.read_table(wh.part("marts", "op_summary", run["run_id"], run["build_id"]))
+    whole = pq.read_table(own_part_file(wh, "marts", "op_summary", run["run_id"], run["build_id"]))
     assert whole.num_rows > 40  # enough rows for several batches below
 
     monkeypatch.setattr(build_module, "FETCH_ROWS", 3)
     monkeypatch.setattr(build_module, "ROW_GROUP_ROWS", 10)
     with wh.writer():
-        again = rebuild(wh, wh.run(run["run_id"]))
-    f = pq.ParquetFile(wh.part("marts", "op_summary", run["run_id"], again.build.build_id))
+        again = rebuild(wh, wh.run_index().run_record(run["run_id"]))
+    f = pq.ParquetFile(own_part_file(wh, "marts", "op_summary", run["run_id"], again.build.build_id))
     sizes = [f.metadata.row_group(i).num_rows for i in range(f.metadata.num_row_groups)]
     # groups of whole batches: at least ROW_GROUP_ROWS rows, less than one batch more; the rest last
     assert all(10 <= n < 10 + 3 for n in sizes[:-1]) and 0 < sizes[-1] < 10 + 3
@@ -100,15 +101,17 @@ def test_staging_in_the_database_file_gives_the_same_marts(tmp_path, monkeypatch
     run, _ = build_dump(tmp_path / "wh", dump)
     wh = build_module.Warehouse(tmp_path / "wh")
     before = {
-        name: pq.read_table(wh.part("marts", name, run["run_id"], run["build_id"]))
+        name: pq.read_table(own_part_file(wh, "marts", name, run["run_id"], run["build_id"]))
         for name in contracts("marts")
     }
     monkeypatch.setattr(build_module, "STAGING_IN_FILE_ABOVE", 0.0)  # any run with records goes to the file
     with wh.writer():
-        again = rebuild(wh, wh.run(run["run_id"]))
+        again = rebuild(wh, wh.run_index().run_record(run["run_id"]))
     assert again.build.staging == "file"
     for name, table in before.items():
-        assert pq.read_table(wh.part("marts", name, run["run_id"], again.build.build_id)).equals(table), name
+        assert pq.read_table(own_part_file(wh, "marts", name, run["run_id"], again.build.build_id)).equals(
+            table
+        ), name
     assert sum(t.num_rows > 0 for t in before.values()) >= 6
 
 

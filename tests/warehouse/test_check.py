@@ -17,6 +17,7 @@ from pipeline.warehouse import compaction
 from pipeline.warehouse.commit_records import RECORDS
 from pipeline.warehouse.layout import is_group
 from pipeline.warehouse.store import Warehouse
+from tests.helpers.warehouse_checks import part_file_of, recorded_files
 from tests.warehouse.test_warehouse_compaction import _night
 
 pytestmark = pytest.mark.slow  # ingests and builds dumps
@@ -39,7 +40,7 @@ def base(tmp_path_factory):
             with wh.writer():
                 outcomes = run_roots(wh, [_night(root / "dumps", i)])
             assert [o.status for o in outcomes] == ["built"]
-    idx = wh.index()
+    idx = wh.run_index().rows_by_run_id()
     groups = {v["raw_part"] for v in idx.values() if is_group(v["raw_part"])}
     assert len(groups) == 1 and len(idx) == 3
     return wh.path
@@ -53,7 +54,7 @@ def wh(base, tmp_path):
 
 def _group(wh: Warehouse) -> tuple[str, list[str], str]:
     """(the group, its runs, the run alone)."""
-    idx = wh.index()
+    idx = wh.run_index().rows_by_run_id()
     group = next(v["raw_part"] for v in idx.values() if is_group(v["raw_part"]))
     members = sorted(k for k, v in idx.items() if v["raw_part"] == group)
     alone = next(k for k in idx if k not in members)
@@ -98,7 +99,7 @@ def test_a_whole_warehouse_is_whole(wh):
     code, rep = _check(wh)
     assert code == 0 and rep["whole"]
     assert len(rep["runs"]) == 3 and all(r["whole"] for r in rep["runs"])
-    recorded = {e["file"] for e in wh.recorded_files()}
+    recorded = {e["file"] for e in recorded_files(wh)}
     assert rep["files_checked"] == len(recorded) == len(_part_files(wh))
     assert rep["unowned"] == [] and rep["damaged_files"] == []
     r = _cli("check", "-w", wh.path)
@@ -136,7 +137,7 @@ def test_a_lost_index_is_named_and_repair_restores_it_from_its_kept_versions(wh,
 def test_repair_skips_a_kept_version_that_cannot_restore(wh):
     _, _, alone = _group(wh)
     with wh.writer():  # one more commit: the two newest versions name the same files
-        wh.commit(wh.run(alone))
+        wh.held_writer().commit_run(wh.run_index().run_record(alone))
     runs, versions = _listed_runs(wh), wh.index_versions()
     wh.index_file.unlink()
     versions[-1].write_bytes(versions[-1].read_bytes()[:50])  # the newest kept version damaged too
@@ -154,20 +155,20 @@ def _runs_json(wh: Warehouse) -> list[dict]:
 def test_repair_rebuilds_the_index_from_the_commit_records_when_no_version_is_kept(wh):
     group, members, alone = _group(wh)
     # the run alone built again: a new mart part, whose record is newer than its raw part's
-    old_mart = wh.row(alone)["mart_part"]
+    old_mart = wh.run_index().index_row(alone)["mart_part"]
     r = _cli("build", alone, "-w", wh.path)
     assert r.exit_code == 0, r.output
-    assert Warehouse(wh.path).row(alone)["mart_part"] != old_mart
+    assert Warehouse(wh.path).run_index().index_row(alone)["mart_part"] != old_mart
     before, counts = _runs_json(wh), _query_counts(wh)
     files = {f: f.read_bytes() for f in _part_files(wh)}
-    recorded = sorted((e["file"], e["size"], e["sha256"]) for e in wh.recorded_files())
+    recorded = sorted((e["file"], e["size"], e["sha256"]) for e in recorded_files(wh))
     shutil.rmtree(wh.path / "runs")  # the index and every kept version of it
     assert _cli("runs", "-w", wh.path).exit_code == 1
     r = _cli("check", "--repair", "-w", wh.path)
     assert r.exit_code == 0, r.output
     assert "rebuilt    runs/runs.parquet from the commit records of 3 run(s)" in r.stdout
     assert _runs_json(wh) == before and _query_counts(wh) == counts
-    assert sorted((e["file"], e["size"], e["sha256"]) for e in wh.recorded_files()) == recorded
+    assert sorted((e["file"], e["size"], e["sha256"]) for e in recorded_files(wh)) == recorded
     assert {f: f.read_bytes() for f in _part_files(wh)} == files
     code, rep = _check(wh)  # every file against the size and hash its record kept
     assert code == 0 and rep["whole"] and rep["unowned"] == []
@@ -176,7 +177,7 @@ def test_repair_rebuilds_the_index_from_the_commit_records_when_no_version_is_ke
 
 def test_repair_rebuilds_the_runs_whose_parts_are_whole_and_names_the_rest(wh):
     group, members, alone = _group(wh)
-    f = wh.file("raw", "api_calls", group)
+    f = part_file_of(wh, "raw", "api_calls", group)
     f.unlink()  # one file of the group gone with the index and its versions
     shutil.rmtree(wh.path / "runs")
     r = _cli("check", "--repair", "-w", wh.path)
@@ -185,8 +186,8 @@ def test_repair_rebuilds_the_runs_whose_parts_are_whole_and_names_the_rest(wh):
     assert f"not rebuilt raw/{group}: {f.relative_to(wh.path).as_posix()} is missing" in r.stdout
     assert _listed_runs(wh) == [alone]
     _, rep = _check(wh)  # the group's other files are nobody's now: listed, not deleted
-    assert wh.file("raw", "task_runs", group).relative_to(wh.path).as_posix() in rep["unowned"]
-    assert wh.file("raw", "task_runs", group).exists()
+    assert part_file_of(wh, "raw", "task_runs", group).relative_to(wh.path).as_posix() in rep["unowned"]
+    assert part_file_of(wh, "raw", "task_runs", group).exists()
 
 
 def test_repair_with_neither_a_kept_version_nor_a_commit_record_changes_nothing(wh):
@@ -203,7 +204,7 @@ def test_repair_with_neither_a_kept_version_nor_a_commit_record_changes_nothing(
 
 def test_a_truncated_part_file_is_named_with_both_sizes_and_only_its_runs_are_damaged(wh):
     group, members, alone = _group(wh)
-    f = wh.file("raw", "api_calls", group)
+    f = part_file_of(wh, "raw", "api_calls", group)
     recorded = f.stat().st_size
     f.write_bytes(f.read_bytes()[: recorded // 2])
     r = _cli("check", "-w", wh.path)
@@ -222,7 +223,7 @@ def test_a_truncated_part_file_is_named_with_both_sizes_and_only_its_runs_are_da
 
 def test_changed_bytes_of_the_same_size_differ_from_the_recorded_hash(wh):
     _, _, alone = _group(wh)
-    f = wh.file("raw", "api_calls", wh.row(alone)["raw_part"])
+    f = part_file_of(wh, "raw", "api_calls", wh.run_index().index_row(alone)["raw_part"])
     data = bytearray(f.read_bytes())
     data[len(data) // 3] ^= 0x01
     f.write_bytes(bytes(data))
@@ -236,7 +237,7 @@ def test_changed_bytes_of_the_same_size_differ_from_the_recorded_hash(wh):
 
 def test_a_group_missing_one_tables_file_is_named(wh):
     group, members, _ = _group(wh)
-    f = wh.file("marts", "op_summary", wh.row(members[0])["mart_part"])
+    f = part_file_of(wh, "marts", "op_summary", wh.run_index().index_row(members[0])["mart_part"])
     f.unlink()
     code, rep = _check(wh)
     assert code == 1
@@ -259,13 +260,13 @@ def test_a_file_no_run_owns_is_listed_and_not_damage(wh):
 
 def test_repair_drop_drops_only_the_run_named_and_deletes_no_other_committed_file(wh):
     group, members, alone = _group(wh)
-    f = wh.file("raw", "api_calls", wh.row(alone)["raw_part"])
+    f = part_file_of(wh, "raw", "api_calls", wh.run_index().index_row(alone)["raw_part"])
     f.write_bytes(f.read_bytes()[:100])
-    others = {e["file"] for e in wh.recorded_files()} - {
+    others = {e["file"] for e in recorded_files(wh)} - {
         e["file"]
-        for e in wh.recorded_files()
+        for e in recorded_files(wh)
         if e["file"].split("/")[-1].split(".")[0][len("part-") :]
-        in (wh.row(alone)["raw_part"], wh.row(alone)["mart_part"])
+        in (wh.run_index().index_row(alone)["raw_part"], wh.run_index().index_row(alone)["mart_part"])
     }
     r = _cli("check", "--repair", "-w", wh.path)  # no --drop: nothing dropped, damage still reported
     assert r.exit_code == 1 and _listed_runs(wh) == sorted(members + [alone]) and f.exists()

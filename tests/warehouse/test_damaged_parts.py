@@ -13,7 +13,7 @@ from pipeline.cli.main import app
 from pipeline.warehouse import compaction
 from pipeline.warehouse.layout import is_group
 from pipeline.warehouse.store import Warehouse
-from tests.helpers.warehouse_checks import assert_consistent
+from tests.helpers.warehouse_checks import assert_consistent, part_file_of
 from tests.warehouse.test_warehouse_compaction import _night
 
 pytestmark = pytest.mark.slow
@@ -51,13 +51,13 @@ def grouped(tmp_path, monkeypatch):
     for i in range(3):
         r = _cli("run", _night(tmp_path / "dumps", i), "-w", wh.path)
         assert r.exit_code == 0, r.output
-    groups = {v["raw_part"] for v in wh.index().values() if is_group(v["raw_part"])}
+    groups = {v["raw_part"] for v in wh.run_index().rows_by_run_id().values() if is_group(v["raw_part"])}
     assert len(groups) == 1
     return wh, groups.pop(), tmp_path / "dumps"
 
 
 def _damage(wh: Warehouse, group: str, how: str) -> Path:
-    f = wh.file("raw", "api_calls", group)
+    f = part_file_of(wh, "raw", "api_calls", group)
     if how == "truncated":
         data = f.read_bytes()
         f.write_bytes(data[: len(data) // 2])
@@ -70,14 +70,14 @@ def _damage(wh: Warehouse, group: str, how: str) -> Path:
 def test_drop_and_build_leave_a_damaged_group_as_it_is(grouped, how):
     wh, group, _ = grouped
     damaged = _damage(wh, group, how)
-    members = sorted(k for k, v in wh.index().items() if v["raw_part"] == group)
-    alone = next(k for k, v in wh.index().items() if v["raw_part"] != group)
-    before, index_before = _files(wh), wh.index()
+    members = sorted(k for k, v in wh.run_index().rows_by_run_id().items() if v["raw_part"] == group)
+    alone = next(k for k, v in wh.run_index().rows_by_run_id().items() if v["raw_part"] != group)
+    before, index_before = _files(wh), wh.run_index().rows_by_run_id()
 
     r = _cli("drop", members[0], "-w", wh.path)  # the group cannot be written again without it
     _one_line_error(r, damaged.name)
     assert "nothing was changed" in r.stderr and f"profetl drop {' '.join(members)}" in r.stderr
-    assert _files(wh) == before and wh.index() == index_before
+    assert _files(wh) == before and wh.run_index().rows_by_run_id() == index_before
 
     r = _cli("build", "--all", "-w", wh.path)  # the intact run is built, the group's are not
     _one_line_error(r, damaged.name)
@@ -86,13 +86,13 @@ def test_drop_and_build_leave_a_damaged_group_as_it_is(grouped, how):
     assert {f: h for f, h in after.items() if "part-c" in f.name} == {
         f: h for f, h in before.items() if "part-c" in f.name
     }  # every group file as it was
-    index_after = wh.index()
+    index_after = wh.run_index().rows_by_run_id()
     assert index_after[alone]["build_id"] != index_before[alone]["build_id"]
     assert all(index_after[m] == index_before[m] for m in members)
 
     r = _cli("drop", *members, "-w", wh.path)  # the group's runs all at once: nothing to write again
     assert r.exit_code == 0, r.output
-    assert set(wh.index()) == {alone}
+    assert set(wh.run_index().rows_by_run_id()) == {alone}
     assert not any(f.exists() for f in before if group in f.name)
     assert_consistent(wh.path)
 
@@ -102,7 +102,7 @@ def test_compaction_does_not_join_a_damaged_group(grouped):
     damaged one again, and says so (exit 1), on that night only."""
     wh, group, dumps = grouped
     damaged = _damage(wh, group, "truncated")
-    members = {k for k, v in wh.index().items() if v["raw_part"] == group}
+    members = {k for k, v in wh.run_index().rows_by_run_id().items() if v["raw_part"] == group}
     before = {f: h for f, h in _files(wh).items() if group in f.name}
 
     r = _cli("run", _night(dumps, 3), "-w", wh.path)  # two runs outside groups: no compaction yet
@@ -112,7 +112,7 @@ def test_compaction_does_not_join_a_damaged_group(grouped):
     assert "Traceback" not in r.output and "internal error" not in r.output, r.output
     (line,) = [line for line in r.stdout.splitlines() if line.startswith("failed")]  # run's summary
     assert damaged.name in line and f"compaction did not add runs to group {group}" in line, line
-    idx = wh.index()
+    idx = wh.run_index().rows_by_run_id()
     assert len(idx) == 5 and all(v["status"] == "built" for v in idx.values())
     assert {k for k, v in idx.items() if v["raw_part"] == group} == members
     assert {f: h for f, h in _files(wh).items() if group in f.name} == before  # untouched
@@ -129,7 +129,7 @@ def test_a_query_over_a_damaged_group_names_the_file_and_the_groups_runs(grouped
     together (a grouped run cannot be re-ingested alone), never `run --force`."""
     wh, group, _ = grouped
     damaged = _damage(wh, group, how)
-    members = sorted(k for k, v in wh.index().items() if v["raw_part"] == group)
+    members = sorted(k for k, v in wh.run_index().rows_by_run_id().items() if v["raw_part"] == group)
     r = _cli("query", "select count(*) from api_calls", "-w", wh.path)
     _one_line_error(r, damaged.name)
     assert f"profetl drop {' '.join(members)}" in r.stderr and "--force" not in r.stderr, r.stderr

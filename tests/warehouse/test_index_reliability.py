@@ -15,12 +15,20 @@ import pytest
 from pipeline.errors import DamagedIndex, MissingIndex, PartSizeMismatch
 from pipeline.jobs.runner import run_roots
 from pipeline.outputs.query import query
-from pipeline.warehouse import store as W
 from pipeline.warehouse.commit_records import RECORDS
+from pipeline.warehouse.index import FORMAT_KEY, INDEX_FORMAT, read_index_version, version_files
 from pipeline.warehouse.layout import is_group, shard_count
 from pipeline.warehouse.store import Warehouse
 from pipeline.warehouse.views import connect
-from tests.helpers.warehouse_checks import assert_recorded, counts, part_files, profetl
+from pipeline.warehouse.writer import KEEP_VERSIONS
+from tests.helpers.warehouse_checks import (
+    assert_recorded,
+    counts,
+    drop_run,
+    part_files,
+    profetl,
+    recorded_files,
+)
 from tests.warehouse.test_warehouse_compaction import _night, small_groups  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps, starts profetl processes
@@ -86,7 +94,7 @@ def test_a_missing_index_stops_every_command_and_sweeps_nothing(two_runs, tmp_pa
     with pytest.raises(MissingIndex):
         query(Warehouse(wh.path), "select count(*) from task_states")
     with pytest.raises(MissingIndex):
-        Warehouse(wh.path).runs()
+        Warehouse(wh.path).run_index().run_records()
 
 
 def test_an_empty_new_warehouse_is_no_damage_and_a_first_run_killed_before_its_commit_is_swept(tmp_path):
@@ -127,13 +135,19 @@ def _rewrite_index(wh: Warehouse, table: pa.Table, metadata: dict | None) -> Non
 def test_an_index_of_a_newer_format_or_with_a_wrong_column_type_is_refused(two_runs):
     wh, _, _ = two_runs
     t = pq.read_table(wh.index_file)
-    _rewrite_index(wh, t, {W.FORMAT_KEY: str(W.INDEX_FORMAT + 1).encode()})
-    for read in (lambda w: w.runs(), lambda w: query(w, "select count(*) from task_states")):
+    _rewrite_index(wh, t, {FORMAT_KEY: str(INDEX_FORMAT + 1).encode()})
+    for read in (
+        lambda w: w.run_index().run_records(),
+        lambda w: query(w, "select count(*) from task_states"),
+    ):
         with pytest.raises(DamagedIndex, match="newer profetl"):
             read(Warehouse(wh.path))
     i = t.column_names.index("raw_part")
     _rewrite_index(wh, t.set_column(i, "raw_part", pa.array([1] * t.num_rows, pa.int64())), None)
-    for read in (lambda w: w.runs(), lambda w: query(w, "select count(*) from task_states")):
+    for read in (
+        lambda w: w.run_index().run_records(),
+        lambda w: query(w, "select count(*) from task_states"),
+    ):
         with pytest.raises(DamagedIndex, match="raw_part is not of the index's type"):
             read(Warehouse(wh.path))
 
@@ -145,7 +159,7 @@ def test_an_index_written_before_formats_and_sizes_still_opens_and_commits(two_r
     t = pq.read_table(wh.index_file).drop_columns(["files"])
     _rewrite_index(wh, t, None)
     old = Warehouse(wh.path)
-    assert sorted(r["run_id"] for r in old.runs()) == sorted([a, b])
+    assert sorted(r["run_id"] for r in old.run_index().run_records()) == sorted([a, b])
     assert counts(wh.path) == expected
     assert query(old, "select count(*) from task_states").rows == [(expected["task_states"],)]
     with old.writer():
@@ -153,11 +167,11 @@ def test_an_index_written_before_formats_and_sizes_still_opens_and_commits(two_r
     assert o.status == "built"
     assert counts(wh.path) == expected
     # the new run's files are recorded, the other run's (committed before sizes were) are not
-    listed = {e["file"] for e in Warehouse(wh.path).recorded_files()}
+    listed = {e["file"] for e in recorded_files(Warehouse(wh.path))}
     assert listed and all(e.startswith(("raw/", "marts/")) for e in listed)
     assert {Path(f).name.split(".")[0] for f in listed} == {
-        f"part-{old.index()[a]['raw_part']}",
-        f"part-{old.index()[a]['mart_part']}",
+        f"part-{old.run_index().rows_by_run_id()[a]['raw_part']}",
+        f"part-{old.run_index().rows_by_run_id()[a]['mart_part']}",
     }
 
 
@@ -170,7 +184,7 @@ def test_every_committed_file_has_its_size_and_hash_in_the_index(two_runs):
     with wh.writer():  # a rebuild: new marts, the raw files as they were
         from pipeline.jobs.runner import rebuild
 
-        rebuild(wh, wh.run(a))
+        rebuild(wh, wh.run_index().run_record(a))
     assert_recorded(Warehouse(wh.path))
 
 
@@ -181,7 +195,7 @@ def test_sizes_and_hashes_of_group_files_after_compaction_replace_and_drop(tmp_p
         dumps.append(_night(tmp_path / "dumps", i))
         with wh.writer():
             run_roots(wh, [dumps[-1]])
-    idx = wh.index()
+    idx = wh.run_index().rows_by_run_id()
     grouped = [r for r in idx.values() if is_group(r["raw_part"])]
     assert grouped
     assert_recorded(Warehouse(wh.path))
@@ -189,7 +203,7 @@ def test_sizes_and_hashes_of_group_files_after_compaction_replace_and_drop(tmp_p
         run_roots(wh, [dumps[0]], force=True)
     assert_recorded(Warehouse(wh.path))
     with wh.writer():
-        wh.drop(grouped[-1]["run_id"])
+        drop_run(wh, grouped[-1]["run_id"])
     assert_recorded(Warehouse(wh.path))
 
 
@@ -198,14 +212,14 @@ def test_the_shards_of_a_run_read_in_threads_are_recorded(tmp_path):
     p = profetl("run", dump, "--read-threads", "2", "--warehouse", tmp_path / "wh")
     assert p.returncode == 0, p.stderr
     wh = Warehouse(tmp_path / "wh")
-    assert shard_count(wh.runs()[0]["ingest_id"]) == 2
+    assert shard_count(wh.run_index().run_records()[0]["ingest_id"]) == 2
     assert_recorded(wh)
 
 
 @pytest.mark.parametrize("damage", ["truncated", "extended"])
 def test_a_reader_fails_naming_a_part_file_whose_size_changed(two_runs, damage):
     wh, _, (a, _) = two_runs
-    (f,) = wh.run_files("raw", "task_states", wh.run(a))
+    (f,) = wh.run_index().files_of_run("raw", "task_states", wh.run_index().run_record(a))
     recorded = f.stat().st_size
     data = f.read_bytes()
     f.write_bytes(data[:-100] if damage == "truncated" else data + b"\0" * 100)
@@ -234,16 +248,16 @@ def test_a_reader_fails_naming_a_part_file_whose_size_changed(two_runs, damage):
 def test_the_last_versions_of_the_index_are_kept_and_restore_a_deleted_index(two_runs, tmp_path):
     wh, dumps, (a, b) = two_runs
     expected = counts(wh.path)
-    for _ in range(W.KEEP_VERSIONS + 1):  # more commits than versions kept
+    for _ in range(KEEP_VERSIONS + 1):  # more commits than versions kept
         with wh.writer():
-            wh.commit(wh.run(a))
+            wh.held_writer().commit_run(wh.run_index().run_record(a))
     versions = wh.index_versions()
-    assert len(versions) == W.KEEP_VERSIONS
+    assert len(versions) == KEEP_VERSIONS
     assert versions[-1].read_bytes() == wh.index_file.read_bytes()
     for v in versions:  # every kept version reads as an index and names files that exist
-        t = Warehouse.read_index_version(v)
+        t = read_index_version(v)
         assert sorted(t.column("run_id").to_pylist()) == sorted([a, b])
-        assert all((wh.path / e["file"]).stat().st_size == e["size"] for e in Warehouse.version_files(t))
+        assert all((wh.path / e["file"]).stat().st_size == e["size"] for e in version_files(t))
     with wh.writer():  # a writer's sweep keeps them
         pass
     assert wh.index_versions() == versions
@@ -253,7 +267,7 @@ def test_the_last_versions_of_the_index_are_kept_and_restore_a_deleted_index(two
     assert p.returncode == 1 and _state(wh.path) == before
     shutil.copyfile(wh.index_versions()[-1], wh.index_file)  # the recovery the error points at
     restored = Warehouse(wh.path)
-    assert sorted(restored.run_ids()) == sorted([a, b])
+    assert sorted(restored.run_index().run_ids()) == sorted([a, b])
     assert counts(wh.path) == expected
     p = profetl("run", *dumps, "--warehouse", wh.path)
     assert p.returncode == 0, p.stderr

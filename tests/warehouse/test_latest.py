@@ -18,7 +18,7 @@ def test_latest_is_the_run_collected_last_after_a_back_fill(tmp_path):
             {"seed": 1, "start_us": START_US + 8 * DAY_US},
         ],
     )
-    assert wh.resolve("latest")["run_id"] == nights[0].run_id
+    assert wh.run_index().resolve_run("latest")["run_id"] == nights[0].run_id
     r = CliRunner().invoke(app, ["compare", "latest", "--last", "2", "--warehouse", str(wh.path), "--json"])
     assert r.exit_code in (0, 4), r.output  # a baseline of the two older nights, not a usage error
     r = CliRunner().invoke(app, ["show", "--warehouse", str(wh.path)])

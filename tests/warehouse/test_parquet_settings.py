@@ -16,6 +16,7 @@ from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.warehouse.sink import parquet_writer
 from pipeline.warehouse.store import Warehouse
 from tests.helpers.built import build_dump
+from tests.helpers.warehouse_checks import own_part_file
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
@@ -25,8 +26,8 @@ def test_raw_and_mart_files_keep_statistics_for_numbers_only(tmp_path):
     run, _ = build_dump(tmp_path / "wh", tmp_path / "d")
     wh = Warehouse(tmp_path / "wh")
     files = [
-        wh.part("raw", "api_calls", run["run_id"], run["ingest_id"]),
-        wh.part("marts", "op_summary", run["run_id"], run["build_id"]),
+        own_part_file(wh, "raw", "api_calls", run["run_id"], run["ingest_id"]),
+        own_part_file(wh, "marts", "op_summary", run["run_id"], run["build_id"]),
     ]
     bounded = 0
     for path in files:
@@ -64,7 +65,9 @@ def _encodings(path) -> dict[str, tuple[str, ...]]:
 def test_mart_measurements_are_byte_stream_split_ids_dictionary_times_delta(tmp_path):
     generate(tmp_path / "d", HiprofConfig(inferences=3))
     run, _ = build_dump(tmp_path / "wh", tmp_path / "d")
-    path = Warehouse(tmp_path / "wh").part("marts", "ai_core_metrics", run["run_id"], run["build_id"])
+    path = own_part_file(
+        Warehouse(tmp_path / "wh"), "marts", "ai_core_metrics", run["run_id"], run["build_id"]
+    )
     enc = _encodings(path)
     assert "BYTE_STREAM_SPLIT" in enc["mac_ratio"] and "RLE_DICTIONARY" not in enc["mac_ratio"]
     assert "BYTE_STREAM_SPLIT" in enc["main_mem_read_bw_gbps"]

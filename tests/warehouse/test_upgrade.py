@@ -18,6 +18,7 @@ from pipeline.outputs.query import query
 from pipeline.warehouse.commit_records import RECORDS
 from pipeline.warehouse.contracts import contract, contracts
 from pipeline.warehouse.store import Warehouse
+from tests.helpers.warehouse_checks import own_part_file
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
@@ -35,10 +36,10 @@ def test_run_ingested_before_task_metrics_and_new_columns_rebuilds(tmp_path):
     with wh.writer():
         (o,) = run_roots(wh, [SAMPLE])
     before = _marts(wh, o.run_id)
-    run = wh.run(o.run_id)
+    run = wh.run_index().run_record(o.run_id)
     # what an older profetl left: no task_metrics file, task_ops without the columns added for exports
-    wh.part("raw", "task_metrics", o.run_id, run["ingest_id"]).unlink()
-    ops = wh.part("raw", "task_ops", o.run_id, run["ingest_id"])
+    own_part_file(wh, "raw", "task_metrics", o.run_id, run["ingest_id"]).unlink()
+    ops = own_part_file(wh, "raw", "task_ops", o.run_id, run["ingest_id"])
     old = pq.read_table(ops).drop_columns(["start_ns", "input_shapes", "accelerator_core"])
     pq.write_table(old, ops)
     old_run = dict(run, profetl_version="0.1.0")
@@ -55,10 +56,10 @@ def test_a_run_of_0_3_without_the_totals_tables_rebuilds_and_one_of_0_4_without_
     with wh.writer():
         (o,) = run_roots(wh, [SAMPLE])
     before = _marts(wh, o.run_id)
-    run = wh.run(o.run_id)
+    run = wh.run_index().run_record(o.run_id)
     assert run["profetl_version"] == "0.4.0"
     for table in ("api_totals", "step_times"):
-        wh.part("raw", table, o.run_id, run["ingest_id"]).unlink()
+        own_part_file(wh, "raw", table, o.run_id, run["ingest_id"]).unlink()
     with wh.writer():
         out = rebuild(wh, dict(run, profetl_version="0.3.0"))
     assert out.status == "built"
@@ -71,8 +72,8 @@ def test_a_current_run_missing_a_raw_file_is_an_error(tmp_path):
     wh = Warehouse(tmp_path / "wh")
     with wh.writer():
         (o,) = run_roots(wh, [SAMPLE])
-    run = wh.run(o.run_id)
-    wh.part("raw", "task_metrics", o.run_id, run["ingest_id"]).unlink()
+    run = wh.run_index().run_record(o.run_id)
+    own_part_file(wh, "raw", "task_metrics", o.run_id, run["ingest_id"]).unlink()
     with (
         wh.writer(),
         pytest.raises(DamagedPart, match=r"task_metrics/part-.* is missing; run .* cannot be built"),
@@ -96,13 +97,13 @@ def _night(tmp_path, i: int) -> Path:
 def to_old_layout(wh: Warehouse) -> None:
     """Rewrite a warehouse as profetl 0.2 left it: <layer>/<table>/run_id=<id>/part-<id>.parquet
     without a run_id column, runs/run_id=<id>/run.parquet, no index."""
-    runs = wh.runs()
+    runs = wh.run_index().run_records()
     for r in runs:
         for layer, key in (("raw", "ingest_id"), ("marts", "build_id")):
             for d in (wh.path / layer).iterdir():
                 if d.name == RECORDS:  # profetl 0.2 wrote no commit records
                     continue
-                (f,) = wh.run_files(layer, d.name, r)
+                (f,) = wh.run_index().files_of_run(layer, d.name, r)
                 t = pq.read_table(f)
                 t = t.filter(pc.equal(t.column("run_id"), r["run_id"])).drop_columns(["run_id"])
                 out = d / f"run_id={r['run_id']}" / f"part-{r[key]}.parquet"
@@ -149,9 +150,9 @@ def test_the_old_layout_reads_as_it_is_until_a_writer_migrates_it(old_warehouse)
     assert wh.legacy()
     assert _everything(wh) == expected  # readers need no migration (and do not write)
     assert wh.legacy() and not wh.index_file.exists()
-    with wh.writer():
+    with wh.writer() as w:
         pass
-    assert wh.migrated == 2 and not wh.legacy() and wh.index_file.exists()
+    assert w.migrated == 2 and not wh.legacy() and wh.index_file.exists()
     assert not list(wh.path.glob("*/*/run_id=*")) and not list(wh.path.glob("runs/run_id=*"))
     assert _everything(Warehouse(wh.path)) == expected
     # every part file names its rows' run: plain Parquet readers need no folder convention
@@ -172,5 +173,9 @@ def test_a_migration_killed_before_its_commit_leaves_the_old_layout(old_warehous
     with Warehouse(wh.path).writer() as w:
         assert w.stale_lock and w.migrated == 2
     assert _everything(Warehouse(wh.path)) == expected
-    named = {p for r in Warehouse(wh.path).index().values() for p in (r["raw_part"], r["mart_part"])}
+    named = {
+        p
+        for r in Warehouse(wh.path).run_index().rows_by_run_id().values()
+        for p in (r["raw_part"], r["mart_part"])
+    }
     assert {f.name[len("part-") : -len(".parquet")] for f in wh.path.glob("*/*/part-*.parquet")} <= named

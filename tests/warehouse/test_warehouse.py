@@ -17,7 +17,7 @@ from pipeline.outputs.query import query
 from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.warehouse.contracts import Column, Contract
 from pipeline.warehouse.store import Warehouse
-from tests.helpers.warehouse_checks import assert_consistent, counts, part_files, profetl
+from tests.helpers.warehouse_checks import assert_consistent, counts, own_part_file, part_files, profetl
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
@@ -38,11 +38,11 @@ def _run(wh_path, *roots, force=False):
 def test_ingest_twice_is_a_no_op(tmp_path, dump):
     first = _run(tmp_path / "wh", dump)
     before = counts(tmp_path / "wh")
-    ingest_id = Warehouse(tmp_path / "wh").runs()[0]["ingest_id"]
+    ingest_id = Warehouse(tmp_path / "wh").run_index().run_records()[0]["ingest_id"]
     second = _run(tmp_path / "wh", dump)
     assert [o.status for o in first] == ["built"] and [o.status for o in second] == ["unchanged"]
     assert counts(tmp_path / "wh") == before
-    assert Warehouse(tmp_path / "wh").runs()[0]["ingest_id"] == ingest_id
+    assert Warehouse(tmp_path / "wh").run_index().run_records()[0]["ingest_id"] == ingest_id
 
 
 def test_same_dump_elsewhere_keeps_its_run_id(tmp_path, dump):
@@ -68,7 +68,7 @@ def test_changed_slice_replaces_the_run(tmp_path, dump):
     generate(dump, HiprofConfig(inferences=5, seed=11))
     _run(tmp_path / "wh", dump)
     _run(tmp_path / "fresh", dump)
-    assert len(Warehouse(tmp_path / "wh").runs()) == 1
+    assert len(Warehouse(tmp_path / "wh").run_index().run_records()) == 1
     assert counts(tmp_path / "wh") == counts(tmp_path / "fresh")  # replaced, no duplicates
     # the next writer sweeps the superseded part files
     with Warehouse(tmp_path / "wh").writer():
@@ -80,7 +80,7 @@ def test_every_byte_is_decoded_or_reported(tmp_path, dump):
     victim = sorted(p for p in (dump / "data").glob("Runtime.api.0.slice_*") if p.suffix != ".done")[-1]
     victim.write_bytes(victim.read_bytes()[:-100])  # cut inside a record
     _run(tmp_path / "wh", dump)
-    r = Warehouse(tmp_path / "wh").runs()[0]
+    r = Warehouse(tmp_path / "wh").run_index().run_records()[0]
     data = sum(p.stat().st_size for p in (dump / "data").iterdir() if not p.name.endswith(".done"))
     assert r["data_bytes"] == data
     assert r["bytes_decoded"] + r["bytes_skipped"] == data
@@ -128,16 +128,16 @@ def test_good_and_bad_dumps_under_one_root(tmp_path, dump):
     assert r.returncode == 1
     assert "failed" in r.stdout and "broken" in r.stdout and "not-there" in r.stdout
     assert "3 dump(s)" in r.stdout or "4 dump(s)" in r.stdout
-    assert len(Warehouse(tmp_path / "wh").runs()) == 2  # both good nights landed
+    assert len(Warehouse(tmp_path / "wh").run_index().run_records()) == 2  # both good nights landed
     assert "Traceback" not in r.stdout + r.stderr
 
 
 def test_names_cannot_escape_the_warehouse(tmp_path):
     wh = Warehouse(tmp_path / "wh")
     with pytest.raises(UsageError):
-        wh.part("raw", "api_calls", "../../etc", "x")
+        own_part_file(wh, "raw", "api_calls", "../../etc", "x")
     with pytest.raises(UsageError):
-        wh.part("raw", "../x", "run", "x")
+        own_part_file(wh, "raw", "../x", "run", "x")
     with pytest.raises(UnknownTable):
         export(wh, "../../secret", [], "csv", str(tmp_path / "o.csv"))
 
@@ -184,13 +184,13 @@ def test_csv_neutralises_formulas_and_keeps_numbers():
 def test_sweep_removes_leftovers_only(tmp_path, dump):
     _run(tmp_path / "wh", dump)
     wh = Warehouse(tmp_path / "wh")
-    run = wh.runs()[0]
-    stray = wh.part("raw", "api_calls", run["run_id"], "20000101T000000-deadbeef")
+    run = wh.run_index().run_records()[0]
+    stray = own_part_file(wh, "raw", "api_calls", run["run_id"], "20000101T000000-deadbeef")
     stray.write_bytes(b"partial")
     (tmp_path / "wh" / ".tmp" / "x").mkdir(parents=True)
     before = counts(tmp_path / "wh")
-    with wh.writer():
-        assert wh.swept >= 1
+    with wh.writer() as w:
+        assert w.swept >= 1
     assert not stray.exists() and not (tmp_path / "wh" / ".tmp").exists()
     assert counts(tmp_path / "wh") == before
 
@@ -200,8 +200,8 @@ def test_a_writer_that_fails_releases_the_lock_cleanly(tmp_path):
     with pytest.raises(RuntimeError):
         with wh.writer():
             raise RuntimeError("a failing build")
-    with wh.writer():
-        assert wh.stale_lock is None  # no false alarm about a dead writer
+    with wh.writer() as w:
+        assert w.stale_lock is None  # no false alarm about a dead writer
 
 
 CONTROL_FILES = (
@@ -225,7 +225,7 @@ def test_dumps_without_control_files_get_distinct_runs(tmp_path):
     out = _run(tmp_path / "wh", *dumps)
     assert [o.status for o in out] == ["built", "built"], [o.error for o in out]
     assert len({o.run_id for o in out}) == 2
-    assert len(Warehouse(tmp_path / "wh").runs()) == 2
+    assert len(Warehouse(tmp_path / "wh").run_index().run_records()) == 2
 
 
 def test_dumps_alike_in_other_folders_are_distinct_runs(tmp_path):
@@ -254,7 +254,7 @@ def test_dumps_at_one_relative_path_from_other_folders_are_told_apart(tmp_path, 
         outcomes += _run(tmp_path / "wh", Path("dump"))
     assert [o.status for o in outcomes] == ["built", "built"], [o.error for o in outcomes]
     assert not outcomes[1].ingest.replaced and outcomes[0].run_id != outcomes[1].run_id
-    runs = {r["run_id"]: r for r in Warehouse(tmp_path / "wh").runs()}
+    runs = {r["run_id"]: r for r in Warehouse(tmp_path / "wh").run_index().run_records()}
     assert [runs[o.run_id]["source_path"] for o in outcomes] == ["dump", "dump"]
     assert [runs[o.run_id]["source_abspath"] for o in outcomes] == [
         str(tmp_path.resolve() / f / "dump") for f in "ab"
@@ -273,7 +273,7 @@ def test_an_index_from_before_source_abspath_reads_and_takes_new_runs(tmp_path, 
     (first,) = _run(wh, dump)
     f = Warehouse(wh).index_file
     pq.write_table(pq.read_table(f).drop_columns(["source_abspath"]), f)  # as profetl wrote it before
-    assert [r["source_abspath"] for r in Warehouse(wh).runs()] == [None]
+    assert [r["source_abspath"] for r in Warehouse(wh).run_index().run_records()] == [None]
     p = profetl("runs", "--warehouse", wh, "--json")
     assert p.returncode == 0 and [r["source_abspath"] for r in json.loads(p.stdout)] == [None], p.stderr
     assert [o.status for o in _run(wh, dump)] == ["unchanged"]  # its source_path, from here, is this folder
@@ -281,7 +281,7 @@ def test_an_index_from_before_source_abspath_reads_and_takes_new_runs(tmp_path, 
     generate(other, HiprofConfig(inferences=2, seed=12, start_us=1_767_312_000_000_000))
     (second,) = _run(wh, other)
     assert second.status == "built"
-    runs = {r["run_id"]: r for r in Warehouse(wh).runs()}
+    runs = {r["run_id"]: r for r in Warehouse(wh).run_index().run_records()}
     assert runs[first.run_id]["source_abspath"] is None and runs[second.run_id]["source_abspath"] == str(
         other
     )

@@ -13,7 +13,7 @@ from pipeline.outputs.export import export, fetch
 from pipeline.warehouse import compaction
 from pipeline.warehouse.layout import is_group, part_of, shard_count
 from pipeline.warehouse.store import Warehouse
-from tests.helpers.warehouse_checks import assert_consistent, part_files
+from tests.helpers.warehouse_checks import assert_consistent, drop_run, part_files
 
 SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
 TABLES = ("api_calls", "task_ops", "op_summary", "task_scheduler")
@@ -54,14 +54,14 @@ def nights(tmp_path, small_groups):
             (o,) = run_roots(wh, [d])
         assert o.status == "built"
         dumps[o.run_id] = d
-        if not is_group(wh.index()[o.run_id]["raw_part"]):
+        if not is_group(wh.run_index().rows_by_run_id()[o.run_id]["raw_part"]):
             alone[o.run_id] = _rows(wh, o.run_id)
     return wh, alone, dumps
 
 
 def test_old_runs_move_into_groups_and_read_the_same(nights):
     wh, alone, _ = nights
-    idx = wh.index()
+    idx = wh.run_index().rows_by_run_id()
     assert len(idx) == 5 and len(alone) == 5  # each was read before it was compacted
     groups = {r["raw_part"] for r in idx.values() if is_group(r["raw_part"])}
     assert len(groups) == 2  # three runs, then one more (a group holds at most three)
@@ -79,12 +79,12 @@ def test_old_runs_move_into_groups_and_read_the_same(nights):
 
 def test_export_of_many_runs_keeps_run_order(nights, tmp_path):
     wh, alone, _ = nights
-    run_ids = [r["run_id"] for r in wh.runs()]
+    run_ids = [r["run_id"] for r in wh.run_index().run_records()]
     out = tmp_path / "all.parquet"
     n = export(wh, "op_summary", run_ids, "parquet", str(out))
     got = pq.read_table(out).to_pylist()
     # a multi-run export adds each run's collection time after run_id
-    starts = {r["run_id"]: r["collection_start_us"] for r in wh.runs()}
+    starts = {r["run_id"]: r["collection_start_us"] for r in wh.run_index().run_records()}
     assert all(int(r.pop("collected_at").timestamp() * 1e6) == starts[r["run_id"]] for r in got)
     want = [dict(row, run_id=run_id) for run_id in run_ids for row in alone[run_id]["op_summary"]]
     assert n == len(want) and got == want
@@ -98,7 +98,7 @@ def test_export_of_many_runs_keeps_run_order(nights, tmp_path):
 
 def test_replacing_a_run_in_a_group_rewrites_only_its_group(nights):
     wh, alone, dumps = nights
-    idx = wh.index()
+    idx = wh.run_index().rows_by_run_id()
     victim = next(r for r in idx.values() if is_group(r["raw_part"]))
     group = victim["raw_part"]
     mates = [r["run_id"] for r in idx.values() if r["raw_part"] == group and r["run_id"] != victim["run_id"]]
@@ -106,7 +106,7 @@ def test_replacing_a_run_in_a_group_rewrites_only_its_group(nights):
     with wh.writer():
         (o,) = run_roots(wh, [dumps[victim["run_id"]]], force=True)
     assert o.run_id == victim["run_id"] and o.status == "built"
-    after = wh.index()
+    after = wh.run_index().rows_by_run_id()
     assert after[victim["run_id"]]["ingest_id"] != victim["ingest_id"]
     assert not (wh.path / "raw" / "api_calls" / f"part-{group}.parquet").exists()
     for run_id in mates:  # moved to the group written again without the victim
@@ -138,11 +138,11 @@ def test_a_query_without_the_runs_view_reads_the_groups_through_the_placing_colu
                 seen.add(r[key])
                 firsts.append(r["run_id"])
     con = duckdb.connect()
-    placed = wh.placing(con)
+    placed = wh.placing_rows(con)
     assert [r["run_id"] for r in placed] == [r["run_id"] for r in index if r["run_id"] in firsts]
     assert all(p[k] == r[k] for p in placed for r in index if r["run_id"] == p["run_id"] for k in p)
     some = [index[-1]["run_id"], index[0]["run_id"]]
-    assert [r["run_id"] for r in wh.placing(con, some)] == [index[0]["run_id"], index[-1]["run_id"]]
+    assert [r["run_id"] for r in wh.placing_rows(con, some)] == [index[0]["run_id"], index[-1]["run_id"]]
     for run_id, rows in alone.items():
         res = query(wh, f"select count(*), sum(dur_ns) from op_summary where run_id = '{run_id}'")
         assert res.rows == [(len(rows["op_summary"]), sum(r["dur_ns"] for r in rows["op_summary"]))], run_id
@@ -161,20 +161,24 @@ def test_sharded_runs_are_compacted_and_dropped_whole(tmp_path, small_groups):
         with Threads(2) as pool, wh.writer():
             (o,) = run_roots(wh, [d], readers=pool)
         assert o.status == "built"
-        part = wh.index()[o.run_id]["raw_part"]
+        part = wh.run_index().rows_by_run_id()[o.run_id]["raw_part"]
         if not is_group(part):
             assert shard_count(part) == 2  # the sample's two devices, a file each
             alone[o.run_id] = _rows(wh, o.run_id)
-    idx = wh.index()
+    idx = wh.run_index().rows_by_run_id()
     assert len(alone) == 4 and any(is_group(r["raw_part"]) for r in idx.values())
     for run_id, rows in alone.items():
         assert _rows(wh, run_id) == rows, run_id
     victim = next(r for r in idx.values() if not is_group(r["raw_part"]))
-    shards = [f for t in ("api_calls", "task_states") for f in wh.files("raw", t, victim["raw_part"])]
+    shards = [
+        f
+        for t in ("api_calls", "task_states")
+        for f in wh.run_index().part_files("raw", t, victim["raw_part"])
+    ]
     assert len(shards) == 4 and all(f.exists() for f in shards)
     with wh.writer():
-        wh.drop(victim["run_id"])
+        drop_run(wh, victim["run_id"])
     assert not any(f.exists() for f in shards)
-    named = {r[k] for r in wh.index().values() for k in ("raw_part", "mart_part")}
+    named = {r[k] for r in wh.run_index().rows_by_run_id().values() for k in ("raw_part", "mart_part")}
     assert {part_of(f.name) for f in part_files(wh.path)} == named  # nothing else left on disk
     assert_consistent(wh.path)

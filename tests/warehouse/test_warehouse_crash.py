@@ -91,7 +91,7 @@ def _two_runs(tmp_path, old: bool = False):
     wh = tmp_path / "wh"
     done = profetl("run", a, b, "--warehouse", wh)
     assert done.returncode == 0, done.stderr
-    runs = sorted(Warehouse(wh).run_ids())
+    runs = sorted(Warehouse(wh).run_index().run_ids())
     assert len(runs) == 2
     if old:
         from tests.warehouse.test_upgrade import to_old_layout
@@ -213,16 +213,18 @@ class _ReplacedWhileListing(Warehouse):
             self.fired = True
             from pipeline.jobs.runner import ingest_dump
 
-            with Warehouse(self.path).writer() as w:
-                ingest_dump(w, self.dump, force=True)
+            writer = Warehouse(self.path)
+            with writer.writer():
+                ingest_dump(writer, self.dump, force=True)
 
-    def snapshot(self):  # a reader with the runs view: the whole index, by Arrow
-        rows = super().snapshot()
-        self._replace(rows.column("run_id").to_pylist())
-        return rows
+    def run_index(self):  # a reader with the runs view: the whole index, by Arrow
+        snap = super().run_index()
+        if snap.stored_table is not None:
+            self._replace(snap.stored_table.column("run_id").to_pylist())
+        return snap
 
-    def placing(self, con, run_ids=None):  # a reader without it: the placing columns, by DuckDB
-        rows = super().placing(con, run_ids)
+    def placing_rows(self, con, run_ids=None):  # a reader without it: the placing columns, by DuckDB
+        rows = super().placing_rows(con, run_ids)
         self._replace([r["run_id"] for r in rows])
         return rows
 
@@ -241,7 +243,9 @@ def test_reader_never_answers_from_a_stale_list(tmp_path, sql):
 
     a, b, wh, (victim, other) = _two_runs(tmp_path)
     expected = counts(wh)
-    dump = next(d for d in (a, b) if Warehouse(wh).run(victim)["source_path"].endswith(d.name))
+    dump = next(
+        d for d in (a, b) if Warehouse(wh).run_index().run_record(victim)["source_path"].endswith(d.name)
+    )
     racing = _ReplacedWhileListing(wh, dump, victim)
     res = query(racing, sql)
     assert racing.fired
@@ -252,13 +256,13 @@ class _ReplacedWhileReadingTheIndex(_ReplacedWhileListing):
     """A writer commits while DuckDB reads the index's placing columns (it opens the file by
     name more than once): the read fails on the mix of the two files."""
 
-    def placing(self, con, run_ids=None):
+    def placing_rows(self, con, run_ids=None):
         if not self.fired:
             self._replace([self.victim])
             from pipeline.errors import DamagedIndex
 
             raise DamagedIndex(self.index_file, "a row group's offsets are past the end of the file")
-        return super().placing(con, run_ids)
+        return super().placing_rows(con, run_ids)
 
 
 def test_a_reader_reads_the_index_again_when_a_writer_replaced_it_during_the_read(tmp_path):
@@ -266,7 +270,9 @@ def test_a_reader_reads_the_index_again_when_a_writer_replaced_it_during_the_rea
 
     a, b, wh, (victim, other) = _two_runs(tmp_path)
     expected = counts(wh)
-    dump = next(d for d in (a, b) if Warehouse(wh).run(victim)["source_path"].endswith(d.name))
+    dump = next(
+        d for d in (a, b) if Warehouse(wh).run_index().run_record(victim)["source_path"].endswith(d.name)
+    )
     racing = _ReplacedWhileReadingTheIndex(wh, dump, victim)
     res = query(racing, "select count(distinct run_id), count(*) from task_states")
     assert racing.fired
@@ -278,7 +284,9 @@ def test_reader_fails_clearly_when_the_warehouse_keeps_changing(tmp_path, monkey
     from pipeline.outputs.query import query
 
     _, _, wh, (victim, _) = _two_runs(tmp_path)
-    real = Warehouse.index
+    from pipeline.warehouse.index import RunIndex
+
+    real = RunIndex.rows_by_run_id
 
     def replaced_every_time(self):  # every re-read of the index finds a new ingest
         idx = real(self)
@@ -286,9 +294,9 @@ def test_reader_fails_clearly_when_the_warehouse_keeps_changing(tmp_path, monkey
         return idx
 
     probe = Warehouse(wh)
-    (part,) = probe.run_files("raw", "task_states", probe.run(victim))
+    (part,) = probe.run_index().files_of_run("raw", "task_states", probe.run_index().run_record(victim))
     part.rename(part.with_suffix(".moved"))
-    monkeypatch.setattr(Warehouse, "index", replaced_every_time)
+    monkeypatch.setattr(RunIndex, "rows_by_run_id", replaced_every_time)
     with pytest.raises(QueryFailed, match="changed under 3 attempts"):
         query(Warehouse(wh), "select count(distinct run_id) from task_states")
     monkeypatch.undo()

@@ -51,7 +51,7 @@ def wh(tmp_path_factory):
 def test_every_folder_reads_in_pandas_and_polars_with_the_same_types(wh):
     import duckdb
 
-    run_ids = set(wh.run_ids())
+    run_ids = set(wh.run_index().run_ids())
     assert len(run_ids) == 2
     read = 0
     for folder in _folders(wh.path):
@@ -88,7 +88,7 @@ def test_per_run_commit_records_are_migrated_into_the_index(tmp_path, record):
     wh = Warehouse(tmp_path / "wh")
     with wh.writer():
         (o,) = run_roots(wh, [SAMPLE])
-    before = wh.run(o.run_id)
+    before = wh.run_index().run_record(o.run_id)
     to_old_layout(wh)  # runs/run_id=<id>/run.parquet with a run_id column
     f = wh.path / "runs" / f"run_id={o.run_id}" / "run.parquet"
     if record == "run_id_column":
@@ -96,10 +96,12 @@ def test_per_run_commit_records_are_migrated_into_the_index(tmp_path, record):
             pd.read_parquet(wh.path / "runs")
     else:
         pq.write_table(owned_by(pq.read_table(f).drop_columns(["run_id"]), o.run_id), f)
-    assert wh.run(o.run_id) == before and [r["run_id"] for r in wh.runs()] == [o.run_id]
-    with wh.writer():
-        assert wh.migrated == 1
+    assert wh.run_index().run_record(o.run_id) == before and [
+        r["run_id"] for r in wh.run_index().run_records()
+    ] == [o.run_id]
+    with wh.writer() as w:
+        assert w.migrated == 1
     assert not f.exists() and wh.index_file.exists()
-    assert wh.run(o.run_id) == before
+    assert wh.run_index().run_record(o.run_id) == before
     assert list(pd.read_parquet(wh.path / "runs")["run_id"].astype(str)) == [o.run_id]
     assert pl.read_parquet(wh.path / "runs" / "*.parquet")["run_id"].to_list() == [o.run_id]

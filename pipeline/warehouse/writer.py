@@ -1,0 +1,491 @@
+"""The writer: the one process that changes a warehouse, under its lock.
+
+``Writer`` takes the lock (``Warehouse.writer()``), sweeps what a dead writer left, upgrades
+profetl 0.2's layout (``upgrade.migrate``), places the files of a new part in the tables'
+folders (recording each file's size and hash), commits a run (the new index replaces the old
+one in one ``os.replace``), drops runs, and deletes the files no commit names. Nothing else
+renames a file into the tables' folders or takes the lock (tests/project/test_layers.py).
+Compaction (``compaction.py``) and the upgrade (``upgrade.py``) are functions over a Writer.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import secrets
+import shutil
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from pipeline.errors import INDEX_HISTORY, DamagedIndex, DamagedPart, UnknownRun, UsageError, WarehouseLocked
+from pipeline.lazy import lazy
+from pipeline.warehouse import commit_records, compaction, upgrade
+from pipeline.warehouse.contracts import contract
+from pipeline.warehouse.faults import checkpoint
+from pipeline.warehouse.index import FORMAT_KEY, INDEX_FORMAT, RunIndex, index_schema
+from pipeline.warehouse.layout import (
+    LAYERS,
+    TABLE,
+    check_run_id,
+    entry_part,
+    fsync_dir,
+    is_group,
+    is_legacy,
+    layer_tables,
+    named_parts,
+    part_files,
+    part_of,
+    rmdir_if_empty,
+    run_order,
+)
+from pipeline.warehouse.part_rows import conform
+from pipeline.workload import workload_of
+
+pa = lazy("pyarrow")
+pc = lazy("pyarrow.compute")
+pq = lazy("pyarrow.parquet")
+
+# The last KEEP_VERSIONS versions of the index are kept in runs/_history/ (``Warehouse.index_versions``),
+# written after each commit and pruned then: a deleted or overwritten index can be restored.
+# (The leading "_" keeps them out of a reading of the runs folder by pandas, Spark or Hive.)
+KEEP_VERSIONS = 5
+HISTORY = INDEX_HISTORY
+INDEX_ROW_GROUP_ROWS = 256
+
+
+def digest(path: Path) -> dict:
+    """A part file's entry for the index: its size and SHA-256, read once."""
+    import hashlib
+
+    with open(path, "rb") as fh:
+        h = hashlib.file_digest(fh, "sha256")
+        size = os.fstat(fh.fileno()).st_size
+    return {"size": size, "sha256": h.hexdigest()}
+
+
+class Writer:
+    """The writing side of ``warehouse`` (a ``store.Warehouse``) while its lock is held
+    (``Warehouse.writer()``)."""
+
+    def __init__(self, warehouse) -> None:
+        self.warehouse = warehouse
+        self.path = warehouse.path
+        self.stale_lock: str | None = None  # pid left in .lock by a writer that died
+        self.swept = 0  # leftover files removed when the lock was taken
+        self.migrated = 0  # runs moved from profetl 0.2's layout when the lock was taken
+        self.damaged_parts: list[DamagedPart] = []  # what the last ``compact`` left alone, and why
+        # part files this writer put in place and has not committed yet: path relative to the
+        # warehouse -> its ``files`` entry (size, SHA-256), for the commit that names them
+        self.placed: dict[str, dict] = {}
+
+    def run_index(self) -> RunIndex:
+        """The index as it is now (``Warehouse.run_index``): what this writer committed last."""
+        return self.warehouse.run_index()
+
+    # --- the lock ---------------------------------------------------------------------------
+    @contextmanager
+    def locked(self, wait_seconds: float = 0.0, prepare: bool = True):
+        """Hold the warehouse's writer lock for the duration of the block.
+
+        Not ``prepare``: only the lock, with no sweep, migration or new index, for
+        ``profetl check --repair``, which must take it while the index is missing or damaged.
+
+        The lock is an ``flock`` on the warehouse folder and one on ``.lock``: the kernel
+        releases them when their process dies, even under ``kill -9``, so a dead writer never
+        blocks the next one; deleting ``.lock`` under a live writer lets no second one in. The file
+        holds the writer's pid while it works and is emptied on a clean exit, so a
+        non-empty, unlocked file means the previous writer died: that is reported in
+        ``stale_lock`` and its leftovers are swept before this writer starts.
+        """
+        self.warehouse.check()
+        self.path.mkdir(parents=True, exist_ok=True)
+        lock = self.path / ".lock"
+        deadline = time.monotonic() + wait_seconds
+        # Two flocks: on the warehouse folder itself, which no one deletes under a writer (a
+        # deleted .lock would let a second writer lock a new file of that name), and on .lock,
+        # which holds the pid and which older profetl versions lock.
+        dir_fd = os.open(self.path, os.O_RDONLY | os.O_DIRECTORY)
+        fd = -1
+        locked = False
+        try:
+            _wait_flock(dir_fd, deadline, lock)
+            fd = _open_lock(lock, deadline)
+            previous = os.pread(fd, 64, 0).decode(errors="replace").strip()
+            self.stale_lock = previous or None
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, str(os.getpid()).encode(), 0)
+            if prepare:
+                self.swept = self.sweep()
+            if not prepare:
+                pass
+            elif self.warehouse.legacy():
+                self.migrated = upgrade.migrate(self)
+            elif not self.warehouse.index_file.exists():
+                # a new warehouse gets an empty index before any part file: part files without
+                # an index are then always damage (``Warehouse.refuse_missing_index``), never a
+                # first run killed before its commit
+                self.write_index({}, commit=False)
+            locked = True
+            yield self
+        finally:
+            if locked and _same_file(fd, lock):  # an orderly end, error or not: the next writer need not warn
+                os.ftruncate(fd, 0)
+            if fd >= 0:
+                os.close(fd)  # closing the descriptors releases the flocks
+            os.close(dir_fd)
+
+    # --- leftovers ----------------------------------------------------------------------------
+    def sweep(self) -> int:
+        """Remove part files and temp files that the index does not name. Call under the lock."""
+        wh = self.warehouse
+        legacy = wh.legacy()
+        snap = wh.run_index()
+        named = set(snap.parts_of_runs("raw")) | set(snap.parts_of_runs("marts"))
+        removed = 0
+        for layer, _, _ in LAYERS:
+            base = self.path / layer
+            if not base.is_dir():
+                continue
+            for d in base.iterdir():
+                if not d.is_dir():
+                    continue
+                for f in d.iterdir():
+                    if f.is_dir():  # profetl 0.2's run folders: kept until migrated
+                        if legacy and f.name.split("=", 1)[-1] in wh.unreadable:
+                            continue  # which files its record names is unknown: keep them all
+                        # (after migration, what the index no longer names: all of it)
+                        part_ids = {p.split("/", 1)[1] for p in named if p.startswith(f.name + "/")}
+                        for g in f.iterdir():
+                            if g.name[: -len(".parquet")] not in part_ids:
+                                g.unlink(missing_ok=True)
+                                removed += 1
+                        rmdir_if_empty(f)
+                        continue
+                    part = part_of(f.name)
+                    if part not in named:
+                        f.unlink(missing_ok=True)
+                        removed += 1
+        runs = self.path / "runs"
+        if runs.is_dir():
+            for f in runs.glob(".run*.tmp"):
+                f.unlink(missing_ok=True)
+                removed += 1
+            for f in runs.glob("run_id=*/.run-*.tmp"):
+                f.unlink(missing_ok=True)
+                removed += 1
+            for f in runs.glob(f"{HISTORY}/.runs-*.tmp"):  # a copy into the kept versions cut short
+                f.unlink(missing_ok=True)
+                removed += 1
+            if not legacy:  # the index holds every record (a damaged index stopped us above)
+                for d in runs.glob("run_id=*"):
+                    shutil.rmtree(d, ignore_errors=True)
+        tmp = self.path / ".tmp"
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+        return removed
+
+    def temp_dir(self) -> Path:
+        """A new scratch folder under ``.tmp`` (``Warehouse.temp_dir``)."""
+        return self.warehouse.temp_dir()
+
+    def drop_temp(self, d: Path) -> None:
+        self.warehouse.drop_temp(d)
+
+    def discard_uncommitted(self, run_id: str) -> int:
+        """Remove part files the index does not name: what a writer wrote for a dump that then
+        failed (``run_id``'s), so a full disk gets its space back now, not at the next writer.
+        Nothing is removed when the index cannot be read. Call under the lock."""
+        try:
+            snap = self.run_index()
+            named = {(layer, p) for layer, _, _ in LAYERS for p in snap.parts_of_runs(layer)}
+        except DamagedIndex:
+            return 0
+        removed = 0
+        for layer, _, _ in LAYERS:
+            for f in (self.path / layer).glob("*/part-*.parquet"):
+                if (layer, part_of(f.name)) not in named:
+                    f.unlink(missing_ok=True)
+                    removed += 1
+        return removed
+
+    # --- placing a part's files -------------------------------------------------------------
+    def place_file(self, src: Path, final: Path) -> None:
+        """Move a part file written elsewhere (a temporary folder) to its place ``final`` in the
+        warehouse, recording its size and hash for the commit that names it (``files``)."""
+        e = digest(src)
+        final.parent.mkdir(parents=True, exist_ok=True)
+        Path(src).replace(final)
+        self.placed[final.relative_to(self.path).as_posix()] = e
+
+    def place_part(self, layer: str, part: str, sources: dict[str, list[Path]]) -> None:
+        """Move the files of a new part, written elsewhere (table -> its files, one per shard
+        of a sharded part, in order), to their places in the warehouse (``place_file``): the
+        jobs hand a part over, only the writer names the tables' folders."""
+        for table, srcs in sources.items():
+            for src, final in zip(srcs, part_files(self.path, layer, table, part), strict=True):
+                self.place_file(src, final)
+
+    def record_file_in_place(self, final: Path) -> None:
+        """Record the size and hash of a part file written in its place (``place_file`` for one
+        written elsewhere)."""
+        self.placed[final.relative_to(self.path).as_posix()] = digest(final)
+
+    def unplace_file(self, final: Path) -> None:
+        """Delete a file this writer placed and forget it: named by no commit, it leaves nothing."""
+        final.unlink(missing_ok=True)
+        self.placed.pop(final.relative_to(self.path).as_posix(), None)
+
+    # --- the commit -----------------------------------------------------------------------------
+    def commit_run(self, row: dict) -> None:
+        """Make ``row`` the run's current state: one atomic rename of the index."""
+        wh = self.warehouse
+        run_id = check_run_id(row["run_id"])
+        snap = wh.run_index()
+        if snap.data is None and wh.legacy():
+            # profetl 0.2's layout left because a commit record cannot be read: only a commit
+            # replacing that very run (run --force) may move it (see ``upgrade.migrate``)
+            upgrade.legacy_index(wh)
+            others = sorted(set(wh.unreadable) - {run_id})
+            if others:
+                raise UsageError(f"{wh.unreadable[others[0]]} (the warehouse is not changed until it is)")
+            upgrade.migrate(self, replacing={run_id})
+            snap = wh.run_index()
+        old = snap.index_row(run_id)
+        new = {k: row.get(k) for k in contract("raw", "runs").schema.names}
+        regroup = []
+        for layer, key, id_key in LAYERS:
+            same = old is not None and old.get(id_key) == new.get(id_key) and old.get(key)
+            new[key] = old[key] if same else new.get(id_key)
+            if old is not None and old.get(key) and old[key] != new[key] and is_group(old[key]):
+                regroup.append((layer, key, old[key]))
+        same_raw = old is not None and old.get("ingest_id") == new.get("ingest_id") and old.get("workload")
+        new["workload"] = old["workload"] if same_raw else self.workload(new, new["raw_part"])
+        new["files"] = self._files_of(old, new)
+        # the records of the run's parts say its new row, placed now or not
+        touched = {(layer, new[key]) for layer, key, _ in LAYERS if new.get(key)}
+        t = snap.stored_table  # every column: the rows are written again
+        if regroup or t is None:  # the run leaves a group (or the old layout): every row at hand
+            idx = snap.rows_by_run_id()
+            before = named_parts(idx)
+            for layer, key, group in regroup:
+                compaction.regroup(self, idx, layer, key, group, drop={run_id})
+            idx[run_id] = new
+            self.write_index(idx, touched=touched)
+            self.delete_parts(before - named_parts(idx))
+            return
+        # the common case: one row replaced or added, the other rows as they are (Arrow, no dicts)
+        # (conformed: an index written before a column was added gets it, NULL)
+        rest = conform(t.filter(pc.invert(pc.equal(t.column("run_id"), run_id))), index_schema(), None)
+        both = pa.concat_tables([rest, pa.Table.from_pylist([new], schema=index_schema())])
+        order = pc.sort_indices(
+            both,
+            options=pc.SortOptions(
+                [("collection_start_us", "ascending", "at_start"), ("run_id", "ascending", "at_start")]
+            ),
+        )
+        self.write_index(both.take(order), touched=touched)
+        self.delete_parts(named_parts({run_id: old} if old else {}) - named_parts({run_id: new}))
+
+    def drop_runs(self, run_ids: list[str]) -> dict[str, int]:
+        """Remove runs: out of the index first (one commit for all of them; a group holding
+        some is written again without them in the same commit, and not at all when they are
+        all it holds), then the files only they used. A group file that cannot be read is not
+        written again (DamagedPart, nothing changed), so the runs of a damaged group can only
+        go all together. In profetl 0.2's layout (not migrated while a commit record there
+        cannot be read) their records and run folders go. The one way a run's data is deleted
+        on purpose, readable record or not. Returns the files removed per run (a file several
+        of them used counts for the first)."""
+        run_ids = list(dict.fromkeys(check_run_id(r) for r in run_ids))
+        snap = self.run_index()
+        if snap.data is None and self.warehouse.legacy():
+            return {r: upgrade.drop_legacy(self, r) for r in run_ids}
+        idx = snap.rows_by_run_id()
+        for run_id in run_ids:
+            if run_id not in idx:
+                raise UnknownRun(f"no run {run_id!r} in {self.path} (see `profetl runs`)")
+        before = named_parts(idx)
+        held = {
+            (layer, idx[r][key]): r for r in reversed(run_ids) for layer, key, _ in LAYERS if idx[r].get(key)
+        }
+        for layer, key, _ in LAYERS:
+            for group in dict.fromkeys(idx[r][key] for r in run_ids if is_group(idx[r].get(key))):
+                compaction.regroup(self, idx, layer, key, group, drop=set(run_ids))
+        for run_id in run_ids:
+            del idx[run_id]
+        gone = before - named_parts(idx)
+        removed = dict.fromkeys(run_ids, 1)
+        for layer, part in gone:
+            removed[held[(layer, part)]] += sum(
+                1
+                for table in self._table_dirs(layer)
+                for f in part_files(self.path, layer, table, part)
+                if f.exists()
+            )
+        self.write_index(idx)
+        self.delete_parts(gone)
+        return removed
+
+    def write_index(
+        self,
+        idx: dict[str, dict] | pa.Table,
+        commit: bool = True,
+        touched: set[tuple[str, str]] = frozenset(),
+    ) -> None:
+        """The commit: the new index replaces the old one in one rename (not ``commit``: the
+        empty index of a new warehouse, which commits nothing and has no crash points). The
+        commit records of the parts this writer placed, and of the ``touched`` parts (layer,
+        part) whose runs' rows changed, are written first."""
+        f = self.warehouse.index_file
+        f.parent.mkdir(parents=True, exist_ok=True)
+        tmp = f.with_name(f".runs-{secrets.token_hex(4)}.tmp")
+        if isinstance(idx, pa.Table):
+            table = idx
+        else:
+            table = pa.Table.from_pylist(self._assign_files(idx), schema=index_schema())
+        table = table.replace_schema_metadata({FORMAT_KEY: str(INDEX_FORMAT).encode()})
+        # the commit records of the parts this writer put in place, before the commit names them
+        placed = {entry_part(rel) for rel in self.placed} | set(touched)
+        commit_records.write(self.path, table, placed, time.time_ns())
+        # small row groups with run_id statistics: reading one run's row reads one of them
+        pq.write_table(table, tmp, compression="zstd", row_group_size=INDEX_ROW_GROUP_ROWS)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        if commit:
+            checkpoint("before_commit")
+        os.replace(tmp, f)
+        fsync_dir(f.parent)
+        if commit:
+            checkpoint("after_commit")
+        self.placed.clear()  # named now, or superseded (what the index does not name is swept)
+        self._keep_version(f)
+
+    def _keep_version(self, f: Path) -> None:
+        """A copy of the index just committed into runs/_history/ (written to a temporary name,
+        then renamed: a kept version is whole), and only the last KEEP_VERSIONS kept. After the
+        commit, never before: a kept version never names files a commit did not make."""
+        d = self.warehouse.history_dir
+        d.mkdir(exist_ok=True)
+        kept = self.warehouse.index_versions()
+        last = int(kept[-1].name[len("runs-") : -len(".parquet")]) if kept else 0
+        tmp = d / f".runs-{secrets.token_hex(4)}.tmp"
+        shutil.copyfile(f, tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, d / f"runs-{last + 1:08d}.parquet")
+        for old in kept[: max(0, len(kept) + 1 - KEEP_VERSIONS)]:
+            old.unlink(missing_ok=True)
+        fsync_dir(d)
+
+    def _assign_files(self, idx: dict[str, dict]) -> list[dict]:
+        """The index's rows in run order, each listing (``files``) the files of the parts it is
+        the first run of: entries the rows had (a part's files, recorded at its commit) and
+        those of the files this writer has put in place since (``placed``)."""
+        pool: dict[tuple[str, str], dict[str, dict]] = {}
+        for r in idx.values():
+            for e in r.get("files") or []:
+                pool.setdefault(entry_part(e["file"]), {})[e["file"]] = e
+        for rel, e in self.placed.items():
+            pool.setdefault(entry_part(rel), {})[rel] = {"file": rel, **e}
+        rows, listed = [], set()
+        for r in sorted(idx.values(), key=run_order):
+            mine = []
+            for layer, key, _ in LAYERS:
+                p = (layer, r.get(key))
+                if p[1] and p not in listed and p in pool:
+                    listed.add(p)
+                    mine.extend(pool[p][k] for k in sorted(pool[p]))
+            rows.append(dict(r, files=mine or None))
+        return rows
+
+    def _files_of(self, old: dict | None, new: dict) -> list[dict] | None:
+        """``files`` of a run's new row when only it changes: the entries of its old row for the
+        parts it still names, and those of the files written for its new parts (``placed``)."""
+        named = {(layer, new.get(key)) for layer, key, _ in LAYERS if new.get(key)}
+        out = {e["file"]: e for e in (old or {}).get("files") or [] if entry_part(e["file"]) in named}
+        for rel, e in self.placed.items():
+            if entry_part(rel) in named:
+                out[rel] = {"file": rel, **e}
+        return [out[k] for k in sorted(out)] or None
+
+    def delete_parts(self, parts: set[tuple[str, str]]) -> None:
+        """Delete the files of parts (layer, part) the index no longer names (readers retry
+        once), and their commit records."""
+        for layer, part in parts:
+            for table in self._table_dirs(layer):
+                for f in part_files(self.path, layer, table, part):
+                    f.unlink(missing_ok=True)
+            if not is_legacy(part):
+                commit_records.record_file(self.path, layer, part).unlink(missing_ok=True)
+            if is_legacy(part):
+                for d in (self.path / layer).glob(f"*/{part.split('/', 1)[0]}"):
+                    rmdir_if_empty(d)
+
+    def _table_dirs(self, layer: str) -> list[str]:
+        base = self.path / layer
+        have = (
+            {d.name for d in base.iterdir() if d.is_dir() and TABLE.match(d.name)} if base.is_dir() else set()
+        )
+        return sorted(have | set(layer_tables(layer)))
+
+    def workload(self, run: dict, raw_part: str | None) -> str:
+        """The run's workload key (``pipeline/workload.py``, the rule), from its rows in the
+        files of ``raw_part``."""
+
+        def distinct(table: str, column: str) -> list[str]:
+            values: set = set()
+            for f in part_files(self.path, "raw", table, raw_part) if raw_part else []:
+                if not f.exists():
+                    continue
+                names = pq.read_schema(f).names
+                if column not in names:
+                    continue
+                t = pq.read_table(f, columns=[c for c in ("run_id", column) if c in names])
+                col = t.column(column)
+                if "run_id" in names:
+                    col = col.filter(pc.equal(t.column("run_id"), run["run_id"]))
+                values |= set(pc.unique(col).to_pylist())
+            return sorted(v for v in values if v is not None)
+
+        return workload_of(run, distinct)
+
+
+def _open_lock(lock: Path, deadline: float) -> int:
+    """``.lock`` opened and flocked, checked to be the file at that path once locked (a file
+    deleted or replaced meanwhile is let go and the new one taken)."""
+    while True:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            _wait_flock(fd, deadline, lock)
+        except BaseException:
+            os.close(fd)
+            raise
+        if _same_file(fd, lock):
+            return fd
+        os.close(fd)
+
+
+def _wait_flock(fd: int, deadline: float, lock: Path) -> None:
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                holder = "unknown"
+                try:
+                    holder = lock.read_text(errors="replace").strip()[:64] or "unknown"
+                except OSError:
+                    pass
+                raise WarehouseLocked(
+                    f"{lock} is held by process {holder}; another writer is running"
+                ) from None
+            time.sleep(0.2)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        a, b = os.fstat(fd), os.stat(path)
+    except OSError:
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
