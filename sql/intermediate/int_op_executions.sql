@@ -16,7 +16,7 @@
 --          in force at their start (docs/formats.md#rule-op-name): start = RUNNING, else
 --          COMPLETE (an Ascend310 instance can miss RUNNING), end = COMPLETE, task type =
 --          the operator's GE task type, else the device task type name; the export columns
---          are NULL. int_pmu_records_ops keeps the same precedence for PMU records.
+--          (exported_wait_ns among them) are NULL. int_pmu_records_ops keeps the same precedence for PMU records.
 -- Columns:
 --   device_id              -       device
 --   is_exported            -       true for an exported execution, false for a raw instance
@@ -44,6 +44,9 @@
 --   output_shapes          -       output shapes
 --   output_data_types      -       output data types
 --   output_formats         -       output formats
+--   exported_wait_ns       ns      the exporter's own wait before the execution, as written
+--                                  (stg_export_ops wait_ns); NULL where the export has none and
+--                                  for raw runs
 --   has_metrics            -       the export holds PMU values for the execution; false for raw runs
 --   aicore_time_us         us      exported AI Core time of the side the task ran on (stg_export_ops)
 --   total_cycles           cycles  exported total cycles of that side
@@ -96,6 +99,7 @@ select
     output_shapes,
     output_data_types,
     output_formats,
+    wait_ns as exported_wait_ns,
     has_metrics,
     aicore_time_us,
     total_cycles,

@@ -2,20 +2,26 @@
 --
 -- Grain:   (run_id, device_id, kind)
 -- Sources: stg_task_instances, stg_pmu_records, int_pmu_records_ops, stg_export_ops,
---          stg_step_marks, stg_all_reduces
+--          int_op_executions, stg_step_marks, stg_all_reduces
 -- Follows: nothing in msprof, which drops these silently (docs/formats.md#rule-silent-drops);
 --          they are counted so that no loss goes unreported.
 --          pmu_without_op and pmu_without_block_dim take the record's op from
 --          int_pmu_records_ops, as ai_core_metrics does: a record whose (stream, task) no
 --          description names (has_task_ops false), and one whose block dim (its own, else its
 --          op's) is 0 or unknown.
+--          export_wait_differs counts an export's executions whose own wait (the exporter's,
+--          op_summary.wait_ns) differs from the wait profetl recomputes (idle_before_ns over
+--          the device's executions in op_summary's order, op_summary.wait_recomputed_ns) by
+--          more than 2 ns: the printed precision of a CSV export (start, previous start,
+--          previous duration and wait each rounded to 0.001 us); a database's integer ns are
+--          exact, so 2 ns hides no real difference there either (docs/formats.md#export-wait).
 --          open_last_iteration counts models (one open iteration each) whose step trace ends
 --          inside an iteration, as msprof drops it from its step trace.
 -- Columns:
 --   device_id      -     device
 --   kind           -     dropped_task_instances, pmu_without_op, pmu_without_block_dim,
 --                        task_runs_without_time, pmu_without_task, export_metrics_without_task,
---                        export_ops_without_task,
+--                        export_ops_without_task, export_wait_differs,
 --                        open_last_iteration, all_reduce_without_end
 --   count          -     how many instances or records
 --   message        -     one-line explanation
@@ -69,6 +75,24 @@ ops_unmatched as (
     select device_id, count(*) as n
     from stg_export_ops
     where not has_run and has_op
+    group by device_id
+),
+
+export_waits as (
+    -- op_summary's order; the raw branch of int_op_executions is not read (is_exported)
+    select
+        device_id,
+        exported_wait_ns,
+        idle_before_ns(lag(device_id) over w = device_id, start_ns, lag(end_ns) over w) as wait_recomputed_ns
+    from int_op_executions
+    where is_exported
+    window w as (order by device_id, start_ns, stream_id, task_id, seq)
+),
+
+waits_differ as (
+    select device_id, count(*) as n
+    from export_waits
+    where abs(exported_wait_ns - wait_recomputed_ns) > 2
     group by device_id
 ),
 
@@ -138,6 +162,12 @@ from (
         'exported operator row(s) that name no exported execution: no (stream, task, start) of one, or (a level0 row without stream and task) no single execution starting at their start; left out of op_summary and op_statistic'
     from ops_unmatched
     union all
+    select
+        device_id,
+        'export_wait_differs',
+        n,
+        'exported execution(s) whose exporter-written wait and the one profetl recomputes are more than 2 ns apart; op_summary.wait_ns keeps the exporter''s, wait_recomputed_ns profetl''s'
+    from waits_differ    union all
     select
         device_id,
         'open_last_iteration',

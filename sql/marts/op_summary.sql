@@ -5,7 +5,9 @@
 -- Follows: msprof op_summary (docs/formats.md#rule-op-summary) and torch_npu kernel_details:
 --          rows in start order; Task Wait Time = max(start - previous start - previous
 --          duration, 0) over the device's whole sorted list, all streams together, 0 for the
---          first row. Choices: every execution is a row, also those no operator names (msprof
+--          first row: wait_recomputed_ns. An export's own wait wins (wait_ns): its exporter
+--          computed it over its own list of tasks, which is not profetl's (docs/formats.md#export-wait);
+--          build_issues counts the rows where the two differ (export_wait_differs). Choices: every execution is a row, also those no operator names (msprof
 --          drops tasks without a GE description; here op_name is NULL so nothing is lost); times
 --          in integer ns, not rounded us. The executions, exported or raw, are
 --          int_op_executions': exported runs take the exporter's association of op and
@@ -32,7 +34,11 @@
 --   accelerator_core      -      core the operator ran on, where exported
 --   start_ns              ns     execution start (exported runs: wall clock; raw runs: the run's clock)
 --   dur_ns                ns     execution time: end - start (Ascend310: complete - running)
---   wait_ns               ns     idle time before the task on its device, as in Follows
+--   wait_ns               ns     wait before the task: the exporter's own value where the run is an
+--                                export whose row has one (Wait Time(us), Task Wait Time(us), waitNs),
+--                                else wait_recomputed_ns (docs/formats.md#export-wait)
+--   wait_recomputed_ns    ns     idle time before the task on its device as profetl recomputes it
+--                                (idle_before_ns, sql/macros/waits.sql), as in Follows
 --   block_dim             blocks blocks the operator ran
 --   mix_block_dim         blocks blocks of the second core type of a MIX operator
 --   input_shapes          -      input shapes as exported
@@ -80,20 +86,14 @@ raw_executions as (
 exported_waits as (
     select
         *,
-        case
-            when lag(device_id) over () = device_id then coalesce(greatest(start_ns - lag(end_ns) over (), 0), 0)
-            else 0  -- the device's first row
-        end as wait_ns
+        idle_before_ns(lag(device_id) over () = device_id, start_ns, lag(end_ns) over ()) as wait_recomputed_ns
     from exported
 ),
 
 raw_waits as (
     select
         *,
-        case
-            when lag(device_id) over () = device_id then greatest(start_ns - lag(end_ns) over (), 0)
-            else 0  -- the device's first row
-        end as wait_ns
+        idle_before_ns(lag(device_id) over () = device_id, start_ns, lag(end_ns) over ()) as wait_recomputed_ns
     from raw_executions
 )
 
@@ -110,7 +110,9 @@ select
     accelerator_core,
     start_ns,
     dur_ns,
-    wait_ns,
+    -- the exporter's own wait where the export has one for the row; else profetl's
+    coalesce(exported_wait_ns, wait_recomputed_ns) as wait_ns,
+    wait_recomputed_ns,
     block_dim,
     mix_block_dim,
     input_shapes,

@@ -24,6 +24,8 @@
 --          unprefixed metric (older chips: one core type) is taken as it is. aicore_time(us) is
 --          the cube side's time, aiv_time(us) the vector side's. Values are the exporter's, not
 --          recomputed from counters (exports carry none).
+--          The wait before an execution is the exporter's too, as its description wrote it
+--          (wait_ns); op_summary recomputes its own beside it (docs/formats.md#export-wait).
 -- Columns:
 --   device_id              -       device
 --   stream_id              -       stream id
@@ -47,6 +49,9 @@
 --   output_shapes          -       output shapes
 --   output_data_types      -       output data types
 --   output_formats         -       output formats
+--   wait_ns                ns      the exporter's own wait before the execution (Wait Time(us), Task Wait Time(us),
+--                                  waitNs) as it wrote it; NULL where its description has none
+--                                  (docs/formats.md#export-wait)
 --   connection_id          -       exporter's link from the execution to the host API that launched it
 --   has_run                -       true for an execution; false for PMU values or a description naming no execution
 --   has_op                 -       true when a description names the execution
@@ -204,6 +209,7 @@ joined as (
         ops.output_shapes,
         ops.output_data_types,
         ops.output_formats,
+        ops.wait_ns,
         runs.connection_id,
         runs.seq is not null as has_run,
         ops.seq is not null as has_op,
@@ -234,7 +240,7 @@ joined as (
 select
     device_id, stream_id, task_id, context_id, model_id, batch_id, start_ns, end_ns, dur_ns, task_type,
     accelerator_core, op_name, op_type, op_state, block_dim, mix_block_dim, input_shapes, input_data_types,
-    input_formats, output_shapes, output_data_types, output_formats, connection_id, has_run, has_op,
+    input_formats, output_shapes, output_data_types, output_formats, wait_ns, connection_id, has_run, has_op,
     has_metrics, side,
     coalesce(case when side = 'aiv' then p.aiv_time_us else coalesce(p.aic_time_us, p.aicore_time_us) end, p.time_us) as aicore_time_us,
     coalesce(p.total_cycles, case when side = 'aiv' then p.aiv_total_cycles else p.aic_total_cycles end) as total_cycles,

@@ -230,7 +230,14 @@ def test_hand_built_database_to_canonical_rows(tmp_path):
         },
     ]
 
-    none = {"batch_id": None, "index_id": None, "ts_ns": None, "task_type_code": None, "tid": None}
+    none = {
+        "batch_id": None,
+        "index_id": None,
+        "ts_ns": None,
+        "task_type_code": None,
+        "tid": None,
+        "wait_ns": None,  # this database has no waitNs
+    }
     assert sink.rows("task_ops") == [
         {
             **none,

@@ -1,13 +1,16 @@
 """Exported runs on real data: every dataset ingests with explained issues only, and the tables
 built from an export agree with the totals the exporting tool wrote beside it.
 
-The expected values are read here from the exporters' own summary files (api_statistic.csv,
-op_statistic.csv) with the csv module: independent of profetl's readers and SQL.
+The expected values are read here from the exporters' own files (api_statistic.csv,
+op_statistic.csv, the wait columns of kernel_details.csv and op_summary.csv) with the csv
+module, and from the databases with sqlite3: independent of profetl's readers and SQL.
 """
 
 from __future__ import annotations
 
 import csv
+import sqlite3
+from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
@@ -20,6 +23,8 @@ pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md
 
 LEVEL1 = "Ascend+msinsight/test/data/pytorch/text/level1/rank0_ascend_pt"
 BOTH = "hicann+oam-tools/experiment/task-book/msprof_tool_experience_imaginationhh/perf-data"
+BOTH_TORCH = "hdspace-32g-outer-17_59186_20260601142437309_ascend_pt"
+BOTH_MSPROF = "PROF_000001_20260601142437347_00059186NEKMCJOO"
 
 DATASETS = [
     LEVEL1,
@@ -176,6 +181,8 @@ AGREE = {
         "total_cycles",
         "mac_ratio",
         "vec_ratio",
+        "wait_ns",  # each exporter's own Task Wait Time / Wait Time
+        "wait_recomputed_ns",
     ],
     "acl_api": ["api_name", "start_ns", "dur_us", "tid"],
     "runtime_api_summary": ["api_name", "calls", "time_ns"],
@@ -376,3 +383,88 @@ def test_scalar_shapes_stay_empty_strings_as_kernel_details_has_them(real_data, 
             key = (r["op_name"], r["input_shapes"], r["output_shapes"])
             got[key] = got.get(key, 0) + 1
     assert got == expected
+
+
+def _ns(us: str) -> int:
+    """A printed microsecond value in integer ns, rounded half away from zero (values here are
+    never negative), with decimal arithmetic: independent of profetl's reader."""
+    return int((Decimal(us) * 1000).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+
+
+# Each export with a Wait Time column (folder, its file of kernels)
+WAIT_FILES = [
+    (LEVEL1, "ASCEND_PROFILER_OUTPUT/kernel_details.csv"),
+    ("Ascend+msinsight/server/src/test/test_data/test_kernel_parse", "op_summary_1.csv"),
+    ("Ascend+msinsight/server/src/test/test_data/test_rank_0", "ASCEND_PROFILER_OUTPUT/kernel_details.csv"),
+    (
+        "hicann+oam-tools/experiment/task-book/msprof_experience_weixin_63089733/perf-data/"
+        "20260624_matmul_basic_api_board",
+        "mindstudio_profiler_output/op_summary_20260624165820.csv",
+    ),
+    ("Ascend+msprof-analyze/test/ut/advisor/advisor_backend/compute_advice", "kernel_details.csv"),
+    (COPIES, "kernel_details.csv"),
+    # one run exported by both tools (their waits are equal, row for row)
+    (f"{BOTH}/{BOTH_TORCH}", "ASCEND_PROFILER_OUTPUT/kernel_details.csv"),
+    (f"{BOTH}/{BOTH_TORCH}/{BOTH_MSPROF}", "mindstudio_profiler_output/op_summary_20260601142441.csv"),
+]
+
+
+def _check_waits(rows: list[dict], expected: dict[tuple, int]) -> None:
+    """op_summary's wait_ns is the exporter's where the export has a row for the execution, the
+    recomputed one elsewhere; every exported wait reaches op_summary."""
+    seen = set()
+    for r in rows:
+        key = (r["stream_id"], r["task_id"], r["start_ns"])
+        if key in expected:
+            seen.add(key)
+            assert r["wait_ns"] == expected[key], r
+        else:
+            assert r["wait_ns"] == r["wait_recomputed_ns"], r
+    assert seen == set(expected)
+
+
+@pytest.mark.parametrize(
+    ("rel", "name"), WAIT_FILES, ids=[w[1].split("/")[-1] + ":" + w[0][-20:] for w in WAIT_FILES]
+)
+def test_op_summary_wait_is_the_exporters(real_data, warehouse, rel, name):
+    """The file's own Wait Time (read here with the csv module, at its printed precision) is
+    op_summary.wait_ns of its execution (stream, task, start); the first row of a key is kept."""
+    expected: dict[tuple, int] = {}
+    with open(real_data / rel / name, newline="", encoding="utf-8-sig") as fh:
+        cells = list(csv.reader(fh))
+    header = [h.strip() for h in cells[0]]
+    # a row of another length than the header is skipped by the reader (KNOWN_DEFECTS)
+    for r in (dict(zip(header, (c.strip() for c in row))) for row in cells[1:] if len(row) == len(header)):
+        start = r.get("Start Time(us)") or r["Task Start Time(us)"]
+        wait = r.get("Wait Time(us)") or r.get("Task Wait Time(us)")
+        if r["Task ID"] in ("N/A", "") or r["Stream ID"] in ("N/A", "") or wait in (None, "", "N/A"):
+            continue
+        expected.setdefault((int(r["Stream ID"]), int(r["Task ID"]), _ns(start)), _ns(wait))
+    assert expected
+    _check_waits(_rows(warehouse, "op_summary", _build(warehouse, real_data / rel)), expected)
+
+
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "Ascend+msinsight/test/data/pytorch/db/level1/rank0_ascend_pt",
+        "Ascend+msinsight/server/src/test/test_data/full_db",
+    ],
+)
+def test_op_summary_wait_is_the_databases(real_data, warehouse, rel):
+    """COMPUTE_TASK_INFO.waitNs, read here with sqlite3 joined to its TASK rows, is
+    op_summary.wait_ns of the execution."""
+    db = next(p for p in (real_data / rel).rglob("*.db") if p.name.startswith(("msprof_", "ascend_pytorch")))
+    con = sqlite3.connect(f"file:{db}?mode=ro&immutable=1", uri=True)
+    try:
+        expected = {
+            (s, t, start): w
+            for s, t, start, w in con.execute(
+                "SELECT t.streamId, t.taskId, t.startNs, c.waitNs FROM TASK t "
+                "JOIN COMPUTE_TASK_INFO c USING (globalTaskId) WHERE c.waitNs IS NOT NULL ORDER BY t.rowid"
+            )
+        }
+    finally:
+        con.close()
+    assert expected
+    _check_waits(_rows(warehouse, "op_summary", _build(warehouse, real_data / rel)), expected)

@@ -179,3 +179,24 @@ def test_a_migration_killed_before_its_commit_leaves_the_old_layout(old_warehous
         for p in (r["raw_part"], r["mart_part"])
     }
     assert {f.name[len("part-") : -len(".parquet")] for f in wh.path.glob("*/*/part-*.parquet")} <= named
+
+
+def test_an_export_ingested_before_task_ops_wait_ns_rebuilds_with_the_recomputed_wait(tmp_path):
+    """task_ops.wait_ns (the exporter's own wait) came after 0.4's first runs: an exported run whose
+    task_ops file lacks the column rebuilds, its op_summary.wait_ns the recomputation, as before."""
+    from tests.sql.test_export_wait import KERNEL_RECOMPUTED, KERNELS
+
+    dump = tmp_path / "export"
+    dump.mkdir()
+    (dump / "kernel_details.csv").write_text(KERNELS)
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        (o,) = run_roots(wh, [dump])
+    run = wh.run(o.run_id)
+    ops = wh.part("raw", "task_ops", o.run_id, run["ingest_id"])
+    pq.write_table(pq.read_table(ops).drop_columns(["wait_ns"]), ops)
+    with wh.writer():
+        out = rebuild(wh, run)
+    assert out.status == "built"
+    rows = fetch(wh, "op_summary", [o.run_id])[1].to_pylist()
+    assert [r["wait_ns"] for r in rows] == [r["wait_recomputed_ns"] for r in rows] == KERNEL_RECOMPUTED

@@ -12,6 +12,8 @@ Headers differ between CANN versions and exporters; columns are found by role th
   ``task_start(us)`` (task_time); duration: ``Duration(us)``, ``Task Duration(us)``, ``task_time(us)``;
 * op name: ``Name`` / ``Op Name`` / ``kernel_name``; op type: ``Type`` / ``OP Type``;
 * blocks: ``Block Dim`` or ``Block Num``, ``Mix Block Dim`` or ``Mix Block Num``;
+* wait: ``Wait Time(us)`` (kernel_details) or ``Task Wait Time(us)`` (op_summary), kept as the
+  exporter wrote it (task_ops ``wait_ns``; docs/formats.md#export-wait);
 * optional everywhere: ``Device_id``, ``Step Id``, ``Model ID``, ``OP State``, ``HF32 Eligible``,
   ``Mix Block Dim``, ``Context ID`` and the metric columns (a set per aic-metrics group).
 
@@ -64,6 +66,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     "op_state": ("opstate",),
     "block_dim": ("blockdim", "blocknum"),
     "mix_block_dim": ("mixblockdim", "mixblocknum"),
+    "wait": ("waittime(us)", "taskwaittime(us)"),
     "input_shapes": ("inputshapes",),
     "input_data_types": ("inputdatatypes",),
     "input_formats": ("inputformats",),
@@ -80,8 +83,6 @@ REQUIRED = {
 # Known columns before the metrics that no canonical column holds (reported in the notes)
 NOT_KEPT = (
     "stepid",
-    "waittime(us)",
-    "taskwaittime(us)",
     "hf32eligible",
     "modelname",
     "inferid",
@@ -618,6 +619,8 @@ class _State:
                 "accelerator_core": core,
                 "block_dim": self._num("block_dim", export_values.to_int32),
                 "mix_block_dim": self._num("mix_block_dim", export_values.to_int32),
+                # the exporter's Wait Time as it printed it (docs/formats.md#export-wait)
+                "wait_ns": self._num("wait", export_values.us_to_ns),
             }
             for role in STRINGS:
                 cols[role] = self._strings(role)

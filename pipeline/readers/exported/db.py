@@ -14,6 +14,8 @@ What each canonical table takes:
 * task_ops     <- COMPUTE_TASK_INFO (and COMMUNICATION_SCHEDULE_TASK_INFO) joined to TASK on
   globalTaskId: one row per execution described, with the execution's device, stream, task,
   context and start, so staging joins description and execution exactly.
+  COMPUTE_TASK_INFO's ``waitNs``, where the database has it, is kept as ``wait_ns``
+  (docs/formats.md#export-wait).
 * task_metrics <- TASK_PMU_INFO joined to TASK the same way (long format).
 * api_calls    <- CANN_API (``API`` in report_*.db), level named by ENUM_API_TYPE, device 64.
 * step_trace   <- STEP_TIME (torch_npu): a start (tag 0) and an end (tag 1) keypoint per step.
@@ -87,6 +89,7 @@ COMPUTE_REQUIRED = {"gid": ("globalTaskId",), "name": ("name", "opName")}
 COMPUTE_OPTIONAL = {
     "block": ("blockNum", "blockDim", "block_dim", "block_num"),
     "mix_block": ("mixBlockNum", "mixBlockDim", "mix_block_dim", "mix_block_num"),
+    "wait": ("waitNs",),
     "type": ("taskType",),
     "op_type": ("opType",),
     "op_state": ("opState",),
@@ -490,7 +493,7 @@ class _Reader:
                 f"CASE WHEN typeof(c.{_q(info.cols[k])}) = 'integer' THEN c.{_q(info.cols[k])} END"
                 if k in info.cols
                 else "NULL"
-                for k in ("block", "mix_block")
+                for k in ("block", "mix_block", "wait")
             ]
             sql = (
                 f"SELECT {self._executions(t)}, {self.task_expr(t, 'model')}, {', '.join(ints)}, "
@@ -504,7 +507,7 @@ class _Reader:
                         export_values.clean_shapes
                         if k in export_values.SHAPE_COLUMNS
                         else export_values.clean
-                    )(pa.array(c[9 + i], pa.string()))
+                    )(pa.array(c[10 + i], pa.string()))
                     for i, k in enumerate(strings)
                 }
                 cols.update(
@@ -512,6 +515,8 @@ class _Reader:
                         "model_id": self.ints(c[6], t.name, t.cols.get("model")),
                         "block_dim": self.ints(c[7], info.name, info.cols.get("block"), 32),
                         "mix_block_dim": self.ints(c[8], info.name, info.cols.get("mix_block"), 32),
+                        # the exporter's wait as stored (docs/formats.md#export-wait)
+                        "wait_ns": self.ints(c[9], info.name, info.cols.get("wait")),
                         "op_name": text["name"],
                         "op_type": text["op_type"],
                         "task_type": text["type"],
