@@ -183,64 +183,92 @@ def find_steps(values: Iterable[float], sigma: float | None = None) -> list[Step
     return steps
 
 
+MEASURES_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string()),
+        pa.field("kind", pa.string()),  # run, op, api or iteration
+        pa.field("name", pa.string()),  # the run metric, op, API or iteration part
+        pa.field("total", pa.float64()),  # a run metric's value; an entry's total time (ns)
+        pa.field("count", pa.int64()),  # an entry's instances, calls or iterations (NULL for a run metric)
+    ]
+)
+
+
+def measure(wh: Warehouse, run_ids: list[str]) -> pa.Table:
+    """What the tracked series are made of, for ``run_ids``: each run's total AI Core time and
+    each of its ops', APIs' and iteration parts' total and count (summed over devices and over
+    an entry's levels, as ``trend`` sums them). One row per run and entry (MEASURES_SCHEMA)."""
+    rows: list[dict] = []
+    if not run_ids:
+        return MEASURES_SCHEMA.empty_table()
+    for run_id, value in run_metric(wh, run_ids, "aicore_time").items():
+        if value is not None:
+            rows.append(
+                {"run_id": run_id, "kind": "run", "name": "aicore_time", "total": value, "count": None}
+            )
+    for by in ("op", "api", "iteration"):
+        for run_id, stats in entries(wh, run_ids, by).items():
+            summed: dict[str, list] = {}
+            for (_, name), st in stats.items():
+                t = summed.setdefault(name, [0.0, 0])
+                t[0] += st.total
+                t[1] += st.count
+            for name, (total, count) in summed.items():
+                rows.append({"run_id": run_id, "kind": by, "name": name, "total": total, "count": count})
+    return pa.Table.from_pylist(rows, schema=MEASURES_SCHEMA)
+
+
 @dataclass
 class Series:
     workload: str
-    metric: str
-    stat: str | None
+    metric: str  # KIND:NAME
+    stat: str | None  # mean or total; None for a run metric
     unit: str
     runs: list[dict]  # the runs that have a value, oldest first
     values: list[float]
 
 
-def tracked(wh: Warehouse, runs: list[dict], top_n: int = TOP_N) -> list[Series]:
-    """Every tracked series of every workload of ``runs`` (catalog rows, oldest first)."""
-    ids = [r["run_id"] for r in runs]
-    if not ids:
-        return []
-    aicore = run_metric(wh, ids, "aicore_time")
-    per = {by: entries(wh, ids, by) for by in ("op", "api", "iteration")}
-    out: list[Series] = []
+def tracked(runs: list[dict], measures: pa.Table, top_n: int = TOP_N) -> list[Series]:
+    """Every tracked series of every workload of ``runs`` (catalog rows, oldest first), from
+    their ``measures`` (``measure``)."""
+    by_run: dict[str, dict[tuple[str, str], tuple[float, int | None]]] = {}
+    for m in measures.to_pylist():
+        by_run.setdefault(m["run_id"], {})[(m["kind"], m["name"])] = (m["total"], m["count"])
     workloads: dict[str, list[dict]] = {}
     for r in runs:
         workloads.setdefault(r.get("workload") or "", []).append(r)
+    out: list[Series] = []
     for workload, mine in workloads.items():
-        wanted: list[tuple[str, str | None, str, object]] = [("run:aicore_time", None, "us", aicore.get)]
-        for by in ("op", "api"):
+        wanted: list[tuple[str, str, str | None, str]] = [("run", "aicore_time", None, "us")]
+        for kind in ("op", "api"):
             totals: dict[str, float] = {}
             for r in mine:
-                for (_, name), st in per[by][r["run_id"]].items():
-                    totals[name] = totals.get(name, 0.0) + st.total
+                for (k, name), (total, _) in by_run.get(r["run_id"], {}).items():
+                    if k == kind:
+                        totals[name] = totals.get(name, 0.0) + total
             for name in sorted(totals, key=lambda x: (-totals[x], x))[:top_n]:
-                for stat in ("mean", "total"):
-                    wanted.append((f"{by}:{name}", stat, "ns", _entry_value(per[by], name, stat)))
-        steps = _entry_value(per["iteration"], "Iteration Time", "mean")
-        wanted.append(("iteration:Iteration Time", "mean", "ns", steps))
-        for metric, stat, unit, value_of in wanted:
-            pts = [(r, value_of(r["run_id"])) for r in mine]
-            pts = [(r, x) for r, x in pts if x is not None]
+                wanted += [(kind, name, "mean", "ns"), (kind, name, "total", "ns")]
+        wanted.append(("iteration", "Iteration Time", "mean", "ns"))
+        for kind, name, stat, unit in wanted:
+            pts = []
+            for r in mine:
+                got = by_run.get(r["run_id"], {}).get((kind, name))
+                if got is None:
+                    continue
+                total, count = got
+                value = total if stat != "mean" else (total / count if count else None)
+                if value is not None:
+                    pts.append((r, float(value)))
             if pts:
+                metric = f"{kind}:{name}"
                 out.append(Series(workload, metric, stat, unit, [r for r, _ in pts], [x for _, x in pts]))
     return out
 
 
-def _entry_value(per_run: dict, name: str, stat: str):
-    """run id -> the stat of entry ``name`` summed over its levels (as `trend` sums them)."""
-
-    def value(run_id: str) -> float | None:
-        found = [s for (_, n), s in per_run.get(run_id, {}).items() if n == name]
-        if not found:
-            return None
-        total, count = sum(s.total for s in found), sum(s.count for s in found)
-        return (total / count if count else None) if stat == "mean" else total
-
-    return value
-
-
-def changes(wh: Warehouse, runs: list[dict], top_n: int = TOP_N) -> pa.Table:
-    """Every change found in every tracked series of ``runs``, newest first (CHANGES_SCHEMA)."""
+def changes(series: list[Series]) -> pa.Table:
+    """Every change found in each of ``series`` (``tracked``), newest first (CHANGES_SCHEMA)."""
     rows = []
-    for s in tracked(wh, runs, top_n):
+    for s in series:
         for st in find_steps(s.values):
             run, prev = s.runs[st.index], s.runs[st.index - 1]
             when = run.get("collected_at")
