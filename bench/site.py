@@ -8,8 +8,9 @@ bench/warehouse.py generates one (``bulk_load``: the base run's part files under
 old runs in group files as compaction leaves them), each run then given workload
 ``bench/w<k>`` and its own collection time (night i, workload k an hour after k - 1). Figures:
 
-* full build: `profetl site --out DIR` into an empty DIR (every run's report page, the
-  measures of every run, the changes, every page), as a user runs it (child process);
+* full build: `profetl site --out DIR` into an empty DIR (every run's report page, or with
+  ``--report-nights N`` those of the last N nights; the measures of every run, the changes,
+  every page), as a user runs it (child process);
 * incremental build: one more night of every workload committed, then `profetl site` again
   into the same DIR (what the nightly job does after `profetl run`);
 * nothing new: `profetl site` again with no new run;
@@ -140,6 +141,12 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--nights", type=int, default=365)
     ap.add_argument("--workloads", type=int, default=5)
+    ap.add_argument(
+        "--report-nights",
+        type=int,
+        default=None,
+        help="site --report-nights N (default: a report page per run)",
+    )
     a = ap.parse_args()
     out = HERE / "out"
     out.mkdir(exist_ok=True)
@@ -150,12 +157,14 @@ def main() -> None:
     )
     site = out / f"site-{a.nights}x{a.workloads}"
     shutil.rmtree(site, ignore_errors=True)
-    full = timed("site", "--out", str(site), "-w", str(wh))
-    print(f"full build: {full:.1f} s", flush=True)
-    same = timed("site", "--out", str(site), "-w", str(wh))
+    extra = ["--report-nights", str(a.report_nights)] if a.report_nights else []
+    full = timed("site", "--out", str(site), "-w", str(wh), *extra)
+    reports = sum(1 for _ in (site / "runs").glob("*.html"))
+    print(f"full build: {full:.1f} s ({reports} report pages)", flush=True)
+    same = timed("site", "--out", str(site), "-w", str(wh), *extra)
     print(f"again, nothing new: {same:.2f} s", flush=True)
     add_night(wh, a.nights, a.workloads)
-    inc = timed("site", "--out", str(site), "-w", str(wh))
+    inc = timed("site", "--out", str(site), "-w", str(wh), *extra)
     print(f"incremental (one more night of {a.workloads} workloads): {inc:.2f} s", flush=True)
     empty = out / "empty.html"
     empty.write_text("<!DOCTYPE html><title>empty</title>")

@@ -17,6 +17,16 @@ def command(
         ),
     ] = "site",
     since: common.SinceOpt = None,
+    report_nights: Annotated[
+        int | None,
+        typer.Option(
+            "--report-nights",
+            metavar="N",
+            show_default=False,
+            help="Write report pages only for the runs of the last N nights (older runs keep the page "
+            "an earlier build wrote; a point without one links nowhere). Default: every run.",
+        ),
+    ] = None,
     warehouse: common.WarehouseOpt = None,
     fmt: common.TableOrJsonOpt = None,
     json_: common.AliasJsonOpt = False,
@@ -27,7 +37,8 @@ def command(
     changed, against its measured night-to-night noise: total AI Core time, the top 10 ops' and
     APIs' mean and total time, training step time; docs/site.md), each with the run columns
     that differ around it; a page per workload charts its metrics over time (click a point for
-    the run's report); every run has its report page. DIR/changes.parquet holds every change
+    the run's report); every run has its report page (--report-nights N: the runs of the last N
+    nights; a first build of a year of nights writes a report per run, later ones only the new). DIR/changes.parquet holds every change
     for SQL. Run it again after `profetl run`: only what new runs change is rebuilt.
 
     Example: profetl site --out /srv/profetl-site --since 365d
@@ -38,7 +49,7 @@ def command(
         from pipeline.outputs.site import build_site
 
         when = common.selection(since=since).since
-        b = build_site(wh.check(must_exist=True), out_dir, when)
+        b = build_site(wh.check(must_exist=True), out_dir, when, report_nights)
     said = {
         "path": str(b.out),
         "runs": b.runs,

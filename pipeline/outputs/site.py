@@ -5,6 +5,7 @@ The folder it writes (``DIR``)::
     index.html               the front page: workloads x recent nights, the changes found
     workloads/<slug>.html    a page per workload: its tracked metrics over time
     runs/<run_id>.html       the report page of each run (``html_report``), written once per build
+                             (``report_nights``: only for the runs of the last N nights)
     assets/plotly.min.js     the Plotly library, one copy every page loads by a relative path
     changes.parquet          every change found (``pipeline.analysis.changes.CHANGES_SCHEMA``)
     data/measures.parquet    what the series are made of, per run (``changes.measure``): a cache
@@ -313,10 +314,14 @@ def _change_row(c: dict, by_id: dict[str, dict], cols: list[str], reports: set[s
 
 
 def build_site(
-    wh: Warehouse, out: str | os.PathLike, since: datetime | None = None, now: datetime | None = None
+    wh: Warehouse, out: str | os.PathLike, since: datetime | None = None, report_nights: int | None = None
 ) -> Built:
     """Write (or bring up to date) the site of the warehouse's runs collected at or after
-    ``since`` (every run when None) in the folder ``out``."""
+    ``since`` (every run when None) in the folder ``out``. ``report_nights``: write report pages
+    only for the runs of the last N nights (UTC dates with runs) of the window; a run before
+    them keeps the page an earlier build wrote, or has none (None: every run has one)."""
+    if report_nights is not None and report_nights < 1:
+        raise UsageError(f"--report-nights {report_nights}: takes a number of nights >= 1")
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: is a file, not a folder")
@@ -349,10 +354,16 @@ def build_site(
     # report pages: once per run and build
     reports_done: dict[str, str] = dict(manifest.get("reports") or {})
     every = None  # the catalog the reports read (earlier runs of a workload), read once
+    nights = sorted({d for r in runs if (d := _utc_date(r.get("collected_at"))) is not None})
+    recent = set(nights[-report_nights:]) if report_nights else None
     for r in runs:
         page = out / report_href(r["run_id"])
         if reports_done.get(r["run_id"]) == r["build_id"] and page.exists():
             built.reports_kept += 1
+            continue
+        if recent is not None and _utc_date(r.get("collected_at")) not in recent:
+            reports_done.pop(r["run_id"], None)
+            page.unlink(missing_ok=True)  # of an older build of the run: not what the pages show
             continue
         every = every if every is not None else catalog_table(wh).to_pylist()
         rep = html_report.gather(wh, r["run_id"], rows=every)

@@ -241,3 +241,18 @@ def test_headless_chromium_loads_the_pages_offline_without_errors_or_requests(si
                 assert 'class="main-svg"' in p.stdout[start : start + 20_000], chart
         assert [x for x in p.stderr.splitlines() if "CONSOLE" in x] == []
         assert requests == [], page
+
+
+def test_report_nights_writes_the_reports_of_the_last_nights_only(base, tmp_path):
+    wh = Warehouse(tmp_path / "wh")
+    load_nights(wh, *base, {A: [1.0, 1.01, 0.99, 1.0, 1.02, 0.98]})
+    out = tmp_path / "site"
+    b = build_site(wh, out, report_nights=2)
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["night0004-w0.html", "night0005-w0.html"]
+    assert b.reports_written == 2
+    page = next((out / "workloads").glob("*.html"))
+    for link in _parse(page).links:  # no link to a report that was not written
+        assert link.startswith("#") or (page.parent / link).resolve().is_file(), link
+    wl = page.read_text(encoding="utf-8")
+    blob = wl[wl.index('id="site-charts">') :]
+    assert '"../runs/night0003-w0.html"' not in blob and '"../runs/night0005-w0.html"' in blob
