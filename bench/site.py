@@ -14,9 +14,11 @@ old runs in group files as compaction leaves them), each run then given workload
 * incremental build: one more night of every workload committed, then `profetl site` again
   into the same DIR (what the nightly job does after `profetl run`);
 * nothing new: `profetl site` again with no new run;
-* front page load: headless Chromium opening DIR/index.html until the load event and
-  dumping the DOM (skipped without chromium), the time of the whole browser process, and the
-  same for an empty page (the browser's own start) for comparison.
+* page load: headless Chromium opening a copy of DIR/index.html (and of a workload page,
+  which draws 365 nights of its charts) with a script that writes the page's load time
+  (Navigation Timing: navigation start to the end of the load event) into the DOM; also the
+  time of the whole browser process, which includes the browser's own start (skipped
+  without chromium).
 
 Warehouses and sites go under bench/out/ (git-ignored).
 """
@@ -24,6 +26,7 @@ Warehouses and sites go under bench/out/ (git-ignored).
 from __future__ import annotations
 
 import argparse
+import re
 import shutil
 import subprocess
 import sys
@@ -111,30 +114,55 @@ def add_night(wh: Path, night: int, workloads: int) -> None:
         w._write_index(idx)
 
 
-def timed(*args: str) -> float:
+def timed(*args: str) -> str:
+    """Wall and CPU time (user + system of the child) of one command, as text."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     bw.profetl(*args)
-    return time.perf_counter() - t
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return f"{wall:.2f} s wall, {cpu:.2f} s CPU"
 
 
-def chromium_load(page: Path) -> float | None:
+# appended to a copy of the page: the page's own load time (navigation start to the end of
+# its load event, Navigation Timing) written into the DOM that --dump-dom prints
+TIMING = (
+    "<script>window.addEventListener('load', function () { setTimeout(function () {"
+    "var n = performance.getEntriesByType('navigation')[0];"
+    "document.body.setAttribute('data-load-ms', String(n.loadEventEnd)); }, 0); });</script>"
+)
+
+
+def chromium_load(page: Path) -> tuple[float, float] | None:
+    """(the page's load time in the browser, s; the whole browser process, s) or None."""
     chromium = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
     if not chromium:
         return None
-    with tempfile.TemporaryDirectory() as profile:
-        cmd = [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            f"--user-data-dir={profile}",
-            "--proxy-server=127.0.0.1:9",
-            "--dump-dom",
-            page.as_uri(),
-        ]
-        t = time.perf_counter()
-        subprocess.run(cmd, capture_output=True, check=True, timeout=120)
-        return time.perf_counter() - t
+    timed_page = page.with_name(f".timed-{page.name}")
+    text = page.read_text(encoding="utf-8").replace("</body>", TIMING + "</body>")
+    timed_page.write_text(text, encoding="utf-8")
+    try:
+        with tempfile.TemporaryDirectory() as profile:
+            cmd = [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                f"--user-data-dir={profile}",
+                "--proxy-server=127.0.0.1:9",
+                "--dump-dom",
+                timed_page.as_uri(),
+            ]
+            t = time.perf_counter()
+            p = subprocess.run(cmd, capture_output=True, check=True, timeout=120, text=True)
+            whole = time.perf_counter() - t
+    finally:
+        timed_page.unlink()
+    m = re.search(r'data-load-ms="([0-9.]+)"', p.stdout)
+    return (float(m.group(1)) / 1e3 if m else float("nan")), whole
 
 
 def main() -> None:
@@ -160,19 +188,21 @@ def main() -> None:
     extra = ["--report-nights", str(a.report_nights)] if a.report_nights else []
     full = timed("site", "--out", str(site), "-w", str(wh), *extra)
     reports = sum(1 for _ in (site / "runs").glob("*.html"))
-    print(f"full build: {full:.1f} s ({reports} report pages)", flush=True)
+    print(f"full build: {full} ({reports} report pages)", flush=True)
     same = timed("site", "--out", str(site), "-w", str(wh), *extra)
-    print(f"again, nothing new: {same:.2f} s", flush=True)
+    print(f"again, nothing new: {same}", flush=True)
     add_night(wh, a.nights, a.workloads)
     inc = timed("site", "--out", str(site), "-w", str(wh), *extra)
-    print(f"incremental (one more night of {a.workloads} workloads): {inc:.2f} s", flush=True)
-    empty = out / "empty.html"
-    empty.write_text("<!DOCTYPE html><title>empty</title>")
-    base, front = chromium_load(empty), chromium_load(site / "index.html")
-    if front is None:
-        print("front page load: no chromium")
-    else:
-        print(f"front page load in headless chromium: {front:.2f} s (an empty page: {base:.2f} s)")
+    print(f"incremental (one more night of {a.workloads} workloads): {inc}", flush=True)
+    workload = sorted((site / "workloads").glob("*.html"))[0]
+    for name, page in (("front page", site / "index.html"), ("a workload page", workload)):
+        got = chromium_load(page)
+        if got is None:
+            print(f"{name} load: no chromium")
+        else:
+            print(
+                f"{name} load in headless chromium: {got[0]:.3f} s in the page, {got[1]:.2f} s the browser process"
+            )
     size = sum(f.stat().st_size for f in site.rglob("*") if f.is_file())
     print(
         f"site: {sum(1 for _ in site.rglob('*.html'))} pages, {size / 1e6:.0f} MB; "

@@ -294,6 +294,8 @@ def changes(series: list[Series]) -> pa.Table:
                     "runs_after": st.n_after,
                 }
             )
-    rows.sort(key=lambda r: (r["collected_at"] is None, r["collected_at"], r["workload"], r["metric"]))
-    rows.reverse()
+    # newest first; the changes that began at one run together, the clearest (largest |z|) first
+    rows.sort(key=lambda r: (r["metric"], r["stat"] or ""))
+    rows.sort(key=lambda r: -abs(r["z"]))
+    rows.sort(key=lambda r: (r["collected_at"] is not None, r["collected_at"], r["workload"]), reverse=True)
     return pa.Table.from_pylist(rows, schema=CHANGES_SCHEMA)

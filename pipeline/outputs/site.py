@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from pipeline import __version__
 from pipeline.analysis.changes import MEASURES_SCHEMA, Series, changes, measure, tracked
 from pipeline.analysis.selection import catalog_table
 from pipeline.errors import UsageError
@@ -378,9 +379,11 @@ def build_site(
 
     pages: dict[str, str] = dict(manifest.get("pages") or {})
     env = _env()
+    # a page depends on its data and on the templates (and the code) that render it
+    code = _digest([__version__] + [env.loader.get_source(env, t)[0] for t in sorted(env.list_templates())])
 
     def page(rel: str, template: str, data: dict) -> None:
-        digest = _digest([template, data])
+        digest = _digest([code, template, data])
         if pages.get(rel) == digest and (out / rel).exists():
             built.pages_kept += 1
             return
@@ -397,7 +400,7 @@ def build_site(
     for workload, mine in sorted(by_workload.items()):
         found_here = [c for c in found if c["workload"] == workload]
         data = _workload_page(workload, mine, found_here, reports)
-        data["changes"] = [_change_row(c, {}, [], reports) for c in found_here]
+        data["changes"] = _grouped([_change_row(c, {}, [], reports) for c in found_here])
         for c in data["changes"]:  # hrefs from workloads/
             c["run_href"] = c["run_href"] and "../" + c["run_href"]
             c["previous_href"] = c["previous_href"] and "../" + c["previous_href"]
@@ -412,6 +415,19 @@ def build_site(
     manifest = {"version": MANIFEST_VERSION, "plotly": js_digest, "reports": reports_done, "pages": pages}
     _write(out / "manifest.json", json.dumps(manifest, indent=1, sort_keys=True))
     return built
+
+
+def _grouped(rows: list[dict]) -> list[dict]:
+    """Mark the first of each run's changes (adjacent: the changes are ordered by run) with how
+    many the run has, so that the table names the night, workload, runs and lineage once."""
+    for i, r in enumerate(rows):
+        first = i == 0 or (rows[i - 1]["run_id"], rows[i - 1]["workload"]) != (r["run_id"], r["workload"])
+        r["span"] = 0
+        if first:
+            r["span"] = sum(
+                1 for x in rows[i:] if (x["run_id"], x["workload"]) == (r["run_id"], r["workload"])
+            )
+    return rows
 
 
 def _front(runs: list[dict], found: list[dict], reports: set[str], workloads: list[str], since) -> dict:
@@ -449,7 +465,7 @@ def _front(runs: list[dict], found: list[dict], reports: set[str], workloads: li
                 }
             )
         grid.append({"workload": w, "href": f"workloads/{slug(w)}.html", "cells": cells})
-    rows = [_change_row(c, by_id, cols, reports) for c in found[:MAX_CHANGES]]
+    rows = _grouped([_change_row(c, by_id, cols, reports) for c in found[:MAX_CHANGES]])
     return {
         "nights": [str(n) for n in nights],
         "grid": grid,

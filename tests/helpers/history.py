@@ -110,13 +110,20 @@ def scaled(tables: dict, factor: float) -> dict:
 
 
 def load_nights(
-    wh: Warehouse, run: dict, tables: dict, nights: dict[str, list[float]], first: int = 0
+    wh: Warehouse,
+    run: dict,
+    tables: dict,
+    nights: dict[str, list[float]],
+    first: int = 0,
+    columns: dict[str, list[dict]] | None = None,
 ) -> list[dict]:
     """Commit, without decoding, one run per night and workload into the empty warehouse ``wh``:
     ``nights`` maps a workload key to the factor of each night (night i collected i days after
     START_US, workload k an hour after workload k-1; ``first``: the number of the first night,
     to add nights to a warehouse loaded before); a run's tracked times are the base run's times
-    times its factor. Returns the index rows, oldest first."""
+    times its factor; ``columns``: per workload, the run columns to set on each night (a dict
+    per night, such as a version that changes; the night's number indexes the list). Returns
+    the index rows, oldest first."""
     import pyarrow as pa
 
     from pipeline.warehouse.layout import LAYERS, file_schema
@@ -139,7 +146,8 @@ def load_nights(
                         ingest_id=f"i-{rid}",
                         build_id=f"b-{rid}",
                         workload=workload,
-                    ),
+                    )
+                    | ((columns or {}).get(workload) or [{}] * (first + len(factors)))[i],
                     f,
                 )
             )

@@ -44,7 +44,9 @@ def site(base, tmp_path_factory):
     a[PLANTED:] *= STEP
     b = 1 + rng.normal(0, NOISE, NIGHTS)
     wh = Warehouse(root / "wh")
-    load_nights(wh, *base, {A: list(a), B: list(b)})
+    # A's software changed with its regression; B's run columns change nowhere
+    versions = [{"platform_version": "8.0.RC2" if i < PLANTED else "8.0.RC3"} for i in range(NIGHTS)]
+    load_nights(wh, *base, {A: list(a), B: list(b)}, columns={A: versions})
     built = build_site(wh, root / "site")
     return wh, built, root / "site"
 
@@ -54,7 +56,7 @@ class _Page(HTMLParser):
 
     def __init__(self):
         super().__init__()
-        self.links, self.changes, self.cells = [], [], []
+        self.links, self.changes, self.cells, self.lineage = [], [], [], []
         self._row = None
 
     def handle_starttag(self, tag, attrs):
@@ -64,6 +66,8 @@ class _Page(HTMLParser):
             self.changes.append((a["data-night"], a["data-workload"], a["data-metric"], a["data-direction"]))
         if tag == "tr" and "data-workload" in a and a.get("class") != "change":
             self._row = a["data-workload"]
+        if tag == "li" and "data-column" in a:
+            self.lineage.append((self.changes[-1][1], a["data-column"]))
         if tag == "td" and "data-night" in a:
             self.cells.append((self._row, a["data-night"], a["class"]))
 
@@ -88,6 +92,10 @@ def test_the_front_page_lists_the_planted_change_at_its_night_and_nothing_for_no
     marked = {(w, n) for w, n, cls in page.cells if "up" in cls.split() or "down" in cls.split()}
     assert marked == {(A, _night(PLANTED))}
     assert len(page.cells) == 2 * min(NIGHTS, 14)
+    # the run columns that changed between the nights around it: the version, named once
+    assert page.lineage == [(A, "platform_version")]
+    html = (out / "index.html").read_text(encoding="utf-8")
+    assert "<b>platform_version</b>: 8.0.RC2 → 8.0.RC3" in html
 
 
 def test_changes_parquet_is_read_by_sql_with_the_planted_size(site):
