@@ -36,7 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pipeline import __version__
-from pipeline.analysis.changes import MEASURES_SCHEMA, Series, changes, measure, tracked
+from pipeline.analysis.changes import MEASURES_SCHEMA, TOP_N, Series, changes, measure, tracked
 from pipeline.analysis.selection import catalog_table
 from pipeline.errors import UsageError
 from pipeline.outputs import html_report
@@ -475,4 +475,5 @@ def _front(runs: list[dict], found: list[dict], reports: set[str], workloads: li
         "lineage_columns": cols,
         "window": f"runs collected at or after {since:%Y-%m-%d %H:%M} UTC" if since else "every run",
         "max_changes": MAX_CHANGES,
+        "top_n": TOP_N,
     }

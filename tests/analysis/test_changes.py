@@ -93,3 +93,39 @@ def test_a_metric_that_never_moves_or_is_short_has_no_change():
     # a constant metric that moves once: found (the noise is the floor, a share of the level)
     v = [100.0] * 20 + [110.0] * 20
     assert [(s.index, s.size) for s in find_steps(v)] == [(20, 10.0)]
+
+
+def test_only_the_top_ops_and_apis_by_total_time_are_tracked():
+    """From measures written by hand: with top_n 2, the two ops of most total time over the
+    workload's runs (not the two of highest mean) each give a mean and a total series; an op
+    missing from a run is left out of that series; the step time only where there are steps."""
+    import pyarrow as pa
+
+    from pipeline.analysis.changes import MEASURES_SCHEMA, tracked
+
+    runs = [{"run_id": f"r{i}", "workload": "w", "collected_at": None} for i in range(3)]
+    rows = []
+    for i in range(3):
+        rows += [
+            {"run_id": f"r{i}", "kind": "run", "name": "aicore_time", "total": 10.0 + i, "count": None},
+            {"run_id": f"r{i}", "kind": "op", "name": "big", "total": 900.0, "count": 9},  # mean 100
+            {"run_id": f"r{i}", "kind": "op", "name": "rare", "total": 500.0, "count": 1},  # mean 500
+            {"run_id": f"r{i}", "kind": "api", "name": "launch", "total": 30.0, "count": 3},
+        ]
+        if i != 1:
+            rows.append({"run_id": f"r{i}", "kind": "op", "name": "mid", "total": 800.0, "count": 8})
+    measures = pa.Table.from_pylist(rows, schema=MEASURES_SCHEMA)
+    got = {
+        (s.metric, s.stat): ([r["run_id"] for r in s.runs], s.values)
+        for s in tracked(runs, measures, top_n=2)
+    }
+    assert got == {
+        ("run:aicore_time", None): (["r0", "r1", "r2"], [10.0, 11.0, 12.0]),
+        ("op:big", "mean"): (["r0", "r1", "r2"], [100.0] * 3),
+        ("op:big", "total"): (["r0", "r1", "r2"], [900.0] * 3),
+        # mid: 1,600 ns over the runs beats rare's 1,500 (rare has the highest mean); not in r1
+        ("op:mid", "mean"): (["r0", "r2"], [100.0] * 2),
+        ("op:mid", "total"): (["r0", "r2"], [800.0] * 2),
+        ("api:launch", "mean"): (["r0", "r1", "r2"], [10.0] * 3),
+        ("api:launch", "total"): (["r0", "r1", "r2"], [30.0] * 3),
+    }

@@ -264,3 +264,7 @@ def test_report_nights_writes_the_reports_of_the_last_nights_only(base, tmp_path
     wl = page.read_text(encoding="utf-8")
     blob = wl[wl.index('id="site-charts">') :]
     assert '"../runs/night0003-w0.html"' not in blob and '"../runs/night0005-w0.html"' in blob
+    # --since: the runs before it leave the site, and their pages with them
+    since = datetime.fromtimestamp(START_US / 1e6, UTC) + timedelta(days=5)
+    b = build_site(wh, out, since=since, report_nights=2)
+    assert b.runs == 1 and sorted(p.name for p in (out / "runs").iterdir()) == ["night0005-w0.html"]
