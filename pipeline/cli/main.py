@@ -35,6 +35,7 @@ COMMANDS = (
     "trend",
     "timeline",
     "report",
+    "site",
     "synth",
 )
 

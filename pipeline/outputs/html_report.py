@@ -16,6 +16,7 @@ once with an aggregating query.
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import json
 import os
@@ -117,9 +118,12 @@ def _layout(title_x: str, title_y: str, **extra) -> dict:
     }
 
 
-def gather(wh: Warehouse, run_ref: str = "latest", trend_runs: int = TREND_RUNS) -> Report:
-    """Everything the report shows for one run, aggregated."""
-    rows = catalog(wh)
+def gather(
+    wh: Warehouse, run_ref: str = "latest", trend_runs: int = TREND_RUNS, rows: list[dict] | None = None
+) -> Report:
+    """Everything the report shows for one run, aggregated (``rows``: the catalog, when the
+    caller has read it: the site writes the reports of many runs)."""
+    rows = catalog(wh) if rows is None else rows
     run = run_row(wh, run_ref, rows)
     run_id = run["run_id"]
     if not run.get("build_id"):
@@ -575,20 +579,28 @@ def _trend_chart(wh: Warehouse, run: dict, rows: list[dict], top_ops, n: int) ->
     )
 
 
-def render(rep: Report) -> str:
-    """The report as one HTML document."""
+def render(rep: Report, plotly_src: str | None = None) -> str:
+    """The report as one HTML document: with the Plotly library inside, or, given
+    ``plotly_src``, loading it from that relative URL (the site's pages share one copy)."""
+    return _template().render(
+        rep=rep,
+        charts=[asdict(c) for c in rep.charts],
+        findings=[asdict(f) for f in rep.findings],
+        plotly_js="" if plotly_src else plotly_js(),
+        plotly_src=plotly_src,
+    )
+
+
+@functools.cache
+def _template():
+    """The report's template, compiled once per process (the site renders many reports)."""
     from jinja2 import Environment, PackageLoader, select_autoescape
 
     env = Environment(
         loader=PackageLoader("pipeline", "templates"), autoescape=select_autoescape(["html", "j2"])
     )
     env.filters["num"] = _num
-    return env.get_template("report.html.j2").render(
-        rep=rep,
-        charts=[asdict(c) for c in rep.charts],
-        findings=[asdict(f) for f in rep.findings],
-        plotly_js=plotly_js(),
-    )
+    return env.get_template("report.html.j2")
 
 
 def _num(v) -> str:

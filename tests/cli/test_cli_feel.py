@@ -139,6 +139,7 @@ DATA_COMMANDS = {
     "show",
     "synth",
     "report",
+    "site",
 }  # --format table|json
 FORMAT_COMMANDS = {"export", "query"}  # --format csv|json|parquet
 TWO_JSONS = {"compare", "trend"}  # --json: the whole result; --format json: its rows as JSON lines
