@@ -9,6 +9,7 @@ from pathlib import Path
 from pipeline.jobs.runner import ingest_dump
 from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.synth.truth import Truth
+from pipeline.warehouse.layout import part_files
 from pipeline.warehouse.store import Warehouse
 
 DAY_US = 86_400_000_000
@@ -75,13 +76,13 @@ def base_tables(root: Path, cfg: HiprofConfig | None = None) -> tuple[dict, dict
     with wh.writer():
         o = ingest_dump(wh, dump)
     assert o.status == "built", o.error
-    run = wh.index()[o.run_id]
+    run = wh.run_index().rows_by_run_id()[o.run_id]
     tables = {}
     for layer, key in (("raw", "raw_part"), ("marts", "mart_part")):
         for d in sorted((wh.path / layer).iterdir()):
             if d.name.startswith("_") or not d.is_dir():
                 continue
-            files = [f for f in wh.files(layer, d.name, run[key]) if f.exists()]
+            files = [f for f in part_files(wh.path, layer, d.name, run[key]) if f.exists()]
             if files:
                 tables[(layer, d.name)] = pq.read_table(files[0])
     return run, tables
@@ -126,7 +127,7 @@ def load_nights(
     the index rows, oldest first."""
     import pyarrow as pa
 
-    from pipeline.warehouse.layout import LAYERS, file_schema
+    from pipeline.warehouse.layout import LAYERS, file_schema, part_file
     from pipeline.warehouse.part_rows import conform, with_run
     from pipeline.warehouse.sink import parquet_writer
 
@@ -152,8 +153,8 @@ def load_nights(
                 )
             )
     rows.sort(key=lambda x: x[0]["collection_start_us"])
-    idx = wh.index()
-    with wh.writer():
+    idx = wh.run_index().rows_by_run_id()
+    with wh.writer() as writer:
         for layer, key, id_key in LAYERS:
             for r, factor in rows:
                 part = r[id_key]
@@ -161,11 +162,11 @@ def load_nights(
                     if lay != layer:
                         continue
                     schema = file_schema(layer, table)
-                    f = wh.file(layer, table, part)
+                    f = part_file(wh.path, layer, table, part)
                     f.parent.mkdir(parents=True, exist_ok=True)
                     with parquet_writer(f, schema) as out:
                         out.write_table(pa.concat_tables([with_run(conform(t, schema, None), r["run_id"])]))
-                    wh.record(f)
+                    writer.record_file_in_place(f)
                 idx.setdefault(r["run_id"], dict(r))[key] = part
-        wh._write_index(idx)
+        writer.write_index(idx)
     return [r for r, _ in rows]

@@ -192,8 +192,8 @@ def test_an_export_ingested_before_task_ops_wait_ns_rebuilds_with_the_recomputed
     wh = Warehouse(tmp_path / "wh")
     with wh.writer():
         (o,) = run_roots(wh, [dump])
-    run = wh.run(o.run_id)
-    ops = wh.part("raw", "task_ops", o.run_id, run["ingest_id"])
+    run = wh.run_index().run_record(o.run_id)
+    ops = own_part_file(wh, "raw", "task_ops", o.run_id, run["ingest_id"])
     pq.write_table(pq.read_table(ops).drop_columns(["wait_ns"]), ops)
     with wh.writer():
         out = rebuild(wh, run)
