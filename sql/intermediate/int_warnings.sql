@@ -168,25 +168,25 @@ op_metrics as (
 pmu_findings as (
     select device_id, 'memory_bound' as rule_id, scope, scope_name, memory_bound as value,
            memory_bound_min as threshold, 'ratio' as unit, share_pct, evidence,
-           'Memory-bound: MTE2 moves data longer than the cube and vector units compute; fuse it with its neighbours, reuse data in the Unified Buffer or change its data format to cut main-memory traffic.' as suggestion
+           'Memory-bound: MTE2 moves data longer than the cube and vector units compute; fuse it with its neighbours, reuse data in the Unified Buffer or change its data format to cut main-memory traffic.' as suggestion  -- noqa: LT05
     from op_metrics, params
     where memory_bound >= memory_bound_min
     union all
     select device_id, 'compute_underuse', scope, scope_name, greatest(mac_ratio, vec_ratio),
            compute_ratio_max, 'ratio', share_pct, evidence,
-           'Cube and vector units idle most of its cycles without waiting on memory; check the tiling and block dim (too few or too small blocks) and whether a cube-friendly shape or format is possible.'
+           'Cube and vector units idle most of its cycles without waiting on memory; check the tiling and block dim (too few or too small blocks) and whether a cube-friendly shape or format is possible.'  -- noqa: LT05
     from op_metrics, params
     where memory_bound < memory_bound_min and greatest(mac_ratio, vec_ratio) < compute_ratio_max
     union all
     select device_id, 'scalar_heavy', scope, scope_name, scalar_ratio,
            scalar_ratio_min, 'ratio', share_pct, evidence,
-           'Scalar instructions take much of its cycles; move address and loop arithmetic out of the inner loop or vectorise it, or pick an implementation without per-element control flow.'
+           'Scalar instructions take much of its cycles; move address and loop arithmetic out of the inner loop or vectorise it, or pick an implementation without per-element control flow.'  -- noqa: LT05
     from op_metrics, params
     where scalar_ratio >= scalar_ratio_min
     union all
     select device_id, 'low_main_mem_bw', scope, scope_name, main_bw_gbps,
            best_bw_gbps * low_bw_pct / 100, 'GB/s', share_pct, evidence,
-           'Memory-bound yet far below the main-memory bandwidth other ops reach; look for small or strided transfers and unaligned or non-contiguous layouts, and batch its copies.'
+           'Memory-bound yet far below the main-memory bandwidth other ops reach; look for small or strided transfers and unaligned or non-contiguous layouts, and batch its copies.'  -- noqa: LT05
     from op_metrics, params
     where main_bw_gbps < best_bw_gbps * low_bw_pct / 100
         and (memory_bound >= memory_bound_min or memory_bound is null)
@@ -243,13 +243,13 @@ task_metrics as (
 task_findings as (
     select device_id, 'aicpu_critical_path' as rule_id, scope, scope_name, share_pct as value,
            aicpu_share_min_pct as threshold, '%' as unit, share_pct, evidence,
-           'Runs on the AI CPU in the stream''s order, holding up the tasks after it; use an AI Core implementation of the op (a supported dtype or shape), or move it out of the graph.' as suggestion
+           'Runs on the AI CPU in the stream''s order, holding up the tasks after it; use an AI Core implementation of the op (a supported dtype or shape), or move it out of the graph.' as suggestion  -- noqa: LT05
     from task_metrics, params
     where is_aicpu and share_pct >= aicpu_share_min_pct
     union all
     select device_id, 'queue_dominant', scope, scope_name, queue_ratio,
            queue_ratio_min, 'ratio', share_pct, evidence,
-           'Waits or pends longer than it runs: it is held by dependencies or a busy scheduler rather than by its own work; check the stream''s synchronisation and spread independent work over more streams.'
+           'Waits or pends longer than it runs: it is held by dependencies or a busy scheduler rather than by its own work; check the stream''s synchronisation and spread independent work over more streams.'  -- noqa: LT05
     from task_metrics, params
     where has_states and queue_ratio >= queue_ratio_min
 ),
@@ -309,9 +309,9 @@ launch_findings as (
         launch_span_ratio_min as threshold,
         'ratio' as unit,
         null::double as share_pct,
-        format('topdown_inference: device_id = {} and infer_id = {} ({} tasks, median {} ns; {} kernel launches over {} ns, tasks over {} ns)',
+        format('topdown_inference: device_id = {} and infer_id = {} ({} tasks, median {} ns; {} kernel launches over {} ns, tasks over {} ns)',  -- noqa: LT05
                t.device_id, t.infer_id, t.tasks, t.median_task_ns::bigint, l.launches, l.launch_span_ns, t.device_span_ns) as evidence,
-        'Many short kernels keep the device waiting on the host''s launches; fuse small ops, capture the graph (static shapes, graph mode) or raise the batch so each kernel does more work.' as suggestion
+        'Many short kernels keep the device waiting on the host''s launches; fuse small ops, capture the graph (static shapes, graph mode) or raise the batch so each kernel does more work.' as suggestion  -- noqa: LT05
     from inference_tasks as t
     join inference_launches as l using (device_id, infer_id)
     cross join params

@@ -138,7 +138,7 @@ from (
         device_id,
         'task_runs_without_time',
         n,
-        'task execution(s) without a start log or without a HWTS frequency; left out of task_scheduler and topdown_inference'
+        'task execution(s) without a start log or without a HWTS frequency; left out of task_scheduler and topdown_inference'  -- noqa: LT05
     from runs_untimed
     union all
     select
@@ -152,14 +152,14 @@ from (
         device_id,
         'export_metrics_without_task',
         n,
-        'exported PMU row(s) naming a (stream, task, start) that no exported execution has; left out of ai_core_metrics and op_summary'
+        'exported PMU row(s) naming a (stream, task, start) that no exported execution has; left out of ai_core_metrics and op_summary'  -- noqa: LT05
     from metrics_unmatched
     union all
     select
         device_id,
         'export_ops_without_task',
         n,
-        'exported operator row(s) that name no exported execution: no (stream, task, start) of one, or (a level0 row without stream and task) no single execution starting at their start; left out of op_summary and op_statistic'
+        'exported operator row(s) that name no exported execution: no (stream, task, start) of one, or (a level0 row without stream and task) no single execution starting at their start; left out of op_summary and op_statistic'  -- noqa: LT05
     from ops_unmatched
     union all
     select
@@ -172,14 +172,14 @@ from (
         device_id,
         'open_last_iteration',
         n,
-        'step-trace iteration(s) still open when the step trace ends (one per model at most); left out of step_trace_summary, step_trace_reduces and topdown_inference'
+        'step-trace iteration(s) still open when the step trace ends (one per model at most); left out of step_trace_summary, step_trace_reduces and topdown_inference'  -- noqa: LT05
     from open_iterations
     union all
     select
         device_id,
         'all_reduce_without_end',
         n,
-        'all-reduce range(s) whose start has no end record in its iteration; kept in step_trace_reduces with a NULL end'
+        'all-reduce range(s) whose start has no end record in its iteration; kept in step_trace_reduces with a NULL end'  -- noqa: LT05
     from reduces_unended
 )
 order by device_id, kind

@@ -31,7 +31,8 @@ select
     calls.level,
     calls.api_name,
     case
-        when calls.level = 'acl' and calls.record_kind is distinct from 'db_cann_api'
+        -- parenthesised: sqlfluff's DuckDB grammar ends a select list at the `from` of a bare `is distinct from`
+        when (calls.level = 'acl' and calls.record_kind is distinct from 'db_cann_api')
             then coalesce(acl_tags.tag_name, 'unknown ' || calls.api_type::varchar)
     end as api_type,
     calls.pid,

@@ -333,9 +333,7 @@ exported as (
         and runs.task_id = ops.task_id
         and runs.start_ns = ops.start_ns
         and coalesce(runs.context_id, -1) = coalesce(ops.context_id, -1)
-    qualify row_number() over (
-        partition by runs.device_id, runs.source_file, runs.seq order by ops.seq
-    ) = 1
+    qualify row_number() over (partition by runs.device_id, runs.source_file, runs.seq order by ops.seq) = 1
 ),
 
 descriptions as (

@@ -1,5 +1,6 @@
-"""The Python of the project passes its linter and is formatted by its formatter (ruff, configured in
-pyproject.toml): a change that breaks either fails here, with ruff's own list of what to fix."""
+"""The Python of the project passes its linter and is formatted by its formatter (ruff), and the SQL of
+sql/ passes sqlfluff (its DuckDB dialect; both configured in pyproject.toml): a change that breaks any
+of them fails here, with the tool's own list of what to fix."""
 
 from __future__ import annotations
 
@@ -19,3 +20,15 @@ def test_ruff(command):
         [sys.executable, "-m", "ruff", *command, *FOLDERS], cwd=ROOT, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_sqlfluff():
+    # lint runs every rule of the configuration, the layout rules that `sqlfluff fix sql` applies
+    # among them: a file fails here both when it breaks a rule and when it is not formatted
+    done = subprocess.run(
+        [sys.executable, "-m", "sqlfluff", "lint", "--processes", "2", "--disable-progress-bar", "sql"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, "`sqlfluff fix sql` fixes what it can:\n" + done.stdout + done.stderr
