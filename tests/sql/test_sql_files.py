@@ -25,7 +25,7 @@ def _references(text: str) -> set[str]:
     body = DISTINCT_FROM.sub("=", body)
     ctes = set(
         re.findall(
-            r"\b([a-z_][a-z0-9_]*)(?:\([^)]*\))?\s+as\s*(?:not\s+)?(?:materialized\s*)?\(",
+            r"\b([a-z_][a-z0-9_]*)(?:\s*\([^)]*\))?\s+as\s*(?:not\s+)?(?:materialized\s*)?\(",
             body,
             re.IGNORECASE,
         )
