@@ -43,13 +43,14 @@ from (
     from (
         -- one row per distinct operator of a task; min(op) then compares a few structs per
         -- task, not one per description
-        select device_id, stream_id, task_id, min(valid_from_ns) as valid_from_ns, {
-            'model_id': model_id,
-            'op_name': op_name,
-            'op_type': op_type,
-            'ge_task_type': ge_task_type,
-            'block_dim': block_dim
-        } as op
+        select
+            device_id, stream_id, task_id, min(valid_from_ns) as valid_from_ns, {
+                'model_id': model_id,
+                'op_name': op_name,
+                'op_type': op_type,
+                'ge_task_type': ge_task_type,
+                'block_dim': block_dim
+            } as op
         from stg_task_ops
         group by device_id, stream_id, task_id, model_id, op_name, op_type, ge_task_type, block_dim
     )

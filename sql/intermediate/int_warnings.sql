@@ -96,7 +96,7 @@ pmu_raw as not materialized (
             pmu_ascend310_rule(chip),
             total_cycles::double / nullif(aic_freq_mhz * 1e6, 0),
             total_cycles::double / nullif(time_freq_mhz, 0) / nullif(block_dim, 0)
-                * ceil(block_dim / nullif(ai_core_num, 0)::double)
+            * ceil(block_dim / nullif(ai_core_num, 0)::double)
         ) as bw_seconds
     from int_pmu_records_ops  -- none for an exported run
 ),
@@ -113,7 +113,7 @@ pmu_named as (
         p.scalar_cycles / nullif(p.total_cycles::double, 0) as scalar_ratio,
         p.mte2_cycles / nullif(p.total_cycles::double, 0) as mte2_ratio,
         pmu_bandwidth_gbps(p.main_read_req, 18, p.bw_seconds, pmu_ascend310_rule(p.chip))
-            + pmu_bandwidth_gbps(p.main_write_req, 19, p.bw_seconds, pmu_ascend310_rule(p.chip)) as main_bw_gbps,
+        + pmu_bandwidth_gbps(p.main_write_req, 19, p.bw_seconds, pmu_ascend310_rule(p.chip)) as main_bw_gbps,
         p.bw_seconds
     from pmu_raw as p
     union all
@@ -147,7 +147,8 @@ op_pmu as (
         sum(scalar_ratio * w order by scalar_ratio * w) / nullif(sum(w), 0) as scalar_ratio,
         sum(mte2_ratio * w order by mte2_ratio * w) / nullif(sum(w), 0) as mte2_ratio,
         sum(main_bw_gbps * bw_seconds order by main_bw_gbps * bw_seconds)
-            / nullif(sum(bw_seconds order by bw_seconds) filter (where main_bw_gbps is not null), 0) as main_bw_gbps,
+        / nullif(sum(bw_seconds order by bw_seconds) filter (where main_bw_gbps is not null), 0)
+            as main_bw_gbps,
         sum(w) as w
     from pmu_named
     group by all
@@ -159,34 +160,40 @@ op_metrics as (
         mte2_ratio / nullif(greatest(mac_ratio, vec_ratio), 0) as memory_bound,
         100.0 * w / nullif(sum(w) over (partition by device_id), 0) as share_pct,
         max(main_bw_gbps) over (partition by device_id) as best_bw_gbps,
-        format('ai_core_metrics: device_id = {} and {} ({} records)', device_id,
-               advice_scope_filter(scope, scope_name),
-               records) as evidence
+        format(
+            'ai_core_metrics: device_id = {} and {} ({} records)', device_id,
+            advice_scope_filter(scope, scope_name),
+            records
+        ) as evidence
     from op_pmu
 ),
 
 pmu_findings as (
-    select device_id, 'memory_bound' as rule_id, scope, scope_name, memory_bound as value,
-           memory_bound_min as threshold, 'ratio' as unit, share_pct, evidence,
-           'Memory-bound: MTE2 moves data longer than the cube and vector units compute; fuse it with its neighbours, reuse data in the Unified Buffer or change its data format to cut main-memory traffic.' as suggestion  -- noqa: LT05
+    select
+        device_id, 'memory_bound' as rule_id, scope, scope_name, memory_bound as value,
+        memory_bound_min as threshold, 'ratio' as unit, share_pct, evidence,
+        'Memory-bound: MTE2 moves data longer than the cube and vector units compute; fuse it with its neighbours, reuse data in the Unified Buffer or change its data format to cut main-memory traffic.' as suggestion  -- noqa: LT05
     from op_metrics, params
     where memory_bound >= memory_bound_min
     union all
-    select device_id, 'compute_underuse', scope, scope_name, greatest(mac_ratio, vec_ratio),
-           compute_ratio_max, 'ratio', share_pct, evidence,
-           'Cube and vector units idle most of its cycles without waiting on memory; check the tiling and block dim (too few or too small blocks) and whether a cube-friendly shape or format is possible.'  -- noqa: LT05
+    select
+        device_id, 'compute_underuse', scope, scope_name, greatest(mac_ratio, vec_ratio),
+        compute_ratio_max, 'ratio', share_pct, evidence,
+        'Cube and vector units idle most of its cycles without waiting on memory; check the tiling and block dim (too few or too small blocks) and whether a cube-friendly shape or format is possible.'  -- noqa: LT05
     from op_metrics, params
     where memory_bound < memory_bound_min and greatest(mac_ratio, vec_ratio) < compute_ratio_max
     union all
-    select device_id, 'scalar_heavy', scope, scope_name, scalar_ratio,
-           scalar_ratio_min, 'ratio', share_pct, evidence,
-           'Scalar instructions take much of its cycles; move address and loop arithmetic out of the inner loop or vectorise it, or pick an implementation without per-element control flow.'  -- noqa: LT05
+    select
+        device_id, 'scalar_heavy', scope, scope_name, scalar_ratio,
+        scalar_ratio_min, 'ratio', share_pct, evidence,
+        'Scalar instructions take much of its cycles; move address and loop arithmetic out of the inner loop or vectorise it, or pick an implementation without per-element control flow.'  -- noqa: LT05
     from op_metrics, params
     where scalar_ratio >= scalar_ratio_min
     union all
-    select device_id, 'low_main_mem_bw', scope, scope_name, main_bw_gbps,
-           best_bw_gbps * low_bw_pct / 100, 'GB/s', share_pct, evidence,
-           'Memory-bound yet far below the main-memory bandwidth other ops reach; look for small or strided transfers and unaligned or non-contiguous layouts, and batch its copies.'  -- noqa: LT05
+    select
+        device_id, 'low_main_mem_bw', scope, scope_name, main_bw_gbps,
+        best_bw_gbps * low_bw_pct / 100, 'GB/s', share_pct, evidence,
+        'Memory-bound yet far below the main-memory bandwidth other ops reach; look for small or strided transfers and unaligned or non-contiguous layouts, and batch its copies.'  -- noqa: LT05
     from op_metrics, params
     where main_bw_gbps < best_bw_gbps * low_bw_pct / 100
         and (memory_bound >= memory_bound_min or memory_bound is null)
@@ -234,22 +241,26 @@ task_metrics as (
         *,
         100.0 * run_ns / nullif(sum(run_ns) over (partition by device_id), 0) as share_pct,
         greatest(wait_ns, pend_ns) / nullif(run_ns, 0)::double as queue_ratio,
-        format('task_scheduler: device_id = {} and {} ({} instances)', device_id,
-               advice_scope_filter(scope, scope_name),
-               instances) as evidence
+        format(
+            'task_scheduler: device_id = {} and {} ({} instances)', device_id,
+            advice_scope_filter(scope, scope_name),
+            instances
+        ) as evidence
     from op_tasks
 ),
 
 task_findings as (
-    select device_id, 'aicpu_critical_path' as rule_id, scope, scope_name, share_pct as value,
-           aicpu_share_min_pct as threshold, '%' as unit, share_pct, evidence,
-           'Runs on the AI CPU in the stream''s order, holding up the tasks after it; use an AI Core implementation of the op (a supported dtype or shape), or move it out of the graph.' as suggestion  -- noqa: LT05
+    select
+        device_id, 'aicpu_critical_path' as rule_id, scope, scope_name, share_pct as value,
+        aicpu_share_min_pct as threshold, '%' as unit, share_pct, evidence,
+        'Runs on the AI CPU in the stream''s order, holding up the tasks after it; use an AI Core implementation of the op (a supported dtype or shape), or move it out of the graph.' as suggestion  -- noqa: LT05
     from task_metrics, params
     where is_aicpu and share_pct >= aicpu_share_min_pct
     union all
-    select device_id, 'queue_dominant', scope, scope_name, queue_ratio,
-           queue_ratio_min, 'ratio', share_pct, evidence,
-           'Waits or pends longer than it runs: it is held by dependencies or a busy scheduler rather than by its own work; check the stream''s synchronisation and spread independent work over more streams.'  -- noqa: LT05
+    select
+        device_id, 'queue_dominant', scope, scope_name, queue_ratio,
+        queue_ratio_min, 'ratio', share_pct, evidence,
+        'Waits or pends longer than it runs: it is held by dependencies or a busy scheduler rather than by its own work; check the stream''s synchronisation and spread independent work over more streams.'  -- noqa: LT05
     from task_metrics, params
     where has_states and queue_ratio >= queue_ratio_min
 ),
@@ -309,8 +320,16 @@ launch_findings as (
         launch_span_ratio_min as threshold,
         'ratio' as unit,
         null::double as share_pct,
-        format('topdown_inference: device_id = {} and infer_id = {} ({} tasks, median {} ns; {} kernel launches over {} ns, tasks over {} ns)',  -- noqa: LT05
-               t.device_id, t.infer_id, t.tasks, t.median_task_ns::bigint, l.launches, l.launch_span_ns, t.device_span_ns) as evidence,
+        format(
+            'topdown_inference: device_id = {} and infer_id = {} ({} tasks, median {} ns; {} kernel launches over {} ns, tasks over {} ns)',  -- noqa: LT05
+            t.device_id,
+            t.infer_id,
+            t.tasks,
+            t.median_task_ns::bigint,
+            l.launches,
+            l.launch_span_ns,
+            t.device_span_ns
+        ) as evidence,
         'Many short kernels keep the device waiting on the host''s launches; fuse small ops, capture the graph (static shapes, graph mode) or raise the batch so each kernel does more work.' as suggestion  -- noqa: LT05
     from inference_tasks as t
     join inference_launches as l using (device_id, infer_id)
@@ -327,8 +346,9 @@ findings as (
 ),
 
 ranked as (
-    select findings.*, null::bigint as scope_key,
-           case when share_pct >= high_share_pct then 'high' else 'medium' end as severity
+    select
+        findings.*, null::bigint as scope_key,
+        case when share_pct >= high_share_pct then 'high' else 'medium' end as severity
     from findings, params
     where share_pct >= min_share_pct
     union all by name

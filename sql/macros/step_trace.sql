@@ -70,7 +70,8 @@ first_ends as (
         first_value(ts_ns) over w_seg as seg_start_ns
     from segmented
     window w_seg as (
-        partition by device_id, model_id, seg order by ord rows between unbounded preceding and unbounded following
+        partition by device_id, model_id, seg
+        order by ord rows between unbounded preceding and unbounded following
     )
 ),
 
@@ -90,7 +91,8 @@ numbered as (
     from ends
     window
         w_before_seg as (
-            partition by device_id, model_id, seg order by ord rows between unbounded preceding and 1 preceding
+            partition by device_id, model_id, seg
+            order by ord rows between unbounded preceding and 1 preceding
         ),
         w_before_model as (
             partition by device_id, model_id order by ord rows between unbounded preceding and 1 preceding
@@ -118,7 +120,8 @@ select
     is_end,
     iteration_id,
     iteration_start_ns,
-    in_iteration and bool_or(is_end) over (partition by device_id, model_id, seg, iter_local) as iteration_closed,
+    in_iteration
+    and bool_or(is_end) over (partition by device_id, model_id, seg, iter_local) as iteration_closed,
     last_value(seg > 0 and (seg_end_tag is null or seg_end_tag = 4)) over (
         partition by device_id, model_id order by ord rows between unbounded preceding and unbounded following
     ) as model_ends_open

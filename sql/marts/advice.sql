@@ -44,9 +44,11 @@ from (
         any_value(threshold) filter (where rank = 1) as threshold,
         any_value(unit) filter (where rank = 1) as unit,
         any_value(finding_share_pct) as share_pct,
-        format('advice_instances: device_id = {} and rule_id = ''{}'' and scope = ''{}'' ({} row{})',
-               device_id, rule_id, scope, any_value(instances),
-               case when any_value(instances) = 1 then '' else 's' end) as evidence,
+        format(
+            'advice_instances: device_id = {} and rule_id = ''{}'' and scope = ''{}'' ({} row{})',
+            device_id, rule_id, scope, any_value(instances),
+            case when any_value(instances) = 1 then '' else 's' end
+        ) as evidence,
         any_value(suggestion) as suggestion
     from int_warnings
     group by device_id, rule_id, scope

@@ -89,8 +89,8 @@ records as (
         -- core-seconds of the task: cycles / Hz
         total_cycles::double / nullif(aic_freq_mhz * 1e6, 0) as core_seconds,
         total_cycles::double / nullif(time_freq_mhz, 0)
-            / nullif(coalesce(block_dim, op_block_dim), 0)
-            * ceil(coalesce(block_dim, op_block_dim) / nullif(ai_core_num, 0)::double) as aicore_time_us
+        / nullif(coalesce(block_dim, op_block_dim), 0)
+        * ceil(coalesce(block_dim, op_block_dim) / nullif(ai_core_num, 0)::double) as aicore_time_us
     from named
 ),
 
@@ -102,36 +102,36 @@ ratios as (
 ),
 
 from_counters as (
-select
-    device_id,
-    task_id,
-    stream_id,
-    op_name,
-    ts_ns,
-    block_dim,
-    aicore_time_us,
-    total_cycles,
-    vec_ratio * aicore_time_us as vec_time_us,
-    vec_ratio,
-    mac_ratio * aicore_time_us as mac_time_us,
-    mac_ratio,
-    scalar_ratio * aicore_time_us as scalar_time_us,
-    scalar_ratio,
-    mte1_ratio * aicore_time_us as mte1_time_us,
-    mte1_ratio,
-    mte2_ratio * aicore_time_us as mte2_time_us,
-    mte2_ratio,
-    mte3_ratio * aicore_time_us as mte3_time_us,
-    mte3_ratio,
-    icache_miss::double / nullif(icache_req, 0) as icache_miss_rate,
-    mte2_ratio / nullif(greatest(mac_ratio, vec_ratio), 0) as memory_bound,
-    unnest(pmu_bandwidths(
-        ratios,
-        pmu_bandwidth_seconds(pmu_ascend310_rule(chip), core_seconds, aicore_time_us),
-        pmu_ascend310_rule(chip)
-    )),
-    seq
-from ratios
+    select
+        device_id,
+        task_id,
+        stream_id,
+        op_name,
+        ts_ns,
+        block_dim,
+        aicore_time_us,
+        total_cycles,
+        vec_ratio * aicore_time_us as vec_time_us,
+        vec_ratio,
+        mac_ratio * aicore_time_us as mac_time_us,
+        mac_ratio,
+        scalar_ratio * aicore_time_us as scalar_time_us,
+        scalar_ratio,
+        mte1_ratio * aicore_time_us as mte1_time_us,
+        mte1_ratio,
+        mte2_ratio * aicore_time_us as mte2_time_us,
+        mte2_ratio,
+        mte3_ratio * aicore_time_us as mte3_time_us,
+        mte3_ratio,
+        icache_miss::double / nullif(icache_req, 0) as icache_miss_rate,
+        mte2_ratio / nullif(greatest(mac_ratio, vec_ratio), 0) as memory_bound,
+        unnest(pmu_bandwidths(
+            ratios,
+            pmu_bandwidth_seconds(pmu_ascend310_rule(chip), core_seconds, aicore_time_us),
+            pmu_ascend310_rule(chip)
+        )),
+        seq
+    from ratios
 ),
 
 from_exports as (

@@ -40,7 +40,8 @@ with sums as (
         max(dur_ns) as max_ns,
         -- the squares of the durations the exact path takes (a filtered-out square could
         -- overflow the sum; its group takes var_pop)
-        sum(dur_ns::hugeint * dur_ns) filter (where dur_ns between -1099511627776 and 1099511627776) as dur_sq_sum,
+        sum(dur_ns::hugeint * dur_ns) filter (where dur_ns between -1099511627776 and 1099511627776)
+            as dur_sq_sum,
         var_pop(dur_ns / 1000.0) as float_variance_us2
     from stg_api_calls
     where dur_ns is not null
@@ -65,10 +66,13 @@ from_events as (
         min_ns,
         max_ns,
         case
-            when is_exact then
-                -- n * sum(d^2) - sum(d)^2 < 2^126; groups off the exact path multiply zeros
-                (if(is_exact, n, 0)::hugeint * if(is_exact, dur_sq_sum, 0)
-                    - if(is_exact, dur_sum, 0)::hugeint * if(is_exact, dur_sum, 0))::double
+            when is_exact
+                then
+                    -- n * sum(d^2) - sum(d)^2 < 2^126; groups off the exact path multiply zeros
+                    (
+                        if(is_exact, n, 0)::hugeint * if(is_exact, dur_sq_sum, 0)
+                        - if(is_exact, dur_sum, 0)::hugeint * if(is_exact, dur_sum, 0)
+                    )::double
                     / (n::double * n) / 1e6
             else float_variance_us2
         end as variance_us2

@@ -116,7 +116,8 @@ from (
         device_id,
         'dropped_task_instances' as kind,
         n as count,
-        'task instance(s) without a COMPLETE state; left out of task_scheduler and topdown_inference' as message
+        'task instance(s) without a COMPLETE state; left out of task_scheduler and topdown_inference'
+            as message
     from dropped
     where n > 0
     union all
@@ -166,8 +167,9 @@ from (
         device_id,
         'export_wait_differs',
         n,
-        'exported execution(s) whose exporter-written wait and the one profetl recomputes are more than 2 ns apart; op_summary.wait_ns keeps the exporter''s, wait_recomputed_ns profetl''s'
-    from waits_differ    union all
+        'exported execution(s) whose exporter-written wait and the one profetl recomputes are more than 2 ns apart; op_summary.wait_ns keeps the exporter''s, wait_recomputed_ns profetl''s'  -- noqa: LT05
+    from waits_differ
+    union all
     select
         device_id,
         'open_last_iteration',

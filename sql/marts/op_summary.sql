@@ -86,14 +86,16 @@ raw_executions as (
 exported_waits as (
     select
         *,
-        idle_before_ns(lag(device_id) over () = device_id, start_ns, lag(end_ns) over ()) as wait_recomputed_ns
+        idle_before_ns(lag(device_id) over () = device_id, start_ns, lag(end_ns) over ())
+            as wait_recomputed_ns
     from exported
 ),
 
 raw_waits as (
     select
         *,
-        idle_before_ns(lag(device_id) over () = device_id, start_ns, lag(end_ns) over ()) as wait_recomputed_ns
+        idle_before_ns(lag(device_id) over () = device_id, start_ns, lag(end_ns) over ())
+            as wait_recomputed_ns
     from raw_executions
 )
 

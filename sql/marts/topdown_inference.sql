@@ -140,7 +140,11 @@ task_rows as (
         infer_id,
         min(start_ns) as start_ns,
         max(complete_ns) - min(start_ns) as dur_ns
-    from (select * from by_iteration union all select * from by_window)
+    from (
+        select * from by_iteration
+        union all
+        select * from by_window
+    )
     group by device_id, infer_id
 ),
 

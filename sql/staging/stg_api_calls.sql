@@ -20,7 +20,7 @@
 --   dur_ns         ns    end_ns - start_ns
 --   seq            -     record index within its stream of slices
 
-with acl_tags(tag, tag_name) as (
+with acl_tags (tag, tag_name) as (
     values
         (1, 'ACL_OP'), (2, 'ACL_MODEL'), (3, 'ACL_RTS'), (4, 'ACL_OTHERS'), (5, 'ACL_NN'),
         (6, 'ACL_ASCENDC'), (7, 'HOST_HCCL'), (9, 'ACL_DVPP'), (10, 'ACL_GRAPH'), (11, 'ACL_ATB')

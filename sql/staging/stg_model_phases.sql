@@ -30,7 +30,8 @@ with ge_phases as (
 model_apis as (
     select
         device_id,
-        case api_name when 'InputCopy' then 'input' when 'ModelExecute' then 'infer' else 'output' end as phase,
+        case api_name when 'InputCopy' then 'input' when 'ModelExecute' then 'infer' else 'output' end
+            as phase,
         try_cast(item as bigint) as model_id,
         start_ns,
         end_ns,
@@ -70,4 +71,8 @@ select
     start_ns,
     end_ns,
     end_ns - start_ns as dur_ns
-from (select * from ge_phases union all select * from api_phases)
+from (
+    select * from ge_phases
+    union all
+    select * from api_phases
+)

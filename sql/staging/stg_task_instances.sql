@@ -46,7 +46,7 @@
 --   batch_id           -    batch id of a task_run instance (task id wrap-arounds or flips);
 --                           NULL for state-machine instances
 
-with task_types(code, name) as (
+with task_types (code, name) as (
     values
         (0, 'kernel AI core task'), (1, 'kernel AI cpu task'), (2, 'event record task'),
         (3, 'stream wait event task'), (4, 'fusion issue task'), (5, 'memory copy task'),
@@ -74,7 +74,15 @@ with task_types(code, name) as (
 
 states as not materialized (
     -- read by two branches: inlined rather than stored first (pipeline/jobs/transforms.py)
-    select device_id, record_kind = 'ts_memcpy' as is_memcpy, stream_id, task_id, task_type, task_state, ts_ns, seq,
+    select
+        device_id,
+        record_kind = 'ts_memcpy' as is_memcpy,
+        stream_id,
+        task_id,
+        task_type,
+        task_state,
+        ts_ns,
+        seq,
         instance_no
     from task_states
     where task_state in (1, 2, 3, 4) and record_kind in ('time_line', 'ts_memcpy')
@@ -188,9 +196,10 @@ from (
     union all
     -- devices whose executions the reader could not number (not in end order, no clock, run
     -- ingested by an older profetl, no device id): numbered with the sort
-    select runs.* replace ((row_number() over (
-        partition by runs.device_id, runs.stream_id, runs.task_id order by runs.end_ns, runs.seq
-    ) - 1)::bigint as instance_no)
+    select
+        runs.* replace ((row_number() over (
+            partition by runs.device_id, runs.stream_id, runs.task_id order by runs.end_ns, runs.seq
+        ) - 1)::bigint as instance_no)
     from task_runs as runs
     semi join unnumbered_run_devices as u on runs.device_id is not distinct from u.device_id
 )
