@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import statistics
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -18,6 +16,7 @@ from pipeline.outputs.html_report import chart_ids, write_report
 from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.warehouse.store import Warehouse
 from tests.helpers.built import table_rows
+from tests.helpers.chromium import CHROMIUM, NO_CHROMIUM, console_lines, dump_dom
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "data" / "sample"
@@ -147,40 +146,12 @@ def test_a_missing_out_folder_is_a_usage_error(sample_report, tmp_path):
         write_report(wh, tmp_path / "missing" / "r.html", run_id)
 
 
-def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-
-
-@pytest.mark.skipif(
-    _chromium() is None, reason="no Chromium on this machine (Debian: apt-get install chromium)"
-)
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 @pytest.mark.parametrize("which", ["sample_report", "nights_report"])
 def test_headless_chromium_draws_every_chart_offline(which, request, tmp_path):
     written, html = request.getfixturevalue(which)[-2:]
     charts = chart_ids(html)
-    cmd = [
-        _chromium(),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--enable-logging=stderr",
-        "--v=0",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        # no network: no proxy answers, no name resolves; and a network namespace of its own where allowed
-        "--proxy-server=127.0.0.1:9",
-        "--host-resolver-rules=MAP * ~NOTFOUND",
-        "--virtual-time-budget=10000",
-        "--window-size=1300,3000",
-        "--dump-dom",
-        written.path.as_uri(),
-    ]
-    if (
-        shutil.which("unshare")
-        and subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0
-    ):
-        cmd = ["unshare", "-n"] + cmd
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr[-2000:]
+    p = dump_dom(written.path.as_uri(), tmp_path / "profile")
     dom = p.stdout
     body = re.search(r'<body data-charts="(\d+)" data-errors="([^"]*)"', dom)
     assert body, dom[:500]
@@ -189,8 +160,7 @@ def test_headless_chromium_draws_every_chart_offline(which, request, tmp_path):
     for chart in charts:  # each chart div holds Plotly's drawing
         start = dom.index(f'id="{chart}"')
         assert 'class="main-svg"' in dom[start : start + 20_000], chart
-    console = [line for line in p.stderr.splitlines() if "CONSOLE" in line and "source: file://" in line]
-    assert console == []
+    assert console_lines(p, page_only=True) == []
 
 
 def test_the_command_writes_the_file_and_says_what_it_wrote(sample_report, tmp_path):
@@ -293,9 +263,7 @@ def test_many_findings_are_folded_under_one_row_per_rule(many_report):
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(
-    _chromium() is None, reason="no Chromium on this machine (Debian: apt-get install chromium)"
-)
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_headless_chromium_the_first_chart_is_near_the_top(many_report, tmp_path):
     """Laid out by Chromium at 1300 px wide, the first chart of a 600-inference run's report
     starts within MAX_CHART_TOP px of the top (a script added to a copy writes its position)."""
@@ -309,30 +277,7 @@ def test_headless_chromium_the_first_chart_is_near_the_top(many_report, tmp_path
     )
     page = tmp_path / "probe.html"
     page.write_text(html.replace("</body>", probe + "</body>"), encoding="utf-8")
-    cmd = [
-        _chromium(),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--proxy-server=127.0.0.1:9",
-        "--host-resolver-rules=MAP * ~NOTFOUND",
-        "--virtual-time-budget=10000",
-        "--window-size=1300,900",
-        "--dump-dom",
-        page.as_uri(),
-    ]
-    if (
-        shutil.which("unshare")
-        and subprocess.run(["unshare", "-n", "true"], capture_output=True).returncode == 0
-    ):
-        cmd = ["unshare", "-n"] + cmd
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr[-2000:]
+    p = dump_dom(page.as_uri(), tmp_path / "profile", window="1300,900")
     top = re.search(r'data-chart-top="(\d+)"', p.stdout)
     height = re.search(r'data-page-height="(\d+)"', p.stdout)
     assert top and height, p.stdout[:500]

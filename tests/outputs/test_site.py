@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from datetime import UTC, datetime, timedelta
 from html.parser import HTMLParser
@@ -17,6 +16,7 @@ import pytest
 
 from pipeline.outputs.site import build_site
 from pipeline.warehouse.store import Warehouse
+from tests.helpers.chromium import CHROMIUM, NO_CHROMIUM, console_lines, dump_dom
 from tests.helpers.history import START_US, base_tables, load_nights
 
 NIGHTS = 20
@@ -179,10 +179,6 @@ def test_a_new_night_rebuilds_only_what_it_changes(base, tmp_path):
     assert r.exit_code == 2 and "not a folder" in r.output
 
 
-def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-
-
 def _page_requests(netlog: Path) -> list[str]:
     """The URLs of the requests the page made, from Chromium's network log: a request of the
     browser itself (its update and time checks) has no origin; one of a page from a file: URL
@@ -198,30 +194,11 @@ def _page_requests(netlog: Path) -> list[str]:
 
 def _headless(page: Path, tmp_path: Path) -> tuple[subprocess.CompletedProcess, list[str]]:
     netlog = tmp_path / f"{page.stem}.netlog.json"
-    cmd = [
-        _chromium(),
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--enable-logging=stderr",
-        "--v=0",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--proxy-server=127.0.0.1:9",
-        "--host-resolver-rules=MAP * ~NOTFOUND",
-        f"--log-net-log={netlog}",
-        "--virtual-time-budget=10000",
-        "--window-size=1300,3000",
-        "--dump-dom",
-        page.as_uri(),
-    ]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    assert p.returncode == 0, p.stderr[-2000:]
+    p = dump_dom(page.as_uri(), tmp_path / "profile", netlog=netlog)
     return p, _page_requests(netlog)
 
 
-@pytest.mark.skipif(
-    _chromium() is None, reason="no Chromium on this machine (Debian: apt-get install chromium)"
-)
+@pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
 def test_headless_chromium_loads_the_pages_offline_without_errors_or_requests(site, tmp_path):
     """The front page and a workload page (which draws its charts with the shared library) in
     headless Chromium with no network: no console message from the page, no error recorded by
@@ -247,7 +224,7 @@ def test_headless_chromium_loads_the_pages_offline_without_errors_or_requests(si
             for chart in ids:  # each chart div holds Plotly's drawing
                 start = p.stdout.index(f'id="{chart}"')
                 assert 'class="main-svg"' in p.stdout[start : start + 20_000], chart
-        assert [x for x in p.stderr.splitlines() if "CONSOLE" in x] == []
+        assert console_lines(p) == []
         assert requests == [], page
 
 

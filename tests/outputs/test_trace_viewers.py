@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.outputs import trace as trace_module
+from tests.helpers.chromium import CHROMIUM, console_lines, dump_dom
 from tests.helpers.trace import chrome_trace
 from tests.helpers.trace_check import (
     ancestors,
@@ -333,9 +334,8 @@ def _open_in_speedscope(tmp_path: Path, write, view: str | None = None) -> tuple
     """speedscope's page in headless Chromium, loading the trace that ``write(path)`` writes over a
     loopback HTTP server (in ``view``: time-ordered, left-heavy or sandwich): (its console
     lines, the page's DOM once loaded). Skips unless both are installed."""
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     app = _speedscope()
-    if not chromium or app is None:
+    if CHROMIUM is None or app is None:
         pytest.skip("needs chromium and speedscope (npm install -g speedscope)")
     site = tmp_path / "site"
     shutil.copytree(app, site)
@@ -346,32 +346,11 @@ def _open_in_speedscope(tmp_path: Path, write, view: str | None = None) -> tuple
     base = f"http://127.0.0.1:{server.server_address[1]}"
     try:
         with tempfile.TemporaryDirectory() as profile:
-            r = subprocess.run(
-                [
-                    chromium,
-                    "--headless",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-quic",
-                    "--no-first-run",
-                    "--disable-background-networking",
-                    "--disable-component-update",
-                    "--disable-sync",
-                    f"--user-data-dir={profile}",
-                    "--enable-logging=stderr",
-                    "--v=0",
-                    "--virtual-time-budget=8000",
-                    "--window-size=1200,2000",
-                    "--dump-dom",
-                    f"{base}/index.html#profileURL={base}/trace.json" + (f"&view={view}" if view else ""),
-                ],
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
+            url = f"{base}/index.html#profileURL={base}/trace.json" + (f"&view={view}" if view else "")
+            r = dump_dom(url, Path(profile), window="1200,2000", offline=False, budget_ms=8000)
     finally:
         server.shutdown()
-    return [line for line in r.stderr.splitlines() if "CONSOLE" in line], r.stdout
+    return console_lines(r), r.stdout
 
 
 def test_speedscope_in_chromium_imports_the_trace_without_warnings(runs, tmp_path):
