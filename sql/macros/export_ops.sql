@@ -1,4 +1,5 @@
--- export_ops: the exported operator descriptions, each named by the execution it describes.
+-- export_ops: the exported operator descriptions, each named by the execution it describes, and
+-- the exported PMU value of the side an execution used.
 --
 -- export_ops()
 --   a table: every task_ops row of source export, its stream, task and context filled where the
@@ -45,4 +46,12 @@ left join by_start as s
     and ops.task_id is null
     and ops.device_id = s.device_id
     and ops.start_ns = s.start_ns
-where ops.source = 'export'
+where ops.source = 'export';
+
+-- side_value(side, plain, aiv, aic)
+--   the exported PMU value of one metric for an execution: the unprefixed column where the
+--   export has one (a chip of one core type), else the vector side's (aiv_<metric>) when the
+--   execution's side is 'aiv', else the cube side's (aic_<metric>)
+--   (docs/formats.md#rule-export-metrics). Read by stg_export_ops.
+create or replace macro side_value(side, plain, aiv, aic) as
+    coalesce(plain, case when side = 'aiv' then aiv else aic end);

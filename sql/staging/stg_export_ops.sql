@@ -247,66 +247,33 @@ select
         case when side = 'aiv' then p.aiv_time_us else coalesce(p.aic_time_us, p.aicore_time_us) end,
         p.time_us
     ) as aicore_time_us,
-    coalesce(p.total_cycles, case when side = 'aiv' then p.aiv_total_cycles else p.aic_total_cycles end)
-        as total_cycles,
-    coalesce(p.vec_time_us, case when side = 'aiv' then p.aiv_vec_time_us else p.aic_vec_time_us end)
-        as vec_time_us,
-    coalesce(p.vec_ratio, case when side = 'aiv' then p.aiv_vec_ratio else p.aic_vec_ratio end) as vec_ratio,
-    coalesce(p.mac_time_us, case when side = 'aiv' then p.aiv_mac_time_us else p.aic_mac_time_us end)
-        as mac_time_us,
-    coalesce(p.mac_ratio, case when side = 'aiv' then p.aiv_mac_ratio else p.aic_mac_ratio end) as mac_ratio,
-    coalesce(
-        p.scalar_time_us, case when side = 'aiv' then p.aiv_scalar_time_us else p.aic_scalar_time_us end
-    ) as scalar_time_us,
-    coalesce(p.scalar_ratio, case when side = 'aiv' then p.aiv_scalar_ratio else p.aic_scalar_ratio end)
-        as scalar_ratio,
-    coalesce(p.mte1_time_us, case when side = 'aiv' then p.aiv_mte1_time_us else p.aic_mte1_time_us end)
-        as mte1_time_us,
-    coalesce(p.mte1_ratio, case when side = 'aiv' then p.aiv_mte1_ratio else p.aic_mte1_ratio end)
-        as mte1_ratio,
-    coalesce(p.mte2_time_us, case when side = 'aiv' then p.aiv_mte2_time_us else p.aic_mte2_time_us end)
-        as mte2_time_us,
-    coalesce(p.mte2_ratio, case when side = 'aiv' then p.aiv_mte2_ratio else p.aic_mte2_ratio end)
-        as mte2_ratio,
-    coalesce(p.mte3_time_us, case when side = 'aiv' then p.aiv_mte3_time_us else p.aic_mte3_time_us end)
-        as mte3_time_us,
-    coalesce(p.mte3_ratio, case when side = 'aiv' then p.aiv_mte3_ratio else p.aic_mte3_ratio end)
-        as mte3_ratio,
-    coalesce(
-        p.icache_miss_rate, case when side = 'aiv' then p.aiv_icache_miss_rate else p.aic_icache_miss_rate end
-    ) as icache_miss_rate,
-    coalesce(p.memory_bound, case when side = 'aiv' then p.aiv_memory_bound else p.aic_memory_bound end)
-        as memory_bound,
-    coalesce(
-        p.ub_read_bw_gbps, case when side = 'aiv' then p.aiv_ub_read_bw_gbps else p.aic_ub_read_bw_gbps end
-    ) as ub_read_bw_gbps,
-    coalesce(
-        p.ub_write_bw_gbps, case when side = 'aiv' then p.aiv_ub_write_bw_gbps else p.aic_ub_write_bw_gbps end
-    ) as ub_write_bw_gbps,
-    coalesce(
-        p.l1_read_bw_gbps, case when side = 'aiv' then p.aiv_l1_read_bw_gbps else p.aic_l1_read_bw_gbps end
-    ) as l1_read_bw_gbps,
-    coalesce(
-        p.l1_write_bw_gbps, case when side = 'aiv' then p.aiv_l1_write_bw_gbps else p.aic_l1_write_bw_gbps end
-    ) as l1_write_bw_gbps,
-    coalesce(
-        p.l2_read_bw_gbps, case when side = 'aiv' then p.aiv_l2_read_bw_gbps else p.aic_l2_read_bw_gbps end
-    ) as l2_read_bw_gbps,
-    coalesce(
-        p.l2_write_bw_gbps, case when side = 'aiv' then p.aiv_l2_write_bw_gbps else p.aic_l2_write_bw_gbps end
-    ) as l2_write_bw_gbps,
-    coalesce(
-        p.main_mem_read_bw_gbps,
-        case when side = 'aiv' then p.aiv_main_mem_read_bw_gbps else p.aic_main_mem_read_bw_gbps end
-    ) as main_mem_read_bw_gbps,
-    coalesce(
-        p.main_mem_write_bw_gbps,
-        case when side = 'aiv' then p.aiv_main_mem_write_bw_gbps else p.aic_main_mem_write_bw_gbps end
-    ) as main_mem_write_bw_gbps,
-    coalesce(
-        p.cube_utilization_pct,
-        case when side = 'aiv' then p.aiv_cube_utilization_pct else p.aic_cube_utilization_pct end
-    ) as cube_utilization_pct,
+    side_value(side, p.total_cycles, p.aiv_total_cycles, p.aic_total_cycles) as total_cycles,
+    side_value(side, p.vec_time_us, p.aiv_vec_time_us, p.aic_vec_time_us) as vec_time_us,
+    side_value(side, p.vec_ratio, p.aiv_vec_ratio, p.aic_vec_ratio) as vec_ratio,
+    side_value(side, p.mac_time_us, p.aiv_mac_time_us, p.aic_mac_time_us) as mac_time_us,
+    side_value(side, p.mac_ratio, p.aiv_mac_ratio, p.aic_mac_ratio) as mac_ratio,
+    side_value(side, p.scalar_time_us, p.aiv_scalar_time_us, p.aic_scalar_time_us) as scalar_time_us,
+    side_value(side, p.scalar_ratio, p.aiv_scalar_ratio, p.aic_scalar_ratio) as scalar_ratio,
+    side_value(side, p.mte1_time_us, p.aiv_mte1_time_us, p.aic_mte1_time_us) as mte1_time_us,
+    side_value(side, p.mte1_ratio, p.aiv_mte1_ratio, p.aic_mte1_ratio) as mte1_ratio,
+    side_value(side, p.mte2_time_us, p.aiv_mte2_time_us, p.aic_mte2_time_us) as mte2_time_us,
+    side_value(side, p.mte2_ratio, p.aiv_mte2_ratio, p.aic_mte2_ratio) as mte2_ratio,
+    side_value(side, p.mte3_time_us, p.aiv_mte3_time_us, p.aic_mte3_time_us) as mte3_time_us,
+    side_value(side, p.mte3_ratio, p.aiv_mte3_ratio, p.aic_mte3_ratio) as mte3_ratio,
+    side_value(side, p.icache_miss_rate, p.aiv_icache_miss_rate, p.aic_icache_miss_rate) as icache_miss_rate,
+    side_value(side, p.memory_bound, p.aiv_memory_bound, p.aic_memory_bound) as memory_bound,
+    side_value(side, p.ub_read_bw_gbps, p.aiv_ub_read_bw_gbps, p.aic_ub_read_bw_gbps) as ub_read_bw_gbps,
+    side_value(side, p.ub_write_bw_gbps, p.aiv_ub_write_bw_gbps, p.aic_ub_write_bw_gbps) as ub_write_bw_gbps,
+    side_value(side, p.l1_read_bw_gbps, p.aiv_l1_read_bw_gbps, p.aic_l1_read_bw_gbps) as l1_read_bw_gbps,
+    side_value(side, p.l1_write_bw_gbps, p.aiv_l1_write_bw_gbps, p.aic_l1_write_bw_gbps) as l1_write_bw_gbps,
+    side_value(side, p.l2_read_bw_gbps, p.aiv_l2_read_bw_gbps, p.aic_l2_read_bw_gbps) as l2_read_bw_gbps,
+    side_value(side, p.l2_write_bw_gbps, p.aiv_l2_write_bw_gbps, p.aic_l2_write_bw_gbps) as l2_write_bw_gbps,
+    side_value(side, p.main_mem_read_bw_gbps, p.aiv_main_mem_read_bw_gbps, p.aic_main_mem_read_bw_gbps)
+        as main_mem_read_bw_gbps,
+    side_value(side, p.main_mem_write_bw_gbps, p.aiv_main_mem_write_bw_gbps, p.aic_main_mem_write_bw_gbps)
+        as main_mem_write_bw_gbps,
+    side_value(side, p.cube_utilization_pct, p.aiv_cube_utilization_pct, p.aic_cube_utilization_pct)
+        as cube_utilization_pct,
     seq,
     source
 from joined as p
