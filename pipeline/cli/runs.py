@@ -111,7 +111,7 @@ def command(
     )
 
 
-TAGS_WIDTH = 40  # characters of a run's tags the table shows (--json shows them whole)
+TAGS_WIDTH = 20  # characters of a run's tags the table shows (--json shows them whole)
 
 
 def short_tags(tags: dict | None) -> str:
