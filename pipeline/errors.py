@@ -54,6 +54,17 @@ class MissingInput(InputError, UsageError):
         super().__init__("does not exist", path=path)
 
 
+class TagsFileInvalid(UsageError):
+    """A dump's tags file (``profetl-tags.toml``) that is not a flat table of text keys to text
+    values: one line naming the file and what is wrong, exit 2 as a bad ``--tag`` is."""
+
+    def __init__(self, path: str, why: str):
+        super().__init__(
+            f'{path}: not a tags file ({why}); it must be a flat TOML table of KEY = "VALUE" lines'
+        )
+        self.path = path
+
+
 class UnknownRun(UsageError):
     pass
 

@@ -14,3 +14,8 @@ def display(p: Path | str) -> str:
 def relative(root: Path, p: Path) -> str:
     """``p`` relative to ``root``, POSIX style, as printable text."""
     return display(p.relative_to(root).as_posix())
+
+
+# A dump's tags file (pipeline/jobs/tags.py): beside the dump's data, read by the jobs, never by
+# a reader (no reader reports it as a file it does not know, no fingerprint counts it)
+TAGS_FILE = "profetl-tags.toml"

@@ -123,6 +123,25 @@ SchedulerOpt = Annotated[
 ]
 
 
+TagOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tag",
+        metavar="KEY=VALUE",
+        show_default=False,
+        help="Record this tag with the run (lineage: a code commit, a model version, a build id); repeat for several. Adds to the dump's profetl-tags.toml and wins over its tag of the same KEY.",
+    ),
+]
+
+
+def tags(specs: list[str] | None) -> dict[str, str]:
+    """``--tag`` options as a dict; a malformed one is one line and exit 2."""
+    from pipeline.jobs.tags import parse_tags
+
+    with errors():
+        return parse_tags(specs)
+
+
 ReadThreadsOpt = Annotated[
     int,
     typer.Option(

@@ -29,23 +29,38 @@ def command(
         ),
     ] = False,
     read_threads: common.ReadThreadsOpt = 1,
+    tag: common.TagOpt = None,
     fmt: common.TableOrJsonOpt = None,
     json_: common.AliasJsonOpt = False,
 ) -> None:
     """Ingest one dump into the raw tables as a run (status ingested); `build` makes its reports.
 
-    Example: profetl ingest data/sample/resnet50_2dev
+    Tags (--tag, and a profetl-tags.toml in the dump's folder) are recorded with the run.
+
+    Example: profetl ingest data/sample/resnet50_2dev --tag commit=3f2a9c1
     """
     json_ = common.wants_json(fmt, json_)
+    tags = common.tags(tag)
     wh = common.warehouse(warehouse)
     with common.errors():
         check_inputs([dump])  # a path that is not there: exit 2 before the warehouse is touched
     with common.errors(), common.readers(read_threads) as readers, common.writing(wh, wait):
-        o = ingest_dump(wh, dump, force=force, then_build=False, readers=readers)
+        o = ingest_dump(wh, dump, force=force, then_build=False, readers=readers, tags=tags)
     row = o.ingest.row
     if json_:
         common.print_json(
-            {"run_id": o.run_id, "status": o.status, "rows": o.ingest.rows_by_table, "issues": o.issues}
+            {
+                "run_id": o.run_id,
+                "status": o.status,
+                "rows": o.ingest.rows_by_table,
+                "issues": o.issues,
+                "tags": dict(row["tags"]) if row.get("tags") is not None else None,
+            }
+        )
+        return
+    if o.status == "unchanged" and o.ingest.retagged:
+        common.out.print(
+            f"retagged   {o.run_id}  {dump} (unchanged; recorded again with its new tags)", highlight=False
         )
         return
     if o.status == "unchanged":

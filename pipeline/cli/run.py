@@ -35,6 +35,7 @@ def command(
     read_threads: common.ReadThreadsOpt = 1,
     workers: common.WorkersOpt = None,
     scheduler: common.SchedulerOpt = None,
+    tag: common.TagOpt = None,
     fmt: common.TableOrJsonOpt = None,
     json_: common.AliasJsonOpt = False,
 ) -> None:
@@ -52,9 +53,15 @@ def command(
 
     Example: profetl run data/sample --show
 
+    Tags (--tag, and a profetl-tags.toml in a dump's folder) are recorded with each run; an
+    unchanged dump given other tags is not read again, its run is recorded again with them.
+
     Example: profetl run /nfs/dumps/2026-12-03 --scheduler tcp://head:8786
+
+    Example: profetl run data/sample --tag commit=3f2a9c1 --tag model_version=v7
     """
     json_ = common.wants_json(fmt, json_)
+    tags = common.tags(tag)
     wh = common.warehouse(warehouse)
     with common.errors():
         check_inputs(roots)  # no root is there: exit 2 before the warehouse is touched
@@ -74,6 +81,7 @@ def command(
                 on_dump=next_dump,
                 cluster=cluster,
                 readers=readers,
+                tags=tags,
             )
     if json_:
         common.print_json([_summary(o) for o in outcomes])
@@ -102,6 +110,12 @@ def command(
         raise typer.Exit(ExitCode.DATA_LOSS)
 
 
+def tags_json(t) -> dict | None:
+    """A run's tags for JSON: an object (the index gives (key, value) pairs); null when none
+    were recorded."""
+    return None if t is None else dict(t)
+
+
 def _summary(o: Outcome) -> dict:
     """One dump in `run --json`; ``ingest`` and ``build`` are null for the steps not taken
     (an unchanged dump is not read again; a failed one may lack both)."""
@@ -116,6 +130,7 @@ def _summary(o: Outcome) -> dict:
         "bytes_skipped": row.get("bytes_skipped"),
         "issues": o.issues,
         "data_lost": o.losses,
+        "tags": tags_json(row.get("tags")),
         "replaced": (
             {
                 k: (o.ingest.replaced.get(k))
@@ -143,6 +158,8 @@ def _print_outcome(o: Outcome) -> None:
         if o.losses:
             detail += " DATA LOST: " + ", ".join(f"{n} {kind}" for kind, n in sorted(o.losses.items()))
     label = "unchanged" if o.status == "unchanged" else o.status
+    if o.ingest and o.ingest.retagged and o.status == "unchanged":
+        label, detail = "retagged", " (unchanged; recorded again with its new tags)"
     old = o.ingest.replaced if o.ingest else None
     if old:  # every replacement is said, with what it replaced
         label = "replaced"

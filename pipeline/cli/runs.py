@@ -29,7 +29,8 @@ def command(
     json_: common.AliasJsonOpt = False,
 ) -> None:
     """List the warehouse's runs, oldest collection first: when collected, status, workload,
-    chip, devices, records decoded, bytes skipped, issues, tables filled, source.
+    chip, devices, records decoded, bytes skipped, issues, tables filled, source, the CANN
+    version and the tags (--json: every field, the versions and tags included).
 
     A warehouse folder without runs lists none; a path with no warehouse is an error (exit 2).
     A run whose commit record cannot be read is named on stderr (its files are kept; `profetl
@@ -52,6 +53,9 @@ def command(
             else catalog_table(wh, skip).to_pylist()
         )
         common.warn_unreadable(wh)
+    for r in runs:  # a map is (key, value) pairs in Arrow: an object in JSON
+        if r.get("tags") is not None:
+            r["tags"] = dict(r["tags"])
     if json_:
         unreadable = [
             {"run_id": run_id, "status": "unreadable", "reason": why}
@@ -76,6 +80,8 @@ def command(
         "Issues",
         "Tables filled",
         "Source",
+        "CANN",
+        "Tags",
     ]
     rows = [
         [
@@ -90,6 +96,8 @@ def command(
             str(r["issues"]),
             ", ".join(r["tables_filled"] or []),
             r["source_path"],
+            r.get("cann_version") or "N/A",
+            short_tags(r.get("tags")),
         ]
         for r in runs
     ]
@@ -98,6 +106,15 @@ def command(
         f"Runs in {wh.path}",
         headers,
         rows,
-        priority=[0, 1, 2, 3, 6, 8, 7, 5, 4, 10, 9],
+        priority=[0, 1, 2, 3, 12, 6, 8, 7, 5, 4, 11, 10, 9],
         see_all="profetl runs --json shows every field",
     )
+
+
+TAGS_WIDTH = 20  # characters of a run's tags the table shows (--json shows them whole)
+
+
+def short_tags(tags: dict | None) -> str:
+    """A run's tags as ``k=v,k=v`` cut to ``TAGS_WIDTH`` characters ("" without any)."""
+    text = ",".join(f"{k}={v}" for k, v in (tags or {}).items())
+    return text if len(text) <= TAGS_WIDTH else text[: TAGS_WIDTH - 1] + "…"

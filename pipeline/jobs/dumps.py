@@ -16,7 +16,7 @@ from pathlib import Path
 from types import ModuleType
 
 from pipeline.errors import InputError, MissingInput
-from pipeline.paths import display
+from pipeline.paths import TAGS_FILE, display
 from pipeline.readers import exported
 from pipeline.readers.catalog import detect, reader_of
 from pipeline.readers.identity import hash_edges
@@ -136,10 +136,14 @@ def _unsearchable(d: Path, e: OSError) -> Path:
 
 
 def _listing(root: Path) -> tuple[DumpFile, ...]:
+    """Every regular file of the dump but its tags file (``pipeline.jobs.tags``), which says
+    what the run is, not what was collected: changing it is not a changed dump."""
     out = []
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames.sort()
         for name in sorted(filenames):
+            if name == TAGS_FILE and Path(dirpath) == Path(root):
+                continue
             p = Path(dirpath) / name
             try:
                 st = p.lstat()

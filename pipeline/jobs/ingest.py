@@ -22,6 +22,7 @@ from pipeline.jobs.units import merge_reads, read_into, read_unit, unit_label
 from pipeline.paths import display
 from pipeline.progress import report
 from pipeline.readers.issues import Issue, IssueLog
+from pipeline.readers.versions import from_metadata_json, software_versions
 from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.warehouse.faults import checkpoint
 from pipeline.warehouse.layout import check_run_id, new_id, sharded_id
@@ -38,6 +39,16 @@ class IngestResult:
     issues: list[str] = field(default_factory=list)  # one line each
     losses: dict[str, int] = field(default_factory=dict)  # issues that stand for data lost, by kind
     replaced: dict | None = None  # the commit record this ingest replaces (a changed dump), if any
+    # an unchanged dump whose run is recorded again, not read: its tags changed (or it was
+    # recorded before profetl kept tags and versions); ``row`` is the row to commit
+    retagged: bool = False
+
+
+def tags_of(row: dict) -> dict[str, str] | None:
+    """A run row's tags as a dict (the index gives a map as (key, value) pairs); None for a run
+    recorded before profetl kept tags."""
+    t = row.get("tags")
+    return None if t is None else dict(t)
 
 
 def identify(dump: Dump) -> tuple[str, int | None, dict[str, str]]:
@@ -73,11 +84,18 @@ def _add_issue(path: Path, run_id: str, log: IssueLog, rows: dict[str, int], iss
 
 
 def ingest(
-    dump: Path, wh: Warehouse, force: bool = False, cluster=None, layout: str | None = None
+    dump: Path,
+    wh: Warehouse,
+    force: bool = False,
+    cluster=None,
+    layout: str | None = None,
+    tags: dict[str, str] | None = None,
 ) -> IngestResult:
     """Read ``dump`` into new raw part files; the caller commits (or builds, then commits).
     With ``cluster`` (pipeline.jobs.cluster.Cluster) its units are read there; ``layout``: the
-    dump's, when whoever found it knows it already."""
+    dump's, when whoever found it knows it already. ``tags``: the run's (``pipeline.jobs.tags.run_tags``:
+    its tags file's and the command line's); an unchanged dump whose run has other tags is not
+    read again but recorded again with them (``retagged``)."""
     dump = Path(dump)
     if not dump.exists():
         raise MissingInput(display(dump))
@@ -113,8 +131,14 @@ def ingest(
         # a collection's control files, two dumps started alike), so another run
         run_id = f"{run_id}-{content[:8]}"
         existing = _existing(wh, run_id, force)
+    tags = dict(sorted((tags or {}).items()))
     if existing and unchanged(existing["fingerprint"], fp) and not force:
-        return IngestResult(run_id, display(dump), skipped=True, row=existing)
+        if tags_of(existing) == tags:
+            return IngestResult(run_id, display(dump), skipped=True, row=existing)
+        # the same content, other tags (or none recorded yet): the run is recorded again with
+        # the tags given now, and the versions its control files record; its parts stay
+        row = dict(existing, tags=tags, **from_metadata_json(existing.get("metadata_json")))
+        return IngestResult(run_id, display(dump), skipped=True, row=row, retagged=True)
 
     tmp = wh.temp_dir()
     try:
@@ -186,6 +210,8 @@ def ingest(
         "tables_filled": sorted(t for t, n in rows.items() if n and t != "ingest_issues"),
         "status": "ingested",
         "metadata_json": json.dumps(texts, sort_keys=True),
+        **software_versions(texts),
+        "tags": tags,
         "sources": meta.sources,
         "notes": meta.notes,
         "profetl_version": __version__,

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from pipeline.errors import MissingInput, PipelineError
 from pipeline.jobs.dumps import find_dumps
 from pipeline.jobs.ingest import IngestResult, ingest
+from pipeline.jobs.tags import read_tags_file, run_tags
 from pipeline.paths import display
 from pipeline.warehouse.compaction import compact
 from pipeline.warehouse.contracts import RAW_TABLES
@@ -57,17 +58,22 @@ def ingest_dump(
     cluster=None,
     readers=None,
     layout: str | None = None,
+    tags: dict[str, str] | None = None,
 ) -> Outcome:
     """Ingest one dump (and build it), committing the run once at the end. Hold the writer lock.
     With ``cluster`` (pipeline.jobs.cluster.Cluster) its devices are read and built there; with
-    ``readers`` (pipeline.jobs.cluster.Threads) only read there, side by side in this process."""
-    res = ingest(dump, wh, force=force, cluster=cluster or readers, layout=layout)
+    ``readers`` (pipeline.jobs.cluster.Threads) only read there, side by side in this process.
+    ``tags``: given on the command line; the dump's tags file adds those it does not give."""
+    tags = run_tags(dump, tags)
+    res = ingest(dump, wh, force=force, cluster=cluster or readers, layout=layout, tags=tags)
     if res.skipped:
         status = "unchanged"
         if then_build and res.row.get("build_id") is None:
             b, row = _build(wh, res.row, res.row["tables_filled"], memory_limit, threads, cluster)
             wh.held_writer().commit_run(row)
             return Outcome(display(dump), "built", res.run_id, ingest=res, build=b, issues=b.issues)
+        if res.retagged:  # the same data, recorded again with the tags given now
+            wh.held_writer().commit_run(res.row)
         return Outcome(display(dump), status, res.run_id, ingest=res)
     row = res.row
     b = None
@@ -115,10 +121,13 @@ def run_roots(
     on_dump=None,
     cluster=None,
     readers=None,
+    tags: dict[str, str] | None = None,
 ) -> list[Outcome]:
     """Every dump under every root, each its own run; a failing dump does not stop the others.
     With ``cluster`` each dump's devices are read and built there, one dump after another.
-    Roots none of which exists are a usage error, raised before any work (``check_inputs``)."""
+    Roots none of which exists are a usage error, raised before any work (``check_inputs``);
+    so is a dump's tags file that is not one (TagsFileInvalid). ``tags``: given on the command
+    line, for every dump (each dump's tags file adds those they do not give)."""
     check_inputs(roots)
     if then_build:
         from pipeline.jobs.build import check_settings
@@ -154,12 +163,16 @@ def run_roots(
                 )
             )
         dumps.extend(found)
+    for dump, _ in dumps:  # a bad tags file is a usage error: found before any dump is read
+        read_tags_file(dump)
     for dump, layout in dumps:
         if on_dump:
             on_dump(dump)
         try:
             outcomes.append(
-                ingest_dump(wh, dump, force, then_build, memory_limit, threads, cluster, readers, layout)
+                ingest_dump(
+                    wh, dump, force, then_build, memory_limit, threads, cluster, readers, layout, tags
+                )
             )
         except PipelineError as e:
             outcomes.append(Outcome(display(dump), "failed", error=str(e)))

@@ -16,5 +16,9 @@ def cell(v, unit: str = "") -> str:
             return str(int(v))
         return f"{v:.6g}" if abs(v) < 1e15 else f"{v:.0f}"
     if isinstance(v, list):
+        if v and all(isinstance(x, tuple) and len(x) == 2 for x in v):  # a map (a run's tags)
+            return ",".join(f"{k}={x}" for k, x in v)
         return ",".join(str(x) for x in v)
+    if isinstance(v, dict) and all(isinstance(k, str) for k in v):
+        return ",".join(f"{k}={x}" for k, x in v.items())
     return str(v)

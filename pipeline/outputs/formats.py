@@ -89,6 +89,11 @@ def csv_cells(column: pa.Array) -> pa.Array:
         return pc.fill_null(text, "")
     if pa.types.is_floating(ty):
         return _float_cells([column])[0]
+    if pa.types.is_map(ty):  # a JSON object, keys in order: a run's tags ({"commit": "3f2a9c1"})
+        return pa.array(
+            ["" if v is None else json.dumps(dict(v), ensure_ascii=False) for v in column.to_pylist()],
+            pa.string(),
+        )
     return pa.array([csv_cell(v) for v in column.to_pylist()], pa.string())
 
 
@@ -203,6 +208,11 @@ def json_texts(column: pa.Array) -> pa.Array:
             escaped = [json.dumps(v) for v in pc.filter(column, escape).to_pylist()]
             quoted = pc.replace_with_mask(quoted, escape, pa.array(escaped, quoted.type))
         return pc.fill_null(quoted, "null")
+    if pa.types.is_map(ty):  # an object (Arrow gives (key, value) pairs); a run's tags
+        return pa.array(
+            ["null" if v is None else json.dumps(json_value(dict(v))) for v in column.to_pylist()],
+            pa.string(),
+        )
     return pa.array([json.dumps(json_value(v)) for v in column.to_pylist()], pa.string())
 
 

@@ -271,8 +271,19 @@ def _meta(run: dict) -> list[tuple[str, str]]:
             "Collected",
             when.strftime("%Y-%m-%d %H:%M:%S UTC") if isinstance(when, datetime) else str(when or "N/A"),
         ),
+        ("CANN", str(run.get("cann_version") or "N/A")),
+        ("Driver", str(run.get("driver_version") or "N/A")),
+        ("Framework", str(run.get("framework_version") or "N/A")),
+        ("Tags", _tags_text(run.get("tags"))),
         ("profetl", str(run.get("profetl_version") or "N/A")),
     ]
+
+
+def _tags_text(tags) -> str:
+    """A run's tags as ``k=v, k=v`` (a map: a dict, or the (key, value) pairs Arrow gives);
+    N/A without any."""
+    pairs = list(tags.items()) if isinstance(tags, dict) else list(tags or [])
+    return ", ".join(f"{k}={v}" for k, v in pairs) or "N/A"
 
 
 def _accounting(run: dict) -> list[tuple[str, str]]:

@@ -114,7 +114,9 @@ def lineage_columns(runs: list[dict]) -> list[str]:
 def _text(v) -> str:
     if v is None:
         return "N/A"
-    if isinstance(v, list | tuple):
+    if isinstance(v, list) and v and all(isinstance(x, tuple) and len(x) == 2 for x in v):
+        v = dict(v)  # a map (a run's tags), as Arrow gives it: (key, value) pairs
+    elif isinstance(v, list | tuple):
         return ", ".join(_text(x) for x in v)
     if isinstance(v, dict):
         return ", ".join(f"{k}={_text(x)}" for k, x in sorted(v.items()))

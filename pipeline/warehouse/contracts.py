@@ -44,6 +44,7 @@ def _arrow_types() -> dict:
         "list<int32>": pa.list_(pa.int32()),
         "list<string>": pa.list_(pa.string()),
         "timestamp": pa.timestamp("us", tz="UTC"),
+        "map<string,string>": pa.map_(pa.string(), pa.string()),
     }
 
 
@@ -57,6 +58,7 @@ _SQL_TYPES: dict[str, str] = {
     "list<int32>": "INTEGER[]",
     "list<string>": "VARCHAR[]",
     "timestamp": "TIMESTAMPTZ",
+    "map<string,string>": "MAP(VARCHAR, VARCHAR)",
 }
 
 

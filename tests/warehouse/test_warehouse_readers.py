@@ -27,6 +27,8 @@ def _kind(t: pa.DataType) -> str:
         return "string"
     if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
         return f"list<{_kind(t.value_type)}>"
+    if pa.types.is_map(t):  # the run index's tags (pandas names the map's field, Polars uses large text)
+        return f"map<{_kind(t.key_type)}, {_kind(t.item_type)}>"
     if pa.types.is_struct(t):  # the run index's files
         return "struct<" + ", ".join(f"{f.name}: {_kind(f.type)}" for f in t) + ">"
     if pa.types.is_timestamp(t):  # DuckDB names UTC Etc/UTC
