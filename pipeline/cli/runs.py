@@ -31,11 +31,8 @@ def command(
     """List the warehouse's runs, oldest collection first: when collected, status, workload,
     chip, devices, records decoded, bytes skipped, issues, tables filled, source.
 
-    A warehouse folder without runs lists none; a path with no warehouse is an error (exit 2).
-    A run whose commit record cannot be read is named on stderr (its files are kept; `profetl
-    drop RUN` removes it, `profetl run --force DUMP` re-ingests it). With --json it is also an
-    element of the list, whatever the filters: {"run_id": ..., "status": "unreadable",
-    "reason": the message naming the record and why}, after the readable runs.
+    A warehouse folder without runs lists none; a path with no warehouse is an error (exit 2),
+    and so is a warehouse written by profetl 0.2 until `profetl check --repair` upgrades it.
 
     Example: profetl runs --since 7d --json
     """
@@ -51,13 +48,8 @@ def command(
             if not sel.is_empty()
             else catalog_table(wh, skip).to_pylist()
         )
-        common.warn_unreadable(wh)
     if json_:
-        unreadable = [
-            {"run_id": run_id, "status": "unreadable", "reason": why}
-            for run_id, why in sorted((wh.unreadable or {}).items())
-        ]
-        common.print_json(runs + unreadable)
+        common.print_json(runs)
         return
     if not runs:
         common.out.print(
