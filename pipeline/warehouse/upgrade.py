@@ -12,6 +12,7 @@ and ``refuse`` read a ``Warehouse``; ``migrate`` and ``drop_old`` are functions 
 
 from __future__ import annotations
 
+import shlex
 import shutil
 from pathlib import Path
 
@@ -129,26 +130,31 @@ def migrate(w) -> int:
                     f,
                     reason(e),
                     f"the upgrade needs it: restore it, or drop run {r['run_id']} "
-                    f"(`profetl check --repair --drop {r['run_id']} -w {wh.path}`)",
+                    f"(`profetl check --repair --drop {r['run_id']} -w {shlex.quote(str(wh.path))}`)",
                 ) from None
 
-    for layer, key, id_key in LAYERS:
-        parts = [r for r in idx.values() if r.get(key)]
-        small, batch, size = [], [], 0
-        for r in sorted(parts, key=run_order):
-            n = _old_bytes(wh, layer, r)
-            if n > compaction.SMALL_RUN_BYTES:  # stays in files of its own, now with a run_id column
-                compaction.write_group(w, layer, key, [r], r[id_key], read=old_batches)
-                continue
-            if batch and (len(batch) >= compaction.GROUP_RUNS or size + n > compaction.GROUP_BYTES):
+    try:
+        for layer, key, id_key in LAYERS:
+            parts = [r for r in idx.values() if r.get(key)]
+            small, batch, size = [], [], 0
+            for r in sorted(parts, key=run_order):
+                n = _old_bytes(wh, layer, r)
+                if n > compaction.SMALL_RUN_BYTES:  # stays in files of its own, now with a run_id column
+                    compaction.write_group(w, layer, key, [r], r[id_key], read=old_batches)
+                    continue
+                if batch and (len(batch) >= compaction.GROUP_RUNS or size + n > compaction.GROUP_BYTES):
+                    small.append(batch)
+                    batch, size = [], 0
+                batch.append(r)
+                size += n
+            if batch:
                 small.append(batch)
-                batch, size = [], 0
-            batch.append(r)
-            size += n
-        if batch:
-            small.append(batch)
-        for members in small:
-            compaction.new_group(w, idx, layer, key, members, read=old_batches)
+            for members in small:
+                compaction.new_group(w, idx, layer, key, members, read=old_batches)
+    except BaseException:  # named by no index: what a failed upgrade leaves is nothing new
+        for rel in list(w.placed):
+            w.unplace_file(wh.path / rel)
+        raise
     w.write_index(idx)
     _remove(_old_folders(wh))
     return len(idx)

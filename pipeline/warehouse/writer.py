@@ -1,9 +1,9 @@
 """The writer: the one process that changes a warehouse, under its lock.
 
 ``Writer`` takes the lock (``Warehouse.writer()``), upgrades profetl 0.2's layout
-(``upgrade.migrate``), sweeps what a dead writer left, places the files of a new part in the tables'
-folders (recording each file's size and hash), commits a run (the new index replaces the old
-one in one ``os.replace``), drops runs, and deletes the files no commit names. Nothing else
+(``upgrade.migrate``), sweeps what a dead writer left, places the files of a new part in the
+tables' folders (recording each file's size and hash), commits a run (the new index replaces
+the old one in one ``os.replace``), drops runs, and deletes the files no commit names. Nothing else
 renames a file into the tables' folders or takes the lock (tests/project/test_layers.py).
 Compaction (``compaction.py``) and the upgrade (``upgrade.py``) are functions over a Writer.
 """
@@ -148,7 +148,7 @@ class Writer:
                 if not d.is_dir():
                     continue
                 for f in d.iterdir():
-                    if f.is_dir():  # a table's folder holds part files only: not a part's
+                    if f.is_dir():  # no part is a folder: left alone (``check`` lists what is in it)
                         continue
                     part = part_of(f.name)
                     if part not in named:
@@ -265,9 +265,8 @@ class Writer:
         some is written again without them in the same commit, and not at all when they are
         all it holds), then the files only they used. A group file that cannot be read is not
         written again (DamagedPart, nothing changed), so the runs of a damaged group can only
-        go all together. The one way a run's data is deleted
-        on purpose. Returns the files removed per run (a file several
-        of them used counts for the first)."""
+        go all together. The one way a run's data is deleted on purpose. Returns the files
+        removed per run (a file several of them used counts for the first)."""
         run_ids = list(dict.fromkeys(check_run_id(r) for r in run_ids))
         snap = self.run_index()
         idx = snap.rows_by_run_id()

@@ -379,3 +379,25 @@ def test_an_export_ingested_before_task_ops_wait_ns_rebuilds_with_the_recomputed
     assert out.status == "built"
     rows = fetch(wh, "op_summary", [o.run_id])[1].to_pylist()
     assert [r["wait_ns"] for r in rows] == [r["wait_recomputed_ns"] for r in rows] == KERNEL_RECOMPUTED
+
+
+def test_a_damaged_old_part_file_stops_the_upgrade_naming_it_and_leaves_nothing_new(old_warehouse):
+    from tests.helpers.warehouse_checks import profetl
+
+    wh, _, written = old_warehouse
+    victim, other = (r["run_id"] for r in written["runs"])
+    (f,) = wh.path.glob(f"marts/op_summary/run_id={victim}/part-*.parquet")
+    f.write_bytes(f.read_bytes()[:100])
+    before = _files(wh.path)
+    p = profetl("check", "--repair", "--warehouse", wh.path)
+    assert p.returncode == 1, p.stderr
+    (line,) = p.stderr.splitlines()
+    assert line.startswith(f"profetl: error: the part file {f} cannot be read"), line
+    assert f"`profetl check --repair --drop {victim} -w {wh.path}`" in line
+    assert {k: v for k, v in _files(wh.path).items() if k != ".lock"} == {
+        k: v for k, v in before.items() if k != ".lock"
+    }  # the raw groups written before it are gone again
+
+    dropped = profetl("check", "--repair", "--drop", victim, "--warehouse", wh.path)
+    assert dropped.returncode == 0, dropped.stderr
+    assert [r["run_id"] for r in Warehouse(wh.path).run_index().run_records()] == [other]
