@@ -1,14 +1,16 @@
 """profetl benchmark: commands over warehouses of many small runs.
 
     python bench/warehouse.py                         # 100, 1,000 and 10,000 runs
-    python bench/warehouse.py --runs 100,1000 --layout legacy
+    python bench/warehouse.py --runs 100,1000 --layout legacy --code OLD_CHECKOUT
 
 A base run is made once by ``profetl run`` of the bundled sample dump (data/sample). A
 warehouse of N runs is then generated from it without decoding anything: each run is the
 base run's raw and mart part files under a new run id and a new collection time, one per
 night (``generate``). ``--layout legacy`` writes the layout of profetl 0.2 (a folder and a
-commit record per run, one part file per table and run: the upgrade test's starting point
-too); ``--layout current`` writes the current layout through ``pipeline.warehouse`` (old
+commit record per run, one part file per table and run, as the upgrade test's starting point
+is); this profetl's readers refuse that layout until ``profetl check --repair`` upgrades it,
+so it needs ``--code`` naming a checkout of a profetl that reads it as it is (0.2, or one
+before the readers refused it). ``--layout current`` writes the current layout through ``pipeline.warehouse`` (old
 runs compacted as profetl compacts them, the newest ones in their own files).
 
 Each figure is one command in a child process, as a user runs it (interpreter start
@@ -300,6 +302,11 @@ def main(argv: list[str] | None = None) -> int:
         "(e.g. an older commit's `git archive`, to time the layout it wrote)",
     )
     a = ap.parse_args(argv)
+    if a.layout == "legacy" and not a.code:
+        ap.error(
+            "--layout legacy needs --code OLD_CHECKOUT: this profetl's readers refuse profetl 0.2's "
+            "layout until `profetl check --repair` upgrades it"
+        )
     if a.code:
         ENV["PYTHONPATH"] = str(a.code.resolve())
     a.out.mkdir(parents=True, exist_ok=True)

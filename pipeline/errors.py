@@ -103,17 +103,45 @@ class QueryFailed(PipelineError):
 
 
 class DamagedRun(PipelineError):
-    """A run's commit record exists but cannot be read: the run is left out of every listing
-    and none of its files is deleted, until it is re-ingested (``--force``) or dropped."""
+    """A commit record of profetl 0.2's layout (``runs/run_id=<id>/run.parquet``) exists but
+    cannot be read, or is another run's: the upgrade of that warehouse stops before changing
+    anything, naming the run, until ``profetl check --repair --drop RUN_ID`` drops it."""
 
-    def __init__(self, run_id: str, path, reason: str):
+    def __init__(self, run_id: str, path, reason: str, warehouse=None):
+        where = f" -w {_quoted(warehouse)}" if warehouse is not None else ""
         super().__init__(
-            f"run {run_id}: its commit record {path} cannot be read ({reason}); its files are kept: "
-            f"`profetl run --force DUMP` re-ingests it, `profetl drop {run_id}` removes it"
+            f"run {run_id}: its commit record {path} cannot be read ({reason}); the warehouse, "
+            f"written by profetl 0.2, is not upgraded while it is there and nothing was changed: "
+            f"`profetl check --repair --drop {run_id}{where}` drops that run (its files too) and "
+            "upgrades the rest; `profetl run DUMP` can then ingest its dump again"
         )
         self.run_id = run_id
         self.path = path
         self.reason = reason
+
+
+class WarehouseNeedsUpgrade(PipelineError):
+    """The warehouse was written by profetl 0.2 (a commit record per run, no run index) and has
+    not been upgraded: no reader reads it as it is. A writer (``run``, ``ingest``, ``build``,
+    ``drop``) upgrades it under its lock before anything else, as ``profetl check --repair``
+    does; a reader stops with this one line naming that command (exit 2: the warehouse given
+    needs a command run first, as a usage or configuration error does)."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, path):
+        super().__init__(
+            f"the warehouse {path} was written by profetl 0.2; upgrade it with: "
+            f"profetl check --repair -w {_quoted(path)}"
+        )
+        self.path = path
+
+
+def _quoted(path) -> str:
+    """A path as a shell word, for the commands the messages name."""
+    import shlex
+
+    return shlex.quote(str(path))
 
 
 # The folder beside the run index that keeps its last versions (pipeline.warehouse.store): its

@@ -17,7 +17,7 @@ def command(
         bool,
         typer.Option(
             "--repair",
-            help="Restore a missing or damaged run index from its newest usable kept version (runs/_history/), or rebuild it from the part files' commit records, under the writer lock; drop the runs named by --drop; nothing else is deleted.",
+            help="Upgrade a warehouse written by profetl 0.2; restore a missing or damaged run index from its newest usable kept version (runs/_history/), or rebuild it from the part files' commit records, under the writer lock; drop the runs named by --drop; nothing else is deleted.",
         ),
     ] = False,
     drop: Annotated[
@@ -26,7 +26,7 @@ def command(
             "--drop",
             metavar="RUN_ID",
             show_default=False,
-            help="With --repair: drop this run (exact id; repeatable), e.g. one whose files are damaged.",
+            help="With --repair: drop this run (exact id; repeatable), e.g. one whose files are damaged, or a run of profetl 0.2 whose commit record cannot be read (before the upgrade).",
         ),
     ] = None,
     warehouse: common.WarehouseOpt = None,
@@ -37,10 +37,14 @@ def command(
     """Verify every file the run index names: present, of its recorded size and SHA-256,
     readable as Parquet, with its table's columns; list the files no run owns; say run by
     run what is whole. Exit 0 when whole, 1 when damage is found (one line per damaged file,
-    then a summary line), 3 when --repair finds another writer.
+    then a summary line), 2 for a warehouse written by profetl 0.2 (without --repair), 3 when
+    --repair finds another writer.
 
     Files no run owns (left by a writer that died) are listed but are not damage: the next
-    writer's sweep removes them. --repair restores a missing or damaged index from the newest
+    writer's sweep removes them. --repair first upgrades a warehouse written by profetl 0.2 (a
+    commit record per run, no run index) to the current layout, as any writing command would; a
+    run of it whose commit record cannot be read stops the upgrade, nothing changed, until
+    --drop names it. --repair restores a missing or damaged index from the newest
     kept version whose files are all there with their recorded sizes (the damaged index is kept
     as runs/runs.parquet.damaged); with no usable version it rebuilds the index from the commit
     records written beside the part files (<layer>/_commits/), every run whose files are whole,
@@ -72,11 +76,16 @@ def command(
                 "not_rebuilt": restored.not_rebuilt,
                 "damaged_index_kept_as": restored.kept_damaged,
                 "dropped": restored.dropped,
+                "upgraded_runs": restored.upgraded_runs,
             }
         common.print_json(out)
     else:
         p = lambda s: common.out.print(s, highlight=False, markup=False)  # noqa: E731
         if restored is not None:
+            for r, n in restored.dropped.items() if restored.upgraded_runs else ():
+                p(f"dropped    {r}  ({n} file(s))")
+            if restored.upgraded_runs:
+                p(f"upgraded   {wh.path} from profetl 0.2's layout: {restored.upgraded_runs} run(s)")
             if restored.restored_from:
                 p(
                     f"restored   {report.index} from {restored.restored_from}"
@@ -97,7 +106,7 @@ def command(
                 )
             for why in restored.not_rebuilt:
                 p(f"not rebuilt {why}")
-            for r, n in restored.dropped.items():
+            for r, n in restored.dropped.items() if not restored.upgraded_runs else ():
                 p(f"dropped    {r}  ({n} file(s))")
         for line in _lines(report):
             p(line)

@@ -394,15 +394,7 @@ def writing(wh: Warehouse, wait: float = 0.0) -> Iterator[Warehouse]:
                 highlight=False,
                 markup=False,
             )
-        warn_unreadable(wh)
         yield wh
-
-
-def warn_unreadable(wh: Warehouse) -> None:
-    """One warning line on stderr per run whose commit record cannot be read (``wh.run_index()``
-    found them): such a run is missing from every listing until it is re-ingested or dropped."""
-    for message in wh.unreadable.values():
-        _console("err").print(f"profetl: warning: {message}", highlight=False, markup=False)
 
 
 @contextmanager

@@ -24,8 +24,9 @@ def command(
 ) -> None:
     """Remove runs: their commit records and every file of theirs, under the writer lock.
 
-    The one command that deletes a run's data. It also removes a run whose commit record
-    cannot be read (which `profetl runs` names on stderr), files and all.
+    The one command that deletes a run's data. A warehouse written by profetl 0.2 is upgraded
+    first, as by every writer; a run of it whose commit record cannot be read stops the upgrade,
+    and `profetl check --repair --drop RUN_ID` drops it.
 
     Example: profetl drop 20260302T010000-1a2b3c4d
     """

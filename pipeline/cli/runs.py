@@ -32,11 +32,8 @@ def command(
     chip, devices, records decoded, bytes skipped, issues, tables filled, source, the CANN
     version and the tags (--json: every field, the versions and tags included).
 
-    A warehouse folder without runs lists none; a path with no warehouse is an error (exit 2).
-    A run whose commit record cannot be read is named on stderr (its files are kept; `profetl
-    drop RUN` removes it, `profetl run --force DUMP` re-ingests it). With --json it is also an
-    element of the list, whatever the filters: {"run_id": ..., "status": "unreadable",
-    "reason": the message naming the record and why}, after the readable runs.
+    A warehouse folder without runs lists none; a path with no warehouse is an error (exit 2),
+    and so is a warehouse written by profetl 0.2 until `profetl check --repair` upgrades it.
 
     Example: profetl runs --since 7d --json
     """
@@ -52,16 +49,11 @@ def command(
             if not sel.is_empty()
             else catalog_table(wh, skip).to_pylist()
         )
-        common.warn_unreadable(wh)
     for r in runs:  # a map is (key, value) pairs in Arrow: an object in JSON
         if r.get("tags") is not None:
             r["tags"] = dict(r["tags"])
     if json_:
-        unreadable = [
-            {"run_id": run_id, "status": "unreadable", "reason": why}
-            for run_id, why in sorted((wh.unreadable or {}).items())
-        ]
-        common.print_json(runs + unreadable)
+        common.print_json(runs)
         return
     if not runs:
         common.out.print(

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pipeline import __version__
-from pipeline.errors import DamagedRun, InputError, MissingInput, ReplacementRefused
+from pipeline.errors import InputError, MissingInput, ReplacementRefused
 from pipeline.jobs.dumps import Dump, discover, same_content, scan_dump, unchanged
 from pipeline.jobs.dumps import run_id as make_run_id
 from pipeline.jobs.units import merge_reads, read_into, read_unit, unit_label
@@ -125,12 +125,12 @@ def ingest(
     content = fp.split(":", 1)[0]
     if not texts:  # no control file to tell it from another dump started alike: its content does
         run_id = make_run_id(start_us, {"content key": content})
-    existing = _existing(wh, run_id, force)
+    existing = _existing(wh, run_id)
     if existing and not same_content(existing["fingerprint"], fp) and not same_source(existing, dump):
         # the same control files but other data, from another folder: another dump (a copy of
         # a collection's control files, two dumps started alike), so another run
         run_id = f"{run_id}-{content[:8]}"
-        existing = _existing(wh, run_id, force)
+        existing = _existing(wh, run_id)
     tags = dict(sorted((tags or {}).items()))
     if existing and unchanged(existing["fingerprint"], fp) and not force:
         if tags_of(existing) == tags:
@@ -227,13 +227,8 @@ def ingest(
     )
 
 
-def _existing(wh: Warehouse, run_id: str, force: bool) -> dict | None:
-    try:
-        return wh.run_index().run_record(run_id)
-    except DamagedRun:
-        if not force:
-            raise
-        return None  # --force: the new commit record replaces the unreadable one
+def _existing(wh: Warehouse, run_id: str) -> dict | None:
+    return wh.run_index().run_record(run_id)
 
 
 def same_source(run: dict, dump: Path) -> bool:

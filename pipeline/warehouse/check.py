@@ -3,16 +3,19 @@
 ``check`` reads the index (present, readable, a run index) and verifies every part file it
 names: present, of the size and SHA-256 recorded at its commit (``files``), readable as Parquet
 and with the columns of its table's contract. It lists the files no run owns, and says run
-by run what is whole. It never writes.
+by run what is whole. It never writes; a warehouse written by profetl 0.2 it refuses, as every
+reader does (WarehouseNeedsUpgrade, naming ``check --repair``).
 
-``repair`` (under the writer lock, without the sweep a damaged index forbids) restores a
-missing or damaged index from the newest kept version (runs/_history/) that reads as an index
-and whose files are all there with their recorded sizes; with none, it rebuilds the index from
-the commit records beside the part files (pipeline/warehouse/commit_records.py): every run
-whose parts are whole, as the last commit that touched it left it. The damaged index is kept
-beside it (``runs/runs.parquet.damaged``). Then it drops the runs named (``drop``) and nothing
-else: files no run owns are reported, not deleted (the next writer's sweep removes them, as it
-always does).
+``repair`` (under the writer lock, without the sweep a damaged index forbids) first upgrades a
+warehouse written by profetl 0.2 (``upgrade.migrate``; the runs ``drop`` names are dropped
+from the old layout first: how a run whose old commit record cannot be read is let go). Then
+it restores a missing or damaged index from the newest kept version (runs/_history/) that
+reads as an index and whose files are all there with their recorded sizes; with none, it
+rebuilds the index from the commit records beside the part files
+(pipeline/warehouse/commit_records.py): every run whose parts are whole, as the last commit
+that touched it left it. The damaged index is kept beside it (``runs/runs.parquet.damaged``).
+Then it drops the runs named (``drop``) and nothing else: files no run owns are reported, not
+deleted (the next writer's sweep removes them, as it always does).
 """
 
 from __future__ import annotations
@@ -24,14 +27,13 @@ from pathlib import Path
 
 from pipeline.errors import DamagedIndex, IndexNotRestorable
 from pipeline.lazy import lazy
-from pipeline.warehouse import commit_records
+from pipeline.warehouse import commit_records, upgrade
 from pipeline.warehouse.index import arrow_kind, index_schema, read_index_version, version_files
 from pipeline.warehouse.layout import (
     LAYERS,
     entry_part,
     file_schema,
     fsync_dir,
-    is_legacy,
     layer_tables,
     part_files,
     part_of,
@@ -91,6 +93,7 @@ class RepairReport:
     rebuilt_runs: int = 0  # runs the commit records rebuilt (when no kept version could restore)
     not_rebuilt: list[str] = field(default_factory=list)  # records or parts that could not be used, and why
     kept_damaged: str | None = None  # where the damaged index was moved
+    upgraded_runs: int = 0  # runs moved from profetl 0.2's layout (``upgrade.migrate``)
     dropped: dict[str, int] = field(default_factory=dict)  # run id -> files removed
     after: CheckReport | None = None
 
@@ -103,8 +106,7 @@ def _index_problem(wh: Warehouse) -> tuple[str | None, object]:
     """(what is wrong with the index or None, its table or None)."""
     f = wh.index_file
     if not f.exists():
-        if wh.legacy():
-            return None, None
+        upgrade.refuse(wh)  # profetl 0.2's layout: `check --repair` upgrades it first
         parts, versions = len(wh.flat_part_files()), len(wh.index_versions())
         if parts or versions:
             return f"missing ({parts} part file(s), {versions} kept version(s) of it)", None
@@ -189,7 +191,7 @@ def check(wh: Warehouse) -> CheckReport:
                     if f.exists()
                 ]
             checked[(layer, part)] = out
-            if not is_legacy(part) and not commit_records.record_file(wh.path, layer, part).exists():
+            if not commit_records.record_file(wh.path, layer, part).exists():
                 rep.no_record += 1
             rep.files.extend(out)
     for r in rows:
@@ -239,10 +241,17 @@ def _usable(wh: Warehouse, v: Path) -> tuple[object, str | None]:
 
 
 def repair(wh: Warehouse, drop: list[str] = (), wait_seconds: float = 0.0) -> RepairReport:
-    """Restore a missing or damaged index, drop the runs named (and nothing else), under the
-    writer lock; ``after`` is the check of the repaired warehouse."""
+    """Upgrade a warehouse of profetl 0.2 (the runs named dropped first: a run whose record
+    cannot be read stops the upgrade until it is), restore a missing or damaged index, drop the
+    runs named (and nothing else), under the writer lock; ``after`` is the check of the
+    repaired warehouse."""
     rep = RepairReport()
     with wh.writer(wait_seconds=wait_seconds, prepare=False) as w:
+        if upgrade.needs_upgrade(wh):
+            if drop:
+                rep.dropped = upgrade.drop_old(w, list(drop))
+                drop = ()
+            rep.upgraded_runs = upgrade.migrate(w)
         problem, _ = _index_problem(wh)
         if problem is not None:
             tried = []

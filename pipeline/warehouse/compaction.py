@@ -14,7 +14,6 @@ from pipeline.warehouse.layout import (
     LAYERS,
     file_schema,
     is_group,
-    is_legacy,
     layer_tables,
     named_parts,
     new_id,
@@ -63,11 +62,26 @@ def regroup(w, idx: dict[str, dict], layer: str, key: str, group: str, drop: set
         idx[r["run_id"]] = dict(r, **{key: gid})
 
 
-def write_group(w, layer: str, key: str, members: list[dict], part: str) -> None:
+def part_batches(w, layer: str, table: str, src: str, rows: list[dict], schema: pa.Schema):
+    """The rows of ``rows`` (runs) in the files of part ``src`` for ``table``, as batches of
+    ``schema``. A file that cannot be read, or is missing though the profetl that wrote its
+    runs writes every table (this one), is DamagedPart."""
+    run_ids = [r["run_id"] for r in rows]
+    for f in part_files(w.path, layer, table, src):
+        if not f.exists():
+            if all(r.get("profetl_version") == __version__ for r in rows):
+                raise DamagedPart(f, "missing")
+            continue  # a table added since an older profetl wrote these runs
+        yield from batches(f, run_ids, schema)
+
+
+def write_group(w, layer: str, key: str, members: list[dict], part: str, read=None) -> None:
     """One file per table with the rows of ``members`` (by run id), written into
-    ``.tmp`` and renamed into place: nothing names it until the index does. A source file
-    that cannot be read, or is missing though the profetl that wrote its runs writes every
-    table (this one), stops it with DamagedPart and nothing of ``part`` left behind."""
+    ``.tmp`` and renamed into place: nothing names it until the index does. ``read(layer,
+    table, src, rows, schema)`` gives the rows of runs ``rows`` in their part ``src``
+    (``part_batches``, unless the caller reads another layout: the upgrade). A source that
+    cannot be read stops it with DamagedPart and nothing of ``part`` left behind."""
+    read = read or (lambda *a: part_batches(w, *a))
     # runs in collection order (as every listing of runs has them), read from their
     # current files a stretch of consecutive runs at a time
     segments: list[tuple[str, list[dict]]] = []
@@ -87,21 +101,15 @@ def write_group(w, layer: str, key: str, members: list[dict], part: str) -> None
             pending, n = [], 0
             with parquet_writer(out, schema) as pw:
                 for src, rows in segments:
-                    run_ids = [r["run_id"] for r in rows]
-                    for f in part_files(w.path, layer, table, src):
-                        if not f.exists():
-                            if all(r.get("profetl_version") == __version__ for r in rows):
-                                raise DamagedPart(f, "missing")
-                            continue  # a table added since an older profetl wrote these runs
-                        for b in batches(f, run_ids, schema, legacy=is_legacy(src)):
-                            pending.append(b)
-                            n += b.num_rows
-                            if n >= GROUP_ROW_GROUP_ROWS:
-                                pw.write_table(
-                                    pa.Table.from_batches(pending, schema),
-                                    row_group_size=GROUP_ROW_GROUP_ROWS,
-                                )
-                                pending, n = [], 0
+                    for b in read(layer, table, src, rows, schema):
+                        pending.append(b)
+                        n += b.num_rows
+                        if n >= GROUP_ROW_GROUP_ROWS:
+                            pw.write_table(
+                                pa.Table.from_batches(pending, schema),
+                                row_group_size=GROUP_ROW_GROUP_ROWS,
+                            )
+                            pending, n = [], 0
                 if pending:
                     pw.write_table(
                         pa.Table.from_batches(pending, schema), row_group_size=GROUP_ROW_GROUP_ROWS
@@ -158,7 +166,7 @@ def compact(w) -> int:
     w.damaged_parts = []
     snap = w.run_index()
     t = snap.placing_table
-    if t is None:  # no index: nothing committed yet, or profetl 0.2's layout left unmigrated
+    if t is None:  # no index: nothing committed yet
         return 0
     if t is not None:  # few runs outside groups: nothing to do, known without a dict per run
         outside = max(
@@ -247,9 +255,9 @@ def _compact_layer(
         made.append(new_group(w, idx, layer, key, batch))
 
 
-def new_group(w, idx: dict[str, dict], layer: str, key: str, members: list[dict]) -> str:
+def new_group(w, idx: dict[str, dict], layer: str, key: str, members: list[dict], read=None) -> str:
     gid = "c" + new_id()
-    write_group(w, layer, key, members, gid)
+    write_group(w, layer, key, members, gid, read)
     for r in members:
         idx[r["run_id"]] = dict(idx[r["run_id"]], **{key: gid})
     return gid

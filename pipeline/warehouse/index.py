@@ -1,7 +1,7 @@
 """The run index (``runs/runs.parquet``): its format, and ``RunIndex``, one snapshot of it.
 
 A ``RunIndex`` is the index as read once (``Warehouse.run_index``): the file's bytes, decoded
-as needed, or, for profetl 0.2's layout, its commit records. Its methods are pure: the runs'
+as needed (none for a new warehouse). Its methods are pure: the runs'
 rows and records, the parts that hold some runs' rows, the files of a part or of a run,
 resolving a run reference (``latest``, an id, an id prefix). What a writer commits after it
 was read is not in it; a reader that wants it takes a new snapshot.
@@ -12,15 +12,15 @@ readers that need neither Arrow nor the commit records' bulk, are here too.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from pipeline.errors import DamagedIndex, DamagedRun, UnknownRun
+from pipeline.errors import DamagedIndex, UnknownRun
 from pipeline.lazy import lazy
 from pipeline.warehouse import commit_records
 from pipeline.warehouse.contracts import contract
-from pipeline.warehouse.layout import check_folder, check_run_id, part_files, run_order
+from pipeline.warehouse.layout import check_folder, check_run_id, part_files
 from pipeline.warehouse.part_rows import conform, reason
 
 # Arrow is loaded where the index is first decoded: a reader that only names paths (``query``,
@@ -131,14 +131,11 @@ def latest(runs: list[dict]) -> dict:
 @dataclass(frozen=True, eq=False)
 class RunIndex:
     """One snapshot of the run index: ``data``, the index file's bytes as read once (None
-    without an index); without one, ``legacy_rows``, profetl 0.2's commit records as read then
-    (empty for a new warehouse), and ``damaged``, those that could not be read."""
+    without an index: a new warehouse, no runs)."""
 
     root: Path
     index_file: Path
     data: bytes | None = None
-    legacy_rows: dict[str, dict] = field(default_factory=dict)
-    damaged: dict[str, DamagedRun] = field(default_factory=dict)
 
     @classmethod
     def from_bytes(cls, root: Path, index_file: Path, data: bytes) -> RunIndex:
@@ -185,7 +182,7 @@ class RunIndex:
     def _rows(self) -> dict[str, dict]:
         t = self.stored_table
         if t is None:
-            return self.legacy_rows
+            return {}
         return {r["run_id"]: r for r in t.to_pylist()}
 
     # --- runs ---------------------------------------------------------------------------
@@ -197,8 +194,7 @@ class RunIndex:
     def index_row(self, run_id: str) -> dict | None:
         """One run's index row (None when it has none)."""
         if self.data is None:
-            r = self.legacy_rows.get(run_id)
-            return None if r is None else dict(r)
+            return None
         if "_rows" in self.__dict__:
             r = self._rows.get(run_id)
             return None if r is None else dict(r)
@@ -210,32 +206,26 @@ class RunIndex:
         """A run's ``LIGHT`` columns."""
         t = self.placing_table
         if t is None:
-            return self.legacy_rows.get(run_id)
+            return None
         rows = t.filter(pc.equal(t.column("run_id"), run_id)).to_pylist()
         return rows[0] if rows else None
 
     def run_ids(self) -> list[str]:
         """The committed runs' ids, in run order."""
         t = self.placing_table
-        return t.column("run_id").to_pylist() if t is not None else list(self.legacy_rows)
+        return t.column("run_id").to_pylist() if t is not None else []
 
     def run_records(self) -> list[dict]:
         """Committed runs' commit records, oldest collection first."""
-        schema = contract("raw", "runs").schema
         t = self.stored_table
-        if t is not None:  # the index is kept in this order; a column added since it was written is NULL
-            return conform(t, schema, None).to_pylist()
-        names = schema.names
-        rows = [{k: r.get(k) for k in names} for r in self.legacy_rows.values()]
-        rows.sort(key=run_order)
-        return rows
+        if t is None:
+            return []
+        # the index is kept in this order; a column added since it was written is NULL
+        return conform(t, contract("raw", "runs").schema, None).to_pylist()
 
     def run_record(self, run_id: str) -> dict | None:
-        """The run's commit record; None when it has none; DamagedRun when its record (profetl
-        0.2's layout) cannot be read."""
+        """The run's commit record; None when it has none."""
         r = self.index_row(check_run_id(run_id))
-        if r is None and run_id in self.damaged and self.data is None:
-            raise self.damaged[run_id]
         if r is None:
             return None
         return {k: r.get(k) for k in contract("raw", "runs").schema.names}
@@ -244,9 +234,7 @@ class RunIndex:
         """The commit record of a committed run named by id, unique id prefix, or ``latest``
         (the run collected last: ``latest()``); UnknownRun when none or several match."""
         t = self.placing_table
-        if t is None:
-            t = pa.Table.from_pylist(self.run_records(), schema=contract("raw", "runs").schema)
-        if not t.num_rows:
+        if t is None or not t.num_rows:
             check_folder(self.root, must_exist=True)
             raise UnknownRun(f"the warehouse {self.root} has no runs yet")
         ids = t.column("run_id").to_pylist()
@@ -254,9 +242,7 @@ class RunIndex:
             cols = {k: t.column(k).to_pylist() for k in ("run_id", "collection_start_us", "ingested_at")}
             run_ref = latest([dict(zip(cols, v)) for v in zip(*cols.values())])["run_id"]
         if run_ref in ids:
-            if self.data is not None:
-                return self.run_record(run_ref)
-            return next(r for r in self.run_records() if r["run_id"] == run_ref)
+            return self.run_record(run_ref)
         prefix = [i for i in ids if i.startswith(run_ref)]
         if len(prefix) == 1:
             return self.resolve_run(prefix[0])
@@ -271,9 +257,7 @@ class RunIndex:
         key = "raw_part" if layer == "raw" else "mart_part"
         t = self.placing_table
         if t is None:
-            rows = self.legacy_rows
-            chosen = rows.values() if run_ids is None else (rows[r] for r in run_ids if r in rows)
-            return list(dict.fromkeys(r[key] for r in chosen if r.get(key)))
+            return []
         col = t.column(key)
         if run_ids is not None:
             col = col.filter(pc.is_in(t.column("run_id"), value_set=pa.array(list(run_ids), pa.string())))

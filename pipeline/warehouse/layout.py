@@ -61,10 +61,6 @@ def is_group(part: str | None) -> bool:
     return bool(part) and part.startswith("c")
 
 
-def is_legacy(part: str | None) -> bool:
-    return bool(part) and part.startswith("run_id=")
-
-
 SHARDED = re.compile(r"^(?P<id>[A-Za-z0-9][A-Za-z0-9-]*)_(?P<n>[1-9][0-9]{0,5})$")
 
 
@@ -106,13 +102,9 @@ def named_parts(idx: dict[str, dict]) -> set[tuple[str, str]]:
 
 
 def part_file(root: Path, layer: str, table: str, part: str) -> Path:
-    """The one file of ``part`` for ``table`` in the warehouse at ``root`` (a part of profetl
-    0.2's layout: its file in the run's folder)."""
+    """The one file of ``part`` for ``table`` in the warehouse at ``root``."""
     if not TABLE.match(table):
         raise UsageError(f"{table!r} is not a valid table name")
-    if is_legacy(part):
-        d, name = part.split("/", 1)
-        return root / layer / table / d / f"{name}.parquet"
     check_run_id(part)
     return root / layer / table / f"part-{part}.parquet"
 

@@ -47,7 +47,7 @@ def conform(t, schema: pa.Schema, run_id: str | None):
     return pa.Table.from_arrays(cols, schema=schema)
 
 
-def batches(f: Path, run_ids: list[str], schema: pa.Schema, legacy: bool):
+def batches(f: Path, run_ids: list[str], schema: pa.Schema):
     """The rows of ``run_ids`` in part file ``f``, as batches of ``schema``; DamagedPart when
     the file cannot be read (what its reader raises, never what the caller does with a batch)."""
     try:
@@ -59,9 +59,7 @@ def batches(f: Path, run_ids: list[str], schema: pa.Schema, legacy: bool):
                 b = next(batches)
             except StopIteration:
                 return
-            if legacy:  # one run's file without a run_id column
-                b = conform(b, schema, run_ids[0])
-            elif b.num_rows:
+            if b.num_rows:
                 b = b.filter(pc.is_in(b.column(b.schema.get_field_index("run_id")), value_set=wanted))
                 b = conform(b, schema, None) if b.num_rows else b
             if b.num_rows:

@@ -30,10 +30,10 @@ but the newest move into a group file per table (``pipeline/warehouse/compaction
 Replacing a run that is in a group writes the group again without it. The path scheme (layers,
 part names, run ids) is ``layout.py``; reading a part's rows of some runs is ``part_rows.py``.
 
-A warehouse written by profetl 0.2 (``runs/run_id=<id>/run.parquet`` and
-``<layer>/<table>/run_id=<id>/part-<id>.parquet``, no index) is read as it is and migrated to
-this layout by the first writer that takes the lock (``upgrade.migrate``, the only code that
-knows that layout: ``pipeline/warehouse/upgrade.py``).
+A warehouse written by profetl 0.2 (a commit record per run, no index) is not read as it is:
+``run_index()`` (every reader's way in) stops with WarehouseNeedsUpgrade, naming the command
+that upgrades it; a writer migrates it under the lock (``upgrade.migrate``, in
+``pipeline/warehouse/upgrade.py``, the only code that knows that layout).
 """
 
 from __future__ import annotations
@@ -60,17 +60,11 @@ class Warehouse:
     (``run_index``), its scratch folders, and its writer (``writer``)."""
 
     path: Path
-    # run id -> why its commit record cannot be read (profetl 0.2's layout, as the last listing
-    # found it): such a run is left out of every listing, its files are never swept, and the
-    # layout is not migrated while one is there (``drop`` removes it)
-    unreadable: dict = None
     _snapshot: tuple | None = field(default=None, repr=False)  # (the index file's identity, its RunIndex)
     _writer: object = field(default=None, repr=False)  # the Writer while this process holds the lock
 
     def __post_init__(self) -> None:
         self.path = Path(self.path)
-        self.unreadable = {}
-        self._damaged = {}  # run id -> DamagedRun, as the last listing of profetl 0.2's layout found them
 
     def check(self, must_exist: bool = False) -> Warehouse:
         """Refuse a path that cannot be a warehouse: a file, or (``must_exist``, for commands
@@ -100,26 +94,19 @@ class Warehouse:
                 found.append((int(m.group(1)), f))
         return [f for _, f in sorted(found)]
 
-    def legacy(self) -> bool:
-        """profetl 0.2's layout: commit records per run and no index yet."""
-        if self.index_file.exists():
-            return False
-        base = self.path / "runs"
-        return base.is_dir() and any(base.glob("run_id=*/run.parquet"))
-
     def refuse_missing_index(self) -> None:
-        """Called when there is no index: fine for an empty new warehouse and for profetl 0.2's
-        layout; MissingIndex when part files (or kept versions of the index) are there, since
-        which of them were committed is then unknown and a sweep would delete them all."""
-        if self.legacy():
-            return
+        """Called when there is no index: fine for an empty new warehouse; WarehouseNeedsUpgrade
+        for profetl 0.2's layout (``upgrade.refuse``); MissingIndex when part files (or kept
+        versions of the index) are there, since which of them were committed is then unknown
+        and a sweep would delete them all."""
+        upgrade.refuse(self)
         parts = len(self.flat_part_files())
         versions = len(self.index_versions())
         if parts or versions:
             raise MissingIndex(self.index_file, parts, versions)
 
     def flat_part_files(self) -> list[Path]:
-        """Every ``part-*.parquet`` file of the layers' table folders (not profetl 0.2's run folders)."""
+        """Every ``part-*.parquet`` file of the layers' table folders."""
         out = []
         for layer, _, _ in LAYERS:
             base = self.path / layer
@@ -132,18 +119,15 @@ class Warehouse:
     # --- reading: one snapshot of the index ------------------------------------------------------
     def run_index(self) -> RunIndex:
         """The run index as it is now, read once into a ``RunIndex`` (read again only when the
-        file changed since the last call); without an index, profetl 0.2's commit records (or
-        none); MissingIndex when part files are there without one; DamagedIndex when it cannot
-        be read."""
+        file changed since the last call); without an index, none (a new warehouse);
+        WarehouseNeedsUpgrade for a warehouse of profetl 0.2 not upgraded yet; MissingIndex when
+        part files are there without one; DamagedIndex when it cannot be read."""
         f = self.index_file
         try:
             fd = os.open(f, os.O_RDONLY)
         except (FileNotFoundError, NotADirectoryError):
             self.refuse_missing_index()
             self._snapshot = None
-            if self.legacy():
-                rows = upgrade.legacy_index(self)
-                return RunIndex(self.path, f, None, rows, dict(self._damaged))
             return RunIndex(self.path, f)
         except OSError as e:
             raise DamagedIndex(f, reason(e)) from None
@@ -168,7 +152,7 @@ class Warehouse:
 
     def placing_rows(self, con, run_ids: list[str] | None = None) -> list[dict] | None:
         """``index.read_placing_rows`` of this warehouse's index by the DuckDB connection
-        ``con``; None without an index (an empty warehouse, or profetl 0.2's layout)."""
+        ``con``; None without an index (an empty warehouse)."""
         if not self.index_file.exists():
             self.refuse_missing_index()
             return None

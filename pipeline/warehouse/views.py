@@ -109,25 +109,13 @@ def _view_sql(
     if not files:
         return _empty_view(c)
     names = ", ".join(col.name for col in c.columns)
-    flat = [f for f in files if not f.parent.name.startswith("run_id=")]
-    old = [f for f in files if f.parent.name.startswith("run_id=")]
-    scans = []
-    if flat:
-        scans.append(
-            f"SELECT * FROM read_parquet([{', '.join(quote(f) for f in flat)}], union_by_name = true)"
-        )
-    if old:  # profetl 0.2's layout, until a writer migrates it: the run is the folder's name
-        scans.append(
-            f"SELECT * FROM read_parquet([{', '.join(quote(f) for f in old)}], hive_partitioning = true, "
-            "hive_types = {'run_id': VARCHAR}, union_by_name = true)"
-        )
+    scan = f"SELECT * FROM read_parquet([{', '.join(quote(f) for f in files)}], union_by_name = true)"
     # a group file holds runs not asked for
     # (a list of constants, not a join: a join would not keep the files' row order)
     where = "" if every else " WHERE run_id IN (" + ", ".join(quote(r["run_id"]) for r in runs) + ")"
     # UNION BY NAME with the empty contract: a column no part file has yet (a run written by an
     # older profetl, a column added since) reads as NULL instead of failing the whole view
-    union = " UNION ALL BY NAME ".join(f"({x})" for x in scans)
-    return f"SELECT run_id, {names} FROM ({union} UNION ALL BY NAME {_empty_view(c)}){where}"
+    return f"SELECT run_id, {names} FROM (({scan}) UNION ALL BY NAME {_empty_view(c)}){where}"
 
 
 def _identity(f: Path) -> tuple | None:
@@ -173,8 +161,7 @@ def connect(
     """A connection with views ``runs``, every raw table and every mart (optionally some runs only).
 
     Times print in UTC. ``runs`` holds the commit records plus ``RUN_VIEW_COLUMNS``.
-    ``tables`` limits the other views to those named (and, in profetl 0.2's layout, what
-    ``runs`` reads): a view reads the footer of every part file it lists, so fewer views open
+    ``tables`` limits the other views to those named: a view reads the footer of every part file it lists, so fewer views open
     faster. ``records`` False leaves out the ``runs`` view: the index's placing columns are
     then all that is read of it, by DuckDB (``Warehouse.placing_rows``), and Arrow is not loaded.
     ``sandbox``: the connection runs SQL a user wrote (``lock_down``); ``confine`` also keeps
@@ -187,28 +174,25 @@ def connect(
         # a query per run (export) opens the same files again: read each footer once
         con.execute("SET parquet_metadata_cache = true")
         runs, sizes = (None, {}) if records else _placing(con, wh, run_ids)
-        legacy = False
-        if runs is None and (records or wh.legacy()):
+        if records:
             import pyarrow as pa
             import pyarrow.compute as pc
 
             run_index = wh.run_index()  # the index, read once (DamagedIndex when it cannot be)
             snap = run_index.index_table()
-            legacy = snap is None and wh.legacy()
-            if snap is None:
-                snap = pa.Table.from_pylist(list(run_index.rows_by_run_id().values()), schema=index_schema())
+            if snap is None:  # a new warehouse: no runs
+                snap = index_schema().empty_table()
             sizes = recorded_sizes(snap)  # of every run: a group's files are listed on one of its runs
             if run_ids is not None:
                 snap = snap.filter(
                     pc.is_in(snap.column("run_id"), value_set=pa.array(list(run_ids), pa.string()))
                 )
             runs = snap.select(list(PLACING)).to_pylist()
-            if records:
-                # the index as read once, held in memory: the runs view and the part files
-                # listed below are the same snapshot, whatever a writer commits meanwhile
-                # (registered, not copied: the index's control-file text is most of its bytes)
-                con.register("_run_records", snap.select(contract("raw", "runs").schema.names + ["workload"]))
-        only = None if tables is None else set(tables) | (_RUNS_VIEW_READS if legacy and records else set())
+            # the index as read once, held in memory: the runs view and the part files
+            # listed below are the same snapshot, whatever a writer commits meanwhile
+            # (registered, not copied: the index's control-file text is most of its bytes)
+            con.register("_run_records", snap.select(contract("raw", "runs").schema.names + ["workload"]))
+        only = None if tables is None else set(tables)
         runs = runs or []
         first = {"raw": _first_runs(runs, "raw_part"), "marts": _first_runs(runs, "mart_part")}
         for layer, layer_names in (("raw", RAW_TABLES), ("marts", names("marts"))):
@@ -219,7 +203,7 @@ def connect(
                     )
                     con.execute(f"CREATE VIEW {name} AS {sql}")
         if records:
-            con.execute(_RUNS_VIEW_LEGACY if legacy else _RUNS_VIEW)
+            con.execute(_RUNS_VIEW)
     except BaseException:
         con.close()
         raise
@@ -268,10 +252,8 @@ RUN_VIEW_COLUMNS = {
         "sorted op names> when the run has no model records",
     ),
 }
-_RUNS_VIEW_READS = {"inferences", "task_ops"}  # to compute workload in profetl 0.2's layout
 # The index keeps each run's workload, computed from its raw tables when it is committed
-# (the rule: pipeline/workload.py, applied by the writer); a warehouse of profetl 0.2's layout
-# not migrated yet has none, and the view computes it the same way from the raw tables.
+# (the rule: pipeline/workload.py, applied by the writer).
 _RUNS_VIEW = """
 CREATE VIEW runs AS
 SELECT
@@ -279,23 +261,6 @@ SELECT
     make_timestamptz(r.collection_start_us) AS collected_at,
     r.workload
 FROM _run_records AS r
-"""
-_RUNS_VIEW_LEGACY = """
-CREATE VIEW runs AS
-SELECT
-    r.* EXCLUDE (workload),
-    make_timestamptz(r.collection_start_us) AS collected_at,
-    concat_ws('/', r.layout, coalesce(r.chip, 'unknown-chip'),
-              coalesce(m.models, 'ops-' || left(md5(o.ops), 8), 'empty')) AS workload
-FROM _run_records AS r
-LEFT JOIN (
-    SELECT run_id, string_agg(DISTINCT model_name, '+' ORDER BY model_name) AS models
-    FROM inferences WHERE model_name IS NOT NULL GROUP BY run_id
-) AS m USING (run_id)
-LEFT JOIN (
-    SELECT run_id, string_agg(DISTINCT op_name, ',' ORDER BY op_name) AS ops
-    FROM task_ops WHERE op_name IS NOT NULL GROUP BY run_id
-) AS o USING (run_id)
 """
 
 

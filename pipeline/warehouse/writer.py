@@ -1,9 +1,9 @@
 """The writer: the one process that changes a warehouse, under its lock.
 
-``Writer`` takes the lock (``Warehouse.writer()``), sweeps what a dead writer left, upgrades
-profetl 0.2's layout (``upgrade.migrate``), places the files of a new part in the tables'
-folders (recording each file's size and hash), commits a run (the new index replaces the old
-one in one ``os.replace``), drops runs, and deletes the files no commit names. Nothing else
+``Writer`` takes the lock (``Warehouse.writer()``), upgrades profetl 0.2's layout
+(``upgrade.migrate``), sweeps what a dead writer left, places the files of a new part in the
+tables' folders (recording each file's size and hash), commits a run (the new index replaces
+the old one in one ``os.replace``), drops runs, and deletes the files no commit names. Nothing else
 renames a file into the tables' folders or takes the lock (tests/project/test_layers.py).
 Compaction (``compaction.py``) and the upgrade (``upgrade.py``) are functions over a Writer.
 """
@@ -18,7 +18,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from pipeline.errors import INDEX_HISTORY, DamagedIndex, DamagedPart, UnknownRun, UsageError, WarehouseLocked
+from pipeline.errors import INDEX_HISTORY, DamagedIndex, DamagedPart, UnknownRun, WarehouseLocked
 from pipeline.lazy import lazy
 from pipeline.warehouse import commit_records, compaction, upgrade
 from pipeline.warehouse.contracts import contract
@@ -31,12 +31,10 @@ from pipeline.warehouse.layout import (
     entry_part,
     fsync_dir,
     is_group,
-    is_legacy,
     layer_tables,
     named_parts,
     part_files,
     part_of,
-    rmdir_if_empty,
     run_order,
 )
 from pipeline.warehouse.part_rows import conform
@@ -88,8 +86,11 @@ class Writer:
     def locked(self, wait_seconds: float = 0.0, prepare: bool = True):
         """Hold the warehouse's writer lock for the duration of the block.
 
-        Not ``prepare``: only the lock, with no sweep, migration or new index, for
-        ``profetl check --repair``, which must take it while the index is missing or damaged.
+        ``prepare``: profetl 0.2's layout is upgraded first (``upgrade.migrate``: a record
+        that cannot be read stops the writer there, DamagedRun, nothing changed), then what a
+        dead writer left is swept, and a new warehouse gets its empty index. Not ``prepare``:
+        only the lock, for ``profetl check --repair``, which must take it while the index is
+        missing or damaged, and upgrades the 0.2 layout itself.
 
         The lock is an ``flock`` on the warehouse folder and one on ``.lock``: the kernel
         releases them when their process dies, even under ``kill -9``, so a dead writer never
@@ -116,12 +117,9 @@ class Writer:
             os.ftruncate(fd, 0)
             os.pwrite(fd, str(os.getpid()).encode(), 0)
             if prepare:
-                self.swept = self.sweep()
-            if not prepare:
-                pass
-            elif self.warehouse.legacy():
                 self.migrated = upgrade.migrate(self)
-            elif not self.warehouse.index_file.exists():
+                self.swept = self.sweep()
+            if prepare and not self.warehouse.index_file.exists():
                 # a new warehouse gets an empty index before any part file: part files without
                 # an index are then always damage (``Warehouse.refuse_missing_index``), never a
                 # first run killed before its commit
@@ -139,7 +137,6 @@ class Writer:
     def sweep(self) -> int:
         """Remove part files and temp files that the index does not name. Call under the lock."""
         wh = self.warehouse
-        legacy = wh.legacy()
         snap = wh.run_index()
         named = set(snap.parts_of_runs("raw")) | set(snap.parts_of_runs("marts"))
         removed = 0
@@ -151,16 +148,7 @@ class Writer:
                 if not d.is_dir():
                     continue
                 for f in d.iterdir():
-                    if f.is_dir():  # profetl 0.2's run folders: kept until migrated
-                        if legacy and f.name.split("=", 1)[-1] in wh.unreadable:
-                            continue  # which files its record names is unknown: keep them all
-                        # (after migration, what the index no longer names: all of it)
-                        part_ids = {p.split("/", 1)[1] for p in named if p.startswith(f.name + "/")}
-                        for g in f.iterdir():
-                            if g.name[: -len(".parquet")] not in part_ids:
-                                g.unlink(missing_ok=True)
-                                removed += 1
-                        rmdir_if_empty(f)
+                    if f.is_dir():  # no part is a folder: left alone (``check`` lists what is in it)
                         continue
                     part = part_of(f.name)
                     if part not in named:
@@ -171,15 +159,9 @@ class Writer:
             for f in runs.glob(".run*.tmp"):
                 f.unlink(missing_ok=True)
                 removed += 1
-            for f in runs.glob("run_id=*/.run-*.tmp"):
-                f.unlink(missing_ok=True)
-                removed += 1
             for f in runs.glob(f"{HISTORY}/.runs-*.tmp"):  # a copy into the kept versions cut short
                 f.unlink(missing_ok=True)
                 removed += 1
-            if not legacy:  # the index holds every record (a damaged index stopped us above)
-                for d in runs.glob("run_id=*"):
-                    shutil.rmtree(d, ignore_errors=True)
         tmp = self.path / ".tmp"
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -242,15 +224,6 @@ class Writer:
         wh = self.warehouse
         run_id = check_run_id(row["run_id"])
         snap = wh.run_index()
-        if snap.data is None and wh.legacy():
-            # profetl 0.2's layout left because a commit record cannot be read: only a commit
-            # replacing that very run (run --force) may move it (see ``upgrade.migrate``)
-            upgrade.legacy_index(wh)
-            others = sorted(set(wh.unreadable) - {run_id})
-            if others:
-                raise UsageError(f"{wh.unreadable[others[0]]} (the warehouse is not changed until it is)")
-            upgrade.migrate(self, replacing={run_id})
-            snap = wh.run_index()
         old = snap.index_row(run_id)
         new = {k: row.get(k) for k in contract("raw", "runs").schema.names}
         regroup = []
@@ -265,7 +238,7 @@ class Writer:
         # the records of the run's parts say its new row, placed now or not
         touched = {(layer, new[key]) for layer, key, _ in LAYERS if new.get(key)}
         t = snap.stored_table  # every column: the rows are written again
-        if regroup or t is None:  # the run leaves a group (or the old layout): every row at hand
+        if regroup or t is None:  # the run leaves a group (or the index is empty): every row at hand
             idx = snap.rows_by_run_id()
             before = named_parts(idx)
             for layer, key, group in regroup:
@@ -292,14 +265,10 @@ class Writer:
         some is written again without them in the same commit, and not at all when they are
         all it holds), then the files only they used. A group file that cannot be read is not
         written again (DamagedPart, nothing changed), so the runs of a damaged group can only
-        go all together. In profetl 0.2's layout (not migrated while a commit record there
-        cannot be read) their records and run folders go. The one way a run's data is deleted
-        on purpose, readable record or not. Returns the files removed per run (a file several
-        of them used counts for the first)."""
+        go all together. The one way a run's data is deleted on purpose. Returns the files
+        removed per run (a file several of them used counts for the first)."""
         run_ids = list(dict.fromkeys(check_run_id(r) for r in run_ids))
         snap = self.run_index()
-        if snap.data is None and self.warehouse.legacy():
-            return {r: upgrade.drop_legacy(self, r) for r in run_ids}
         idx = snap.rows_by_run_id()
         for run_id in run_ids:
             if run_id not in idx:
@@ -415,11 +384,7 @@ class Writer:
             for table in self._table_dirs(layer):
                 for f in part_files(self.path, layer, table, part):
                     f.unlink(missing_ok=True)
-            if not is_legacy(part):
-                commit_records.record_file(self.path, layer, part).unlink(missing_ok=True)
-            if is_legacy(part):
-                for d in (self.path / layer).glob(f"*/{part.split('/', 1)[0]}"):
-                    rmdir_if_empty(d)
+            commit_records.record_file(self.path, layer, part).unlink(missing_ok=True)
 
     def _table_dirs(self, layer: str) -> list[str]:
         base = self.path / layer

@@ -55,7 +55,7 @@ def assert_consistent(wh_path: Path) -> None:
 
 
 def part_files(wh_path: Path) -> list[Path]:
-    """Every part file (also in profetl 0.2's run_id=<id> folders)."""
+    """Every part file (also in the run folders of profetl 0.2's layout, before its upgrade)."""
     return sorted(p for layer in ("raw", "marts") for p in (wh_path / layer).glob("*/**/*") if p.is_file())
 
 

@@ -251,3 +251,48 @@ def test_no_module_outside_the_warehouse_imports_the_writer():
         and any(n.startswith("pipeline.warehouse.writer") for n in _imports(p))
     )
     assert not wrong, wrong
+
+
+# profetl 0.2's layout (a commit record per run, runs/run_id=<id>/run.parquet, and a folder per
+# run in each table's folder): only pipeline/warehouse/upgrade.py knows it, and only the modules
+# that take part in an upgrade reach it (docs/architecture.md#upgrade)
+UPGRADE = WAREHOUSE / "upgrade.py"
+MAY_USE_UPGRADE = {
+    WAREHOUSE / "store.py": "refuses a warehouse not upgraded yet where every reader opens the index",
+    WAREHOUSE / "writer.py": "migrates under the lock before its sweep",
+    WAREHOUSE / "check.py": "check --repair migrates, dropping the 0.2 runs --drop names first",
+}
+
+
+def _code_strings(tree: ast.AST) -> list[tuple[int, str]]:
+    """The string constants of the code (f-strings' parts too), docstrings and other bare
+    strings left out."""
+    bare = {
+        id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant)
+    }
+    return [
+        (n.lineno, n.value)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in bare
+    ]
+
+
+def test_only_the_upgrade_knows_the_layout_of_profetl_0_2():
+    wrong = []
+    for path in sorted(PIPELINE.rglob("*.py")):
+        if path == UPGRADE:
+            continue
+        rel = path.relative_to(PIPELINE.parent)
+        for line, text in _code_strings(ast.parse(path.read_text())):
+            if "run_id=" in text or text.endswith("run.parquet"):
+                wrong.append(f"{rel}:{line}: {text!r}")
+        if path not in MAY_USE_UPGRADE and any(
+            n.startswith("pipeline.warehouse.upgrade") for n in _imports(path)
+        ):
+            wrong.append(f"{rel}: imports pipeline.warehouse.upgrade")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_layout_finder_finds_the_layout_in_code_not_in_docstrings():
+    tree = ast.parse('"""runs/run_id=<id>/run.parquet"""\nx = f"runs/run_id={i}/run.parquet"\n')
+    assert [t for _, t in _code_strings(tree) if "run_id=" in t] == ["runs/run_id="]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import shutil
@@ -82,9 +81,8 @@ def test_killed_at_random_moments(tmp_path, versions):
     assert len(part_files(wh)) == len({p.parent for p in part_files(wh)})
 
 
-def _two_runs(tmp_path, old: bool = False):
-    """A warehouse with two runs of distinct collections; the dumps and the run ids.
-    ``old``: turned into profetl 0.2's layout (a commit record and folders per run)."""
+def _two_runs(tmp_path):
+    """A warehouse with two runs of distinct collections; the dumps and the run ids."""
     a, b = tmp_path / "a", tmp_path / "b"
     generate(a, HiprofConfig(inferences=2, seed=31, start_us=1_767_225_600_000_000))
     generate(b, HiprofConfig(inferences=2, seed=32, start_us=1_767_312_000_000_000))
@@ -93,10 +91,6 @@ def _two_runs(tmp_path, old: bool = False):
     assert done.returncode == 0, done.stderr
     runs = sorted(Warehouse(wh).run_index().run_ids())
     assert len(runs) == 2
-    if old:
-        from tests.warehouse.test_upgrade import to_old_layout
-
-        to_old_layout(Warehouse(wh))
     return a, b, wh, runs
 
 
@@ -140,64 +134,6 @@ def test_an_unreadable_index_stops_every_command_and_deletes_nothing(tmp_path, d
     assert index.read_bytes() == bad
     assert (wh / "raw" / "task_states" / "part-leftover.parquet").exists()
     assert {p: p.stat().st_mtime_ns for p in part_files(wh) if p.name != "part-leftover.parquet"} == files
-
-
-@pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "other_run"])
-def test_unreadable_commit_record_keeps_its_run(tmp_path, damage):
-    """A commit record that cannot be read is reported and its files survive every writer;
-    only `drop` (or a forced re-ingest) removes or replaces them."""
-    a, b, wh, (victim, other) = _two_runs(tmp_path, old=True)  # per-run records: profetl 0.2's layout
-    record = wh / "runs" / f"run_id={victim}" / "run.parquet"
-    data = record.read_bytes()
-    record.write_bytes(
-        {
-            "truncated": data[: len(data) // 2],
-            "garbage": b"\x00garbage" * 50,
-            "empty": b"",
-            "other_run": (wh / "runs" / f"run_id={other}" / "run.parquet").read_bytes(),
-        }[damage]
-    )
-    files = sorted(p for p in part_files(wh) if f"run_id={victim}" in str(p))
-    assert files
-
-    listed = profetl("runs", "--warehouse", wh, "--json")
-    assert listed.returncode == 0, listed.stderr
-    assert victim in listed.stderr and "cannot be read" in listed.stderr
-    # --json names it too: after the readable runs, with its status and the reason
-    readable, unreadable = json.loads(listed.stdout)
-    assert readable["run_id"] == other and readable["status"] != "unreadable"
-    assert unreadable["run_id"] == victim and unreadable["status"] == "unreadable"
-    assert str(record) in unreadable["reason"] and "cannot be read" in unreadable["reason"]
-
-    # a writer (with its sweep) leaves the run's files alone, and says why the run is missing
-    again = profetl("run", b, "--warehouse", wh)
-    assert again.returncode == 0, again.stderr
-    assert victim in again.stderr
-    assert sorted(p for p in part_files(wh) if f"run_id={victim}" in str(p)) == files
-
-    # re-ingesting the same dump without --force is refused, with the way out named
-    same = profetl("run", a, "--warehouse", wh)
-    assert same.returncode == 1 and "--force" in same.stdout + same.stderr
-    assert sorted(p for p in part_files(wh) if f"run_id={victim}" in str(p)) == files
-
-    dropped = profetl("drop", victim, "--warehouse", wh)
-    assert dropped.returncode == 0, dropped.stderr
-    assert not [p for p in part_files(wh) if f"run_id={victim}" in str(p)] and not record.exists()
-    clean = profetl("runs", "--warehouse", wh)
-    assert clean.returncode == 0 and victim not in clean.stderr
-
-
-def test_forced_reingest_repairs_an_unreadable_commit_record(tmp_path):
-    a, b, wh, (victim, other) = _two_runs(tmp_path, old=True)
-    fresh = tmp_path / "fresh"
-    assert profetl("run", a, b, "--warehouse", fresh).returncode == 0
-    (wh / "runs" / f"run_id={victim}" / "run.parquet").write_bytes(b"PAR1")
-    repaired = profetl("run", a, "--force", "--warehouse", wh)
-    assert repaired.returncode == 0, repaired.stderr
-    with Warehouse(wh).writer():  # the next writer sweeps the files the repair superseded
-        pass
-    assert counts(wh) == counts(fresh)
-    assert len(part_files(wh)) == len(part_files(fresh))
 
 
 class _ReplacedWhileListing(Warehouse):
