@@ -258,5 +258,6 @@ RAW_TABLES = (
     "freq_samples",
     "api_totals",
     "step_times",
+    "comm_ops",
     "ingest_issues",
 )
