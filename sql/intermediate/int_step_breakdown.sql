@@ -7,8 +7,12 @@
 -- Follows: torch_npu's step_trace_time (and msprof-analyze's cluster step trace, which
 --          gathers those files), restated in docs/formats.md#rule-step-breakdown. Per device:
 --            compute intervals   the executions an operator description names (a kernel, an AI
---                                CPU op, a DSA op...), communication excluded; event, notify,
---                                DMA and profiling tasks name no operator and do not count
+--                                CPU op, a DSA op...), less those whose task type is a
+--                                synchronisation, copy, reduce, placeholder or profiling task
+--                                (NOTIFY_*, EVENT_*, MEMCPY_*, REDUCE_*, SDMA*, PCIE_DMA*,
+--                                PLACE_HOLDER*, Write Value, PROFILING_*: an msprof timeline
+--                                read alone names every task after its event, so the type
+--                                decides there) and the communication ones (HCCL, hcom_*)
 --            communication       the communication ops (stg_comm_ops: hcom_* ops of HCCL)
 --            pieces              the merged compute intervals (Computing), the merged
 --                                communication intervals (Communication), the parts of those
@@ -56,8 +60,12 @@ with compute_runs as (
         and start_ns is not null
         and end_ns >= start_ns
         and coalesce(accelerator_core, '') <> 'HCCL'
-        and coalesce(task_type, '') <> 'HCCL'
-        and not coalesce(starts_with(lower(op_name), 'hcom'), false)
+        and not regexp_matches(
+            upper(replace(coalesce(task_type, ''), ' ', '_')),
+            '^(HCCL|COMMUNICATION|NOTIFY|EVENT|MEMCPY|REDUCE|SDMA|PCIE_DMA|'
+            || 'PLACE_HOLDER|WRITE_VALUE|PROFILING)'
+        )
+        and not starts_with(lower(op_name), 'hcom')
 ),
 
 comm_runs as (

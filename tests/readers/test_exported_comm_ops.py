@@ -21,6 +21,16 @@ TRACE = [
     {"ph": "X", "name": "Notify_Wait", "pid": 7, "tid": 1, "ts": f"{T0}.600", "dur": 1},
     {"ph": "M", "name": "process_name", "pid": 8, "args": {"name": "Overlap Analysis"}},
     {"ph": "X", "name": "Communication", "pid": 8, "tid": 0, "ts": f"{T0}.500", "dur": 3},
+    # msprof 2023: the op named after the framework's, on the thread "Communication Kernel"
+    {"ph": "M", "name": "thread_name", "pid": 7, "tid": 70000, "args": {"name": "Communication Kernel"}},
+    {
+        "ph": "X",
+        "name": "Default/AllReduce-op534_0",
+        "pid": 7,
+        "tid": 70000,
+        "ts": f"{T0}.010",
+        "dur": "0.0015",
+    },
 ]
 
 
@@ -32,6 +42,8 @@ def test_timeline_hcom_events_are_comm_ops(tmp_path):
     assert got == [
         (2, 3, "hcom_allReduce__1_0_1", 1_000_000_000_000_500, 1_000_000_000_000_500 + 3_000),
         (2, 4, "hcom_receive__1_1_1", 1_000_000_000_000_000, 1_000_000_000_000_250),
+        # 0.0015 us = 1.5 ns -> 2 ns (half away from zero)
+        (2, 9, "Default/AllReduce-op534_0", 1_000_000_000_000_010, 1_000_000_000_000_012),
     ]
     assert "comm_ops: event timeline ASCEND_PROFILER_OUTPUT/trace_view.json" in meta.sources
     [not_read] = [i for i in log.issues if i.kind == "not_read" and i.source_file.endswith("trace_view.json")]

@@ -15,8 +15,8 @@ A timeline is a JSON list of trace events (or an object whose ``traceEvents`` is
   ``Python`` process) -> ``step_trace``: MODEL_START (tag 0) at the start, MODEL_END (tag 1) at
   the end, and FP (2) / BP (3) where the span names ``FP Start`` / ``BP End``. All keypoints
   of one event share its ``seq``; ``tag_id`` tells them apart.
-* ``HCCL`` ``X`` events named ``hcom_*`` (the ops as a whole, not their tasks on the Plane
-  threads) -> ``comm_ops``, for the step breakdown (docs/formats.md#rule-step-breakdown).
+* ``HCCL`` ``X`` events named ``hcom_*`` or on a thread whose name holds ``Communication``
+  (the ops as a whole, not their tasks on the ``Plane`` threads) -> ``comm_ops``, for the step breakdown (docs/formats.md#rule-step-breakdown).
 
 Every other event (HCCL tasks, Overlap Analysis, counters, flow arrows, torch ops, ...) is counted
 per process and reported in one ``not_read`` issue per file.
@@ -52,7 +52,11 @@ from pipeline.readers.issues import Issue
 
 HOST_DEVICE = 64
 CANN, HARDWARE, PYTHON, STEP_TRACE, HCCL = "CANN", "Ascend Hardware", "Python", "Step Trace", "HCCL"
-COMM_OP_PREFIX = "hcom_"  # an HCCL op as a whole (its tasks are on the Plane threads)
+# an HCCL op as a whole: named hcom_* (torch_npu, CANN 8), or on the HCCL thread named
+# "Group N Communication" / "Communication Kernel" (msprof 2023 names it after the framework op,
+# Default/AllReduce-op534_0); its tasks are on the "Plane N" threads
+COMM_OP_PREFIX = "hcom_"
+COMM_OP_THREAD = "communication"
 NONE_ID = 4294967295  # exporters' "none" for subtask (context) ids
 NO_CONNECTION = str(2**64 - 1)  # a task no host API launched (msprof writes uint64 -1)
 WALL_CLOCK_NS = 946_684_800 * 10**9  # 2000-01-01: earlier event times are a monotonic clock
@@ -282,7 +286,14 @@ class _Reader:
                         args.get("Task Type"),
                     )
                     continue
-                if proc == HCCL and isinstance(name, str) and name.startswith(COMM_OP_PREFIX):
+                if (
+                    proc == HCCL
+                    and isinstance(name, str)
+                    and (
+                        name.startswith(COMM_OP_PREFIX)
+                        or COMM_OP_THREAD in (self.thread.get((pid, _key(e.get("tid")))) or "").lower()
+                    )
+                ):
                     batch.comm.add(i, name, e.get("ts"), e.get("dur"), pid)
                     continue
                 if isinstance(name, str):
