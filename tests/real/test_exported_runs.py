@@ -9,6 +9,7 @@ module, and from the databases with sqlite3: independent of profetl's readers an
 from __future__ import annotations
 
 import csv
+import json
 import sqlite3
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -556,3 +557,41 @@ def test_recomputed_step_breakdown_equals_the_exporters(real_data, warehouse, re
     assert "export_step_breakdown_differs" not in {
         i["kind"] for i in _rows(warehouse, "build_issues", run_id)
     }
+
+
+MSPROF_2023 = "mindspore-ai+mindinsight/tests/utils/resource/profiler"
+
+
+def test_recomputed_step_breakdown_equals_msprofs_overlap_analysis(real_data, warehouse):
+    """msprof's 2023 per-iteration timelines (msprof_<dev>_<model>_<iter>.json, two devices, ten
+    iterations each) hold the Overlap Analysis intervals torch_npu sums: per iteration the sums
+    of their Computing, Communication and Communication(Not Overlapped) events equal profetl's
+    recomputation from the tasks (AI_CORE and AI_CPU; notify, event, memcpy and reduce tasks are
+    not computing) and the ops of the HCCL "Communication Kernel" thread, to the ns. Free is the
+    file's only for an iteration's last interval: a per-iteration file stops at its iteration's
+    last task, where torch_npu's rule gives the step the gap up to the next busy interval."""
+    for prof in sorted((real_data / MSPROF_2023).glob("PROF_*")):
+        run_id = _build(warehouse, prof)
+        got = {(r["device_id"], r["step_id"]): r for r in _rows(warehouse, "step_trace_summary", run_id)}
+        files = sorted(prof.glob("device_*/timeline/msprof_*_*_*.json"))
+        assert len(files) == 10 and len(got) == 10
+        for f in files:
+            device, _model, iteration = (int(x) for x in f.stem.split("_")[1:])
+            events = json.loads(f.read_text())
+            overlap = {
+                e["pid"] for e in events if e.get("ph") == "M" and e["args"].get("name") == "Overlap Analysis"
+            }
+            sums: dict[str, int] = {}
+            for e in events:
+                if e.get("ph") == "X" and e["pid"] in overlap:
+                    sums[e["name"]] = sums.get(e["name"], 0) + _ns(str(e["dur"]))
+            r = got[(device, iteration)]
+            assert r["computing_recomputed_ns"] == sums["Computing"], f.name
+            assert r["communication_recomputed_ns"] == sums["Communication"], f.name
+            assert r["communication_not_overlapped_recomputed_ns"] == sums["Communication(Not Overlapped)"], (
+                f.name
+            )
+            if iteration == 10:
+                assert r["free_recomputed_ns"] == sums["Free"], f.name
+            else:
+                assert r["free_recomputed_ns"] > sums["Free"], f.name
