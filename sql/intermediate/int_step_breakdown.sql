@@ -52,11 +52,17 @@
 --   piece_count                                      -   pieces and receive ops summed into the row (the bound
 --                                                        of build_issues' export_step_breakdown_differs)
 
-with compute_runs as (
+with step_devices as (
+    -- only a device with iterations has steps to break down: the others' executions are not read
+    select distinct device_id from stg_iterations
+),
+
+compute_runs as (
     select device_id, start_ns, end_ns
     from int_op_executions
     where
-        op_name is not null
+        device_id in (select device_id from step_devices)
+        and op_name is not null
         and start_ns is not null
         and end_ns >= start_ns
         and coalesce(accelerator_core, '') <> 'HCCL'
@@ -71,7 +77,10 @@ with compute_runs as (
 comm_runs as (
     select device_id, start_ns, end_ns, is_receive
     from stg_comm_ops
-    where start_ns is not null and end_ns >= start_ns
+    where
+        device_id in (select device_id from step_devices)
+        and start_ns is not null
+        and end_ns >= start_ns
 ),
 
 comm_devices as (
