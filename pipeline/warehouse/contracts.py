@@ -260,5 +260,6 @@ RAW_TABLES = (
     "freq_samples",
     "api_totals",
     "step_times",
+    "comm_ops",
     "ingest_issues",
 )

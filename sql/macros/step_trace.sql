@@ -16,6 +16,7 @@
 --   and after a first ITER_END every later ITER_END counts too (the others are ignored).
 --   Columns:
 --     device_id, model_id, tag_id, stream_id, ts_ns   of the record
+--     index_id            the record's own iteration or step number, as the source wrote it
 --     ord                 1-based position of the record among its (device, model)'s records
 --     seg                 segment number (0 before the first MODEL_START)
 --     iter_local          iterations of the segment closed before the record
@@ -40,6 +41,7 @@ with ordered as (
         tag_id,
         stream_id,
         ts_ns,
+        index_id,
         row_number() over (partition by device_id, model_id order by ts_ns, seq, source_file) as ord,
         -- the keypoint before this one among (device, model)'s MODEL_START / END / ITER_END
         case
@@ -113,6 +115,7 @@ select
     tag_id,
     stream_id,
     ts_ns,
+    index_id,
     ord,
     seg,
     iter_local,

@@ -2,7 +2,7 @@
 --
 -- Grain:   (run_id, device_id, kind)
 -- Sources: stg_task_instances, stg_pmu_records, int_pmu_records_ops, stg_export_ops,
---          int_op_executions, stg_step_marks, stg_all_reduces
+--          int_op_executions, stg_step_marks, stg_all_reduces, int_step_breakdown, stg_step_times
 -- Follows: nothing in msprof, which drops these silently (docs/formats.md#rule-silent-drops);
 --          they are counted so that no loss goes unreported.
 --          pmu_without_op and pmu_without_block_dim take the record's op from
@@ -15,13 +15,20 @@
 --          more than 2 ns: the printed precision of a CSV export (start, previous start,
 --          previous duration and wait each rounded to 0.001 us); a database's integer ns are
 --          exact, so 2 ns hides no real difference there either (docs/formats.md#export-wait).
+--          export_step_breakdown_differs counts the steps whose exported breakdown
+--          (stg_step_times: step_trace_time.csv, analysis.db StepTraceTime) and profetl's
+--          recomputation from the events (int_step_breakdown, joined on the step number)
+--          differ, in a column both hold, by more than 1 us + 1 ns per piece summed: the
+--          exporter subtracts wall-clock times held as float64 us (0.25 us apart at today's
+--          dates: up to 0.25 us per difference, stage and preparing) and sums durations printed
+--          to 0.001 us, fractions of a ns each (docs/formats.md#export-step-breakdown).
 --          open_last_iteration counts models (one open iteration each) whose step trace ends
 --          inside an iteration, as msprof drops it from its step trace.
 -- Columns:
 --   device_id      -     device
 --   kind           -     dropped_task_instances, pmu_without_op, pmu_without_block_dim,
 --                        task_runs_without_time, pmu_without_task, export_metrics_without_task,
---                        export_ops_without_task, export_wait_differs,
+--                        export_ops_without_task, export_wait_differs, export_step_breakdown_differs,
 --                        open_last_iteration, all_reduce_without_end
 --   count          -     how many instances or records
 --   message        -     one-line explanation
@@ -94,6 +101,30 @@ waits_differ as (
     from export_waits
     where abs(exported_wait_ns - wait_recomputed_ns) > 2
     group by device_id
+),
+
+breakdowns_differ as (
+    select b.device_id, count(*) as n
+    from int_step_breakdown as b
+    inner join stg_step_times as st
+        on b.device_id = st.device_id
+        and b.step_id = st.step_id
+    where
+        greatest(
+            abs(st.computing_ns - b.computing_ns),
+            abs(st.communication_ns - b.communication_ns),
+            abs(st.communication_not_overlapped_ns - b.communication_not_overlapped_ns),
+            abs(st.overlapped_ns - b.overlapped_ns),
+            abs(st.free_ns - b.free_ns),
+            abs(st.stage_ns - b.stage_ns),
+            abs(st.bubble_ns - b.bubble_ns),
+            abs(
+                st.communication_not_overlapped_exclude_receive_ns
+                - b.communication_not_overlapped_exclude_receive_ns
+            ),
+            abs(st.preparing_ns - b.preparing_ns)
+        ) > 1000 + b.piece_count
+    group by b.device_id
 ),
 
 open_iterations as (
@@ -169,6 +200,13 @@ from (
         n,
         'exported execution(s) whose exporter-written wait and the one profetl recomputes are more than 2 ns apart; op_summary.wait_ns keeps the exporter''s, wait_recomputed_ns profetl''s'  -- noqa: LT05
     from waits_differ
+    union all
+    select
+        device_id,
+        'export_step_breakdown_differs',
+        n,
+        'step(s) whose exported breakdown (step_trace_time, StepTraceTime) and profetl''s recomputation of it out of the events differ by more than 1 us + 1 ns per piece; step_trace_summary keeps both'  -- noqa: LT05
+    from breakdowns_differ
     union all
     select
         device_id,

@@ -1,7 +1,7 @@
 -- step_trace_summary: one row per closed step-trace iteration of a model, with where its time went.
 --
 -- Grain:   (run_id, device_id, model_id, iteration_id); model_id NULL is a value
--- Sources: stg_iterations, stg_all_reduces; stg_step_times for a device without iterations
+-- Sources: stg_iterations, stg_all_reduces, stg_step_times, int_step_breakdown
 -- Follows: msprof's step_trace export (its training_trace table; MindInsight shows the same
 --          breakdown): iterations by the step-trace rule of stg_iterations (MODEL_START opens,
 --          MODEL_END closes, ITER_END closes and opens the next, per (device, model) in time
@@ -19,6 +19,12 @@
 --          (step_trace_time.csv, analysis.db StepTraceTime; docs/formats.md#export-totals) has
 --          a row per exported step of a device without iterations: iteration_id the step, the
 --          breakdown columns as exported, the times NULL (the breakdown has none).
+--          An iteration of events has the breakdown profetl recomputes from the device's
+--          executions and communication ops (int_step_breakdown, torch_npu's rule:
+--          docs/formats.md#rule-step-breakdown) in the *_recomputed_ns columns and, where the
+--          export also holds the exporter's breakdown, the exporter's values of the step of
+--          the same number in the exported columns (build_issues counts the steps where the
+--          two differ: export_step_breakdown_differs).
 -- Columns:
 --   device_id             -     device ("Device_id")
 --   iteration_id          -     1-based number of the iteration within (device, model) ("Iteration ID")
@@ -37,20 +43,36 @@
 --   iteration_start_ns    ns    iteration start, its MODEL_START or the ITER_END that opened it
 --   reduce_count          -     all-reduce ranges of the iteration (rows of step_trace_reduces); NULL for
 --                               an exported step
---   computing_ns          ns    exported step: time computing ("Computing"); NULL for an iteration of events
---   communication_ns      ns    exported step: communication time ("Communication")
---   communication_not_overlapped_ns ns exported step: communication no computing overlapped
+--   computing_ns          ns    the exporter's step breakdown, of an exported step or of the step of an
+--                               iteration's number where the export holds it (NULL elsewhere): time computing
+--                               ("Computing")
+--   communication_ns      ns    exporter's: communication time ("Communication")
+--   communication_not_overlapped_ns ns exporter's: communication no computing overlapped
 --                               ("Communication(Not Overlapped)")
---   overlapped_ns         ns    exported step: communication overlapped by computing ("Overlapped")
---   free_ns               ns    exported step: time neither ran ("Free")
---   stage_ns              ns    exported step: computing + communication not overlapped + free ("Stage")
---   bubble_ns             ns    exported step: pipeline bubble ("Bubble")
---   preparing_ns          ns    exported step: before its first task ("Preparing"); NULL where not exported
+--   overlapped_ns         ns    exporter's: communication overlapped by computing ("Overlapped")
+--   free_ns               ns    exporter's: time neither ran ("Free")
+--   stage_ns              ns    exporter's: computing + communication not overlapped + free ("Stage")
+--   bubble_ns             ns    exporter's: pipeline bubble ("Bubble")
+--   preparing_ns          ns    exporter's: before its first task ("Preparing"); NULL where not exported
 --   iteration_from_previous_end_ns ns  iteration_end_ns - the end of the previous iteration of the same
 --                               (device, model): an iteration as MindInsight measures it; NULL for the
 --                               first (no previous end) and for an exported step. iteration_ns is msprof's,
 --                               from the record that opened the iteration; the two differ only for an
 --                               iteration a MODEL_START opened ("Iteration Time from Previous End")
+--   communication_not_overlapped_exclude_receive_ns ns exported: communication not overlapped - bubble
+--                               ("Communication(Not Overlapped and Exclude Receive)")
+--   step_id               -     the step number of the iteration (ProfilerStep#N, Iteration N; a raw record's
+--                               index id), or of the exported step ("Step")
+--   computing_recomputed_ns ns  profetl's breakdown of an iteration of events (int_step_breakdown): merged
+--                               compute time of the executions an operator names; NULL for an exported step
+--   communication_recomputed_ns ns merged communication-op time; NULL also without communication ops
+--   communication_not_overlapped_recomputed_ns ns communication no compute covers; NULL as the above
+--   overlapped_recomputed_ns ns communication_recomputed_ns - communication_not_overlapped_recomputed_ns
+--   free_recomputed_ns    ns    gaps between the device's busy intervals starting in the iteration
+--   stage_recomputed_ns   ns    span of the iteration's pieces - bubble_recomputed_ns
+--   bubble_recomputed_ns  ns    receive ops' time; NULL without communication ops
+--   communication_not_overlapped_exclude_receive_recomputed_ns ns communication not overlapped - bubble
+--   preparing_recomputed_ns ns  first compute or communication piece - iteration start; NULL without one
 
 with reduces as (
     select device_id, model_id, iteration_id, count(*) as n
@@ -83,22 +105,41 @@ from_events as (
         it.iter_id,
         it.start_ns as iteration_start_ns,
         coalesce(r.n, 0) as reduce_count,
-        null::bigint as computing_ns,
-        null::bigint as communication_ns,
-        null::bigint as communication_not_overlapped_ns,
-        null::bigint as overlapped_ns,
-        null::bigint as free_ns,
-        null::bigint as stage_ns,
-        null::bigint as bubble_ns,
-        null::bigint as preparing_ns,
+        st.computing_ns,
+        st.communication_ns,
+        st.communication_not_overlapped_ns,
+        st.overlapped_ns,
+        st.free_ns,
+        st.stage_ns,
+        st.bubble_ns,
+        st.preparing_ns,
         it.end_ns - lag(it.end_ns) over (
             partition by it.device_id, it.model_id order by it.iteration_id
-        ) as iteration_from_previous_end_ns
+        ) as iteration_from_previous_end_ns,
+        st.communication_not_overlapped_exclude_receive_ns,
+        it.step_id,
+        b.computing_ns as computing_recomputed_ns,
+        b.communication_ns as communication_recomputed_ns,
+        b.communication_not_overlapped_ns as communication_not_overlapped_recomputed_ns,
+        b.overlapped_ns as overlapped_recomputed_ns,
+        b.free_ns as free_recomputed_ns,
+        b.stage_ns as stage_recomputed_ns,
+        b.bubble_ns as bubble_recomputed_ns,
+        b.communication_not_overlapped_exclude_receive_ns
+            as communication_not_overlapped_exclude_receive_recomputed_ns,
+        b.preparing_ns as preparing_recomputed_ns
     from with_previous as it
     left join reduces as r
         on it.device_id = r.device_id
         and it.model_id = r.model_id
         and it.iteration_id = r.iteration_id
+    left join int_step_breakdown as b
+        on it.device_id = b.device_id
+        and it.model_id is not distinct from b.model_id
+        and it.iteration_id = b.iteration_id
+    left join stg_step_times as st
+        on it.device_id = st.device_id
+        and it.step_id = st.step_id
 ),
 
 from_totals as (
@@ -125,7 +166,18 @@ from_totals as (
         st.stage_ns,
         st.bubble_ns,
         st.preparing_ns,
-        null::bigint as iteration_from_previous_end_ns
+        null::bigint as iteration_from_previous_end_ns,
+        st.communication_not_overlapped_exclude_receive_ns,
+        st.step_id,
+        null::bigint as computing_recomputed_ns,
+        null::bigint as communication_recomputed_ns,
+        null::bigint as communication_not_overlapped_recomputed_ns,
+        null::bigint as overlapped_recomputed_ns,
+        null::bigint as free_recomputed_ns,
+        null::bigint as stage_recomputed_ns,
+        null::bigint as bubble_recomputed_ns,
+        null::bigint as communication_not_overlapped_exclude_receive_recomputed_ns,
+        null::bigint as preparing_recomputed_ns
     from stg_step_times as st
     anti join (select distinct device_id from stg_iterations) as ev on st.device_id = ev.device_id
 )

@@ -18,6 +18,9 @@
 --   iteration_id   -     1-based number of the iteration within (device, model) (msprof's index_id)
 --   fp_ns          ns    the iteration's last FP (forward propagation start) record; NULL without one
 --   bp_ns          ns    the iteration's last BP (backward propagation end) record; NULL without one
+--   step_id        -     the iteration or step number its closing record carries (index_id: an
+--                        export's ProfilerStep#N or Iteration N, a raw record's index id); NULL
+--                        where the record has none
 
 with closed as (
     select
@@ -27,7 +30,8 @@ with closed as (
         any_value(iteration_start_ns) filter (where is_end) as start_ns,
         max(ts_ns) filter (where is_end) as end_ns,
         arg_max(ts_ns, ord) filter (where tag_id = 2) as fp_ns,
-        arg_max(ts_ns, ord) filter (where tag_id = 3) as bp_ns
+        arg_max(ts_ns, ord) filter (where tag_id = 3) as bp_ns,
+        arg_max(index_id, ord) filter (where is_end) as step_id
     from step_marks()
     where iteration_closed
     group by device_id, model_id, seg, iter_local
@@ -41,5 +45,6 @@ select
     end_ns,
     iteration_id::integer as iteration_id,
     fp_ns,
-    bp_ns
+    bp_ns,
+    step_id
 from closed

@@ -563,6 +563,7 @@ def test_real_database_counts(real_data, rel):
         "task_metrics": _count(path, "SELECT count(*) FROM TASK t JOIN TASK_PMU_INFO p USING (globalTaskId)"),
         "api_calls": _count(path, f"SELECT count(*) FROM {api}"),
         "step_trace": 2 * _count(path, "SELECT count(*) FROM STEP_TIME"),
+        "comm_ops": _count(path, "SELECT count(*) FROM COMMUNICATION_OP"),
     }
     assert res.rows == {k: v for k, v in expect.items() if v}
     for table, n in res.rows.items():
@@ -583,6 +584,7 @@ def test_real_pytorch_level1_rows_checked_by_hand(real_data):
         "task_metrics": 5180,
         "api_calls": 710,
         "step_trace": 2,
+        "comm_ops": 4,
     }
     assert res.devices == {0, 64} and res.start_ns == 1736410576284680000
     # TASK row 1: (1736410576375315901, 1736410576375315921, 0, 1646, 0, 3136493, 0 'PROFILING_ENABLE',
@@ -638,6 +640,14 @@ def test_real_pytorch_level1_rows_checked_by_hand(real_data):
         {"index_id": 50, "tag_id": 0, "ts_ns": 1736410576386409710},
         {"index_id": 50, "tag_id": 1, "ts_ns": 1736410576538298460},
     ]
+    # COMMUNICATION_OP row 1: (opName 253 'hcom_allReduce__210_0_1', 1736410576431631806, 1736410576520382799, ...)
+    c = sink.rows("comm_ops")[0]
+    assert (c["device_id"], c["op_name"], c["start_ns"], c["end_ns"]) == (
+        0,
+        "hcom_allReduce__210_0_1",
+        1736410576431631806,
+        1736410576520382799,
+    )
 
 
 def test_real_torch_npu_export_ingests_with_every_byte_accounted_for(real_data, tmp_path):
@@ -652,7 +662,11 @@ def test_real_torch_npu_export_ingests_with_every_byte_accounted_for(real_data, 
         "Ascend910B",
         [0],
     )
-    size = (dump / "ASCEND_PROFILER_OUTPUT/ascend_pytorch_profiler_0.db").stat().st_size
+    # the database, and analysis.db: torch_npu's step breakdown, read beside the step events
+    size = sum(
+        (dump / "ASCEND_PROFILER_OUTPUT" / name).stat().st_size
+        for name in ("ascend_pytorch_profiler_0.db", "analysis.db")
+    )
     assert row["data_bytes"] == size == row["bytes_decoded"] and row["bytes_skipped"] == 0
     assert {
         t: result.rows_by_table[t]

@@ -462,7 +462,7 @@ def test_real_counts_per_process(real_data):
 
 def test_real_level1_hand_checked(real_data):
     path = real_data / LEVEL1 / "trace_view.json"
-    sink, log, res = read(path)
+    sink, log, res = read(path, tables=(*ALL, "comm_ops"))
     # {"name": "AscendCL@aclrtMemcpyAsync", "pid": 3170820320, "tid": 3099702, "ts": "1736408883694795.840",
     #  "dur": "31.84", "args": {"Thread Id": 3099702, "Mode": "ACL_RTS", "level": "acl", ..., "connection_id": 936}}
     row = next(r for r in sink.rows("api_calls") if r["start_ns"] == 1736408883694795840)
@@ -493,8 +493,18 @@ def test_real_level1_hand_checked(real_data):
         (50, 1, 1736408883842726510),
     ]
     assert res.start_ns == 1736408883573887920  # the first AI Core Freq sample
+    # the 4 HCCL ops as a whole (thread "Group 0 Communication") are comm_ops; the other 304 HCCL
+    # events are their tasks on the Plane threads, not read
+    # the first: ts "1736408883732241.564", dur 79089.52 us
+    ops = sink.rows("comm_ops")
+    assert [r["op_name"] for r in ops] == [f"hcom_allReduce__586_{i}_1" for i in range(4)]
+    assert (ops[0]["device_id"], ops[0]["start_ns"], ops[0]["end_ns"]) == (
+        0,
+        1736408883732241564,
+        1736408883811331084,
+    )
     [nr] = [i for i in log.issues if i.kind == "not_read"]
-    assert "HCCL: 308 events" in nr.message and "Acc PMU: 2752 events" in nr.message
+    assert "HCCL: 304 events" in nr.message and "Acc PMU: 2752 events" in nr.message
 
 
 def _api_statistic_check(path: Path, statistic: Path) -> int:

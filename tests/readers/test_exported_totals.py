@@ -100,18 +100,22 @@ def test_api_statistic_and_step_trace_time_fill_the_totals_tables_when_no_events
     assert log.bytes_decoded + log.bytes_skipped() == meta.data_bytes
 
 
-def test_totals_are_not_read_where_the_events_are(tmp_path):
+def test_api_totals_are_not_read_where_the_events_are_and_the_step_breakdown_is_read_beside_them(tmp_path):
+    """api_statistic is not read beside API events; step_trace_time is, as the reference the
+    recomputed step breakdown is compared with (docs/formats.md#export-step-breakdown), without
+    the note that says the mart is built from the exporter's totals."""
     d = export(tmp_path, {"api_statistic.csv": API_STATISTIC, "step_trace_time.csv": STEP_TRACE_TIME,
                           "trace_view.json": json.dumps(CANN_TRACE)})  # fmt: skip
     meta, sink, log = read(d)
-    assert sink.rows("api_totals") == [] and sink.rows("step_times") == []
+    assert sink.rows("api_totals") == []
+    assert pick(sink.rows("step_times"), STEP_TIMES) == STEP_TIMES
     assert len(sink.rows("api_calls")) == 1 and sink.rows("step_trace")
     not_read = {i.source_file for i in log.issues if i.kind == "not_read"}
-    assert {
-        "ASCEND_PROFILER_OUTPUT/api_statistic.csv",
-        "ASCEND_PROFILER_OUTPUT/step_trace_time.csv",
-    } <= not_read
-    assert not any(s.startswith(("api_totals", "step_times")) for s in meta.sources)
+    assert "ASCEND_PROFILER_OUTPUT/api_statistic.csv" in not_read
+    assert "ASCEND_PROFILER_OUTPUT/step_trace_time.csv" not in not_read
+    assert not any(s.startswith("api_totals") for s in meta.sources)
+    assert "step_times: summary CSV ASCEND_PROFILER_OUTPUT/step_trace_time.csv" in meta.sources
+    assert not any("built from the exporter's totals" in n for n in meta.notes)
 
 
 def test_a_timeline_without_api_events_leaves_the_api_totals_to_the_summary(tmp_path):
@@ -201,7 +205,7 @@ def test_an_unusable_summary_is_a_run_with_data_lost(tmp_path):
     assert o.status == "built" and o.losses == {"unreadable_file": 1}
 
 
-def test_analysis_db_is_preferred_to_step_trace_time_csv_and_neither_is_read_beside_step_events(tmp_path):
+def test_analysis_db_is_preferred_to_step_trace_time_csv_also_beside_step_events(tmp_path):
     db = tmp_path / "analysis.db"
     con = sqlite3.connect(db)
     con.execute(
@@ -219,6 +223,7 @@ def test_analysis_db_is_preferred_to_step_trace_time_csv_and_neither_is_read_bes
     assert "more detailed source of the same totals" in why
     steps = [e for e in CANN_TRACE if e.get("pid") == 2]
     _meta, sink, log = read(export(tmp_path / "b", {**files, "trace_view.json": json.dumps(steps)}))
-    assert sink.rows("step_times") == [] and sink.rows("step_trace")
+    assert [r["step_id"] for r in sink.rows("step_times")] == [7] and sink.rows("step_trace")
     not_read = {i.source_file for i in log.issues if i.kind == "not_read"}
-    assert {"ASCEND_PROFILER_OUTPUT/analysis.db", "ASCEND_PROFILER_OUTPUT/step_trace_time.csv"} <= not_read
+    assert "ASCEND_PROFILER_OUTPUT/step_trace_time.csv" in not_read
+    assert "ASCEND_PROFILER_OUTPUT/analysis.db" not in not_read

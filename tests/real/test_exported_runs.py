@@ -9,6 +9,7 @@ module, and from the databases with sqlite3: independent of profetl's readers an
 from __future__ import annotations
 
 import csv
+import json
 import sqlite3
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
@@ -468,3 +469,129 @@ def test_op_summary_wait_is_the_databases(real_data, warehouse, rel):
         con.close()
     assert expected
     _check_waits(_rows(warehouse, "op_summary", _build(warehouse, real_data / rel)), expected)
+
+
+# Exports holding both step events and the exporter's step breakdown (docs/formats.md#export-step-breakdown):
+# (folder, the breakdown's file, whether the export has communication ops)
+BREAKDOWNS = [
+    (LEVEL1, "ASCEND_PROFILER_OUTPUT/step_trace_time.csv", True),
+    (f"{BOTH}/{BOTH_TORCH}", "ASCEND_PROFILER_OUTPUT/step_trace_time.csv", False),
+    (
+        "Ascend+msinsight/test/data/pytorch/db/level0/rank0_ascend_pt",
+        "ASCEND_PROFILER_OUTPUT/analysis.db",
+        True,
+    ),
+    (
+        "Ascend+msinsight/test/data/pytorch/db/level1/rank0_ascend_pt",
+        "ASCEND_PROFILER_OUTPUT/analysis.db",
+        True,
+    ),
+    (
+        "Ascend+msinsight/test/data/pytorch/db/level2/rank0_ascend_pt",
+        "ASCEND_PROFILER_OUTPUT/analysis.db",
+        True,
+    ),
+]
+BREAKDOWN_COLUMNS = {
+    "computing": "Computing",
+    "communication_not_overlapped": "Communication(Not Overlapped)",
+    "overlapped": "Overlapped",
+    "communication": "Communication",
+    "free": "Free",
+    "stage": "Stage",
+    "bubble": "Bubble",
+    "communication_not_overlapped_exclude_receive": "Communication(Not Overlapped and Exclude Receive)",
+    "preparing": "Preparing",
+}
+COMMUNICATION_COLUMNS = {
+    "communication_not_overlapped",
+    "overlapped",
+    "communication",
+    "bubble",
+    "communication_not_overlapped_exclude_receive",
+}
+
+
+def _exported_breakdown(path: Path) -> dict[int, dict[str, int]]:
+    """step -> column -> ns, read with the csv module or sqlite3 (the database's column names are
+    the CSV's headers in snake case)."""
+    if path.suffix == ".db":
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        con.row_factory = sqlite3.Row
+        rows = [dict(r) for r in con.execute("SELECT * FROM StepTraceTime")]
+        con.close()
+        names = {
+            c: ("communication_not_overlapped_and_exclude_receive" if "exclude" in c else c)
+            for c in BREAKDOWN_COLUMNS
+        }
+        return {int(r["step"]): {c: _ns(repr(r[names[c]])) for c in BREAKDOWN_COLUMNS} for r in rows}
+    return {int(r["Step"]): {c: _ns(r[h].strip()) for c, h in BREAKDOWN_COLUMNS.items()} for r in _csv(path)}
+
+
+@pytest.mark.parametrize(
+    ("rel", "name", "has_comm"), BREAKDOWNS, ids=[f"{r.split('/')[-2]}" for r, _, _ in BREAKDOWNS]
+)
+def test_recomputed_step_breakdown_equals_the_exporters(real_data, warehouse, rel, name, has_comm):
+    """The breakdown profetl recomputes from the events equals the exporter's file: a database's
+    (analysis.db, from the same integer ns) exactly; a timeline's within 1 us (the exporter
+    subtracts wall-clock us held as float64, 0.25 us apart at these dates, and sums durations
+    printed to 0.001 us; the largest difference here is 0.25 us). The exporter's values are
+    kept beside, and build_issues finds no step beyond its bound. Without communication ops
+    (the single-device run) profetl's communication columns are NULL where the file says 0."""
+    run_id = _build(warehouse, real_data / rel)
+    expected = _exported_breakdown(real_data / rel / name)
+    got = {r["step_id"]: r for r in _rows(warehouse, "step_trace_summary", run_id)}
+    assert expected and set(got) == set(expected)
+    exact = name.endswith(".db")
+    for step, values in expected.items():
+        r = got[step]
+        for col, ns in values.items():
+            assert r[f"{col}_ns"] == ns, (step, col)  # the exporter's, as written
+            mine = r[f"{col}_recomputed_ns"]
+            if col in COMMUNICATION_COLUMNS and not has_comm:
+                assert mine is None and ns == 0, (step, col)
+            elif exact:
+                assert mine == ns, (step, col)
+            else:
+                assert abs(mine - ns) <= 1000, (step, col, mine, ns)
+    assert "export_step_breakdown_differs" not in {
+        i["kind"] for i in _rows(warehouse, "build_issues", run_id)
+    }
+
+
+MSPROF_2023 = "mindspore-ai+mindinsight/tests/utils/resource/profiler"
+
+
+def test_recomputed_step_breakdown_equals_msprofs_overlap_analysis(real_data, warehouse):
+    """msprof's 2023 per-iteration timelines (msprof_<dev>_<model>_<iter>.json, two devices, ten
+    iterations each) hold the Overlap Analysis intervals torch_npu sums: per iteration the sums
+    of their Computing, Communication and Communication(Not Overlapped) events equal profetl's
+    recomputation from the tasks (AI_CORE and AI_CPU; notify, event, memcpy and reduce tasks are
+    not computing) and the ops of the HCCL "Communication Kernel" thread, to the ns. Free is the
+    file's only for an iteration's last interval: a per-iteration file stops at its iteration's
+    last task, where torch_npu's rule gives the step the gap up to the next busy interval."""
+    for prof in sorted((real_data / MSPROF_2023).glob("PROF_*")):
+        run_id = _build(warehouse, prof)
+        got = {(r["device_id"], r["step_id"]): r for r in _rows(warehouse, "step_trace_summary", run_id)}
+        files = sorted(prof.glob("device_*/timeline/msprof_*_*_*.json"))
+        assert len(files) == 10 and len(got) == 10
+        for f in files:
+            device, _model, iteration = (int(x) for x in f.stem.split("_")[1:])
+            events = json.loads(f.read_text())
+            overlap = {
+                e["pid"] for e in events if e.get("ph") == "M" and e["args"].get("name") == "Overlap Analysis"
+            }
+            sums: dict[str, int] = {}
+            for e in events:
+                if e.get("ph") == "X" and e["pid"] in overlap:
+                    sums[e["name"]] = sums.get(e["name"], 0) + _ns(str(e["dur"]))
+            r = got[(device, iteration)]
+            assert r["computing_recomputed_ns"] == sums["Computing"], f.name
+            assert r["communication_recomputed_ns"] == sums["Communication"], f.name
+            assert r["communication_not_overlapped_recomputed_ns"] == sums["Communication(Not Overlapped)"], (
+                f.name
+            )
+            if iteration == 10:
+                assert r["free_recomputed_ns"] == sums["Free"], f.name
+            else:
+                assert r["free_recomputed_ns"] > sums["Free"], f.name

@@ -20,6 +20,7 @@ EXPORT_TABLES = (
     "step_trace",
     "api_totals",
     "step_times",
+    "comm_ops",
     "devices",
 )
 

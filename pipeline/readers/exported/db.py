@@ -105,6 +105,7 @@ API_REQUIRED = {"start": ("startNs",), "end": ("endNs",), "type": ("type",), "na
 API_OPTIONAL = {"tid": ("globalTid",), "connection": ("connectionId",)}
 STEP_REQUIRED = {"id": ("id", "stepId"), "start": ("startNs",), "end": ("endNs",)}
 STRING_REQUIRED = {"id": ("id",), "value": ("value",)}
+COMM_OP_REQUIRED = {"name": ("opName",), "start": ("startNs",), "end": ("endNs",)}
 # torch_npu's analysis.db: the step breakdown in us, one row per step (step_times)
 STEP_TRACE_TIME_REQUIRED = {
     "step": ("step",),
@@ -656,6 +657,44 @@ class _Reader:
             },
         )
 
+    def comm_ops(self) -> None:
+        """COMMUNICATION_OP: each HCCL op as a whole (name, start, end) into ``comm_ops``, on the
+        database's single device."""
+        c = self.table(("COMMUNICATION_OP",), COMM_OP_REQUIRED, None, "comm_ops")
+        if c is None:
+            return
+        join, name = self.string(f"o.{_q(c.cols['name'])}", "s")
+        rows = self.db.con.execute(
+            f"SELECT {name}, o.{_q(c.cols['start'])}, o.{_q(c.cols['end'])} "
+            f"FROM {_q(c.name)} AS o{join} ORDER BY o.rowid"
+        ).fetchall()
+        if not rows:
+            return
+        device = self.single_device()
+        if device is None:
+            self.ctx.log.add(
+                Issue(
+                    self.rel,
+                    "unknown_device",
+                    "COMMUNICATION_OP rows not read: the database names no "
+                    "single device (TASK, RANK_DEVICE_MAP, NPU_INFO) and the export none either",
+                    count=len(rows),
+                )
+            )
+            return
+        names, starts, ends = (list(x) for x in zip(*rows))
+        n = len(rows)
+        self.write(
+            "comm_ops",
+            {
+                "seq": np.arange(n, dtype=np.int64),
+                "device_id": np.full(n, device, np.int32),
+                "op_name": pa.array(names, pa.string()),
+                "start_ns": self.ints(starts, c.name, c.cols["start"], key=True),
+                "end_ns": self.ints(ends, c.name, c.cols["end"]),
+            },
+        )
+
     def step_times(self) -> None:
         """analysis.db's StepTraceTime: torch_npu's step breakdown (us, as REAL or text) into
         ``step_times`` in ns; a step that is no integer costs its row (``bad_row``)."""
@@ -864,6 +903,9 @@ def _read(path: Path, ctx: ExportContext, db: _Db, size: int) -> SourceResult:
         if "step_trace" in ctx.tables:
             step = "step_trace"
             r.step_trace()
+        if "comm_ops" in ctx.tables:
+            step = "comm_ops"
+            r.comm_ops()
         if "step_times" in ctx.tables:
             step = "step_times"
             r.step_times()

@@ -10,9 +10,11 @@ source is only a candidate for the tables it holds):
 | task_ops     | COMPUTE_TASK_INFO | (timeline names only: after the CSVs)  | kernel_details, op_summary, task_time    |
 | task_metrics | TASK_PMU_INFO     | --                                     | kernel_details, op_summary               |
 | step_trace   | STEP_TIME         | ProfilerStep / Iteration events        | --                                       |
+| comm_ops     | COMMUNICATION_OP  | HCCL hcom_* events                     | --                                       |
 
-Where the export holds no events for a table, the exporter's totals of them stand in (read only
-then; docs/formats.md#export-totals):
+Where the export holds no events for a table, the exporter's totals of them stand in
+(docs/formats.md#export-totals); the step breakdown is read beside the step events too, as the
+reference profetl's recomputation is compared with (docs/formats.md#export-step-breakdown):
 
 | table        | events of                     | totals read when those filled no row           |
 |--------------|-------------------------------|------------------------------------------------|
@@ -72,6 +74,7 @@ PREFERENCE: dict[str, list[tuple[str, ...]]] = {
     ],
     "task_metrics": [*DATABASES, ("kernel_details",), ("op_summary",)],
     "step_trace": [*DATABASES, *TIMELINES, ("step_trace_json",)],
+    "comm_ops": [*DATABASES, *TIMELINES],
 }
 # table of totals -> (the events table they stand in for, candidate kinds, most detailed first)
 FALLBACKS: dict[str, tuple[str, list[tuple[str, ...]]]] = {
@@ -86,8 +89,13 @@ WHY_MISSING = {
     "task_metrics": "no AI Core PMU values in this export (collected without aic-metrics, or a database "
     "level without TASK_PMU_INFO): AI Core metrics are empty",
     "step_trace": "no step or iteration boundaries in this export: top-down has no per-step rows",
+    "comm_ops": "no communication ops in this export (a database COMMUNICATION_OP table or timeline HCCL "
+    "hcom_* events): the communication columns of the recomputed step breakdown are NULL",
 }
 FALLBACK_MART = {"api_totals": "api_statistic", "step_times": "step_trace_summary"}
+# totals read also where their events were read: the exporter's values, kept beside profetl's
+# recomputation from the events and compared with it (build_issues export_step_breakdown_differs)
+READ_BESIDE_EVENTS = {"step_times"}
 ALWAYS_MISSING = [
     "task_states: exported outputs carry no TS task states, so Task Scheduler waiting_ns and pending_ns are NULL",
     "pmu_counters: exported outputs carry computed metrics (task_metrics), not the 8 raw counters",
@@ -196,7 +204,7 @@ def read_export(
         for f in dump.of(*kinds):
             if f.path not in deferred:
                 continue
-            if filled:
+            if filled and table not in READ_BESIDE_EVENTS:
                 not_read(f)
             elif f.path in used:
                 read_file(f, {table})
@@ -347,7 +355,12 @@ def _run_level(
             names = sorted({relative(root, f.path) for f in files})
             shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
             meta.sources.append(f"{table}: {_group_label(files[0])} {shown}")
-            if table in FALLBACKS:
+            events_filled = table in FALLBACKS and any(
+                results[f.path].rows.get(FALLBACKS[table][0], 0)
+                for f in chosen.get(FALLBACKS[table][0], [])
+                if f.path in results
+            )
+            if table in FALLBACKS and not events_filled:
                 meta.notes.append(
                     f"{table}: the export holds no {FALLBACKS[table][0]} events, so "
                     f"{FALLBACK_MART[table]} is built from the exporter's totals ({shown})"

@@ -1,7 +1,7 @@
 """Chrome-trace timelines exported by msprof (``msprof_*.json``, ``timeline/*.json``) and torch_npu (``trace_view.json``).
 
 A timeline is a JSON list of trace events (or an object whose ``traceEvents`` is that list).
-``M`` events name the processes; profetl takes the events of four of them:
+``M`` events name the processes; profetl takes the events of five of them:
 
 * ``CANN`` ``X`` events -> ``api_calls`` (host, device 64): ``AscendCL@aclnnAddmm`` is level
   ``args.level`` (``acl``), API ``aclnnAddmm``: the name after the first ``@``, which is what
@@ -15,8 +15,10 @@ A timeline is a JSON list of trace events (or an object whose ``traceEvents`` is
   ``Python`` process) -> ``step_trace``: MODEL_START (tag 0) at the start, MODEL_END (tag 1) at
   the end, and FP (2) / BP (3) where the span names ``FP Start`` / ``BP End``. All keypoints
   of one event share its ``seq``; ``tag_id`` tells them apart.
+* ``HCCL`` ``X`` events named ``hcom_*`` or on a thread whose name holds ``Communication``
+  (the ops as a whole, not their tasks on the ``Plane`` threads) -> ``comm_ops``, for the step breakdown (docs/formats.md#rule-step-breakdown).
 
-Every other event (HCCL, Overlap Analysis, counters, flow arrows, torch ops, ...) is counted
+Every other event (HCCL tasks, Overlap Analysis, counters, flow arrows, torch ops, ...) is counted
 per process and reported in one ``not_read`` issue per file.
 
 Times are exact: the JSON is parsed with decimal numbers kept as text and converted a whole
@@ -49,7 +51,12 @@ from pipeline.readers.exported.trace_events import TraceError, trace_events
 from pipeline.readers.issues import Issue
 
 HOST_DEVICE = 64
-CANN, HARDWARE, PYTHON, STEP_TRACE = "CANN", "Ascend Hardware", "Python", "Step Trace"
+CANN, HARDWARE, PYTHON, STEP_TRACE, HCCL = "CANN", "Ascend Hardware", "Python", "Step Trace", "HCCL"
+# an HCCL op as a whole: named hcom_* (torch_npu, CANN 8), or on the HCCL thread named
+# "Group N Communication" / "Communication Kernel" (msprof 2023 names it after the framework op,
+# Default/AllReduce-op534_0); its tasks are on the "Plane N" threads
+COMM_OP_PREFIX = "hcom_"
+COMM_OP_THREAD = "communication"
 NONE_ID = 4294967295  # exporters' "none" for subtask (context) ids
 NO_CONNECTION = str(2**64 - 1)  # a task no host API launched (msprof writes uint64 -1)
 WALL_CLOCK_NS = 946_684_800 * 10**9  # 2000-01-01: earlier event times are a monotonic clock
@@ -151,6 +158,7 @@ class _Batch:
     steps: _Columns = field(
         default_factory=lambda: _Columns("seq", "index", "ts", "dur", "fp", "bp", "pid", "tid")
     )
+    comm: _Columns = field(default_factory=lambda: _Columns("seq", "name", "ts", "dur", "pid"))
 
 
 class _Reader:
@@ -278,6 +286,16 @@ class _Reader:
                         args.get("Task Type"),
                     )
                     continue
+                if (
+                    proc == HCCL
+                    and isinstance(name, str)
+                    and (
+                        name.startswith(COMM_OP_PREFIX)
+                        or COMM_OP_THREAD in (self.thread.get((pid, _key(e.get("tid")))) or "").lower()
+                    )
+                ):
+                    batch.comm.add(i, name, e.get("ts"), e.get("dur"), pid)
+                    continue
                 if isinstance(name, str):
                     m = _PROFILER_STEP.match(name)
                     if m:
@@ -317,6 +335,8 @@ class _Reader:
             elsewhere.append(f"{HARDWARE}: {self.found['task_runs']} tasks (task_runs)")
         if self.found["step_trace"] and "step_trace" not in self.ctx.tables:
             elsewhere.append(f"{self.found['step_trace']} steps (step_trace)")
+        if self.found["comm_ops"] and "comm_ops" not in self.ctx.tables:
+            elsewhere.append(f"{HCCL}: {self.found['comm_ops']} communication ops (comm_ops)")
         self._report(skipped, other_iterations, elsewhere)
         self._start()
         if self.device_unknown and (self.found["task_runs"] or self.found["step_trace"]):
@@ -328,14 +348,18 @@ class _Reader:
 
     def _flush(self, batch: _Batch) -> None:
         """Columns of one batch of events into their tables."""
-        api, hw, steps = batch.api, batch.hw, batch.steps
-        self.found.update({"api_calls": len(api), "task_runs": len(hw), "step_trace": len(steps)})
+        api, hw, steps, comm = batch.api, batch.hw, batch.steps, batch.comm
+        self.found.update(
+            {"api_calls": len(api), "task_runs": len(hw), "step_trace": len(steps), "comm_ops": len(comm)}
+        )
         if len(api) and "api_calls" in self.ctx.tables:
             self._api_calls(api)
         if len(hw) and {"task_runs", "task_ops"} & self.ctx.tables:
             self._tasks(hw)
         if len(steps) and "step_trace" in self.ctx.tables:
             self._steps(steps)
+        if len(comm) and "comm_ops" in self.ctx.tables:
+            self._comm_ops(comm)
         if batch.ts:
             ns, _ = export_values.us_to_ns(_text(batch.ts))
             first = pc.min(ns).as_py()
@@ -511,6 +535,31 @@ class _Reader:
             )
             self.res.add_rows("step_trace", t.num_rows)
             self.res.devices |= set(pc.unique(t.column("device_id")).to_pylist())
+
+    def _comm_ops(self, c: _Columns) -> None:
+        """HCCL's hcom_* events: a communication op each, on the device of its process (msprof's
+        process-id encoding), else the file's device."""
+        start, end, ok = self._times(c, HCCL)
+        device = pa.array(
+            [
+                p & _DEVICE_BITS if self._encoded(p) and p & _DEVICE_BITS != _HOST_IN_PID else self.device
+                for p in c["pid"]
+            ],
+            pa.int32(),
+        )
+        self._write(
+            "comm_ops",
+            {
+                "seq": pa.array(c["seq"], pa.int64()),
+                "device_id": device,
+                "op_name": _text(c["name"]),
+                "start_ns": start,
+                "end_ns": end,
+                "source_file": self.rel,
+            },
+            ok,
+        )
+        self.res.devices |= set(pc.unique(device.filter(ok)).to_pylist())
 
     # --- what the file held besides ----------------------------------------------------------
 
