@@ -393,6 +393,22 @@ class _Reader:
                     return rows[0][0]
         return self.ctx.default_device
 
+    def device_of_rows(self, table: str, n_rows: int) -> int | None:
+        """The device of a table whose rows name none (``single_device``); None, with the
+        ``n_rows`` counted as an ``unknown_device`` issue, when the run has no single device."""
+        device = self.single_device()
+        if device is None:
+            self.ctx.log.add(
+                Issue(
+                    self.rel,
+                    "unknown_device",
+                    f"{table} rows not read: the database names no "
+                    "single device (TASK, RANK_DEVICE_MAP, NPU_INFO) and the export none either",
+                    count=n_rows,
+                )
+            )
+        return device
+
     # --- tables --------------------------------------------------------------------------------
     def task_runs(self, t: _Table) -> None:
         join, type_name = self.string(self.task_expr(t, "type"), "s") if "type" in t.cols else ("", "NULL")
@@ -630,17 +646,8 @@ class _Reader:
         ).fetchall()
         if not rows:
             return
-        device = self.single_device()
+        device = self.device_of_rows("STEP_TIME", len(rows))
         if device is None:
-            self.ctx.log.add(
-                Issue(
-                    self.rel,
-                    "unknown_device",
-                    "STEP_TIME rows not read: the database names no "
-                    "single device (TASK, RANK_DEVICE_MAP, NPU_INFO) and the export none either",
-                    count=len(rows),
-                )
-            )
             return
         ids, starts, ends = (np.array(c, dtype=object) for c in zip(*rows))
         n = len(rows)
@@ -670,17 +677,8 @@ class _Reader:
         ).fetchall()
         if not rows:
             return
-        device = self.single_device()
+        device = self.device_of_rows("COMMUNICATION_OP", len(rows))
         if device is None:
-            self.ctx.log.add(
-                Issue(
-                    self.rel,
-                    "unknown_device",
-                    "COMMUNICATION_OP rows not read: the database names no "
-                    "single device (TASK, RANK_DEVICE_MAP, NPU_INFO) and the export none either",
-                    count=len(rows),
-                )
-            )
             return
         names, starts, ends = (list(x) for x in zip(*rows))
         n = len(rows)
