@@ -123,3 +123,26 @@ def test_iterations_of_the_step_trace_take_precedence_over_step_marks():
     # the unpaired groups are counted all the same
     n = con.execute("select sum(count) from build_issues where kind = 'step_marks_unpaired'").fetchone()[0]
     assert n == sum(len(v) for v in _expected_unpaired(MARKS).values())
+
+
+def test_synthetic_dump_with_step_marks(tmp_path):
+    """A PROF_* dump whose step trace also has STEP marks (ProfConfig.step_marks): the groups the
+    truth says are not pairs are counted, and the MODEL_START / MODEL_END iterations keep precedence."""
+    from pipeline.synth.prof import ProfConfig
+    from pipeline.synth.prof import generate as prof_generate
+    from tests.helpers.built import build_dump
+
+    dump = tmp_path / "dump"
+    truth = prof_generate(dump, ProfConfig(chip="ascend910b", devices=1, inferences=2, step_marks=True))
+    _, rows = build_dump(tmp_path / "wh", dump / truth.root if truth.root else dump)
+    written = [(d, 0, idx, tag, ns) for d, idx, tag, ns in truth.step_marks]
+    unpaired = _expected_unpaired(written)
+    assert unpaired  # the generator writes one lone STEP_START per device
+    got = sorted(
+        (r["device_id"], r["count"]) for r in rows("build_issues") if r["kind"] == "step_marks_unpaired"
+    )
+    assert got == [(d, len(ids)) for d, ids in sorted(unpaired.items())]
+    summary = rows("step_trace_summary")
+    assert sorted(
+        (r["device_id"], r["iteration_start_ns"], r["iteration_end_ns"]) for r in summary
+    ) == sorted((it.device_id, it.step[0], it.step[1]) for it in truth.iterations)
