@@ -169,6 +169,9 @@ class ProfConfig:
     old_driver: bool = False  # info.json without drvVersion (batch ids from task-id wrap-around)
     other_records: bool = False  # also write documented records no table uses (see the module docstring)
     training: bool = False  # step trace also has FP, BP and all-reduce records (truth.training_marks)
+    # step trace also has a STEP_START / STEP_END pair (tags 60000 / 60001) per iteration and one
+    # lone STEP_START after the last (truth.step_marks; docs/formats.md#rule-step-marks)
+    step_marks: bool = False
 
 
 @dataclass
@@ -277,6 +280,8 @@ class ProfTruth:
     samples: list[Sample] = field(default_factory=list)
     iterations: list[Iteration] = field(default_factory=list)
     freq: list[tuple[int, int, int]] = field(default_factory=list)  # (device, ts_ns, MHz)
+    # (device, index_id, tag, ns) of the STEP_START / STEP_END records written (ProfConfig.step_marks)
+    step_marks: list[tuple[int, int, int, int]] = field(default_factory=list)
     pid: int = 4321
     drv_version: int | None = None  # info.json drvVersion written (None: none)
 
@@ -578,6 +583,8 @@ def _device(
     for i in drop:
         launches[i].start_ns = None
     truth.launches.extend(launches)
+    if cfg.step_marks:
+        truth.step_marks.extend(step_mark_records([it for it in truth.iterations if it.device_id == d]))
 
     # AI Core frequency (STARS): before the first task, then lower after the first inference
     mine = [it for it in truth.iterations if it.device_id == d]
@@ -752,6 +759,22 @@ def _info(spec: ChipSpec, devices: str, pid: int, device: DeviceSpec | None) -> 
     return info
 
 
+def step_mark_records(iterations: list[Iteration]) -> list[tuple[int, int, int, int]]:
+    """(device, index_id, tag, ns): a STEP_START 20 ns after each iteration's start and a STEP_END
+    20 ns before its end, index id the iteration's, then a STEP_START without an END (index id one
+    past the last iteration's) 20 ns after the last end: a group msprof skips."""
+    out = []
+    for it in iterations:
+        out += [
+            (it.device_id, it.infer_id, 60000, it.step[0] + 20),
+            (it.device_id, it.infer_id, 60001, it.step[1] - 20),
+        ]
+    if iterations:
+        last = max(iterations, key=lambda it: it.step[1])
+        out.append((last.device_id, max(it.infer_id for it in iterations) + 1, 60000, last.step[1] + 20))
+    return out
+
+
 def _write_device(
     ddir: Path,
     cfg: ProfConfig,
@@ -787,10 +810,15 @@ def _write_device(
         for it in iterations
         for tag, stream, ns in [(0, 0, it.step[0]), *it.marks, (1, 0, it.step[1])]
     ]
+    # (index id, tag, stream, ns) of every record
+    marks = [(it.infer_id, tag, stream, ns) for it, tag, stream, ns in marks]
+    if cfg.step_marks:
+        marks += [(idx, tag, 0, ns) for _, idx, tag, ns in step_mark_records(iterations)]
+        marks.sort(key=lambda m: m[3])
     st = prof_layouts.TS_STEP_TRACE.zeros(len(marks))
     st["mode"], st["tag"], st["buf_size"] = 1, prof_layouts.TS_STEP_TRACE.tag, 40
     st["timestamp"] = _syscnt(dev, [m[3] for m in marks])
-    st["index_id"] = [m[0].infer_id for m in marks]
+    st["index_id"] = [m[0] for m in marks]
     st["model_id"] = 1
     st["tag_id"] = [m[1] for m in marks]
     st["stream_id"] = [m[2] for m in marks]

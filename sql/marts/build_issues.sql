@@ -2,7 +2,8 @@
 --
 -- Grain:   (run_id, device_id, kind)
 -- Sources: stg_task_instances, stg_pmu_records, int_pmu_records_ops, stg_export_ops,
---          int_op_executions, stg_step_marks, stg_all_reduces, int_step_breakdown, stg_step_times
+--          int_op_executions, stg_step_marks, stg_all_reduces, int_step_breakdown, stg_step_times,
+--          stg_step_marks_steps
 -- Follows: nothing in msprof, which drops these silently (docs/formats.md#rule-silent-drops);
 --          they are counted so that no loss goes unreported.
 --          pmu_without_op and pmu_without_block_dim take the record's op from
@@ -24,14 +25,18 @@
 --          to 0.001 us, fractions of a ns each (docs/formats.md#export-step-breakdown).
 --          open_last_iteration counts models (one open iteration each) whose step trace ends
 --          inside an iteration, as msprof drops it from its step trace.
+--          step_marks_unpaired counts the groups of STEP_START / STEP_END records (tags 60000 /
+--          60001, one group per device and index id: stg_step_marks_steps) that are not exactly
+--          one START and one END, which msprof skips with a log line and which make no step;
+--          the message names their index ids (the first 20) (docs/formats.md#rule-step-marks).
 -- Columns:
 --   device_id      -     device
 --   kind           -     dropped_task_instances, pmu_without_op, pmu_without_block_dim,
 --                        task_runs_without_time, pmu_without_task, export_metrics_without_task,
 --                        export_ops_without_task, export_wait_differs, export_step_breakdown_differs,
---                        open_last_iteration, all_reduce_without_end
+--                        open_last_iteration, all_reduce_without_end, step_marks_unpaired
 --   count          -     how many instances or records
---   message        -     one-line explanation
+--   message        -     one-line explanation (step_marks_unpaired: with the groups' index ids)
 
 with dropped as (
     select device_id, sum(dropped_instances)::bigint as n
@@ -139,6 +144,18 @@ reduces_unended as (
     from stg_all_reduces
     where end_ns is null
     group by device_id
+),
+
+marks_unpaired as (
+    select
+        device_id,
+        count(*) as n,
+        -- the first 20 index ids, so that a dump of many such groups keeps a one-line message
+        array_to_string(list(index_id order by index_id)[1:20], ', ')
+        || case when count(*) > 20 then ', ...' else '' end as index_ids
+    from stg_step_marks_steps
+    where not is_paired
+    group by device_id
 )
 
 select device_id, kind, count, message
@@ -221,5 +238,14 @@ from (
         n,
         'all-reduce range(s) whose start has no end record in its iteration; kept in step_trace_reduces with a NULL end'  -- noqa: LT05
     from reduces_unended
+    union all
+    select
+        device_id,
+        'step_marks_unpaired',
+        n,
+        'group(s) of STEP_START / STEP_END records (tags 60000 / 60001) of one index id that are not one START and one END; no step made of them (index ids: '  -- noqa: LT05
+        || index_ids
+        || ')'
+    from marks_unpaired
 )
 order by device_id, kind

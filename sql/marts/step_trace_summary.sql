@@ -1,7 +1,7 @@
 -- step_trace_summary: one row per closed step-trace iteration of a model, with where its time went.
 --
 -- Grain:   (run_id, device_id, model_id, iteration_id); model_id NULL is a value
--- Sources: stg_iterations, stg_all_reduces, stg_step_times, int_step_breakdown
+-- Sources: stg_iterations, stg_all_reduces, stg_step_times, int_step_breakdown, stg_step_marks_steps
 -- Follows: msprof's step_trace export (its training_trace table; MindInsight shows the same
 --          breakdown): iterations by the step-trace rule of stg_iterations (MODEL_START opens,
 --          MODEL_END closes, ITER_END closes and opens the next, per (device, model) in time
@@ -13,8 +13,16 @@
 --          msprof prints as N/A (no FP, no BP, no earlier iteration; stored by msprof as 0) is
 --          NULL. The all-reduce ranges (msprof: a Reduce Start / Reduce Duration column pair
 --          per range) are the rows of the mart step_trace_reduces, one per range, so that a
---          query can aggregate them; reduce_count here says how many. Iterations msprof
---          makes from STEP_START / STEP_END records (tags 60000 / 60001) are not made.
+--          query can aggregate them; reduce_count here says how many.
+--          A device without iterations of the step trace but with STEP_START / STEP_END
+--          records (tags 60000 / 60001) has a row per step msprof makes from them
+--          (stg_step_marks_steps, docs/formats.md#rule-step-marks: a group of one START and
+--          one END of the same index id): iteration_id the step's 1-based rank by start within
+--          (device, model), step_id its index id, start / end / iteration_ns the START's time,
+--          the END's time and their difference, the FP / BP columns NULL (a step has none);
+--          groups of another shape are counted in build_issues (step_marks_unpaired).
+--          Precedence per device: iterations of the step trace (MODEL_START / END, ITER_END),
+--          else steps of STEP marks, else the exporter's step breakdown below.
 --          An exported run whose export holds no step events but torch_npu's step breakdown
 --          (step_trace_time.csv, analysis.db StepTraceTime; docs/formats.md#export-totals) has
 --          a row per exported step of a device without iterations: iteration_id the step, the
@@ -30,7 +38,7 @@
 --   iteration_id          -     1-based number of the iteration within (device, model) ("Iteration ID")
 --   fp_start_ns           ns    the iteration's last FP record; NULL without one ("FP Start")
 --   bp_end_ns             ns    the iteration's last BP record; NULL without one ("BP End")
---   iteration_end_ns      ns    iteration end, its MODEL_END or ITER_END ("Iteration End")
+--   iteration_end_ns      ns    iteration end, its MODEL_END or ITER_END (a step's STEP_END) ("Iteration End")
 --   iteration_ns          ns    iteration_end_ns - iteration_start_ns ("Iteration Time")
 --   fp_to_bp_ns           ns    bp_end_ns - fp_start_ns; NULL without FP or BP ("FP to BP Time")
 --   iteration_refresh_ns  ns    iteration_end_ns - bp_end_ns, the gradient refresh after BP; NULL
@@ -40,9 +48,10 @@
 --                               ("Data Aug Bound")
 --   model_id              -     model id; NULL when the source names none (exports) ("Model ID")
 --   iter_id               -     1-based rank of the iteration's end within the device (msprof's iter_id)
---   iteration_start_ns    ns    iteration start, its MODEL_START or the ITER_END that opened it
+--   iteration_start_ns    ns    iteration start, its MODEL_START or the ITER_END that opened it (a step's
+--                               STEP_START)
 --   reduce_count          -     all-reduce ranges of the iteration (rows of step_trace_reduces); NULL for
---                               an exported step
+--                               an exported step and a step of STEP marks
 --   computing_ns          ns    the exporter's step breakdown, of an exported step or of the step of an
 --                               iteration's number where the export holds it (NULL elsewhere): time computing
 --                               ("Computing")
@@ -56,7 +65,8 @@
 --   preparing_ns          ns    exporter's: before its first task ("Preparing"); NULL where not exported
 --   iteration_from_previous_end_ns ns  iteration_end_ns - the end of the previous iteration of the same
 --                               (device, model): an iteration as MindInsight measures it; NULL for the
---                               first (no previous end) and for an exported step. iteration_ns is msprof's,
+--                               first (no previous end) and for an exported step (a step of STEP marks:
+--                               the end minus the previous step's end, steps in start order). iteration_ns is msprof's,
 --                               from the record that opened the iteration; the two differ only for an
 --                               iteration a MODEL_START opened ("Iteration Time from Previous End")
 --   communication_not_overlapped_exclude_receive_ns ns exported: communication not overlapped - bubble
@@ -142,8 +152,61 @@ from_events as (
         and it.step_id = st.step_id
 ),
 
+steps_of_marks as (
+    -- the steps of STEP_START / STEP_END pairs, of a device without iterations of the step trace
+    select sm.*
+    from stg_step_marks_steps as sm
+    anti join (select distinct device_id from stg_iterations) as ev on sm.device_id = ev.device_id
+    where sm.is_paired
+),
+
+from_marks as (
+    select
+        sm.device_id,
+        row_number() over (partition by sm.device_id, sm.model_id order by sm.start_ns, sm.index_id)::integer
+            as iteration_id,
+        null::bigint as fp_start_ns,
+        null::bigint as bp_end_ns,
+        sm.end_ns as iteration_end_ns,
+        sm.duration_ns as iteration_ns,
+        null::bigint as fp_to_bp_ns,
+        null::bigint as iteration_refresh_ns,
+        null::bigint as data_aug_bound_ns,
+        sm.model_id,
+        row_number() over (partition by sm.device_id order by sm.end_ns, sm.model_id, sm.index_id)::integer
+            as iter_id,
+        sm.start_ns as iteration_start_ns,
+        null::bigint as reduce_count,
+        st.computing_ns,
+        st.communication_ns,
+        st.communication_not_overlapped_ns,
+        st.overlapped_ns,
+        st.free_ns,
+        st.stage_ns,
+        st.bubble_ns,
+        st.preparing_ns,
+        sm.end_ns - lag(sm.end_ns) over (
+            partition by sm.device_id, sm.model_id order by sm.start_ns, sm.index_id
+        ) as iteration_from_previous_end_ns,
+        st.communication_not_overlapped_exclude_receive_ns,
+        sm.index_id as step_id,
+        null::bigint as computing_recomputed_ns,
+        null::bigint as communication_recomputed_ns,
+        null::bigint as communication_not_overlapped_recomputed_ns,
+        null::bigint as overlapped_recomputed_ns,
+        null::bigint as free_recomputed_ns,
+        null::bigint as stage_recomputed_ns,
+        null::bigint as bubble_recomputed_ns,
+        null::bigint as communication_not_overlapped_exclude_receive_recomputed_ns,
+        null::bigint as preparing_recomputed_ns
+    from steps_of_marks as sm
+    left join stg_step_times as st
+        on sm.device_id = st.device_id
+        and sm.index_id = st.step_id
+),
+
 from_totals as (
-    -- the exporter's step breakdown, for a device no iteration of events describes
+    -- the exporter's step breakdown, for a device no iteration of events or STEP mark describes
     select
         st.device_id,
         st.step_id::integer as iteration_id,
@@ -180,9 +243,12 @@ from_totals as (
         null::bigint as preparing_recomputed_ns
     from stg_step_times as st
     anti join (select distinct device_id from stg_iterations) as ev on st.device_id = ev.device_id
+    anti join (select distinct device_id from steps_of_marks) as sm on st.device_id = sm.device_id
 )
 
 select * from from_events
+union all
+select * from from_marks
 union all
 select * from from_totals
 order by device_id, iter_id
