@@ -165,18 +165,12 @@ from_marks as (
         sm.device_id,
         row_number() over (partition by sm.device_id, sm.model_id order by sm.start_ns, sm.index_id)::integer
             as iteration_id,
-        null::bigint as fp_start_ns,
-        null::bigint as bp_end_ns,
         sm.end_ns as iteration_end_ns,
         sm.duration_ns as iteration_ns,
-        null::bigint as fp_to_bp_ns,
-        null::bigint as iteration_refresh_ns,
-        null::bigint as data_aug_bound_ns,
         sm.model_id,
         row_number() over (partition by sm.device_id order by sm.end_ns, sm.model_id, sm.index_id)::integer
             as iter_id,
         sm.start_ns as iteration_start_ns,
-        null::bigint as reduce_count,
         st.computing_ns,
         st.communication_ns,
         st.communication_not_overlapped_ns,
@@ -189,16 +183,7 @@ from_marks as (
             partition by sm.device_id, sm.model_id order by sm.start_ns, sm.index_id
         ) as iteration_from_previous_end_ns,
         st.communication_not_overlapped_exclude_receive_ns,
-        sm.index_id as step_id,
-        null::bigint as computing_recomputed_ns,
-        null::bigint as communication_recomputed_ns,
-        null::bigint as communication_not_overlapped_recomputed_ns,
-        null::bigint as overlapped_recomputed_ns,
-        null::bigint as free_recomputed_ns,
-        null::bigint as stage_recomputed_ns,
-        null::bigint as bubble_recomputed_ns,
-        null::bigint as communication_not_overlapped_exclude_receive_recomputed_ns,
-        null::bigint as preparing_recomputed_ns
+        sm.index_id as step_id
     from steps_of_marks as sm
     left join stg_step_times as st
         on sm.device_id = st.device_id
@@ -210,17 +195,7 @@ from_totals as (
     select
         st.device_id,
         st.step_id::integer as iteration_id,
-        null::bigint as fp_start_ns,
-        null::bigint as bp_end_ns,
-        null::bigint as iteration_end_ns,
-        null::bigint as iteration_ns,
-        null::bigint as fp_to_bp_ns,
-        null::bigint as iteration_refresh_ns,
-        null::bigint as data_aug_bound_ns,
-        null::bigint as model_id,
         row_number() over (partition by st.device_id order by st.step_id)::integer as iter_id,
-        null::bigint as iteration_start_ns,
-        null::bigint as reduce_count,
         st.computing_ns,
         st.communication_ns,
         st.communication_not_overlapped_ns,
@@ -229,26 +204,17 @@ from_totals as (
         st.stage_ns,
         st.bubble_ns,
         st.preparing_ns,
-        null::bigint as iteration_from_previous_end_ns,
         st.communication_not_overlapped_exclude_receive_ns,
-        st.step_id,
-        null::bigint as computing_recomputed_ns,
-        null::bigint as communication_recomputed_ns,
-        null::bigint as communication_not_overlapped_recomputed_ns,
-        null::bigint as overlapped_recomputed_ns,
-        null::bigint as free_recomputed_ns,
-        null::bigint as stage_recomputed_ns,
-        null::bigint as bubble_recomputed_ns,
-        null::bigint as communication_not_overlapped_exclude_receive_recomputed_ns,
-        null::bigint as preparing_recomputed_ns
+        st.step_id
     from stg_step_times as st
     anti join (select distinct device_id from stg_iterations) as ev on st.device_id = ev.device_id
     anti join (select distinct device_id from steps_of_marks) as sm on st.device_id = sm.device_id
 )
 
+-- by name: a branch lists the columns it has, the others are NULL (in from_events' order and types)
 select * from from_events
-union all
+union all by name
 select * from from_marks
-union all
+union all by name
 select * from from_totals
 order by device_id, iter_id
