@@ -125,12 +125,12 @@ def ingest(
     content = fp.split(":", 1)[0]
     if not texts:  # no control file to tell it from another dump started alike: its content does
         run_id = make_run_id(start_us, {"content key": content})
-    existing = _existing(wh, run_id)
+    existing = wh.run_index().run_record(run_id)
     if existing and not same_content(existing["fingerprint"], fp) and not same_source(existing, dump):
         # the same control files but other data, from another folder: another dump (a copy of
         # a collection's control files, two dumps started alike), so another run
         run_id = f"{run_id}-{content[:8]}"
-        existing = _existing(wh, run_id)
+        existing = wh.run_index().run_record(run_id)
     tags = dict(sorted((tags or {}).items()))
     if existing and unchanged(existing["fingerprint"], fp) and not force:
         if tags_of(existing) == tags:
@@ -225,10 +225,6 @@ def ingest(
         losses=log.losses(),
         replaced=existing,
     )
-
-
-def _existing(wh: Warehouse, run_id: str) -> dict | None:
-    return wh.run_index().run_record(run_id)
 
 
 def same_source(run: dict, dump: Path) -> bool:

@@ -168,12 +168,10 @@ def compact(w) -> int:
     t = snap.placing_table
     if t is None:  # no index: nothing committed yet
         return 0
-    if t is not None:  # few runs outside groups: nothing to do, known without a dict per run
-        outside = max(
-            sum(1 for p in t.column(key).to_pylist() if p and not is_group(p)) for _, key, _ in LAYERS
-        )
-        if outside < KEEP_FRESH + COMPACT_BATCH:
-            return 0
+    # few runs outside groups: nothing to do, known without a dict per run
+    outside = max(sum(1 for p in t.column(key).to_pylist() if p and not is_group(p)) for _, key, _ in LAYERS)
+    if outside < KEEP_FRESH + COMPACT_BATCH:
+        return 0
     idx = snap.rows_by_run_id()
     before = named_parts(idx)
     order = sorted(idx.values(), key=lambda r: (str(r.get("ingested_at") or ""), r["run_id"]))

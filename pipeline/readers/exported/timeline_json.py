@@ -536,17 +536,24 @@ class _Reader:
             self.res.add_rows("step_trace", t.num_rows)
             self.res.devices |= set(pc.unique(t.column("device_id")).to_pylist())
 
+    def _comm_device(self, p) -> int:
+        """The device of an HCCL process, by the rule of the hardware processes (setup): the
+        device the file's path names first, else the one msprof's process-id encoding names,
+        else the file's device."""
+        if p in self.pid_device:
+            return self.pid_device[p]
+        if self.file_device is not None:
+            return self.file_device
+        if self._encoded(p) and p & _DEVICE_BITS != _HOST_IN_PID:
+            return p & _DEVICE_BITS
+        return self.device
+
     def _comm_ops(self, c: _Columns) -> None:
-        """HCCL's hcom_* events: a communication op each, on the device of its process (msprof's
-        process-id encoding), else the file's device."""
+        """HCCL's hcom_* events: a communication op each, on the device of its process
+        (``_comm_device``)."""
         start, end, ok = self._times(c, HCCL)
-        device = pa.array(
-            [
-                p & _DEVICE_BITS if self._encoded(p) and p & _DEVICE_BITS != _HOST_IN_PID else self.device
-                for p in c["pid"]
-            ],
-            pa.int32(),
-        )
+        of_pid = {p: self._comm_device(p) for p in set(c["pid"])}  # one decision per process
+        device = pa.array([of_pid[p] for p in c["pid"]], pa.int32())
         self._write(
             "comm_ops",
             {
