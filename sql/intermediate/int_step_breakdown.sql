@@ -193,7 +193,8 @@ pieces as (
         lead(start_ns) over (partition by device_id order by start_ns) as end_ns
     from merged
     where kind = 'busy'
-    qualify end_ns is not null
+    -- the expression, not the alias: in qualify, end_ns names merged's own column
+    qualify lead(start_ns) over (partition by device_id order by start_ns) is not null
     union all
     select device_id, 'receive' as kind, start_ns, end_ns from comm_runs where is_receive
 ),
