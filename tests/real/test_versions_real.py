@@ -35,7 +35,8 @@ def _expected(dump: Path, control: list[str]) -> dict:
             framework.append(d.get("torch_npu_version") and "torch_npu " + d["torch_npu_version"])
         elif re.fullmatch(r"info\.json(\.\d+)?", name):
             cann.append(d.get("cannVersion"))
-            driver.append(d.get("drvVersion") if isinstance(d.get("drvVersion"), int) else None)
+            drv = d.get("drvVersion")  # an integer; a JSON true is no version
+            driver.append(drv if isinstance(drv, int) and not isinstance(drv, bool) else None)
 
     def one(values):
         kept = list(dict.fromkeys(str(v) for v in values if v not in (None, "")))
@@ -73,9 +74,13 @@ def test_a_real_torch_npu_run_records_its_cann_and_torch_npu_versions(real_data,
 def test_real_prof_metadata_without_versions_reads_null(real_data, tmp_path):
     """The 2023 msprof metadata (info.json.N of MindSpore's runs) records no CANN or driver
     version: NULL, not a guess."""
-    for info in sorted((real_data / MINDINSIGHT).glob("PROF_*/device_*/info.json.*")):
-        if info.name.endswith(".done"):
-            continue
+    infos = [
+        i
+        for i in sorted((real_data / MINDINSIGHT).glob("PROF_*/device_*/info.json.*"))
+        if not i.name.endswith(".done")
+    ]
+    assert infos, f"no info.json.N under {MINDINSIGHT}"
+    for info in infos:
         d = json.loads(info.read_text(encoding="utf-8"))
         assert "cannVersion" not in d and "drvVersion" not in d
         got = software_versions({info.name: info.read_text(encoding="utf-8")})
