@@ -27,10 +27,13 @@ MARKS = [
     (0, 3, 5, START, 6_100),
     (0, 3, 5, END, 6_900),
     (0, 3, 3, END, 4_600),
-    # device 1: one step, and a lone END
+    # device 1: one step, a lone END, and step 9 whose END (of another model) comes before its
+    # START: a step of the START's model 3, from 12,000 to 11,800 ns, -200 ns as written
     (1, 3, 7, START, 10_000),
     (1, 3, 7, END, 10_450),
     (1, 3, 8, END, 11_000),
+    (1, 4, 9, END, 11_800),
+    (1, 3, 9, START, 12_000),
 ]
 
 
@@ -92,8 +95,10 @@ def test_paired_groups_become_steps_of_step_trace_summary():
         want_ids.append(ranks[(d, m)])
     assert [g[6] for g in got] == want_ids
     assert all(g[7:] == (None, None, None) for g in got)
-    # a hand check of one step: device 0's step 2 runs from 2,500 to 3,700 ns
+    # hand checks: device 0's step 2 runs from 2,500 to 3,700 ns; device 1's step 9 keeps its
+    # START's model and its negative duration
     assert (0, 3, 2, 2_500, 3_700, 1_200) in want
+    assert (1, 3, 9, 12_000, 11_800, -200) in want
 
 
 def test_every_unpaired_group_is_counted_in_build_issues():
