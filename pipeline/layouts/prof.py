@@ -192,6 +192,36 @@ AIC_PMU = Layout(  # aicore.data.<dev>.slice_N, task-based, chips 1-4: one recor
     ),
 )
 
+AICPU_TASK = Layout(  # DATA_PREPROCESS.[dev.]AICPU.<dev>.slice_N when binary, formats.md#aicpu-binary
+    "aicpu_task",
+    struct(
+        [
+            ("magic", "<u2", 0),  # 0x5A5A
+            ("tag", "<u2", 2),  # 60
+            ("stream_id", "<u2", 4),
+            ("task_id", "<u2", 6),
+            ("run_start_us", "<u8", 8),
+            ("run_start_syscnt", "<u8", 16),
+            ("compute_start_us", "<u8", 24),
+            ("memcpy_start_us", "<u8", 32),
+            ("memcpy_end_us", "<u8", 40),
+            ("run_end_us", "<u8", 48),
+            ("run_end_syscnt", "<u8", 56),
+            ("thread_id", "<u4", 64),
+            ("device_id", "<u4", 68),
+            ("submit_syscnt", "<u8", 72),
+            ("schedule_syscnt", "<u8", 80),
+            ("before_run_syscnt", "<u8", 88),
+            ("after_run_syscnt", "<u8", 96),
+            ("kernel_type", "<u4", 104),
+            ("dispatch_us", "<u4", 108),
+            ("total_us", "<u4", 112),
+        ],
+        128,
+    ),
+)
+AICPU_TASK_TAG = 60
+
 AIC_SAMPLE = Layout(  # aicore.data.<dev>.slice_N when sample.json says sample-based, formats.md#aic-sample
     "aic_sample",
     struct(

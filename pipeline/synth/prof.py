@@ -172,6 +172,30 @@ class ProfConfig:
     # step trace also has a STEP_START / STEP_END pair (tags 60000 / 60001) per iteration and one
     # lone STEP_START after the last (truth.step_marks; docs/formats.md#rule-step-marks)
     step_marks: bool = False
+    # HWTS chips: also an AI CPU task record per AI CPU execution and one outside every execution
+    # (truth.aicpu; docs/formats.md#aicpu-text, #aicpu-binary): "" none, "text" or "binary"
+    aicpu: str = ""
+
+
+@dataclass
+class AicpuRecord:
+    """One AI CPU task record written (ProfConfig.aicpu), with the times it holds."""
+
+    device_id: int
+    stream_id: int | None  # binary records only
+    task_id: int | None
+    launch: int | None  # index into truth.launches of the execution it was written for; None: none
+    node_name: str | None  # the Node record written before it (text); None: none
+    node_marks: int  # 0 (no Node record), 3 or 6 marks
+    thread: int
+    submit_ns: int
+    schedule_ns: int
+    before_ns: int
+    after_ns: int
+    dispatch_us: int  # as written: whole us
+    total_us: int
+    compute_us: int | None  # binary records and six-mark Node records
+    memcpy_us: int | None
 
 
 @dataclass
@@ -282,6 +306,7 @@ class ProfTruth:
     freq: list[tuple[int, int, int]] = field(default_factory=list)  # (device, ts_ns, MHz)
     # (device, index_id, tag, ns) of the STEP_START / STEP_END records written (ProfConfig.step_marks)
     step_marks: list[tuple[int, int, int, int]] = field(default_factory=list)
+    aicpu: list[AicpuRecord] = field(default_factory=list)  # in file order per device
     pid: int = 4321
     drv_version: int | None = None  # info.json drvVersion written (None: none)
 
@@ -580,6 +605,8 @@ def _device(
             continue
         logs.append(DeviceLog(d, x.stream_id, x.task_id, bool(is_end), ts, x.task_type_name))
     durations = {id(x): x.end_ns - x.start_ns for x in launches}  # before lost starts are blanked
+    aicpu = _aicpu_records(cfg, spec, d, launches, len(truth.launches)) if cfg.aicpu else []
+    truth.aicpu.extend(aicpu)
     for i in drop:
         launches[i].start_ns = None
     truth.launches.extend(launches)
@@ -624,6 +651,88 @@ def _device(
         logs if not (cfg.aged_records and spec.family == "stars") else logs[cfg.aged_records + 1 :]
     )
     _write_device(prof / f"device_{d}", cfg, spec, dev, logs, pmu, freq, mine, flips, launches, samples)
+    if aicpu:
+        _write_aicpu(prof / f"device_{d}" / "data", cfg, dev, aicpu)
+
+
+def _aicpu_records(cfg: ProfConfig, spec: ChipSpec, d: int, launches: list, first: int) -> list[AicpuRecord]:
+    """An AI CPU record inside each AI CPU execution (submitted, scheduled, run and ended within
+    its span), and one after the last execution, which no execution holds."""
+    if spec.family != "hwts":
+        return []
+    out = []
+    spans = [
+        (first + i, x.start_ns, x.end_ns, x) for i, x in enumerate(launches) if x.task_type_name == "AI_CPU"
+    ]
+    last = max(x.end_ns for x in launches)
+    spans.append((None, last + 10_000, last + 30_000, None))
+    for k, (i, start, end, x) in enumerate(sorted(spans, key=lambda t: t[1])):
+        span = end - start
+        submit, schedule = start + _r20(span // 10), start + _r20(span // 5)
+        before, after = start + _r20(3 * span // 10), end - _r20(span // 10)
+        marks = (0, 3, 6)[k % 3] if cfg.aicpu == "text" else 0
+        binary = cfg.aicpu == "binary"
+        out.append(
+            AicpuRecord(
+                d,
+                x.stream_id if binary and x else (5 if binary else None),
+                x.task_id if binary and x else (7 if binary else None),
+                i,
+                (x.op_name if x else "Lone_op") if marks else None,
+                marks,
+                1 + k % 4,
+                submit,
+                schedule,
+                before,
+                after,
+                (before - submit) // 1000,
+                (after - submit) // 1000,
+                3 if binary or marks == 6 else None,
+                1 if binary or marks == 6 else None,
+            )
+        )
+    return out
+
+
+def _write_aicpu(data: Path, cfg: ProfConfig, dev: DeviceSpec, recs: list[AicpuRecord]) -> None:
+    """DATA_PREPROCESS.dev.AICPU.<dev>.slice_N: text records separated by NULs, or 128-byte records."""
+    tick = {id(r): _syscnt(dev, [r.submit_ns, r.schedule_ns, r.before_ns, r.after_ns]).tolist() for r in recs}
+    if cfg.aicpu == "binary":
+        a = prof_layouts.AICPU_TASK.zeros(len(recs))
+        a["magic"], a["tag"] = HOST_MAGIC, prof_layouts.AICPU_TASK_TAG
+        for j, r in enumerate(recs):
+            submit, schedule, before, after = tick[id(r)]
+            a[j]["stream_id"], a[j]["task_id"] = r.stream_id, r.task_id
+            a[j]["run_start_us"], a[j]["run_end_us"] = r.before_ns // 1000, r.after_ns // 1000
+            a[j]["run_start_syscnt"], a[j]["run_end_syscnt"] = before, after
+            a[j]["compute_start_us"] = r.before_ns // 1000
+            a[j]["memcpy_start_us"] = r.before_ns // 1000 + r.compute_us
+            a[j]["memcpy_end_us"] = r.before_ns // 1000 + r.compute_us + r.memcpy_us
+            a[j]["thread_id"], a[j]["device_id"] = r.thread, 0
+            a[j]["submit_syscnt"], a[j]["schedule_syscnt"] = submit, schedule
+            a[j]["before_run_syscnt"], a[j]["after_run_syscnt"] = before, after
+            a[j]["dispatch_us"], a[j]["total_us"] = r.dispatch_us, r.total_us
+        raw = a.tobytes()
+    else:
+        parts = []
+        for r in recs:
+            submit, schedule, before, after = tick[id(r)]
+            b_us, a_us = r.before_ns // 1000, r.after_ns // 1000
+            if r.node_marks == 3:
+                parts.append(f"Node:{r.node_name}, Run start:{b_us} {before}, Run end:{a_us} {after}")
+            elif r.node_marks == 6:
+                c, m0, m1 = b_us, b_us + r.compute_us, b_us + r.compute_us + r.memcpy_us
+                parts.append(
+                    f"Node:{r.node_name}, Run start:{b_us} {before}, Compute start:{c} {before}, "
+                    f"Memcpy start:{m0} {before}, Memcpy end:{m1} {before}, Run end:{a_us} {after}"
+                )
+            parts.append(
+                f"Thread[{r.thread:2d}] process device[0]:aicpu[ 0] task end, tickDrvTopHalf={submit},"
+                f"tickDrvBottomHalf={schedule}, tickBeforeRun={before},tickAfterRun={after}, "
+                f"dispatchTime={r.dispatch_us} us, totalTime={r.total_us} us."
+            )
+        raw = b"".join(p.encode() + b"\0" for p in parts)
+    _write_slices(data, f"DATA_PREPROCESS.dev.AICPU.{dev.device_id}", raw, cfg.slice_bytes)
 
 
 def block_cycles(rng: random.Random, block_dim: int, ai_core_num: int, duration_ns: int, mhz: float) -> int:

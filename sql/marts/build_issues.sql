@@ -3,7 +3,7 @@
 -- Grain:   (run_id, device_id, kind)
 -- Sources: stg_task_instances, stg_pmu_records, int_pmu_records_ops, stg_export_ops,
 --          int_op_executions, stg_step_marks, stg_all_reduces, int_step_breakdown, stg_step_times,
---          stg_step_marks_steps
+--          stg_step_marks_steps, int_aicpu_ops
 -- Follows: nothing in msprof, which drops these silently (docs/formats.md#rule-silent-drops);
 --          they are counted so that no loss goes unreported.
 --          pmu_without_op and pmu_without_block_dim take the record's op from
@@ -29,12 +29,16 @@
 --          60001, one group per device and index id: stg_step_marks_steps) that are not exactly
 --          one START and one END, which msprof skips with a log line and which make no step;
 --          the message names their index ids (the first 20) (docs/formats.md#rule-step-marks).
+--          aicpu_without_op counts the AI CPU task records (int_aicpu_ops) that no single AI CPU
+--          execution of their device holds and that carry no node name of their own: kept in
+--          aicpu_ops with a NULL op_name (docs/formats.md#rule-aicpu).
 -- Columns:
 --   device_id      -     device
 --   kind           -     dropped_task_instances, pmu_without_op, pmu_without_block_dim,
 --                        task_runs_without_time, pmu_without_task, export_metrics_without_task,
 --                        export_ops_without_task, export_wait_differs, export_step_breakdown_differs,
---                        open_last_iteration, all_reduce_without_end, step_marks_unpaired
+--                        open_last_iteration, all_reduce_without_end, step_marks_unpaired,
+--                        aicpu_without_op
 --   count          -     how many instances or records
 --   message        -     one-line explanation (step_marks_unpaired: with the groups' index ids)
 
@@ -156,6 +160,16 @@ marks_unpaired as (
     from stg_step_marks_steps
     where not is_paired
     group by device_id
+),
+
+aicpu_unnamed as (
+    select
+        device_id,
+        count(*) as n,
+        count(*) filter (where candidates > 1) as ambiguous
+    from int_aicpu_ops
+    where op_name is null
+    group by device_id
 )
 
 select device_id, kind, count, message
@@ -247,5 +261,14 @@ from (
         || index_ids
         || ')'
     from marks_unpaired
+    union all
+    select
+        device_id,
+        'aicpu_without_op',
+        n,
+        'AI CPU task record(s) that no single AI CPU execution of the device holds ('
+        || ambiguous
+        || ' held by more than one) and that name no node; kept in aicpu_ops with op_name NULL'
+    from aicpu_unnamed
 )
 order by device_id, kind

@@ -84,7 +84,7 @@ def test_generations_list_exactly_the_tables_synthetic_runs_fill(tmp_path):
     prof = _prof_generate()
     if prof is not None:
         cases[2] = [
-            ("prof", prof.ProfConfig(chip="ascend910a", training=True)),
+            ("prof", prof.ProfConfig(chip="ascend910a", training=True, aicpu="text")),
             ("prof", prof.ProfConfig(chip="ascend310p")),
             ("prof", prof.ProfConfig(chip="ascend310p", sample_based=True)),
         ]

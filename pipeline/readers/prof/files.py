@@ -54,6 +54,9 @@ _P = {
     "ffts_profile": [r"ffts_profile\.data\." + _DEV + r"\.slice_" + _N],
     "lpm_freq": [r"lpmFreqConv\.data\." + _DEV + r"\.slice_" + _N],
     "training_trace": [r"training_trace\." + _TRAIN],
+    # AI CPU task records, text or binary (docs/formats.md#aicpu-text, #aicpu-binary); not the
+    # AICPUMI / AICPU_MODEL / TDT streams of the same family, which stay not read
+    "aicpu": [r"DATA_PREPROCESS\.(?:dev\.)?AICPU\." + _DEV + r"\.slice_" + _N],
     # host, CANN 7+
     "api_event": [_FAM + r"\.api_event\.data\.slice_" + _N],
     "task_track": [_FAM + r"\.compact\.task_track\.slice_" + _N],
@@ -74,7 +77,16 @@ KNOWN_UNREAD = re.compile(
     r"|aiVectorCore\.data\..*|ts_track\.aiv_data\..*)$"
 )
 _IGNORED = re.compile(r".*\.(done|complete|zip)$|^all_file\.complete$")
-DEVICE_KINDS = {"ts_track", "hwts", "aicore", "stars_soc", "ffts_profile", "lpm_freq", "training_trace"}
+DEVICE_KINDS = {
+    "ts_track",
+    "hwts",
+    "aicore",
+    "stars_soc",
+    "ffts_profile",
+    "lpm_freq",
+    "training_trace",
+    "aicpu",
+}
 HOST_KINDS = {"api_event", "task_track", "node_basic_info", "hash_dic", "type_info_dic", "graph_id_map"}
 STARS_KINDS = {"stars_soc", "ffts_profile", "lpm_freq"}
 

@@ -19,6 +19,7 @@ from pipeline.readers.hiprof.files import BAD_DEVICE
 from pipeline.readers.hiprof.reader import RunMeta, Sink, _read_tlv
 from pipeline.readers.hiprof.reader import merge_metas as merge_hiprof_metas
 from pipeline.readers.issues import Issue, IssueLog
+from pipeline.readers.prof import aicpu as prof_aicpu
 from pipeline.readers.prof import device as prof_device
 from pipeline.readers.prof import host as prof_host
 from pipeline.readers.prof.files import (
@@ -300,6 +301,8 @@ def _read_device(
         prof_device.read_ffts(s, dev, clock, sink, log)
     for s in by_kind.get("training_trace", []):
         prof_device.read_training_trace(s, dev, clock, sink, log)
+    for s in by_kind.get("aicpu", []):
+        prof_aicpu.read_aicpu(s, dev, clock, sink, log)
     op_types: dict[str, str] = {}
     for s in by_kind.get("ms_graph_desc", []):
         op_types.update(prof_device.read_ms_graph_desc(s, log))
