@@ -670,7 +670,9 @@ def _aicpu_records(cfg: ProfConfig, spec: ChipSpec, d: int, launches: list, firs
         span = end - start
         submit, schedule = start + _r20(span // 10), start + _r20(span // 5)
         before, after = start + _r20(3 * span // 10), end - _r20(span // 10)
-        marks = (0, 3, 6)[k % 3] if cfg.aicpu == "text" else 0
+        # text: no Node record, one of three marks or of six in turn; the record no execution
+        # holds always has one, so that it keeps its own name
+        marks = ((0, 3, 6)[k % 3] if x else 3) if cfg.aicpu == "text" else 0
         binary = cfg.aicpu == "binary"
         out.append(
             AicpuRecord(
