@@ -21,6 +21,7 @@ EXPORT_TABLES = (
     "api_totals",
     "step_times",
     "comm_ops",
+    "aicpu_tasks",
     "devices",
 )
 

@@ -700,7 +700,9 @@ class _State:
 
 # -- the exporters' totals: api_statistic and step_trace_time ------------------------------------
 
-TOTALS_KINDS = {"api_statistic": "api_totals", "step_trace_time": "step_times"}
+# kinds read by read_totals: the exporters' totals, and msprof's AI CPU summary (one row per AI
+# CPU task, the same cell rules: docs/formats.md#export-aicpu)
+TOTALS_KINDS = {"api_statistic": "api_totals", "step_trace_time": "step_times", "aicpu": "aicpu_tasks"}
 HOST_DEVICE = 64
 # kind -> role -> (header keys, converter); the roles of REQUIRED_TOTALS must be present
 TOTALS_ROLES: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
@@ -731,23 +733,38 @@ TOTALS_ROLES: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
         ),
         "preparing_ns": (("preparing",), "us"),
     },
+    "aicpu": {
+        "device_id": (("device_id", "deviceid"), "device"),
+        "start_ns": (("timestamp(us)",), "us"),
+        "node_name": (("node",), "text"),
+        "compute_ns": (("compute_time(us)",), "us"),
+        "memcpy_ns": (("memcpy_time(us)",), "us"),
+        "task_ns": (("task_time(us)",), "us"),
+        "dispatch_ns": (("dispatch_time(us)",), "us"),
+        "total_ns": (("total_time(us)",), "us"),
+        "stream_id": (("streamid",), "int"),
+        "task_id": (("taskid",), "int"),
+    },
 }
 # a row without one of these is no row of the table: skipped and counted (bad_row, a loss)
 REQUIRED_TOTALS = {
     "api_statistic": ("level", "api_name", "time_ns", "count"),
     "step_trace_time": ("step_id",),
+    "aicpu": ("start_ns",),
 }
 # columns the file must have to be read at all
 REQUIRED_TOTALS_COLUMNS = {
     "api_statistic": ("level", "api_name", "time_ns", "count"),
     "step_trace_time": ("step_id", "computing_ns", "free_ns", "stage_ns"),
+    "aicpu": ("start_ns", "task_ns"),
 }
 
 
 def read_totals(path: Path, kind: str, ctx: ExportContext, size: int | None = None) -> SourceResult:
     """An exporter's summary of totals (``api_statistic`` into ``api_totals``, ``step_trace_time``
     into ``step_times``), read when the export holds no events to compute them from
-    (docs/formats.md#export-totals). Every cell is converted as the task CSVs' are (``values``);
+    (docs/formats.md#export-totals); msprof's ``aicpu`` summary into ``aicpu_tasks``, its rows
+    AI CPU tasks, end = Timestamp + Task_time (docs/formats.md#export-aicpu). Every cell is converted as the task CSVs' are (``values``);
     a row whose key or count is not a value (an empty level, a step that is no integer) is
     skipped and counted (``bad_row``, a loss), a bad optional cell is NULL (``bad_value``); a
     file without the columns it needs is not read (``unreadable_file``)."""
@@ -847,6 +864,10 @@ def read_totals(path: Path, kind: str, ctx: ExportContext, size: int | None = No
         out = {k: pc.filter(v, keep) for k, v in out.items()}
         dev = out.pop("device_id", None)
         dev = pc.fill_null(dev, fallback) if dev is not None else pa.array(np.full(kept, fallback, np.int64))
+        if table == "aicpu_tasks":
+            task = out.pop("task_ns", None)
+            out["end_ns"] = pc.add(out["start_ns"], task) if task is not None else None
+            out["record_format"] = "export"
         res.devices |= {d for d in pc.unique(dev).to_pylist() if d != HOST_DEVICE}
         ctx.sink.write(table, {"device_id": dev, "source_file": rel, "seq": seq[mask], **out})
         res.add_rows(table, kept)

@@ -48,6 +48,8 @@ SUMMARIES = {
     "api_statistic": re.compile(rf"^api_statistic{_T}\.csv$"),
     "op_statistic": re.compile(rf"^op_statistic{_T}\.csv$"),
     "step_trace_time": re.compile(rf"^step_trace_time{_T}\.csv$"),
+    # msprof's AI CPU task summary (not aicpu_mi_*, its data queue, which stays not read)
+    "aicpu": re.compile(rf"^aicpu{_T}\.csv$"),
 }
 CONTROLS = {
     "profiler_info": re.compile(r"^profiler_info(?:_\d+)?\.json$"),

@@ -75,6 +75,7 @@ PREFERENCE: dict[str, list[tuple[str, ...]]] = {
     "task_metrics": [*DATABASES, ("kernel_details",), ("op_summary",)],
     "step_trace": [*DATABASES, *TIMELINES, ("step_trace_json",)],
     "comm_ops": [*DATABASES, *TIMELINES],
+    "aicpu_tasks": [("aicpu",)],
 }
 # table of totals -> (the events table they stand in for, candidate kinds, most detailed first)
 FALLBACKS: dict[str, tuple[str, list[tuple[str, ...]]]] = {
@@ -91,6 +92,7 @@ WHY_MISSING = {
     "step_trace": "no step or iteration boundaries in this export: top-down has no per-step rows",
     "comm_ops": "no communication ops in this export (a database COMMUNICATION_OP table or timeline HCCL "
     "hcom_* events): the communication columns of the recomputed step breakdown are NULL",
+    "aicpu_tasks": "no AI CPU task summary in this export (msprof's aicpu_*.csv): aicpu_ops is empty",
 }
 FALLBACK_MART = {"api_totals": "api_statistic", "step_times": "step_trace_summary"}
 # totals read also where their events were read: the exporter's values, kept beside profetl's
