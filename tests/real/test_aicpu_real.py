@@ -75,6 +75,19 @@ def test_job3_aicpu_records_and_their_written_times(real_data, job3):
     assert sum(r["total_recomputed_ns"] for r in got) == 324_293_070
 
 
+def test_job3_aicpu_ticks_are_the_step_traces_counter(job3):
+    """The records' ticks and the step trace's are one counter: the first two records run before
+    the first iteration, every other one inside an iteration of its own."""
+    _, rows = job3
+    steps = [(s["iteration_start_ns"], s["iteration_end_ns"]) for s in rows("step_trace_summary")]
+    holding = [[i for i, (a, b) in enumerate(steps) if a <= r["start_ns"] <= b] for r in rows("aicpu_ops")]
+    assert sum(1 for h in holding if not h) == 2
+    inside = [h for h in holding if h]
+    assert all(len(h) == 1 for h in inside) and len({h[0] for h in inside}) == len(inside) == 321
+    first = min(a for a, _ in steps)
+    assert all(r["start_ns"] < first for r, h in zip(rows("aicpu_ops"), holding, strict=True) if not h)
+
+
 def test_job3_aicpu_records_join_no_op_and_are_counted(job3):
     _, rows = job3
     assert {r["task_type_name"] for r in rows("task_runs")} == {"AI_CORE"}
