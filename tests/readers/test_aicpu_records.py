@@ -96,7 +96,8 @@ def test_text_records_with_and_without_node_records(tmp_path):
 
 def test_text_pieces_that_are_no_record_are_reported_with_their_bytes(tmp_path):
     good = _thread(1, 2_000, 2_010, 2_100, 2_600, 2, 12)
-    junk = b"garbage \xff\xfe here"
+    # not UTF-8, and a tick of 25 digits (no int64 holds it): neither is a record
+    junk = b"garbage \xff\xfe here\0" + _thread(1, 10**24, 2_010, 2_100, 2_600, 2, 12)
     lone = b"Node:Orphan, Run start:1 1, Run end:2 2"
     # a Node record names the Thread record right after it: the last one names none
     raw = good + b"\0" + junk + b"\0" + good + b"\0" + lone + b"\0"
@@ -104,7 +105,7 @@ def test_text_pieces_that_are_no_record_are_reported_with_their_bytes(tmp_path):
     assert len(rows) == 2 and [r["seq"] for r in rows] == [0, 1]
     got = {i.kind: (i.byte_offset, i.byte_length, i.count) for i in log.issues}
     assert got == {
-        "bad_text_line": (len(good) + 1, len(junk), 1),
+        "bad_text_line": (len(good) + 1, len(junk), 2),
         "unpaired_record": (2 * len(good) + 2 + len(junk) + 1, len(lone), 1),
     }
     assert log.bytes_decoded + len(junk) + len(lone) == len(raw)

@@ -1,8 +1,9 @@
 """Golden CSVs, reviewed like code: `pytest --update-goldens` rewrites them.
 
-Every mart's golden is data/sample's but two that data/sample has no rows of (a golden
-without rows cannot fail): ai_core_samples (data/sample is task-based) and step_trace_reduces
-(an inference dump has no all-reduce), whose goldens are small PROF_* dumps synth writes.
+Every mart's golden is data/sample's but three that data/sample has no rows of (a golden
+without rows cannot fail): ai_core_samples (data/sample is task-based), step_trace_reduces
+(an inference dump has no all-reduce) and aicpu_ops (an Ascend310 dump has no AI CPU task
+records), whose goldens are small PROF_* dumps synth writes.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ FROM_SYNTH = {
     ),
     "step_trace_reduces": synth_prof.ProfConfig(
         chip="ascend910a", devices=1, inferences=2, tasks=3, training=True, seed=7
+    ),
+    "aicpu_ops": synth_prof.ProfConfig(
+        chip="ascend910a", devices=1, inferences=2, tasks=5, aicpu="text", seed=7
     ),
 }
 
@@ -78,10 +82,11 @@ def test_golden_csv(request, table, update_goldens):
 
 
 def test_the_sample_has_no_rows_of_the_synth_goldens(sample_run):
-    """data/sample is task-based (its AI Core counters are per task, ai_core_metrics) and an
-    inference dump (step trace without all-reduce): those two tables are empty for it."""
+    """data/sample is task-based (its AI Core counters are per task, ai_core_metrics), an
+    inference dump (step trace without all-reduce) and an Ascend310 dump (no AI CPU task
+    records): those three tables are empty for it."""
     wh, run_id = sample_run
-    assert [fetch(wh, t, [run_id])[1].num_rows for t in sorted(FROM_SYNTH)] == [0, 0]
+    assert [fetch(wh, t, [run_id])[1].num_rows for t in sorted(FROM_SYNTH)] == [0, 0, 0]
     assert fetch(wh, "ai_core_metrics", [run_id])[1].num_rows > 0
 
 

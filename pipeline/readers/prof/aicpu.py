@@ -35,10 +35,12 @@ from pipeline.readers.slices import SliceStream
 
 I64 = np.int64
 _SP = r"\s*"
+# Numbers are bounded so that every one fits an int64 after its conversion (ticks < 10^18, us
+# times 1000): a record with a longer number is no record of either kind (bad_text_line).
 THREAD_RX = (
     r"^\s*Thread\[\s*(?P<thread>\d{1,9})\]\s*process device\[\s*\d{1,9}\]:aicpu\[\s*\d{1,9}\]\s*task end,"
     + "".join(
-        rf"{_SP}{key}={_SP}(?P<{name}>\d{{1,19}}),"
+        rf"{_SP}{key}={_SP}(?P<{name}>\d{{1,18}}),"
         for key, name in (
             ("tickDrvTopHalf", "submit"),
             ("tickDrvBottomHalf", "schedule"),
@@ -46,9 +48,9 @@ THREAD_RX = (
             ("tickAfterRun", "after"),
         )
     )
-    + rf"{_SP}dispatchTime={_SP}(?P<dispatch>\d{{1,19}}){_SP}us,{_SP}totalTime={_SP}(?P<total>\d{{1,19}}){_SP}us\.?\s*$"
+    + rf"{_SP}dispatchTime={_SP}(?P<dispatch>\d{{1,12}}){_SP}us,{_SP}totalTime={_SP}(?P<total>\d{{1,12}}){_SP}us\.?\s*$"
 )
-_MARK = r":\s*(?P<{0}_us>\d{{1,19}})\s+(?P<{0}>\d{{1,19}})\s*"
+_MARK = r":\s*(?P<{0}_us>\d{{1,15}})\s+(?P<{0}>\d{{1,18}})\s*"
 NODE_RX = (
     r"^\s*Node:(?P<name>[^,]*),\s*Run start"
     + _MARK.format("rs")
