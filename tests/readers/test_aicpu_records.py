@@ -7,6 +7,7 @@ t is 5,000,000 + (t - 1,000) * 20 ns.
 
 from __future__ import annotations
 
+import random
 import struct
 
 import pyarrow as pa
@@ -103,12 +104,14 @@ def test_text_pieces_that_are_no_record_are_reported_with_their_bytes(tmp_path):
     raw = good + b"\0" + junk + b"\0" + good + b"\0" + lone + b"\0"
     rows, log = _read(tmp_path, [raw])
     assert len(rows) == 2 and [r["seq"] for r in rows] == [0, 1]
-    got = {i.kind: (i.byte_offset, i.byte_length, i.count) for i in log.issues}
-    assert got == {
-        "bad_text_line": (len(good) + 1, len(junk), 2),
-        "unpaired_record": (2 * len(good) + 2 + len(junk) + 1, len(lone), 1),
-    }
-    assert log.bytes_decoded + len(junk) + len(lone) == len(raw)
+    got = [(i.kind, i.byte_offset, i.byte_length, i.count) for i in log.issues]
+    assert got == [
+        ("bad_text_line", len(good) + 1, len(junk), 2),
+        ("bad_text_line", 2 * len(good) + 2 + len(junk) + 1, len(lone), 1),
+    ]
+    assert "no Thread record after them" in log.issues[1].message
+    assert log.bytes_decoded + log.bytes_skipped() == len(raw)
+    assert log.bytes_skipped() == len(junk) + len(lone)
 
 
 def _binary(stream: int, task: int, tag: int = 60, magic: int = 0x5A5A) -> bytes:
@@ -136,7 +139,22 @@ def test_binary_records_and_one_of_another_tag(tmp_path):
     assert (r["dispatch_ns"], r["total_ns"], r["compute_ns"], r["memcpy_ns"]) == (2_000, 12_000, 3_000, 1_000)
     # the record of tag 61 spans both slices: one issue per slice, its bytes in each
     assert [(i.kind, i.source_file[-7:], i.byte_offset, i.byte_length) for i in log.issues] == [
-        ("bad_record", "slice_0", 128, 72),
-        ("bad_record", "slice_1", 0, 56),
+        ("counted_tag", "slice_0", 128, 72),
+        ("counted_tag", "slice_1", 0, 56),
     ]
-    assert log.bytes_decoded == 256
+    assert log.bytes_decoded == 256 and log.bytes_skipped() == 128
+
+
+def test_a_node_name_not_utf8_and_random_bytes(tmp_path):
+    node = b"Node:Bad\xffName, Run start:1 2100, Run end:2 2600"
+    raw = node + b"\0" + _thread(1, 2_000, 2_010, 2_100, 2_600, 2, 12) + b"\0"
+    rows, log = _read(tmp_path, [raw])
+    assert [r["node_name"] for r in rows] == ["Bad\ufffdName"]
+    assert [(i.kind, i.byte_offset, i.count) for i in log.issues] == [("bad_value", 0, 1)]
+    assert log.bytes_decoded == len(raw)  # the record is read, its bad byte shown as U+FFFD
+    # bytes of no layout: every byte decoded or reported, nothing raised
+    rng = random.Random(5)
+    for i in range(30):
+        junk = bytes(rng.choice(b"Node:Thread[] ,=0123456789\0\xff\n") for _ in range(rng.randint(1, 400)))
+        rows, log = _read(tmp_path / str(i), [junk]) if (tmp_path / str(i)).mkdir() is None else None
+        assert log.bytes_decoded + log.bytes_skipped() == len(junk)

@@ -12,8 +12,8 @@ The stream is one of two layouts, told apart by its first two bytes (docs/format
 
 Both are decoded a chunk at a time with numpy / Arrow compute: the text is split at its NULs
 and every piece matched by one regular expression per record kind. A piece that is neither
-kind, a node record with no thread record after it, and a binary record of another data tag
-are reported with their bytes, never dropped silently. Which operator a record belongs to is
+kind and a node record with no thread record after it (``bad_text_line``), and a binary record
+of another data tag (``counted_tag``) are reported with their bytes, never dropped silently. Which operator a record belongs to is
 the SQL's (``sql/intermediate/int_aicpu_ops.sql``).
 """
 
@@ -28,7 +28,7 @@ from pipeline.layouts import prof as prof_layouts
 from pipeline.readers.clock import DeviceClock
 from pipeline.readers.decode import report_bytes, runs_of_true
 from pipeline.readers.hiprof.device import ns
-from pipeline.readers.issues import IssueLog
+from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.prof.files import Stream
 from pipeline.readers.prof.records import read_fixed
 from pipeline.readers.slices import SliceStream
@@ -133,8 +133,9 @@ def _read_binary(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) -
                     dev,
                     int(b.offsets[i]),
                     k * layout.size,
-                    "bad_record",
-                    f"{k} AI CPU record(s) of a data tag other than {prof_layouts.AICPU_TASK_TAG} skipped",
+                    "counted_tag",
+                    f"{k} record(s) of a data tag other than {prof_layouts.AICPU_TASK_TAG} (an AI CPU task) "
+                    "decoded and counted, not stored",
                     k,
                 )
             log.decoded(-int(bad.sum()) * layout.size)
@@ -213,7 +214,7 @@ def _text_pieces(buf: bytes, start: int, seq0: int, stream, dev, clock, sink, lo
     lone = is_node & ~nxt_thread
     skipped = _report(bad, offsets, lengths, stream, log, dev, "bad_text_line",
                       "AI CPU text record(s) neither a Thread nor a Node record; skipped")  # fmt: skip
-    skipped += _report(lone, offsets, lengths, stream, log, dev, "unpaired_record",
+    skipped += _report(lone, offsets, lengths, stream, log, dev, "bad_text_line",
                        "AI CPU Node record(s) with no Thread record after them; skipped")  # fmt: skip
     log.decoded(len(buf) - skipped)
     idx = np.flatnonzero(is_thread)
@@ -223,8 +224,12 @@ def _text_pieces(buf: bytes, start: int, seq0: int, stream, dev, clock, sink, lo
     node_of = np.where(named, np.arange(n) - 1, -1)[idx]
     nd = node.take(pa.array(np.maximum(node_of, 0)))
     has = pa.array(node_of >= 0)
-    names = pc.utf8_trim_whitespace(
-        pc.if_else(has, pc.cast(nd.field("name"), pa.string()), pa.nulls(len(idx), pa.string()))
+    names = _names(
+        pc.if_else(has, nd.field("name"), pa.nulls(len(idx), pa.binary())),
+        stream,
+        offsets[np.where(node_of >= 0, node_of, idx)],
+        log,
+        dev,
     )
 
     def node_us(field):
@@ -254,6 +259,33 @@ def _text_pieces(buf: bytes, start: int, seq0: int, stream, dev, clock, sink, lo
     }
     sink.write("aicpu_tasks", _rows(cols, clock, dev, "text"))
     return seq0 + len(idx)
+
+
+def _names(raw: pa.Array, stream, offsets: np.ndarray, log: IssueLog, dev: int) -> pa.Array:
+    """Node names as text, decoded once per distinct name; bytes that are not UTF-8 become U+FFFD
+    and are reported (``bad_value``, with the first such record's offset)."""
+    uniq = pc.unique(raw)
+    text = [None if v is None else v.decode("utf-8", "replace").strip() for v in uniq.to_pylist()]
+    bad = {
+        i
+        for i, v in enumerate(uniq.to_pylist())
+        if v is not None and "\ufffd" in text[i] and b"\xef\xbf\xbd" not in v
+    }
+    where = pc.index_in(raw, uniq)
+    if bad:
+        hit = np.isin(where.to_numpy(zero_copy_only=False), list(bad))
+        rel, off = stream.locate(int(offsets[np.flatnonzero(hit)[0]]))
+        log.add(
+            Issue(
+                rel,
+                "bad_value",
+                f"{int(hit.sum())} AI CPU Node record name(s) with bytes that are not UTF-8: read with U+FFFD",
+                device_id=dev,
+                byte_offset=off,
+                count=int(hit.sum()),
+            )
+        )
+    return pa.array(text, pa.string()).take(where)
 
 
 def _report(mask, offsets, lengths, stream, log, dev, kind, message) -> int:
