@@ -12,8 +12,12 @@
 --          execution is a complete instance whose device task type or GE task type is AI_CPU.
 --          No execution, or more than one (ambiguous), joins nothing: the record keeps its own
 --          node name (a text Node record, an export's Node) as op_name, else op_name is NULL
---          and build_issues counts it (aicpu_without_op). Nothing is dropped: msprof also
---          leaves out records before the collection start and outside the chosen iterations.
+--          and build_issues counts it (aicpu_without_op). Nothing is dropped (msprof leaves
+--          out records before the collection start and outside the chosen iterations).
+--          How: a record with a (stream, task) by a hash join on it; a text record by two ASOF
+--          joins on its device's AI CPU executions in start and in end order (start_steps,
+--          end_steps), which count the executions holding its run end and give the one when
+--          there is one, instead of comparing it with every execution of the device.
 -- Columns:
 --   device_id              -   device
 --   source_file            -   slice or exported file of the record
@@ -45,7 +49,8 @@ with cpu_runs as (
         and (task_type_name = 'AI_CPU' or ge_task_type = 'AI_CPU')
 ),
 
-matches as (
+keyed as (
+    -- records naming their (stream, task): a hash join on the key, the span as a filter
     select
         a.device_id,
         a.source_file,
@@ -59,9 +64,75 @@ matches as (
     join cpu_runs as r
         on
         a.device_id = r.device_id
+        and a.stream_id = r.stream_id
+        and a.task_id = r.task_id
         and a.end_ns between r.running_ns and r.complete_ns
-        and (a.stream_id is null or (a.stream_id = r.stream_id and a.task_id = r.task_id))
     group by a.device_id, a.source_file, a.seq
+),
+
+start_steps as (
+    -- per device and start time, in start order: how many AI CPU executions started by then, and
+    -- of those the one that ends last. At a time t, started - ended (below) executions hold t;
+    -- when exactly one does, it is the one of the latest end among those started by t (any
+    -- other started by t ended before t). Two ASOF joins then replace a join of every record
+    -- with every execution of its device.
+    select
+        device_id,
+        running_ns,
+        sum(n) over w as started,
+        arg_max(last_run, last_end) over w as last_run
+    from (
+        select
+            device_id,
+            running_ns,
+            count(*) as n,
+            max(complete_ns) as last_end,
+            arg_max(
+                {
+                    'stream_id': stream_id, 'task_id': task_id, 'op_name': op_name, 'op_type': op_type,
+                    'complete_ns': complete_ns
+                },
+                complete_ns
+            ) as last_run
+        from cpu_runs
+        group by device_id, running_ns
+    )
+    window w as (partition by device_id order by running_ns rows between unbounded preceding and current row)
+),
+
+end_steps as (
+    -- per device and end time: how many AI CPU executions ended by then
+    select
+        device_id,
+        complete_ns,
+        sum(count(*)) over (partition by device_id order by complete_ns) as ended
+    from cpu_runs
+    group by device_id, complete_ns
+),
+
+timed as (
+    -- text records (no stream or task): the executions of the device holding the run end
+    select
+        a.device_id,
+        a.source_file,
+        a.seq,
+        coalesce(s.started, 0) - coalesce(e.ended, 0) as candidates,
+        s.last_run.stream_id,
+        s.last_run.task_id,
+        s.last_run.op_name,
+        s.last_run.op_type
+    from stg_aicpu_tasks as a
+    asof left join start_steps as s
+        on a.device_id = s.device_id and a.end_ns >= s.running_ns
+    asof left join end_steps as e
+        on a.device_id = e.device_id and a.end_ns > e.complete_ns
+    where a.stream_id is null
+),
+
+matches as (
+    select * from keyed
+    union all
+    select * from timed
 )
 
 select

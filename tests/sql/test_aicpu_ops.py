@@ -13,10 +13,14 @@ from tests.helpers.built import build_dump
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
 
+AMBIGUOUS: dict[int, dict[int, int]] = {}  # id(truth) -> device -> records held by several executions
+
+
 def _expected(truth) -> dict[tuple[int, int], dict]:
     """(device, seq) -> the row aicpu_ops should hold for each record the generator wrote."""
     out = {}
     seqs: dict[int, int] = {}
+    ambiguous = AMBIGUOUS.setdefault(id(truth), {})
     for r in truth.aicpu:
         seq = seqs.get(r.device_id, 0)
         seqs[r.device_id] = seq + 1
@@ -32,6 +36,8 @@ def _expected(truth) -> dict[tuple[int, int], dict]:
             and (r.stream_id is None or (x.stream_id, x.task_id) == (r.stream_id, r.task_id))
         ]
         one = held[0] if len(held) == 1 else None
+        ambiguous[r.device_id] = ambiguous.get(r.device_id, 0) + (len(held) > 1 and r.node_name is None)
+        ambiguous[-1] = ambiguous.get(-1, 0) + (len(held) > 1)  # all records held by several
         out[(r.device_id, seq)] = {
             "stream_id": r.stream_id if r.stream_id is not None else (one.stream_id if one else None),
             "task_id": r.task_id if r.task_id is not None else (one.task_id if one else None),
@@ -52,7 +58,9 @@ def _expected(truth) -> dict[tuple[int, int], dict]:
 
 @pytest.mark.parametrize("layout", ["text", "binary"])
 def test_aicpu_ops_against_the_generator(tmp_path, layout):
-    truth = generate(tmp_path / "dump", ProfConfig(chip="ascend910a", aicpu=layout, drop_start=2, seed=3))
+    # ten ops per inference: two AI CPU ops on two streams, whose executions overlap at times
+    cfg = ProfConfig(chip="ascend910a", aicpu=layout, drop_start=2, seed=3, tasks=10)
+    truth = generate(tmp_path / "dump", cfg)
     _, rows = build_dump(tmp_path / "wh", tmp_path / "dump" / truth.root)
     want = _expected(truth)
     got = {(r["device_id"], r["seq"]): r for r in rows("aicpu_ops")}
@@ -64,8 +72,13 @@ def test_aicpu_ops_against_the_generator(tmp_path, layout):
     unnamed: dict[int, int] = {}
     for (dev, _), w in want.items():
         unnamed[dev] = unnamed.get(dev, 0) + (w["op_name"] is None)
-    issues = {r["device_id"]: r["count"] for r in rows("build_issues") if r["kind"] == "aicpu_without_op"}
-    assert issues == {d: n for d, n in unnamed.items() if n}
+    issues = {r["device_id"]: r for r in rows("build_issues") if r["kind"] == "aicpu_without_op"}
+    assert {d: r["count"] for d, r in issues.items()} == {d: n for d, n in unnamed.items() if n}
+    ambiguous = AMBIGUOUS[id(truth)]
+    for d, r in issues.items():
+        assert f"({ambiguous.get(d, 0)} held by more than one)" in r["message"]
+    if layout == "text":  # a text record names no stream: two overlapping executions hold some
+        assert ambiguous[-1] > 0
     assert any(w["op_source"] == "execution" for w in want.values())
     # the record after the last execution names its node in text (Lone_op), none in binary
     lone = {
