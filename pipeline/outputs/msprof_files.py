@@ -193,10 +193,32 @@ TASK_TIME_ASCEND310 = MsprofFile(
 )
 
 
+# msprof's aicpu summary as mindstudio_profiler_output holds it (Device_id first, as msprof adds
+# it to every merged summary): one row per AI CPU task record (docs/formats.md#rule-aicpu); its
+# Total_time is msprof's after-run - submit from the ticks, its Dispatch_time the written one
+AICPU = MsprofFile(
+    "aicpu",
+    "aicpu_ops",
+    (
+        ("Device_id", _device()),
+        ("Timestamp(us)", _wall_us("start_ns")),
+        ("Node", _text("op_name")),
+        ("Compute_time(us)", _us("compute_ns")),
+        ("Memcpy_time(us)", _us("memcpy_ns")),
+        ("Task_time(us)", _us("task_ns")),
+        ("Dispatch_time(us)", _us("dispatch_ns")),
+        ("Total_time(us)", _us("coalesce(total_recomputed_ns, total_ns)")),
+        ("Stream ID", _text("stream_id")),
+        ("Task ID", _text("task_id")),
+    ),
+    "start_ns, source_file, seq",
+)
+
+
 def files_for(chip: str | None) -> tuple[MsprofFile, ...]:
     """The file kinds of a run of ``chip``, in the order they are written."""
     task_time = TASK_TIME_ASCEND310 if chip == ASCEND310 else TASK_TIME
-    return (OP_SUMMARY, OP_STATISTIC, API_STATISTIC, task_time)
+    return (OP_SUMMARY, OP_STATISTIC, API_STATISTIC, task_time, AICPU)
 
 
 def file_name(kind: str, device: int, stamp: str, slice_no: int | None = None) -> str:

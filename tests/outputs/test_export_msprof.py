@@ -415,9 +415,10 @@ def test_file_names_as_msprof_names_them():
         msprof_files.stamp_of({"collection_start_us": 1_767_225_600_000_000 + 3_723_000_000})
         == "20260101010203"
     )
-    assert [f.kind for f in msprof_files.files_for("Ascend310")] == list(KINDS)
-    assert msprof_files.files_for("Ascend310")[-1].table == "task_scheduler"
-    assert msprof_files.files_for("Ascend910B")[-1].table == "op_summary"
+    # aicpu last: a run without AI CPU records has no rows of it, so no file (KINDS are those written)
+    assert [f.kind for f in msprof_files.files_for("Ascend310")] == [*KINDS, "aicpu"]
+    assert msprof_files.files_for("Ascend310")[-2].table == "task_scheduler"
+    assert msprof_files.files_for("Ascend910B")[-2].table == "op_summary"
 
 
 def test_an_exported_run_keeps_its_wall_clock_times(tmp_path):
@@ -450,3 +451,57 @@ def test_an_exported_run_keeps_its_wall_clock_times(tmp_path):
             "1780295077844865.730\t",
         ),
     ]
+
+
+def test_ai_cpu_records_read_as_msprofs_aicpu_file_and_back(tmp_path):
+    """A 910A dump with binary AI CPU records: its aicpu files hold one row per record written
+    (truth.aicpu), times by hand; read back as an export, the rows join the same operators."""
+    dump = tmp_path / "dump"
+    truth = prof.generate(dump, prof.ProfConfig(chip="ascend910a", devices=2, aicpu="binary", seed=4))
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        o = ingest_dump(wh, dump / truth.root)
+    out = tmp_path / "out"
+    out.mkdir()
+    export_msprof(wh, o.run_id, out)
+    devices = [d.device_id for d in truth.devices]
+    wall = wall_offsets(dump, devices)
+    files = script_reads(out, "aicpu")
+    assert sorted(files) == [f"aicpu_{d}_1_{STAMP}.csv" for d in devices]
+    got = Counter(
+        tuple(r[k] for k in ("Device_id", "Timestamp(us)", "Task_time(us)", "Compute_time(us)", "Memcpy_time(us)",
+                             "Dispatch_time(us)", "Total_time(us)", "Stream ID", "Task ID"))
+        for rows in files.values() for r in rows
+    )  # fmt: skip
+    want = Counter(
+        (
+            str(r.device_id),
+            us(r.before_ns + wall[r.device_id]) + "\t",
+            us(r.after_ns - r.before_ns),
+            us(1000 * r.compute_us),
+            us(1000 * r.memcpy_us),
+            us(1000 * r.dispatch_us),
+            us(r.after_ns - r.submit_ns),  # msprof's total: after-run - submit, from the ticks
+            str(r.stream_id),
+            str(r.task_id),
+        )
+        for r in truth.aicpu
+    )
+    assert got == want
+    nodes = {r["Node"] for rows in files.values() for r in rows}
+    assert "N/A" in nodes and len(nodes) > 1  # the record after the last execution joins none
+
+    back = Warehouse(tmp_path / "back")
+    with back.writer():
+        b = ingest_dump(back, out)
+    assert b.status == "built", b.error
+
+    def ops(w, run):
+        from pipeline.outputs.export import fetch
+
+        _, t = fetch(w, "aicpu_ops", [run])
+        return sorted(
+            (r["device_id"], r["stream_id"], r["task_id"], r["op_name"], r["task_ns"]) for r in t.to_pylist()
+        )
+
+    assert ops(back, b.run_id) == ops(wh, o.run_id)
