@@ -26,6 +26,7 @@ MORE = [
     ("op_summary", "Operators"),
     ("step_trace_summary", "Step trace (training iterations)"),
     ("step_trace_reduces", "Step trace all-reduce ranges"),
+    ("aicpu_ops", "AI CPU operators"),
     ("advice", "Advice: findings of the advice rules"),
     ("advice_instances", "Advice: each instance of the findings"),
 ]
