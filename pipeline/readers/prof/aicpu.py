@@ -13,8 +13,8 @@ The stream is one of two layouts, told apart by its first two bytes (docs/format
 Both are decoded a chunk at a time with numpy / Arrow compute: the text is split at its NULs
 and every piece matched by one regular expression per record kind. A piece that is neither
 kind and a node record with no thread record after it (``bad_text_line``), and a binary record
-of another data tag (``counted_tag``) are reported with their bytes, never dropped silently. Which operator a record belongs to is
-the SQL's (``sql/intermediate/int_aicpu_ops.sql``).
+of another data tag (``counted_tag``) are reported with their bytes, never dropped silently.
+Which operator a record belongs to is the SQL's (``sql/intermediate/int_aicpu_ops.sql``).
 """
 
 from __future__ import annotations
@@ -63,18 +63,6 @@ NODE_RX = (
     + r")?,\s*Run end"
     + _MARK.format("re")
     + r"$"
-)
-COLUMNS = (
-    "stream_id",
-    "task_id",
-    "node_name",
-    "aicpu_thread",
-    "submit_syscnt",
-    "schedule_syscnt",
-    "before_run_syscnt",
-    "after_run_syscnt",
-    "start_syscnt",
-    "end_syscnt",
 )
 
 
