@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.paths import TAGS_FILE
 from pipeline.readers.hiprof.files import is_result_dir
 
 LAYOUTS = ("torch_npu_export", "msprof_export", "export_files")
@@ -243,6 +244,8 @@ def scan(root: Path, layout: str | None = None) -> ExportDump:
         except OSError:
             return
         for p in entries:
+            if d == root and p.name == TAGS_FILE:  # the run's tags, read by the jobs
+                continue
             if p.is_symlink():
                 dump.others.append(p)
             elif p.is_dir():

@@ -33,7 +33,7 @@ import json
 from pathlib import Path
 
 from pipeline.errors import InputError
-from pipeline.paths import TAGS_FILE, relative
+from pipeline.paths import relative
 from pipeline.readers import metadata
 from pipeline.readers.exported import csvs, db, timeline_json
 from pipeline.readers.exported.context import ExportContext, SourceResult
@@ -226,8 +226,6 @@ def read_export(
             )
         log.add(Issue(relative(root, p), "not_read", why))
     for p in dump.others:
-        if relative(root, p) == TAGS_FILE:  # the run's tags, read by the jobs
-            continue
         why = not_read_reason(p.name)
         log.add(
             Issue(
