@@ -292,6 +292,24 @@ def test_the_library_writer_migrates_before_its_sweep(old_warehouse):
         assert w.migrated == 0
 
 
+def test_what_a_migration_killed_after_its_commit_left_goes_at_the_next_writer(old_warehouse):
+    """Killed between the index's commit and the removal of the old folders: the runs are the
+    index's; the old folders (named by nothing) go at the next writer's sweep, nothing else."""
+    wh, expected, _ = old_warehouse
+    with Warehouse(wh.path).writer() as w:
+        assert w.migrated == 2
+    kept = sorted(p for p in wh.path.rglob("*") if p.is_file())
+    left = [wh.path / "runs" / "run_id=20250101T000000-0badf00d", wh.path / "raw" / "task_states" / "run_id=x"]
+    for d in left:
+        d.mkdir(parents=True)
+        (d / "part-x.parquet").write_bytes(b"PAR1")
+    with Warehouse(wh.path).writer() as w:
+        assert w.migrated == 0 and w.swept >= 2
+    assert not any(d.exists() for d in left)
+    assert sorted(p for p in wh.path.rglob("*") if p.is_file()) == kept
+    assert _everything(Warehouse(wh.path)) == expected
+
+
 def test_a_migration_killed_before_its_commit_leaves_the_old_layout(old_warehouse):
     from tests.helpers.warehouse_checks import profetl
 
