@@ -299,7 +299,10 @@ def test_what_a_migration_killed_after_its_commit_left_goes_at_the_next_writer(o
     with Warehouse(wh.path).writer() as w:
         assert w.migrated == 2
     kept = sorted(p for p in wh.path.rglob("*") if p.is_file())
-    left = [wh.path / "runs" / "run_id=20250101T000000-0badf00d", wh.path / "raw" / "task_states" / "run_id=x"]
+    left = [
+        wh.path / "runs" / "run_id=20250101T000000-0badf00d",
+        wh.path / "raw" / "task_states" / "run_id=x",
+    ]
     for d in left:
         d.mkdir(parents=True)
         (d / "part-x.parquet").write_bytes(b"PAR1")
