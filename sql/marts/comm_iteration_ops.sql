@@ -27,9 +27,10 @@
 --   step_id                   -      the step number of the iteration ("Step")
 --   op_name                   -      the op as exported (Default/AllReduce-op534_0, hcom_allReduce__210_0_1);
 --                                    NULL for tasks of no op ("Op Name")
---   op_count                  -      executions of the op whose tasks count in the iteration ("Op Count")
---   op_ns                     ns     summed spans of those executions, first to last task of each as the
---                                    exporter gives it (msprof's Elapse Time of one) ("Op Time")
+--   op_count                  -      executions of the op whose tasks count in the iteration; 0 for an op
+--                                    only its tasks' source names, with no span of its own ("Op Count")
+--   op_ns                     ns     summed spans of those executions, as the exporter gives each (msprof's
+--                                    Elapse Time of one); NULL without one ("Op Time")
 --   task_count                -      tasks of the op in the iteration ("Task Count")
 --   communication_ns          ns     summed durations of the tasks other than Notify_Wait ("Communication Cost")
 --   wait_ns                   ns     summed durations of the Notify_Wait tasks ("Wait Cost")
