@@ -236,3 +236,15 @@ def test_database_communication_task_info_rows_are_comm_tasks(tmp_path):
          "4294967380", 0, 1, "LOCAL", "65535", "65535", 0, None, None),
     ]  # fmt: skip
     assert any(s.startswith("comm_tasks: database") for s in meta.sources)
+
+
+def test_a_truncated_hccl_json_is_reported_with_its_offset_and_the_others_are_read(tmp_path):
+    d = _prof(tmp_path)
+    (d / "device_0" / "timeline" / "hccl_0_2_2.json").write_text(json.dumps(_hccl_events())[:200])
+    sink, log = MemSink(), IssueLog()
+    read_export(d, sink, log)
+    [bad] = [i for i in log.issues if i.kind == "unreadable_file"]
+    assert bad.source_file == "device_0/timeline/hccl_0_2_2.json" and bad.byte_offset is not None
+    assert bad.byte_length == 200
+    # the whole file of iteration 1 is read all the same
+    assert [r["source_file"] for r in sink.rows("comm_tasks")] == ["device_0/timeline/hccl_0_2_1.json"] * 2
