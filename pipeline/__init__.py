@@ -7,4 +7,4 @@ The package is a library: nothing here prints or exits. The command line lives i
 docs/architecture.md says what each may use.
 """
 
-__version__ = "0.5.0"
+__version__ = "0.6.0"

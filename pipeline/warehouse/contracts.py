@@ -261,5 +261,6 @@ RAW_TABLES = (
     "api_totals",
     "step_times",
     "comm_ops",
+    "comm_tasks",
     "ingest_issues",
 )

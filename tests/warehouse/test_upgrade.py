@@ -51,15 +51,16 @@ def test_run_ingested_before_task_metrics_and_new_columns_rebuilds(tmp_path):
 
 
 def test_a_run_of_0_3_without_the_totals_tables_rebuilds_and_one_of_0_4_without_them_is_damaged(tmp_path):
-    """0.4 added the raw tables api_totals and step_times, 0.5 comm_ops: a run of 0.3 has no files
-    of them (they read as empty, its marts as before); a run of this version without one is damaged."""
+    """0.4 added the raw tables api_totals and step_times, 0.5 comm_ops, 0.6 comm_tasks: a run of 0.3
+    has no files of them (they read as empty, its marts as before); a run of this version without one
+    is damaged."""
     wh = Warehouse(tmp_path / "wh")
     with wh.writer():
         (o,) = run_roots(wh, [SAMPLE])
     before = _marts(wh, o.run_id)
     run = wh.run_index().run_record(o.run_id)
-    assert run["profetl_version"] == "0.5.0"
-    for table in ("api_totals", "step_times", "comm_ops"):
+    assert run["profetl_version"] == "0.6.0"
+    for table in ("api_totals", "step_times", "comm_ops", "comm_tasks"):
         own_part_file(wh, "raw", table, o.run_id, run["ingest_id"]).unlink()
     with wh.writer():
         out = rebuild(wh, dict(run, profetl_version="0.3.0"))
