@@ -93,7 +93,7 @@ def catalog_table(wh: Warehouse, exclude: tuple[str, ...] = ()) -> pa.Table:
 
 def catalog(wh: Warehouse) -> list[dict]:
     """``catalog_table`` as one dict per run."""
-    return catalog_table(wh).to_pylist()
+    return catalog_table(wh).to_pylist(maps_as_pydicts="strict")
 
 
 def select_runs(
@@ -109,8 +109,10 @@ def select_runs(
     if sel.is_empty():
         if default_latest:
             latest = wh.run_index().resolve_run("latest")["run_id"]
-            return everything.filter(pc.equal(everything.column("run_id"), latest)).to_pylist()
-        return everything.to_pylist()
+            return everything.filter(pc.equal(everything.column("run_id"), latest)).to_pylist(
+                maps_as_pydicts="strict"
+            )
+        return everything.to_pylist(maps_as_pydicts="strict")
     t = everything
     if sel.runs:
         run_index = wh.run_index()
@@ -136,7 +138,7 @@ def select_runs(
         raise UnknownRun(
             f"no run in {wh.path} matches the selection ({sel.describe()}){span} (see `profetl runs`)"
         )
-    return t.to_pylist()
+    return t.to_pylist(maps_as_pydicts="strict")
 
 
 def _by_id(rows: list[dict], run_id: str) -> dict:

@@ -82,8 +82,10 @@ def command(
     else:
         p = lambda s: common.out.print(s, highlight=False, markup=False)  # noqa: E731
         if restored is not None:
-            for r, n in restored.dropped.items() if restored.upgraded_runs else ():
-                p(f"dropped    {r}  ({n} file(s))")
+            # the runs dropped, said where they were dropped: before an upgrade, else last
+            dropped = [f"dropped    {r}  ({n} file(s))" for r, n in restored.dropped.items()]
+            for line in dropped if restored.upgraded_runs else ():
+                p(line)
             if restored.upgraded_runs:
                 p(f"upgraded   {wh.path} from profetl 0.2's layout: {restored.upgraded_runs} run(s)")
             if restored.restored_from:
@@ -106,8 +108,8 @@ def command(
                 )
             for why in restored.not_rebuilt:
                 p(f"not rebuilt {why}")
-            for r, n in restored.dropped.items() if not restored.upgraded_runs else ():
-                p(f"dropped    {r}  ({n} file(s))")
+            for line in dropped if not restored.upgraded_runs else ():
+                p(line)
         for line in _lines(report):
             p(line)
     if not report.whole:

@@ -56,6 +56,8 @@ WarehouseOpt = Annotated[
     ),
 ]
 DEFAULT_WAREHOUSE = Path("warehouse")
+# what `run` and `ingest` say of an unchanged dump recorded again with other tags
+RETAGGED = " (unchanged; recorded again with its new tags)"
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print the result as JSON instead of a table.")]
 # --format json and --json say the same on every command: --format FMT is the spelling, --json
 # its alias (compare and trend, whose --json and --format json print different things, aside)

@@ -9,6 +9,7 @@ import typer
 
 from pipeline.cli import common
 from pipeline.jobs.runner import check_inputs, ingest_dump
+from pipeline.jobs.tags import run_tags
 
 
 def command(
@@ -45,7 +46,7 @@ def command(
     with common.errors():
         check_inputs([dump])  # a path that is not there: exit 2 before the warehouse is touched
     with common.errors(), common.readers(read_threads) as readers, common.writing(wh, wait):
-        o = ingest_dump(wh, dump, force=force, then_build=False, readers=readers, tags=tags)
+        o = ingest_dump(wh, dump, force=force, then_build=False, readers=readers, tags=run_tags(dump, tags))
     row = o.ingest.row
     if json_:
         common.print_json(
@@ -54,14 +55,12 @@ def command(
                 "status": o.status,
                 "rows": o.ingest.rows_by_table,
                 "issues": o.issues,
-                "tags": dict(row["tags"]) if row.get("tags") is not None else None,
+                "tags": row.get("tags"),
             }
         )
         return
-    if o.status == "unchanged" and o.ingest.retagged:
-        common.out.print(
-            f"retagged   {o.run_id}  {dump} (unchanged; recorded again with its new tags)", highlight=False
-        )
+    if o.label == "retagged":
+        common.out.print(f"retagged   {o.run_id}  {dump}{common.RETAGGED}", highlight=False)
         return
     if o.status == "unchanged":
         common.out.print(

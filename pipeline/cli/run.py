@@ -110,12 +110,6 @@ def command(
         raise typer.Exit(ExitCode.DATA_LOSS)
 
 
-def tags_json(t) -> dict | None:
-    """A run's tags for JSON: an object (the index gives (key, value) pairs); null when none
-    were recorded."""
-    return None if t is None else dict(t)
-
-
 def _summary(o: Outcome) -> dict:
     """One dump in `run --json`; ``ingest`` and ``build`` are null for the steps not taken
     (an unchanged dump is not read again; a failed one may lack both)."""
@@ -130,7 +124,7 @@ def _summary(o: Outcome) -> dict:
         "bytes_skipped": row.get("bytes_skipped"),
         "issues": o.issues,
         "data_lost": o.losses,
-        "tags": tags_json(row.get("tags")),
+        "tags": row.get("tags"),
         "replaced": (
             {
                 k: (o.ingest.replaced.get(k))
@@ -157,9 +151,9 @@ def _print_outcome(o: Outcome) -> None:
         detail = f" ({row['records_decoded']} records, {row['bytes_skipped']} bytes skipped, {len(o.issues)} issue(s))"
         if o.losses:
             detail += " DATA LOST: " + ", ".join(f"{n} {kind}" for kind, n in sorted(o.losses.items()))
-    label = "unchanged" if o.status == "unchanged" else o.status
-    if o.ingest and o.ingest.retagged and o.status == "unchanged":
-        label, detail = "retagged", " (unchanged; recorded again with its new tags)"
+    label = o.label
+    if label == "retagged":
+        detail = common.RETAGGED
     old = o.ingest.replaced if o.ingest else None
     if old:  # every replacement is said, with what it replaced
         label = "replaced"

@@ -8,6 +8,7 @@ import typer
 
 from pipeline.analysis.selection import catalog_table, select_runs
 from pipeline.cli import common
+from pipeline.outputs.cells import cell
 
 
 def command(
@@ -47,11 +48,8 @@ def command(
         runs = (
             select_runs(wh, sel, default_latest=False, exclude=skip)
             if not sel.is_empty()
-            else catalog_table(wh, skip).to_pylist()
+            else catalog_table(wh, skip).to_pylist(maps_as_pydicts="strict")
         )
-    for r in runs:  # a map is (key, value) pairs in Arrow: an object in JSON
-        if r.get("tags") is not None:
-            r["tags"] = dict(r["tags"])
     if json_:
         common.print_json(runs)
         return
@@ -108,5 +106,5 @@ TAGS_WIDTH = 20  # characters of a run's tags the table shows (--json shows them
 
 def short_tags(tags: dict | None) -> str:
     """A run's tags as ``k=v,k=v`` cut to ``TAGS_WIDTH`` characters ("" without any)."""
-    text = ",".join(f"{k}={v}" for k, v in (tags or {}).items())
+    text = cell(tags) if tags else ""
     return text if len(text) <= TAGS_WIDTH else text[: TAGS_WIDTH - 1] + "…"

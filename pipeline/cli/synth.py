@@ -178,7 +178,7 @@ def command(
                     op_scale,
                 )
             if truth:
-                truth.write_text(json.dumps(t.as_dict(), indent=1))
+                truth.write_text(json.dumps(t.as_dict()))
             copies = 1
             if tmp:
                 copies = copies_for(dest, mb * 1e6)

@@ -44,13 +44,6 @@ class IngestResult:
     retagged: bool = False
 
 
-def tags_of(row: dict) -> dict[str, str] | None:
-    """A run row's tags as a dict (the index gives a map as (key, value) pairs); None for a run
-    recorded before profetl kept tags."""
-    t = row.get("tags")
-    return None if t is None else dict(t)
-
-
 def identify(dump: Dump) -> tuple[str, int | None, dict[str, str]]:
     """Run id, collection start and the texts that name the dump, read before any data file."""
     start_us, texts = dump.identity()
@@ -133,7 +126,7 @@ def ingest(
         existing = wh.run_index().run_record(run_id)
     tags = dict(sorted((tags or {}).items()))
     if existing and unchanged(existing["fingerprint"], fp) and not force:
-        if tags_of(existing) == tags:
+        if existing.get("tags") == tags:  # (None: recorded before profetl kept tags)
             return IngestResult(run_id, display(dump), skipped=True, row=existing)
         # the same content, other tags (or none recorded yet): the run is recorded again with
         # the tags given now, and the versions its control files record; its parts stay

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 from pipeline.errors import MissingInput, PipelineError
 from pipeline.jobs.dumps import find_dumps
 from pipeline.jobs.ingest import IngestResult, ingest
-from pipeline.jobs.tags import read_tags_file, run_tags
+from pipeline.jobs.tags import run_tags
 from pipeline.paths import display
 from pipeline.warehouse.compaction import compact
 from pipeline.warehouse.contracts import RAW_TABLES
@@ -47,6 +47,13 @@ class Outcome:
         """Data lost in what this outcome read (nothing when the dump was not read again)."""
         return self.ingest.losses if self.ingest is not None and not self.ingest.skipped else {}
 
+    @property
+    def label(self) -> str:
+        """The status as the commands print it: ``retagged`` for an unchanged dump recorded
+        again with new tags."""
+        retagged = self.status == "unchanged" and self.ingest is not None and self.ingest.retagged
+        return "retagged" if retagged else self.status
+
 
 def ingest_dump(
     wh: Warehouse,
@@ -63,8 +70,8 @@ def ingest_dump(
     """Ingest one dump (and build it), committing the run once at the end. Hold the writer lock.
     With ``cluster`` (pipeline.jobs.cluster.Cluster) its devices are read and built there; with
     ``readers`` (pipeline.jobs.cluster.Threads) only read there, side by side in this process.
-    ``tags``: given on the command line; the dump's tags file adds those it does not give."""
-    tags = run_tags(dump, tags)
+    ``tags``: the run's (``pipeline.jobs.tags.run_tags``: the command line's and the dump's tags
+    file's)."""
     res = ingest(dump, wh, force=force, cluster=cluster or readers, layout=layout, tags=tags)
     if res.skipped:
         status = "unchanged"
@@ -163,15 +170,24 @@ def run_roots(
                 )
             )
         dumps.extend(found)
-    for dump, _ in dumps:  # a bad tags file is a usage error: found before any dump is read
-        read_tags_file(dump)
+    # each dump's tags, read before any dump is: a bad tags file is a usage error
+    tags_of = {dump: run_tags(dump, tags) for dump, _ in dumps}
     for dump, layout in dumps:
         if on_dump:
             on_dump(dump)
         try:
             outcomes.append(
                 ingest_dump(
-                    wh, dump, force, then_build, memory_limit, threads, cluster, readers, layout, tags
+                    wh,
+                    dump,
+                    force,
+                    then_build,
+                    memory_limit,
+                    threads,
+                    cluster,
+                    readers,
+                    layout,
+                    tags_of[dump],
                 )
             )
         except PipelineError as e:

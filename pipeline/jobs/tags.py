@@ -77,6 +77,5 @@ def read_tags_file(dump: Path) -> dict[str, str]:
 
 def run_tags(dump: Path, cli: dict[str, str] | None) -> dict[str, str]:
     """The tags a run of ``dump`` is recorded with: its tags file's, then the command line's
-    (which win on the same key), sorted by key."""
-    merged = {**read_tags_file(dump), **(cli or {})}
-    return dict(sorted(merged.items()))
+    (which win on the same key); TagsFileInvalid naming the file when it is not one."""
+    return {**read_tags_file(dump), **(cli or {})}

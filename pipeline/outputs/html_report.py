@@ -27,6 +27,7 @@ from pathlib import Path
 from pipeline.analysis.advice import Finding, Instance, regressions
 from pipeline.analysis.selection import catalog, earlier_runs, run_row
 from pipeline.errors import UsageError
+from pipeline.outputs.cells import cell
 from pipeline.warehouse.store import Warehouse
 from pipeline.warehouse.views import read_consistent
 
@@ -274,16 +275,9 @@ def _meta(run: dict) -> list[tuple[str, str]]:
         ("CANN", str(run.get("cann_version") or "N/A")),
         ("Driver", str(run.get("driver_version") or "N/A")),
         ("Framework", str(run.get("framework_version") or "N/A")),
-        ("Tags", _tags_text(run.get("tags"))),
+        ("Tags", cell(run.get("tags") or None)),  # k=v,k=v; N/A without any
         ("profetl", str(run.get("profetl_version") or "N/A")),
     ]
-
-
-def _tags_text(tags) -> str:
-    """A run's tags as ``k=v, k=v`` (a map: a dict, or the (key, value) pairs Arrow gives);
-    N/A without any."""
-    pairs = list(tags.items()) if isinstance(tags, dict) else list(tags or [])
-    return ", ".join(f"{k}={v}" for k, v in pairs) or "N/A"
 
 
 def _accounting(run: dict) -> list[tuple[str, str]]:

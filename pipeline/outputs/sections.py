@@ -26,6 +26,8 @@ MORE = [
     ("op_summary", "Operators"),
     ("step_trace_summary", "Step trace (training iterations)"),
     ("step_trace_reduces", "Step trace all-reduce ranges"),
+    ("comm_iteration_ops", "Communication per iteration and op"),
+    ("comm_iteration_links", "Communication per iteration, op and link"),
     ("aicpu_ops", "AI CPU operators"),
     ("advice", "Advice: findings of the advice rules"),
     ("advice_instances", "Advice: each instance of the findings"),

@@ -114,9 +114,7 @@ def lineage_columns(runs: list[dict]) -> list[str]:
 def _text(v) -> str:
     if v is None:
         return "N/A"
-    if isinstance(v, list) and v and all(isinstance(x, tuple) and len(x) == 2 for x in v):
-        v = dict(v)  # a map (a run's tags), as Arrow gives it: (key, value) pairs
-    elif isinstance(v, list | tuple):
+    if isinstance(v, list | tuple):
         return ", ".join(_text(x) for x in v)
     if isinstance(v, dict):
         return ", ".join(f"{k}={_text(x)}" for k, x in sorted(v.items()))
@@ -334,7 +332,9 @@ def build_site(
     if since is not None:
         at = table.column("collected_at")
         table = table.filter(pc.greater_equal(at, pa.scalar(since, at.type)))
-    runs = [r for r in table.to_pylist() if r.get("build_id")]  # a run not built has no marts yet
+    runs = [
+        r for r in table.to_pylist(maps_as_pydicts="strict") if r.get("build_id")
+    ]  # a run not built has no marts yet
     out.mkdir(exist_ok=True)
     manifest = _read_manifest(out)
     built = Built(out, len(runs), 0, 0)
@@ -368,7 +368,7 @@ def build_site(
             reports_done.pop(r["run_id"], None)
             page.unlink(missing_ok=True)  # of an older build of the run: not what the pages show
             continue
-        every = every if every is not None else catalog_table(wh).to_pylist()
+        every = every if every is not None else catalog_table(wh).to_pylist(maps_as_pydicts="strict")
         rep = html_report.gather(wh, r["run_id"], rows=every)
         _write(page, html_report.render(rep, plotly_src="../assets/plotly.min.js"))
         reports_done[r["run_id"]] = r["build_id"]

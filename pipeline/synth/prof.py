@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -53,7 +53,7 @@ import numpy as np
 
 from pipeline.layouts import HOST_MAGIC
 from pipeline.layouts import prof as prof_layouts
-from pipeline.synth.truth import training_marks
+from pipeline.synth.truth import plain, training_marks
 
 HOST_DEVICE = 64
 
@@ -311,7 +311,7 @@ class ProfTruth:
     drv_version: int | None = None  # info.json drvVersion written (None: none)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        return plain(self)
 
 
 def _r20(x: int) -> int:

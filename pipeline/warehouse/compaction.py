@@ -22,7 +22,7 @@ from pipeline.warehouse.layout import (
     part_of,
     run_order,
 )
-from pipeline.warehouse.part_rows import batches
+from pipeline.warehouse.part_rows import batches, files_bytes
 
 pa = lazy("pyarrow")
 
@@ -147,14 +147,7 @@ def damage_advice(idx: dict[str, dict], key: str, part: str) -> str:
 
 
 def run_bytes(w, layer: str, part: str) -> int:
-    total = 0
-    for table in layer_tables(layer):
-        for f in part_files(w.path, layer, table, part):
-            try:
-                total += f.stat().st_size
-            except FileNotFoundError:
-                pass
-    return total
+    return files_bytes(f for table in layer_tables(layer) for f in part_files(w.path, layer, table, part))
 
 
 def compact(w) -> int:

@@ -261,6 +261,7 @@ RAW_TABLES = (
     "api_totals",
     "step_times",
     "comm_ops",
+    "comm_tasks",
     "aicpu_tasks",
     "ingest_issues",
 )

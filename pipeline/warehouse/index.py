@@ -183,7 +183,7 @@ class RunIndex:
         t = self.stored_table
         if t is None:
             return {}
-        return {r["run_id"]: r for r in t.to_pylist()}
+        return {r["run_id"]: r for r in t.to_pylist(maps_as_pydicts="strict")}
 
     # --- runs ---------------------------------------------------------------------------
     def rows_by_run_id(self) -> dict[str, dict]:
@@ -199,7 +199,7 @@ class RunIndex:
             r = self._rows.get(run_id)
             return None if r is None else dict(r)
         t = self.stored_table
-        rows = t.filter(pc.equal(t.column("run_id"), run_id)).to_pylist()
+        rows = t.filter(pc.equal(t.column("run_id"), run_id)).to_pylist(maps_as_pydicts="strict")
         return rows[0] if rows else None
 
     def _placing_row(self, run_id: str) -> dict | None:
@@ -221,7 +221,7 @@ class RunIndex:
         if t is None:
             return []
         # the index is kept in this order; a column added since it was written is NULL
-        return conform(t, contract("raw", "runs").schema, None).to_pylist()
+        return conform(t, contract("raw", "runs").schema, None).to_pylist(maps_as_pydicts="strict")
 
     def run_record(self, run_id: str) -> dict | None:
         """The run's commit record; None when it has none."""

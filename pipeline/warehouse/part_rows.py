@@ -66,3 +66,33 @@ def batches(f: Path, run_ids: list[str], schema: pa.Schema):
                 yield b
     except (OSError, pa.ArrowException, KeyError) as e:
         raise DamagedPart(f, reason(e) if not isinstance(e, KeyError) else f"no column {e}") from None
+
+
+def files_bytes(files) -> int:
+    """The bytes of ``files`` on disk; a file gone meanwhile counts 0."""
+    total = 0
+    for f in files:
+        try:
+            total += f.stat().st_size
+        except FileNotFoundError:
+            pass
+    return total
+
+
+def distinct_values(files, column: str, run_id: str) -> list:
+    """The distinct values (NULL left out) of ``column`` in ``files``: of ``run_id``'s rows in
+    a file with a run_id column, of every row in one without (profetl 0.2's per-run files).
+    A file gone, or without the column, adds none."""
+    values: set = set()
+    for f in files:
+        if not f.exists():
+            continue
+        names = pq.read_schema(f).names
+        if column not in names:
+            continue
+        t = pq.read_table(f, columns=[c for c in ("run_id", column) if c in names])
+        col = t.column(column)
+        if "run_id" in names:
+            col = col.filter(pc.equal(t.column("run_id"), run_id))
+        values |= set(pc.unique(col).to_pylist())
+    return sorted(v for v in values if v is not None)

@@ -20,7 +20,7 @@ from pipeline.errors import DamagedPart, DamagedRun, UnknownRun, WarehouseNeedsU
 from pipeline.lazy import lazy
 from pipeline.warehouse import compaction
 from pipeline.warehouse.layout import LAYERS, check_run_id, fsync_dir, layer_tables, rmdir_if_empty, run_order
-from pipeline.warehouse.part_rows import conform, reason
+from pipeline.warehouse.part_rows import conform, distinct_values, files_bytes, reason
 from pipeline.workload import workload_of
 
 pa = lazy("pyarrow")
@@ -94,14 +94,11 @@ def migrate(w) -> int:
     are written again with a run_id column (small runs into groups), then the index is written
     (the commit: a crash before it leaves the old layout, whole, and its new files for the
     next sweep), then the old folders go. DamagedRun, before anything is written, when a
-    record cannot be read (which files it names is unknown). Without the old layout, removes
-    what a migration killed after its commit left of it. Returns the runs moved."""
+    record cannot be read (which files it names is unknown). What a migration killed after its
+    commit leaves of the old layout, the writer's sweep removes (``is_old_folder``). Returns the
+    runs moved."""
     wh = w.warehouse
     if not needs_upgrade(wh):
-        old = _old_folders(wh)
-        if old and wh.index_file.exists():
-            wh.run_index()  # (an index that cannot be read stops the writer: nothing is removed)
-            _remove(old)
         return 0
     idx, damaged = {}, []
     for run_id, f in _records(wh):
@@ -167,34 +164,34 @@ def _old_folders(wh) -> list[Path]:
     ]
 
 
+def is_old_folder(p: Path) -> bool:
+    """Whether ``p`` (an entry of ``runs/`` or of a table's folder) is a folder of the 0.2
+    layout. Once an index is committed, such a folder is what a migration killed after its
+    commit left: nothing names it, and the writer's sweep removes it."""
+    return p.name.startswith("run_id=") and p.is_dir()
+
+
 def _remove(folders: list[Path]) -> None:
     """Remove the 0.2 layout's folders once the index that replaces them is committed."""
     for d in folders:
         shutil.rmtree(d, ignore_errors=True)
 
 
+def _old_files(wh, layer: str, table: str, run: dict) -> list[Path]:
+    f = _old_file(wh.path, layer, table, run)
+    return [f] if f is not None else []
+
+
 def _old_bytes(wh, layer: str, run: dict) -> int:
-    total = 0
-    for table in layer_tables(layer):
-        f = _old_file(wh.path, layer, table, run)
-        try:
-            total += f.stat().st_size if f is not None else 0
-        except FileNotFoundError:
-            pass
-    return total
+    return files_bytes(f for table in layer_tables(layer) for f in _old_files(wh, layer, table, run))
 
 
 def _workload(wh, run: dict) -> str:
     """The run's workload key (``pipeline/workload.py``) from its 0.2 raw files."""
 
-    def distinct(table: str, column: str) -> list[str]:
-        f = _old_file(wh.path, "raw", table, run)
-        if f is None or not f.exists() or column not in pq.read_schema(f).names:
-            return []
-        col = pq.read_table(f, columns=[column]).column(column)
-        return sorted(v for v in pc.unique(col).to_pylist() if v is not None)
-
-    return workload_of(run, distinct)
+    return workload_of(
+        run, lambda table, column: distinct_values(_old_files(wh, "raw", table, run), column, run["run_id"])
+    )
 
 
 OWNER_KEY = b"profetl.run_id"

@@ -37,7 +37,7 @@ from pipeline.warehouse.layout import (
     part_of,
     run_order,
 )
-from pipeline.warehouse.part_rows import conform
+from pipeline.warehouse.part_rows import conform, distinct_values
 from pipeline.workload import workload_of
 
 pa = lazy("pyarrow")
@@ -140,6 +140,9 @@ class Writer:
         snap = wh.run_index()
         named = set(snap.parts_of_runs("raw")) | set(snap.parts_of_runs("marts"))
         removed = 0
+        # profetl 0.2's folders, left by a migration killed after its commit: only once an
+        # index is committed (before it, ``upgrade.migrate`` has moved them or stopped)
+        old_layout_done = wh.index_file.exists()
         for layer, _, _ in LAYERS:
             base = self.path / layer
             if not base.is_dir():
@@ -149,6 +152,9 @@ class Writer:
                     continue
                 for f in d.iterdir():
                     if f.is_dir():  # no part is a folder: left alone (``check`` lists what is in it)
+                        if old_layout_done and upgrade.is_old_folder(f):
+                            shutil.rmtree(f, ignore_errors=True)
+                            removed += 1
                         continue
                     part = part_of(f.name)
                     if part not in named:
@@ -156,6 +162,10 @@ class Writer:
                         removed += 1
         runs = self.path / "runs"
         if runs.is_dir():
+            for d in runs.iterdir() if old_layout_done else ():
+                if upgrade.is_old_folder(d):
+                    shutil.rmtree(d, ignore_errors=True)
+                    removed += 1
             for f in runs.glob(".run*.tmp"):
                 f.unlink(missing_ok=True)
                 removed += 1
@@ -398,19 +408,8 @@ class Writer:
         files of ``raw_part``."""
 
         def distinct(table: str, column: str) -> list[str]:
-            values: set = set()
-            for f in part_files(self.path, "raw", table, raw_part) if raw_part else []:
-                if not f.exists():
-                    continue
-                names = pq.read_schema(f).names
-                if column not in names:
-                    continue
-                t = pq.read_table(f, columns=[c for c in ("run_id", column) if c in names])
-                col = t.column(column)
-                if "run_id" in names:
-                    col = col.filter(pc.equal(t.column("run_id"), run["run_id"]))
-                values |= set(pc.unique(col).to_pylist())
-            return sorted(v for v in values if v is not None)
+            files = part_files(self.path, "raw", table, raw_part) if raw_part else []
+            return distinct_values(files, column, run["run_id"])
 
         return workload_of(run, distinct)
 

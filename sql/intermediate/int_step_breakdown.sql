@@ -3,7 +3,7 @@
 -- pipeline bubble and the preparation before its first task, recomputed from the executions.
 --
 -- Grain:   (device_id, model_id, iteration_id); model_id NULL is a value
--- Sources: stg_iterations, int_op_executions, stg_comm_ops
+-- Sources: stg_iterations, int_step_windows, int_op_executions, stg_comm_ops
 -- Follows: torch_npu's step_trace_time (and msprof-analyze's cluster step trace, which
 --          gathers those files), restated in docs/formats.md#rule-step-breakdown. Per device:
 --            compute intervals   the executions an operator description names (a kernel, an AI
@@ -21,7 +21,8 @@
 --                                together (Free); intervals that touch or overlap merge
 --          Each piece belongs to the iteration whose [start, end) holds the piece's start (a
 --          piece that runs past the end stays whole in it); where iterations of several models
---          of a device overlap, to the one that started last. Of an iteration's pieces:
+--          of a device overlap, to the one that started last (the stretches of int_step_windows,
+--          the rule written once). Of an iteration's pieces:
 --          computing, communication, not overlapped and free are the sums of their lengths;
 --          overlapped = communication - not overlapped; bubble = the summed durations of the
 --          receive ops (hcom_receive*) starting in the iteration; stage = the span from the
@@ -213,9 +214,9 @@ placed as (
         p.start_ns,
         p.end_ns
     from pieces as p
-    asof join windows as w
+    asof join int_step_windows as w
         on p.device_id = w.device_id and p.start_ns >= w.start_ns
-    where p.start_ns < w.end_ns
+    where p.start_ns < w.until_ns
 ),
 
 sums as (

@@ -189,3 +189,31 @@ def test_runs_recorded_before_tags_and_versions_read_null_until_run_again(tmp_pa
     (again,) = _runs(wh)
     assert again["tags"] == {"commit": "1"} and again["cann_version"] == "8.0.RC3"
     assert again["ingest_id"] == run["ingest_id"]
+
+
+def _exported_dump(tmp_path):
+    from tests.readers.test_exported_comm_ops import TRACE
+    from tests.readers.test_exported_totals import export
+
+    return export(tmp_path / "export", {"trace_view.json": json.dumps(TRACE)})
+
+
+@pytest.mark.parametrize("layout", ["hiprof", "prof", "export"])
+def test_the_tags_file_is_no_unknown_file_of_any_layout(tmp_path, small_dumps, layout):
+    """The tags file is the jobs' to read: no reader reports it as a file it does not know."""
+    if layout == "export":
+        d = _exported_dump(tmp_path)
+    else:
+        src = small_dumps / layout
+        # the dump's root: a PROF_* tree's own folder, a result_dir
+        src = next(src.glob("PROF_*"), src)
+        d = tmp_path / src.name
+        shutil.copytree(src, d)
+    (d / "profetl-tags.toml").write_text('commit = "3f2a9c1"\n')
+    wh = tmp_path / "wh"
+    assert invoke("run", d, "-w", wh).exit_code in (ExitCode.OK, ExitCode.DATA_LOSS)
+    assert _runs(wh)[0]["tags"] == {"commit": "3f2a9c1"}
+    r = invoke("query", "-w", wh, "-f", "json", "select source_file, kind from ingest_issues")
+    assert r.exit_code == 0, r.output
+    named = [json.loads(x)["source_file"] for x in r.output.splitlines() if x.strip()]
+    assert not [f for f in named if f and f.endswith("profetl-tags.toml")], named

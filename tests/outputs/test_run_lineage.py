@@ -29,15 +29,15 @@ def test_the_report_lists_the_versions_and_tags():
     assert meta["CANN"] == "8.0.RC1"
     assert meta["Driver"] == "467734"
     assert meta["Framework"] == "torch_npu 2.7.1"
-    assert meta["Tags"] == "commit=3f2a9c1, model_version=v7"
+    assert meta["Tags"] == "commit=3f2a9c1,model_version=v7"  # as the terminal shows them
     old = dict(_meta({"run_id": "r0", "tags": None}))  # a run recorded before either was kept
     assert old["CANN"] == old["Driver"] == old["Framework"] == old["Tags"] == "N/A"
 
 
 def test_the_site_names_a_changed_tag_and_version_as_lineage():
-    before = {"tags": TAGS, "cann_version": "8.0.RC1", "chip": "Ascend910B"}
+    before = {"tags": dict(TAGS), "cann_version": "8.0.RC1", "chip": "Ascend910B"}
     after = {
-        "tags": [("commit", "9d8e7f6"), ("model_version", "v7")],
+        "tags": {"commit": "9d8e7f6", "model_version": "v7"},
         "cann_version": "8.0.RC2",
         "chip": "Ascend910B",
     }

@@ -17,7 +17,7 @@ TRACE = [
     # an op as a whole: 1000000000000.5 us -> 1000000000000500 ns, for 3.0004 us -> 3000.4 -> 3000 ns
     {"ph": "X", "name": "hcom_allReduce__1_0_1", "pid": 7, "tid": 0, "ts": f"{T0}.500", "dur": "3.0004"},
     {"ph": "X", "name": "hcom_receive__1_1_1", "pid": 7, "tid": 0, "ts": f"{T0}.000", "dur": 0.25},
-    # a task of an op (its Plane thread): not an op
+    # a task of an op (its Plane thread): not an op, a communication task (comm_tasks)
     {"ph": "X", "name": "Notify_Wait", "pid": 7, "tid": 1, "ts": f"{T0}.600", "dur": 1},
     {"ph": "M", "name": "process_name", "pid": 8, "args": {"name": "Overlap Analysis"}},
     {"ph": "X", "name": "Communication", "pid": 8, "tid": 0, "ts": f"{T0}.500", "dur": 3},
@@ -47,7 +47,10 @@ def test_timeline_hcom_events_are_comm_ops(tmp_path):
     ]
     assert "comm_ops: event timeline ASCEND_PROFILER_OUTPUT/trace_view.json" in meta.sources
     [not_read] = [i for i in log.issues if i.kind == "not_read" and i.source_file.endswith("trace_view.json")]
-    assert "HCCL" in not_read.message and "Overlap Analysis" in not_read.message
+    assert "Overlap Analysis" in not_read.message and "HCCL" not in not_read.message
+    assert [(r["seq"], r["task_type"], r["plane_id"]) for r in sink.rows("comm_tasks")] == [
+        (5, "Notify_Wait", 0)
+    ]
 
 
 def test_database_communication_op_rows_are_comm_ops(tmp_path):

@@ -564,6 +564,9 @@ def test_real_database_counts(real_data, rel):
         "api_calls": _count(path, f"SELECT count(*) FROM {api}"),
         "step_trace": 2 * _count(path, "SELECT count(*) FROM STEP_TIME"),
         "comm_ops": _count(path, "SELECT count(*) FROM COMMUNICATION_OP"),
+        "comm_tasks": _count(
+            path, "SELECT count(*) FROM TASK t JOIN COMMUNICATION_TASK_INFO c USING (globalTaskId)"
+        ),
     }
     assert res.rows == {k: v for k, v in expect.items() if v}
     for table, n in res.rows.items():
@@ -585,6 +588,7 @@ def test_real_pytorch_level1_rows_checked_by_hand(real_data):
         "api_calls": 710,
         "step_trace": 2,
         "comm_ops": 4,
+        "comm_tasks": 296,  # 112 Notify_Record, 112 Notify_Wait, 36 Reduce_Inline, 36 Memcpy
     }
     assert res.devices == {0, 64} and res.start_ns == 1736410576284680000
     # TASK row 1: (1736410576375315901, 1736410576375315921, 0, 1646, 0, 3136493, 0 'PROFILING_ENABLE',

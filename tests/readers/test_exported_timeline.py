@@ -462,7 +462,7 @@ def test_real_counts_per_process(real_data):
 
 def test_real_level1_hand_checked(real_data):
     path = real_data / LEVEL1 / "trace_view.json"
-    sink, log, res = read(path, tables=(*ALL, "comm_ops"))
+    sink, log, res = read(path, tables=(*ALL, "comm_ops", "comm_tasks"))
     # {"name": "AscendCL@aclrtMemcpyAsync", "pid": 3170820320, "tid": 3099702, "ts": "1736408883694795.840",
     #  "dur": "31.84", "args": {"Thread Id": 3099702, "Mode": "ACL_RTS", "level": "acl", ..., "connection_id": 936}}
     row = next(r for r in sink.rows("api_calls") if r["start_ns"] == 1736408883694795840)
@@ -493,8 +493,8 @@ def test_real_level1_hand_checked(real_data):
         (50, 1, 1736408883842726510),
     ]
     assert res.start_ns == 1736408883573887920  # the first AI Core Freq sample
-    # the 4 HCCL ops as a whole (thread "Group 0 Communication") are comm_ops; the other 304 HCCL
-    # events are their tasks on the Plane threads, not read
+    # the 4 HCCL ops as a whole (thread "Group 0 Communication") are comm_ops; 296 HCCL events are
+    # their tasks on the Plane threads (comm_tasks); the other 8 are flow arrows, not read
     # the first: ts "1736408883732241.564", dur 79089.52 us
     ops = sink.rows("comm_ops")
     assert [r["op_name"] for r in ops] == [f"hcom_allReduce__586_{i}_1" for i in range(4)]
@@ -504,7 +504,26 @@ def test_real_level1_hand_checked(real_data):
         1736408883811331084,
     )
     [nr] = [i for i in log.issues if i.kind == "not_read"]
-    assert "HCCL: 304 events" in nr.message and "Acc PMU: 2752 events" in nr.message
+    assert "HCCL: 8 events" in nr.message and "Acc PMU: 2752 events" in nr.message
+    # the first task: {"name": "Reduce_Inline", "pid": 3170820576, "tid": 1 ("Plane 0"),
+    #  "ts": "1736408883732241.564", "dur": 0.60003125, "args": {"notify_id": "0", "stream id": 4,
+    #  "task id": 807, "task type": "Reduce_Inline", "src rank": 0, "dst rank": 4294967295,
+    #  "transport type": "SDMA", "size(Byte)": 4, "data type": "INT32", "link type": "ON_CHIP",
+    #  "bandwidth(GB/s)": 0.006666319462527994, "model id": 4294967295, ...}}
+    tasks = sink.rows("comm_tasks")
+    assert len(tasks) == 296
+    t = min(tasks, key=lambda r: (r["start_ns"], r["seq"]))
+    assert tuple(
+        t[k]
+        for k in (
+            "device_id", "task_type", "plane_id", "start_ns", "end_ns", "stream_id", "task_id", "notify_id",
+            "src_rank", "dst_rank", "transport_type", "link_type", "data_type", "size_bytes", "bandwidth_gbps",
+            "model_id",
+        )
+    ) == (
+        0, "Reduce_Inline", 0, 1736408883732241564, 1736408883732242164, 4, 807, "0",
+        0, 4294967295, "SDMA", "ON_CHIP", "INT32", 4, 0.006666319462527994, None,
+    )  # fmt: skip
 
 
 def _api_statistic_check(path: Path, statistic: Path) -> int:

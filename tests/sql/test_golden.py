@@ -1,13 +1,16 @@
 """Golden CSVs, reviewed like code: `pytest --update-goldens` rewrites them.
 
-Every mart's golden is data/sample's but three that data/sample has no rows of (a golden
+Every mart's golden is data/sample's but those data/sample has no rows of (a golden
 without rows cannot fail): ai_core_samples (data/sample is task-based), step_trace_reduces
 (an inference dump has no all-reduce) and aicpu_ops (an Ascend310 dump has no AI CPU task
-records), whose goldens are small PROF_* dumps synth writes.
+records), whose goldens are small PROF_* dumps synth writes, and comm_iteration_ops and
+comm_iteration_links (raw dumps hold no communication tasks), whose golden is the small
+torch_npu export of tests/sql/test_comm_iterations.py.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,8 @@ from pipeline.synth import prof as synth_prof
 from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.warehouse.contracts import contracts
 from pipeline.warehouse.store import Warehouse
+from tests.readers.test_exported_totals import export
+from tests.sql import test_comm_iterations
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "data" / "sample"
@@ -38,6 +43,10 @@ FROM_SYNTH = {
         chip="ascend910a", devices=1, inferences=2, tasks=5, aicpu="text", seed=7
     ),
 }
+
+
+# marts whose golden comes from a hand-written export (communication tasks: exports only)
+FROM_EXPORT = ("comm_iteration_ops", "comm_iteration_links")
 
 
 def _built(wh: Warehouse, root: Path) -> str:
@@ -64,13 +73,22 @@ def synth_runs(tmp_path_factory):
     return runs
 
 
+@pytest.fixture(scope="module")
+def export_run(tmp_path_factory):
+    d = tmp_path_factory.mktemp("golden-comm")
+    dump = export(d, {"trace_view.json": json.dumps(test_comm_iterations._trace())})
+    wh = Warehouse(d / "wh")
+    return wh, _built(wh, dump)
+
+
 @pytest.mark.parametrize("table", sorted(contracts("marts")))
 def test_golden_csv(request, table, update_goldens):
-    wh, run_id = (
-        request.getfixturevalue("synth_runs")[table]
-        if table in FROM_SYNTH
-        else request.getfixturevalue("sample_run")
-    )
+    if table in FROM_SYNTH:
+        wh, run_id = request.getfixturevalue("synth_runs")[table]
+    elif table in FROM_EXPORT:
+        wh, run_id = request.getfixturevalue("export_run")
+    else:
+        wh, run_id = request.getfixturevalue("sample_run")
     c, t = fetch(wh, table, [run_id])
     text = to_csv(c, t)
     path = GOLDEN / f"{table}.csv"
@@ -87,6 +105,7 @@ def test_the_sample_has_no_rows_of_the_synth_goldens(sample_run):
     records): those three tables are empty for it."""
     wh, run_id = sample_run
     assert [fetch(wh, t, [run_id])[1].num_rows for t in sorted(FROM_SYNTH)] == [0, 0, 0]
+    assert [fetch(wh, t, [run_id])[1].num_rows for t in FROM_EXPORT] == [0, 0]
     assert fetch(wh, "ai_core_metrics", [run_id])[1].num_rows > 0
 
 

@@ -167,3 +167,23 @@ def test_the_exporters_breakdown_is_kept_beside_and_a_difference_beyond_the_boun
     # step 1 is 1 ns off (within 1 us + 1 ns per piece), step 2's stage 2 us: one step differs
     issues = {(i["device_id"], i["kind"]): i["count"] for i in rows("build_issues")}
     assert issues[(2, "export_step_breakdown_differs")] == 1
+
+
+@pytest.mark.parametrize(("computing_us", "differs"), [("66.007", 0), ("66.008", 1)])
+def test_the_bound_is_1_us_and_1_ns_per_piece(tmp_path, computing_us, differs):
+    """Step 1 has 7 pieces by hand (compute [10,40) [60,70) [95,120); communication [35,50); not
+    overlapped [40,50); free [50,60) [70,95)), so its bound is 1,000 + 7 ns: Computing 1,007 ns
+    off is within it, 1,008 ns beyond. Step 2 is exported as worked out (Stage 40)."""
+    d = export(
+        tmp_path,
+        {
+            "trace_view.json": json.dumps(_trace(True)),
+            "kernel_details.csv": KERNEL_DETAILS,
+            "step_trace_time.csv": STEP_TRACE_TIME.replace("2,1,65,", f"2,1,{computing_us},").replace(
+                ",20,42,", ",20,40,"
+            ),
+        },
+    )
+    _run, rows = build_dump(tmp_path / "wh", d)
+    issues = {(i["device_id"], i["kind"]): i["count"] for i in rows("build_issues")}
+    assert issues.get((2, "export_step_breakdown_differs"), 0) == differs

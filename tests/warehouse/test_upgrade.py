@@ -51,16 +51,16 @@ def test_run_ingested_before_task_metrics_and_new_columns_rebuilds(tmp_path):
 
 
 def test_a_run_of_0_3_without_the_totals_tables_rebuilds_and_one_of_0_4_without_them_is_damaged(tmp_path):
-    """0.4 added the raw tables api_totals and step_times, 0.5 comm_ops, 0.6 aicpu_tasks: a run of
-    0.3 has no files of them (they read as empty, its marts as before); a run of this version
-    without one is damaged."""
+    """0.4 added the raw tables api_totals and step_times, 0.5 comm_ops, 0.6 comm_tasks and
+    aicpu_tasks: a run of 0.3 has no files of them (they read as empty, its marts as before); a run
+    of this version without one is damaged."""
     wh = Warehouse(tmp_path / "wh")
     with wh.writer():
         (o,) = run_roots(wh, [SAMPLE])
     before = _marts(wh, o.run_id)
     run = wh.run_index().run_record(o.run_id)
     assert run["profetl_version"] == "0.6.0"
-    for table in ("api_totals", "step_times", "comm_ops", "aicpu_tasks"):
+    for table in ("api_totals", "step_times", "comm_ops", "comm_tasks", "aicpu_tasks"):
         own_part_file(wh, "raw", table, o.run_id, run["ingest_id"]).unlink()
     with wh.writer():
         out = rebuild(wh, dict(run, profetl_version="0.3.0"))
@@ -291,6 +291,27 @@ def test_the_library_writer_migrates_before_its_sweep(old_warehouse):
     assert _everything(Warehouse(wh.path)) == expected
     with Warehouse(wh.path).writer() as w:  # once only
         assert w.migrated == 0
+
+
+def test_what_a_migration_killed_after_its_commit_left_goes_at_the_next_writer(old_warehouse):
+    """Killed between the index's commit and the removal of the old folders: the runs are the
+    index's; the old folders (named by nothing) go at the next writer's sweep, nothing else."""
+    wh, expected, _ = old_warehouse
+    with Warehouse(wh.path).writer() as w:
+        assert w.migrated == 2
+    kept = sorted(p for p in wh.path.rglob("*") if p.is_file())
+    left = [
+        wh.path / "runs" / "run_id=20250101T000000-0badf00d",
+        wh.path / "raw" / "task_states" / "run_id=x",
+    ]
+    for d in left:
+        d.mkdir(parents=True)
+        (d / "part-x.parquet").write_bytes(b"PAR1")
+    with Warehouse(wh.path).writer() as w:
+        assert w.migrated == 0 and w.swept >= 2
+    assert not any(d.exists() for d in left)
+    assert sorted(p for p in wh.path.rglob("*") if p.is_file()) == kept
+    assert _everything(Warehouse(wh.path)) == expected
 
 
 def test_a_migration_killed_before_its_commit_leaves_the_old_layout(old_warehouse):

@@ -21,6 +21,7 @@ EXPORT_TABLES = (
     "api_totals",
     "step_times",
     "comm_ops",
+    "comm_tasks",
     "aicpu_tasks",
     "devices",
 )

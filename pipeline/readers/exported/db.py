@@ -19,6 +19,9 @@ What each canonical table takes:
 * task_metrics <- TASK_PMU_INFO joined to TASK the same way (long format).
 * api_calls    <- CANN_API (``API`` in report_*.db), level named by ENUM_API_TYPE, device 64.
 * step_trace   <- STEP_TIME (torch_npu): a start (tag 0) and an end (tag 1) keypoint per step.
+* comm_tasks   <- COMMUNICATION_TASK_INFO joined to TASK on globalTaskId: each task of an HCCL
+  op with the execution's device, stream, task and times; its op (``name``), task type and
+  group through STRING_IDS, transport, link and data type through the ENUM_HCCL_* tables.
 
 Units of TASK_PMU_INFO. msprof's ``UnifiedPmuProcessor::UpdateColumnName`` stores each
 MetricSummary column under its column name: a name ending in ``_time`` multiplied by 1000
@@ -106,6 +109,30 @@ API_OPTIONAL = {"tid": ("globalTid",), "connection": ("connectionId",)}
 STEP_REQUIRED = {"id": ("id", "stepId"), "start": ("startNs",), "end": ("endNs",)}
 STRING_REQUIRED = {"id": ("id",), "value": ("value",)}
 COMM_OP_REQUIRED = {"name": ("opName",), "start": ("startNs",), "end": ("endNs",)}
+COMM_TASK_REQUIRED = {"gid": ("globalTaskId",), "type": ("taskType",)}
+COMM_TASK_OPTIONAL = {
+    "name": ("name", "opName"),
+    "plane": ("planeId",),
+    "notify": ("notifyId",),
+    "src": ("srcRank",),
+    "dst": ("dstRank",),
+    "transport": ("transportType",),
+    "link": ("linkType",),
+    "data_type": ("dataType",),
+    "size": ("size",),
+}
+# the ENUM_HCCL_* tables as msprof writes them, for a database without them
+COMM_ENUMS = {
+    "transport": ("ENUM_HCCL_TRANSPORT_TYPE", {0: "SDMA", 1: "RDMA", 2: "LOCAL"}),
+    "link": (
+        "ENUM_HCCL_LINK_TYPE",
+        {0: "ON_CHIP", 1: "HCCS", 2: "PCIE", 3: "ROCE", 4: "SIO", 5: "HCCS_SW", 6: "STANDARD_ROCE"},
+    ),
+    "data_type": (
+        "ENUM_HCCL_DATA_TYPE",
+        {0: "INT8", 1: "INT16", 2: "INT32", 3: "FP16", 4: "FP32", 5: "INT64", 6: "UINT64", 7: "UINT8"},
+    ),
+}
 # torch_npu's analysis.db: the step breakdown in us, one row per step (step_times)
 STEP_TRACE_TIME_REQUIRED = {
     "step": ("step",),
@@ -693,6 +720,70 @@ class _Reader:
             },
         )
 
+    def comm_tasks(self, t: _Table) -> None:
+        """COMMUNICATION_TASK_INFO joined to TASK: each task of an HCCL op into ``comm_tasks``, with
+        the execution's device, stream, task and times; ``seq`` is the TASK rowid."""
+        ci = self.table(("COMMUNICATION_TASK_INFO",), COMM_TASK_REQUIRED, COMM_TASK_OPTIONAL, "comm_tasks")
+        if ci is None:
+            return
+        joins, exprs = [], []
+        for i, logical in enumerate(("type", "name")):
+            if logical in ci.cols:
+                j, e = self.string(f"c.{_q(ci.cols[logical])}", f"s{i}")
+                joins.append(j)
+                exprs.append(e)
+            else:
+                exprs.append("NULL")
+        for logical, (enum, known) in COMM_ENUMS.items():
+            if logical not in ci.cols:
+                exprs.append("NULL")
+                continue
+            col = f"c.{_q(ci.cols[logical])}"
+            fallback = (
+                "CASE "
+                + " ".join(f"WHEN {col} = {k} THEN '{v}'" for k, v in known.items())
+                + f" ELSE CAST({col} AS TEXT) END"
+            )
+            e, missing = self.db.resolve((enum,), {"id": ("id",), "name": ("name",)})
+            if e is not None and not missing:
+                alias = f"e_{logical}"
+                joins.append(f" LEFT JOIN {_q(e.name)} AS {alias} ON {alias}.{_q(e.cols['id'])} = {col}")
+                exprs.append(f"coalesce({alias}.{_q(e.cols['name'])}, {fallback})")
+            else:
+                exprs.append(fallback)
+        plain = [
+            f"c.{_q(ci.cols[k])}" if k in ci.cols else "NULL"
+            for k in ("plane", "notify", "src", "dst", "size")
+        ]
+        sql = (
+            f"SELECT {self._executions(t)}, t.{_q(t.cols['end'])}, {self.task_expr(t, 'model', none_id=True)}, "
+            f"{', '.join(exprs)}, {', '.join(plain)} FROM {_q(t.name)} AS t CROSS JOIN {_q(ci.name)} AS c "
+            f"ON c.{_q(ci.cols['gid'])} = t.{_q(t.cols['gid'])}{''.join(joins)} ORDER BY t.rowid"
+        )
+        for c in _chunks(self.db.con.execute(sql)):
+            cols = self._exec_cols(c, t.name)
+            cols.pop("context_id")
+            n = len(c[0])
+            cols.update(
+                {
+                    "end_ns": self.ints(c[6], t.name, t.cols["end"]),
+                    "model_id": self.ints(c[7], t.name, t.cols.get("model")),
+                    "task_type": export_values.clean(pa.array(c[8], pa.string())),
+                    "op_name": export_values.clean(pa.array(c[9], pa.string())),
+                    "transport_type": pa.array(c[10], pa.string()),
+                    "link_type": pa.array(c[11], pa.string()),
+                    "data_type": pa.array(c[12], pa.string()),
+                    "plane_id": self.ints(c[13], ci.name, ci.cols.get("plane")),
+                    "notify_id": pa.array([None if v is None else str(v) for v in c[14]], pa.string()),
+                    "src_rank": self.ints(c[15], ci.name, ci.cols.get("src")),
+                    "dst_rank": self.ints(c[16], ci.name, ci.cols.get("dst")),
+                    "size_bytes": self.ints(c[17], ci.name, ci.cols.get("size")),
+                    "bandwidth_gbps": pa.nulls(n, pa.float64()),
+                }
+            )
+            self.write("comm_tasks", cols)
+            self.res.devices |= {d for d in pc.unique(cols["device_id"]).to_pylist() if d is not None}
+
     def step_times(self) -> None:
         """analysis.db's StepTraceTime: torch_npu's step breakdown (us, as REAL or text) into
         ``step_times`` in ns; a step that is no integer costs its row (``bad_row``)."""
@@ -874,7 +965,7 @@ def _read(path: Path, ctx: ExportContext, db: _Db, size: int) -> SourceResult:
     r = _Reader(path, ctx, db)
     step = "the table list"
     try:
-        wanted = sorted({"task_runs", "task_ops", "task_metrics"} & ctx.tables)
+        wanted = sorted({"task_runs", "task_ops", "task_metrics", "comm_tasks"} & ctx.tables)
         task, missing = db.resolve(("TASK",), TASK_REQUIRED, TASK_OPTIONAL)
         if task is None and wanted:
             r.schema_issue(f"no TASK table: {', '.join(wanted)} not read from it")
@@ -891,6 +982,7 @@ def _read(path: Path, ctx: ExportContext, db: _Db, size: int) -> SourceResult:
             ("task_runs", r.task_runs),
             ("task_ops", r.task_ops),
             ("task_metrics", r.task_metrics),
+            ("comm_tasks", r.comm_tasks),
         ):
             if table in ctx.tables and task is not None:
                 step = table

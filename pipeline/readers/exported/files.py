@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.paths import TAGS_FILE
 from pipeline.readers.hiprof.files import is_result_dir
 
 LAYOUTS = ("torch_npu_export", "msprof_export", "export_files")
@@ -40,6 +41,8 @@ TIMELINES = {
     "msprof_json": re.compile(rf"^msprof{_T}\.json$"),
     "task_time_json": re.compile(rf"^task_time{_T}\.json$"),
     "step_trace_json": re.compile(rf"^step_trace{_T}\.json$"),
+    # msprof's per-iteration communication tasks (HCCL process, Plane threads): comm_tasks
+    "hccl_json": re.compile(rf"^hccl{_T}\.json$"),
 }
 SUMMARIES = {
     "kernel_details": re.compile(rf"^kernel_details{_T}\.csv$"),
@@ -73,7 +76,7 @@ NOT_READ = [
         "torch_npu's derived analysis (step breakdown, communication matrix): its step breakdown is "
         "read only when the export has no step events, which were read instead",
     ),
-    (re.compile(rf"^(hccl|communication){_T}.*\.json$"), "communication data: not part of profetl's tables"),
+    (re.compile(rf"^communication{_T}.*\.json$"), "communication data: not part of profetl's tables"),
     (re.compile(r"^communication(_matrix)?\.json$"), "communication data: not part of profetl's tables"),
     (
         re.compile(
@@ -245,6 +248,8 @@ def scan(root: Path, layout: str | None = None) -> ExportDump:
         except OSError:
             return
         for p in entries:
+            if d == root and p.name == TAGS_FILE:  # the run's tags, read by the jobs
+                continue
             if p.is_symlink():
                 dump.others.append(p)
             elif p.is_dir():

@@ -11,6 +11,7 @@ source is only a candidate for the tables it holds):
 | task_metrics | TASK_PMU_INFO     | --                                     | kernel_details, op_summary               |
 | step_trace   | STEP_TIME         | ProfilerStep / Iteration events        | --                                       |
 | comm_ops     | COMMUNICATION_OP  | HCCL hcom_* events                     | --                                       |
+| comm_tasks   | COMMUNICATION_TASK_INFO | HCCL task events (hccl_*.json first) | --                                 |
 
 Where the export holds no events for a table, the exporter's totals of them stand in
 (docs/formats.md#export-totals); the step breakdown is read beside the step events too, as the
@@ -33,7 +34,7 @@ import json
 from pathlib import Path
 
 from pipeline.errors import InputError
-from pipeline.paths import TAGS_FILE, relative
+from pipeline.paths import relative
 from pipeline.readers import metadata
 from pipeline.readers.exported import csvs, db, timeline_json
 from pipeline.readers.exported.context import ExportContext, SourceResult
@@ -74,7 +75,10 @@ PREFERENCE: dict[str, list[tuple[str, ...]]] = {
     ],
     "task_metrics": [*DATABASES, ("kernel_details",), ("op_summary",)],
     "step_trace": [*DATABASES, *TIMELINES, ("step_trace_json",)],
-    "comm_ops": [*DATABASES, *TIMELINES],
+    "comm_ops": [*DATABASES, *TIMELINES, ("hccl_json",)],
+    # msprof's hccl_<dev>_<model>_<iter>.json holds the HCCL events of msprof_<dev>_<model>_<iter>.json
+    # (the same tasks): the file made for them is read, and msprof_*.json where there is none
+    "comm_tasks": [*DATABASES, ("trace_view",), ("hccl_json",), ("msprof_json",)],
     "aicpu_tasks": [("aicpu",)],
 }
 # table of totals -> (the events table they stand in for, candidate kinds, most detailed first)
@@ -92,6 +96,8 @@ WHY_MISSING = {
     "step_trace": "no step or iteration boundaries in this export: top-down has no per-step rows",
     "comm_ops": "no communication ops in this export (a database COMMUNICATION_OP table or timeline HCCL "
     "hcom_* events): the communication columns of the recomputed step breakdown are NULL",
+    "comm_tasks": "no communication tasks in this export (a database COMMUNICATION_TASK_INFO table or "
+    "timeline HCCL task events): comm_iteration_ops and comm_iteration_links are empty",
     "aicpu_tasks": "no AI CPU task summary in this export (msprof's aicpu_*.csv): aicpu_ops is empty",
 }
 FALLBACK_MART = {"api_totals": "api_statistic", "step_times": "step_trace_summary"}
@@ -228,8 +234,6 @@ def read_export(
             )
         log.add(Issue(relative(root, p), "not_read", why))
     for p in dump.others:
-        if relative(root, p) == TAGS_FILE:  # the run's tags, read by the jobs
-            continue
         why = not_read_reason(p.name)
         log.add(
             Issue(

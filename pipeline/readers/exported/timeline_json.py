@@ -17,8 +17,13 @@ A timeline is a JSON list of trace events (or an object whose ``traceEvents`` is
   of one event share its ``seq``; ``tag_id`` tells them apart.
 * ``HCCL`` ``X`` events named ``hcom_*`` or on a thread whose name holds ``Communication``
   (the ops as a whole, not their tasks on the ``Plane`` threads) -> ``comm_ops``, for the step breakdown (docs/formats.md#rule-step-breakdown).
+* the other ``HCCL`` ``X`` events with an ``args`` ``task type`` or on a ``Plane N`` thread: the
+  ops' tasks (``Notify_Wait``, ``Memcpy``, ``Reduce_Inline``, ...) -> ``comm_tasks``, with their
+  plane, stream, task, ranks, transport, link, size and bandwidth as exported
+  (docs/formats.md#rule-comm-tasks). msprof's ``hccl_<dev>_<model>_<iter>.json`` holds only these
+  and the ops.
 
-Every other event (HCCL tasks, Overlap Analysis, counters, flow arrows, torch ops, ...) is counted
+Every other event (Overlap Analysis, counters, flow arrows, torch ops, ...) is counted
 per process and reported in one ``not_read`` issue per file.
 
 Times are exact: the JSON is parsed with decimal numbers kept as text and converted a whole
@@ -61,7 +66,9 @@ NONE_ID = 4294967295  # exporters' "none" for subtask (context) ids
 NO_CONNECTION = str(2**64 - 1)  # a task no host API launched (msprof writes uint64 -1)
 WALL_CLOCK_NS = 946_684_800 * 10**9  # 2000-01-01: earlier event times are a monotonic clock
 
-_PER_ITERATION = re.compile(r"^(?:msprof|task_time|step_trace)_(\d+)_(\d+)_(\d+)(?:_slice_\d+)?\.json$")
+_PER_ITERATION = re.compile(r"^(?:msprof|task_time|step_trace|hccl)_(\d+)_(\d+)_(\d+)(?:_slice_\d+)?\.json$")
+_PLANE = re.compile(r"^\s*plane\s*(\d+)\s*$", re.I)
+COMM_TASK_THREAD = "plane"
 _PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _ITERATION = re.compile(r"^Iteration (\d+)$")
 _MODEL_IN_THREAD = re.compile(r"Model ID:\s*(\d+)")
@@ -159,6 +166,28 @@ class _Batch:
         default_factory=lambda: _Columns("seq", "index", "ts", "dur", "fp", "bp", "pid", "tid")
     )
     comm: _Columns = field(default_factory=lambda: _Columns("seq", "name", "ts", "dur", "pid"))
+    tasks: _Columns = field(
+        default_factory=lambda: _Columns(
+            "seq",
+            "name",
+            "ts",
+            "dur",
+            "pid",
+            "plane",
+            "type",
+            "stream",
+            "task",
+            "notify",
+            "src",
+            "dst",
+            "transport",
+            "link",
+            "dtype",
+            "size",
+            "bw",
+            "model",
+        )
+    )
 
 
 class _Reader:
@@ -296,6 +325,29 @@ class _Reader:
                 ):
                     batch.comm.add(i, name, e.get("ts"), e.get("dur"), pid)
                     continue
+                plane = self._plane(pid, e.get("tid")) if proc == HCCL else None
+                if proc == HCCL and ("task type" in args or plane is not None):
+                    batch.tasks.add(
+                        i,
+                        name,
+                        e.get("ts"),
+                        e.get("dur"),
+                        pid,
+                        e.get("tid") if plane is None else plane,
+                        args.get("task type"),
+                        args.get("stream id"),
+                        args.get("task id"),
+                        args.get("notify_id"),
+                        args.get("src rank"),
+                        args.get("dst rank"),
+                        args.get("transport type"),
+                        args.get("link type"),
+                        args.get("data type"),
+                        args.get("size(Byte)"),
+                        args.get("bandwidth(GB/s)"),
+                        args.get("model id"),
+                    )
+                    continue
                 if isinstance(name, str):
                     m = _PROFILER_STEP.match(name)
                     if m:
@@ -337,6 +389,8 @@ class _Reader:
             elsewhere.append(f"{self.found['step_trace']} steps (step_trace)")
         if self.found["comm_ops"] and "comm_ops" not in self.ctx.tables:
             elsewhere.append(f"{HCCL}: {self.found['comm_ops']} communication ops (comm_ops)")
+        if self.found["comm_tasks"] and "comm_tasks" not in self.ctx.tables:
+            elsewhere.append(f"{HCCL}: {self.found['comm_tasks']} communication tasks (comm_tasks)")
         self._report(skipped, other_iterations, elsewhere)
         self._start()
         if self.device_unknown and (self.found["task_runs"] or self.found["step_trace"]):
@@ -348,9 +402,15 @@ class _Reader:
 
     def _flush(self, batch: _Batch) -> None:
         """Columns of one batch of events into their tables."""
-        api, hw, steps, comm = batch.api, batch.hw, batch.steps, batch.comm
+        api, hw, steps, comm, tasks = batch.api, batch.hw, batch.steps, batch.comm, batch.tasks
         self.found.update(
-            {"api_calls": len(api), "task_runs": len(hw), "step_trace": len(steps), "comm_ops": len(comm)}
+            {
+                "api_calls": len(api),
+                "task_runs": len(hw),
+                "step_trace": len(steps),
+                "comm_ops": len(comm),
+                "comm_tasks": len(tasks),
+            }
         )
         if len(api) and "api_calls" in self.ctx.tables:
             self._api_calls(api)
@@ -360,6 +420,8 @@ class _Reader:
             self._steps(steps)
         if len(comm) and "comm_ops" in self.ctx.tables:
             self._comm_ops(comm)
+        if len(tasks) and "comm_tasks" in self.ctx.tables:
+            self._comm_tasks(tasks)
         if batch.ts:
             ns, _ = export_values.us_to_ns(_text(batch.ts))
             first = pc.min(ns).as_py()
@@ -562,6 +624,76 @@ class _Reader:
                 "op_name": _text(c["name"]),
                 "start_ns": start,
                 "end_ns": end,
+                "source_file": self.rel,
+            },
+            ok,
+        )
+        self.res.devices |= set(pc.unique(device.filter(ok)).to_pylist())
+
+    def _plane(self, pid, tid) -> int | None:
+        """The plane of an HCCL thread named ``Plane N`` (N), None for another thread."""
+        m = _PLANE.match(self.thread.get((pid, _key(tid))) or "")
+        return int(m.group(1)) if m else None
+
+    def _comm_tasks(self, c: _Columns) -> None:
+        """HCCL task events: a communication task each, on the device of its process (the rule
+        of comm_ops, ``_comm_device``), its type ``args`` ``task type`` else the event name."""
+        n = len(c)
+        start, end, ok = self._times(c, f"{HCCL} task")
+        of_pid = {p: self._comm_device(p) for p in set(c["pid"])}
+        device = pa.array([of_pid[p] for p in c["pid"]], pa.int32())
+        stream, b1 = _ints(c["stream"], 32)
+        task, b2 = _ints(c["task"], 32)
+        src, b3 = _ints(c["src"])
+        dst, b4 = _ints(c["dst"])
+        model, b5 = _ints(c["model"])
+        model = _none_is_null(model)  # 4294967295: no model (torch_npu)
+        if self.file_model is not None:
+            model = pc.coalesce(model, pa.scalar(self.file_model, pa.int64()))
+        size, b6 = _ints(c["size"])
+        if _count(b6):  # msprof wrote sizes as hexadecimal text in some versions ("0x1f")
+            hexes = pc.fill_null(
+                pc.match_substring_regex(_text(c["size"]), r"^\s*0[xX][0-9a-fA-F]+\s*$"), False
+            )
+            if _count(hexes):
+                raw = _text(c["size"]).to_pylist()
+                mask = hexes.to_pylist()
+                parsed = [int(v, 16) if m else None for v, m in zip(raw, mask)]
+                size = pc.coalesce(
+                    size, pa.array([p if p is None or p < 2**63 else None for p in parsed], pa.int64())
+                )
+                b6 = pc.and_(b6, pc.is_null(size))
+        bw, b7 = export_values.to_float(_text(c["bw"]))
+        plane, b8 = _ints(c["plane"])
+        bad = pc.or_(pc.or_(pc.or_(b1, b2), pc.or_(b3, b4)), pc.or_(pc.or_(b5, b6), pc.or_(b7, b8)))
+        self._bad_ids(
+            f"{HCCL} task",
+            "plane, stream id, task id, src rank, dst rank, model id, size(Byte) or bandwidth",
+            bad,
+        )
+        names = _text(c["name"])
+        task_type = pc.coalesce(export_values.clean(_text(c["type"])), names)
+        self._write(
+            "comm_tasks",
+            {
+                "seq": pa.array(c["seq"], pa.int64()),
+                "device_id": device,
+                "task_type": task_type,
+                "op_name": pa.nulls(n, pa.string()),
+                "plane_id": plane,
+                "start_ns": start,
+                "end_ns": end,
+                "stream_id": stream,
+                "task_id": task,
+                "notify_id": export_values.clean(_text(c["notify"])),
+                "src_rank": src,
+                "dst_rank": dst,
+                "transport_type": export_values.clean(_text(c["transport"])),
+                "link_type": export_values.clean(_text(c["link"])),
+                "data_type": export_values.clean(_text(c["dtype"])),
+                "size_bytes": size,
+                "bandwidth_gbps": bw,
+                "model_id": model,
                 "source_file": self.rel,
             },
             ok,

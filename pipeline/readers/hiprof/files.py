@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.paths import relative
+from pipeline.paths import TAGS_FILE, relative
 from pipeline.readers.slices import SliceFile
 
 # kind -> patterns; the named groups dev (device id) and n (slice number) are required,
@@ -153,7 +153,7 @@ def scan(root: Path) -> Layout1Files:
     for p in _entries(root):
         kind = next((k for k, rx in CONTROL.items() if rx.match(p.name)), None)
         if kind is None:
-            if not _KNOWN_TOP.match(p.name):
+            if not _KNOWN_TOP.match(p.name) and p.name != TAGS_FILE:  # (the tags: read by the jobs)
                 unknown.append(_rel(root, p))
             continue
         if not inside(root, p):

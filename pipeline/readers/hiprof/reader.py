@@ -10,7 +10,7 @@ import numpy as np
 
 from pipeline.errors import InputError
 from pipeline.layouts import hiprof as hiprof_layouts
-from pipeline.paths import TAGS_FILE, relative
+from pipeline.paths import relative
 from pipeline.readers import metadata
 from pipeline.readers.clock import DeviceClock, host_monotonic_ns
 from pipeline.readers.decode import decode_fixed, decode_tlv
@@ -223,8 +223,6 @@ def read_result_dir(
     meta = RunMeta()
     if dump_level:
         for rel in files.unknown:
-            if rel == TAGS_FILE:  # the run's tags, read by the jobs
-                continue
             log.add(Issue(rel, "unknown_file", "not a file the generation-1 readers recognise; not read"))
         for rel in files.not_files:
             log.add(

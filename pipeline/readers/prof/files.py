@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from pipeline.paths import relative
+from pipeline.paths import TAGS_FILE, relative
 from pipeline.readers.hiprof.files import CONTROL, fits_device, inside
 from pipeline.readers.hiprof.files import PATTERNS as LEGACY_PATTERNS
 from pipeline.readers.slices import SliceFile
@@ -315,6 +315,8 @@ def _others(root: Path, d: Path, cd: CollectionDir | None) -> tuple[list[str], l
     unknown, unread = [], []
     for p in _entries(d):
         if p.name in ("data", "host") or DEVICE_DIR.match(p.name) or _IGNORED.match(p.name):
+            continue
+        if d == root and p.name == TAGS_FILE:  # the run's tags, read by the jobs
             continue
         if cd is not None and any(rx.match(p.name) for rx in CONTROL.values()):
             continue

@@ -13,7 +13,6 @@ import numpy as np
 
 from pipeline.errors import InputError
 from pipeline.layouts import prof as prof_layouts
-from pipeline.paths import TAGS_FILE
 from pipeline.readers import metadata
 from pipeline.readers.hiprof.files import BAD_DEVICE
 from pipeline.readers.hiprof.reader import RunMeta, Sink, _read_tlv
@@ -160,8 +159,6 @@ def _run_level(meta: RunMeta, cm: CollectionMeta) -> None:
 def _report_files(cd: CollectionDir, log: IssueLog) -> None:
     dev = None if cd.device_id < 0 else cd.device_id
     for rel in cd.unknown:
-        if rel == TAGS_FILE:  # the run's tags, read by the jobs
-            continue
         log.add(
             Issue(
                 rel,
