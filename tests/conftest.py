@@ -68,20 +68,21 @@ class SynthRun:
         return t.to_pylist()
 
 
+def make_synth_run(where: Path, **kwargs) -> SynthRun:
+    """A synthetic dump of the given config written in ``where``, ingested and built there."""
+    cfg = HiprofConfig(**kwargs)
+    dump = where / f"dump-{len(list(where.iterdir()))}"
+    truth = generate(dump, cfg)
+    wh = Warehouse(where / "wh")
+    with wh.writer():
+        outcome = ingest_dump(wh, dump)
+    return SynthRun(truth, dump, wh, outcome.run_id, outcome, cfg)
+
+
 @pytest.fixture
 def synth_run(tmp_path):
     """Factory: write a synthetic dump with the given config, ingest and build it."""
-
-    def make(**kwargs) -> SynthRun:
-        cfg = HiprofConfig(**kwargs)
-        dump = tmp_path / f"dump-{len(list(tmp_path.iterdir()))}"
-        truth = generate(dump, cfg)
-        wh = Warehouse(tmp_path / "wh")
-        with wh.writer():
-            outcome = ingest_dump(wh, dump)
-        return SynthRun(truth, dump, wh, outcome.run_id, outcome, cfg)
-
-    return make
+    return lambda **kwargs: make_synth_run(tmp_path, **kwargs)
 
 
 @pytest.fixture(scope="session")

@@ -188,11 +188,18 @@ def test_unreachable_scheduler_is_one_clear_error(tmp_path, dumps, monkeypatch):
     with pytest.raises(ClusterUnavailable, match="cannot reach the Dask scheduler at tcp://127.0.0.1:9"):
         Cluster(scheduler="tcp://127.0.0.1:9")
     assert ClusterUnavailable.exit_code == ExitCode.CLUSTER == 6
-    p = profetl("run", dumps[0], "--warehouse", tmp_path / "wh", "--scheduler", "tcp://127.0.0.1:9")
-    assert p.returncode == ExitCode.CLUSTER
-    lines = p.stderr.strip().splitlines()
+    # the command in this process, so that it waits the 1 s set above, not the default 10 s
+    from typer.testing import CliRunner
+
+    from pipeline.cli.main import app
+
+    r = CliRunner().invoke(
+        app, ["run", str(dumps[0]), "--warehouse", str(tmp_path / "wh"), "--scheduler", "tcp://127.0.0.1:9"]
+    )
+    assert r.exit_code == ExitCode.CLUSTER, r.output
+    lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("profetl: error: cannot reach the Dask scheduler"), (
-        p.stderr
+        r.stderr
     )
     assert not (tmp_path / "wh").exists() or Warehouse(tmp_path / "wh").run_index().run_records() == []
 

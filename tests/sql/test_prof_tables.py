@@ -58,24 +58,28 @@ class ProfRun:
         return [{k: v for k, v in r.items() if k != "run_id"} for r in t.to_pylist()]
 
 
+def _make(where: Path, **kwargs) -> ProfRun:
+    out = where / f"synth-{len(list(where.iterdir()))}"
+    truth = generate(out, ProfConfig(**kwargs))
+    dump = out / truth.root if truth.root else out
+    wh = Warehouse(where / "wh")
+    with wh.writer():
+        outcome = ingest_dump(wh, dump)
+    assert outcome.status == "built", outcome.error
+    return ProfRun(truth, dump, wh, outcome.run_id, outcome)
+
+
 @pytest.fixture
 def prof_run(tmp_path):
-    def make(**kwargs) -> ProfRun:
-        out = tmp_path / f"synth-{len(list(tmp_path.iterdir()))}"
-        truth = generate(out, ProfConfig(**kwargs))
-        dump = out / truth.root if truth.root else out
-        wh = Warehouse(tmp_path / "wh")
-        with wh.writer():
-            outcome = ingest_dump(wh, dump)
-        assert outcome.status == "built", outcome.error
-        return ProfRun(truth, dump, wh, outcome.run_id, outcome)
-
-    return make
+    """Factory: a dump of the given config, ingested and built in the test's own folder."""
+    return lambda **kwargs: _make(tmp_path, **kwargs)
 
 
-@pytest.fixture(params=list(CASES))
-def run(request, prof_run):
-    return prof_run(**CASES[request.param])
+@pytest.fixture(scope="session", params=list(CASES))
+def run(request, tmp_path_factory):
+    """Each case built once per test process and shared by every test that reads it (in this
+    module and the ones importing the fixture): read it, never change it."""
+    return _make(tmp_path_factory.mktemp(f"prof-{request.param}"), **CASES[request.param])
 
 
 def test_runtime_api_summary(run):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.conftest import make_synth_run
 from tests.helpers import oracle
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
@@ -24,9 +25,10 @@ CASES = {
 }
 
 
-@pytest.fixture(params=list(CASES), scope="function")
-def run(request, synth_run):
-    return synth_run(**CASES[request.param])
+@pytest.fixture(params=list(CASES), scope="session")
+def run(request, tmp_path_factory):
+    """Each case built once per test process, shared by the tests that read it: never change it."""
+    return make_synth_run(tmp_path_factory.mktemp(f"hiprof-{request.param}"), **CASES[request.param])
 
 
 def test_runtime_api_summary(run):
