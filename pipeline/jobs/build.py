@@ -309,11 +309,26 @@ def build_marts(
 
 
 def _note_max_rss(result: BuildResult, step: str) -> None:
-    if resource is not None:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        result.max_rss_by_step[step] = (
-            peak if sys.platform == "darwin" else peak * 1024
-        )  # bytes there, KiB elsewhere
+    peak = max_rss_bytes()
+    if peak is not None:
+        result.max_rss_by_step[step] = peak
+
+
+def max_rss_bytes() -> int | None:
+    """This process's peak resident bytes so far. On Linux the memory's own high-water mark
+    (VmHWM): getrusage's ru_maxrss also counts the process that started this one, as it was
+    at the exec (a parent of 2 GB makes every child report at least 2 GB)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    if resource is None:
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # bytes there, KiB elsewhere
 
 
 # A mart's rows come from DuckDB in small Arrow batches (the larger a batch, the more of the

@@ -646,3 +646,17 @@ def test_commands_leave_no_empty_folders_in_the_warehouse(tmp_path):
     r = invoke("build", "--all", "--memory-limit", "2MB", "--warehouse", wh)  # a build that fails
     assert r.exit_code == 1, r.output
     assert not (wh / ".tmp").exists()
+
+
+def test_the_peak_memory_a_build_reports_is_its_own_not_its_parents():
+    """A process started by one that held 400 MB: the build's peak (max_rss_bytes_by_step) is
+    what it used, not the parent's high-water mark that getrusage carries across the exec."""
+    import subprocess
+    import sys
+
+    held = bytearray(400_000_000)
+    held[::4096] = b"\x01" * len(held[::4096])  # resident, not only reserved
+    code = "from pipeline.jobs.build import max_rss_bytes; print(max_rss_bytes())"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    del held
+    assert int(p.stdout) < 300_000_000, p.stdout
