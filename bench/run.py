@@ -127,7 +127,9 @@ def measure(cmd: list[str], interval: float = 0.02) -> dict:
     th.join()
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {err.decode()[-2000:]}")
+        # a failed dump's reason is in its outcome (stdout, with --json), an error of the command on stderr
+        said = (err.decode() + out.decode())[-2000:]
+        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {said}")
     return {
         "seconds": wall,
         "peak_rss": peak[0],

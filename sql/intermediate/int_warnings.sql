@@ -140,14 +140,14 @@ op_pmu as (
         case when op_name is null then 'task' else 'op' end as scope,
         coalesce(op_name, format('stream {} task {}', stream_id, task_id)) as scope_name,
         count(*) as records,
-        -- floating-point sums taken in the order of their terms: the same value whatever order
-        -- the records come in (a run read in one piece or device by device)
-        sum(mac_ratio * w order by mac_ratio * w) / nullif(sum(w), 0) as mac_ratio,
-        sum(vec_ratio * w order by vec_ratio * w) / nullif(sum(w), 0) as vec_ratio,
-        sum(scalar_ratio * w order by scalar_ratio * w) / nullif(sum(w), 0) as scalar_ratio,
-        sum(mte2_ratio * w order by mte2_ratio * w) / nullif(sum(w), 0) as mte2_ratio,
-        sum(main_bw_gbps * bw_seconds order by main_bw_gbps * bw_seconds)
-        / nullif(sum(bw_seconds order by bw_seconds) filter (where main_bw_gbps is not null), 0)
+        -- floating-point sums exact and so the same whatever order the records come in (a run
+        -- read in one piece or device by device), within any memory limit (sql/macros/advice.sql)
+        advice_exact_sum(mac_ratio * w) / nullif(advice_exact_sum(w), 0) as mac_ratio,
+        advice_exact_sum(vec_ratio * w) / nullif(advice_exact_sum(w), 0) as vec_ratio,
+        advice_exact_sum(scalar_ratio * w) / nullif(advice_exact_sum(w), 0) as scalar_ratio,
+        advice_exact_sum(mte2_ratio * w) / nullif(advice_exact_sum(w), 0) as mte2_ratio,
+        advice_exact_sum(main_bw_gbps * bw_seconds)
+        / nullif(advice_exact_sum(case when main_bw_gbps is not null then bw_seconds end), 0)
             as main_bw_gbps,
         sum(w) as w
     from pmu_named
@@ -292,14 +292,30 @@ window_launches as (
     where c.start_ns <= w.end_ns
 ),
 
+-- each task's rank by duration in its inference: the median below is taken from the middle
+-- ranks, as a sort (which spills beyond the memory limit), not by median(), which holds every
+-- duration of a group in memory
+window_task_ranks as (
+    select
+        device_id,
+        infer_id,
+        start_ns,
+        complete_ns,
+        complete_ns - start_ns as task_ns,
+        row_number() over (partition by device_id, infer_id order by complete_ns - start_ns) as k,
+        count(*) over (partition by device_id, infer_id) as n
+    from window_tasks
+),
+
 inference_tasks as (
     select
         device_id,
         infer_id,
         count(*) as tasks,
-        median(complete_ns - start_ns) as median_task_ns,
+        -- the median: the middle duration, or the mean of the two middle ones
+        avg(task_ns) filter (where k in ((n + 1) // 2, (n + 2) // 2)) as median_task_ns,
         max(complete_ns) - min(start_ns) as device_span_ns
-    from window_tasks
+    from window_task_ranks
     group by device_id, infer_id
 ),
 
@@ -355,15 +371,15 @@ ranked as (
     select *, 'medium' as severity from launch_findings
 ),
 
--- one finding per (device, rule, scope kind): its instances and their summed share (a sum
--- taken in the order of its terms, the same however the rows come)
+-- one finding per (device, rule, scope kind): its instances and their summed share (an exact
+-- sum, the same however the rows come)
 finding_totals as (
     select
         device_id,
         rule_id,
         scope,
         count(*) as instances,
-        sum(share_pct order by share_pct) as finding_share_pct
+        advice_exact_sum(share_pct) as finding_share_pct
     from ranked
     group by device_id, rule_id, scope
 )

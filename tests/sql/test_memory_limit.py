@@ -8,6 +8,8 @@ that limit; every value is checked against the rows as they were made.
 
 from __future__ import annotations
 
+import re
+
 import pyarrow.parquet as pq
 import pytest
 
@@ -91,3 +93,46 @@ def test_every_execution_in_start_order_with_its_operator(built):
             "wait_ns": 0 if i == 0 else PERIOD - DURATION,
         }, k
     assert len({r["op_name"] for r in built}) == OPS
+
+
+# Aggregates that keep every value of their group in memory (DuckDB does not spill their
+# states): median and the other quantiles, mode, and any aggregate with an ORDER BY of its own.
+# Over the rows of a run (tasks, PMU records) one of them alone outgrows the memory limit on a
+# dump of a few GB; a file may use one only over rows that stay few however big the dump.
+HOLDS_ITS_GROUP = re.compile(
+    r"\b(?:median|quantile\w*|mode)\s*\(|\b\w+\s*\((?:[^()]|\([^()]*\))*?\border\s+by\b",
+    re.IGNORECASE,
+)
+SMALL_INPUTS = {
+    # the names of a finding's three worst instances: the filter keeps three values per group
+    ("advice", "string_agg(scope_name, ', ' order by"),
+    # the index ids of unpaired step marks: one per step of a training run, at most
+    ("build_issues", "list(index_id order by"),
+}
+
+
+def _code(text: str) -> str:
+    return "\n".join(line.split("--", 1)[0] for line in text.splitlines())
+
+
+def _calls(f) -> set[tuple[str, str]]:
+    """(file, the call up to its ORDER BY or its opening parenthesis) of each such aggregate;
+    a window's OVER (... ORDER BY ...) and a WINDOW clause's definition are not aggregates."""
+    found = set()
+    for m in HOLDS_ITS_GROUP.finditer(_code(f.path.read_text())):
+        call = " ".join(m.group(0).split())
+        if re.match(r"(?:over|as)\s*\(", call, re.IGNORECASE):
+            continue
+        found.add((f.name, call))
+    return found
+
+
+def test_no_transform_holds_a_group_of_a_runs_rows_in_memory():
+    """Every transform works within the memory limit on any size of dump (docs/architecture.md
+    #build): no file uses an aggregate that holds all its group's values, except over inputs
+    that stay small (SMALL_INPUTS, each with why)."""
+    found = set()
+    for f in sql_files("staging") + sql_files("intermediate") + sql_files("marts"):
+        found |= _calls(f)
+    allowed = {(name, call.split(" order by")[0]) for name, call in SMALL_INPUTS}
+    assert {(name, call.split(" order by")[0]) for name, call in found} - allowed == set()
