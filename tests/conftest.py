@@ -27,6 +27,32 @@ settings.register_profile("profetl", deadline=None)
 settings.load_profile("profetl")
 
 
+# Test files whose tests run on one worker of `pytest -n` together, one after another: the
+# files that start Dask clusters, so that two clusters never fight for the cores.
+SHARED_WORKER_FILES = {
+    "tests/jobs/test_cluster.py": "dask",
+    "tests/outputs/test_dask_read.py": "dask",
+}
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """With `--dist loadfile` (pyproject.toml) a test file is the unit a worker takes, so a
+    module's fixtures are made once per run of the suite, not once per worker that gets one of
+    its tests; the files of SHARED_WORKER_FILES go to one worker as one unit. (pytest-xdist's own
+    `loadgroup` groups by a suffix it adds to the test ids, which pytest 9 no longer lets a
+    plugin change: with pytest 9 it sent a group's tests to every worker.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FilesAndGroups(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = super()._split_scope(nodeid)
+            return SHARED_WORKER_FILES.get(path, path)
+
+    return FilesAndGroups(config, log)
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--update-goldens", action="store_true", help="Rewrite tests/golden/*.csv from the current output."

@@ -32,9 +32,9 @@ from tests.helpers.warehouse_checks import (
     differences as _differences,
 )
 
-# slow: starts worker processes, ingests and builds whole dumps; one xdist group: the tests that start Dask clusters run on one
-# worker of `pytest -n`, one cluster at a time, not two clusters fighting for the cores
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dask")]
+# slow: starts worker processes, ingests and builds whole dumps; runs on one worker of `pytest -n`
+# with the other files that start Dask clusters (tests/conftest.py, SHARED_WORKER_FILES)
+pytestmark = pytest.mark.slow
 
 # what a run row says of its data: the same whichever way the dump was read
 RUN_FACTS = (

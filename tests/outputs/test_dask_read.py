@@ -32,9 +32,9 @@ from tests.helpers.warehouse_checks import profetl
 
 dd = pytest.importorskip("dask.dataframe")
 
-# slow: ingests and builds whole dumps and starts profetl processes; one xdist group: the tests that start Dask clusters run on one
-# worker of `pytest -n`, one cluster at a time, not two clusters fighting for the cores
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("dask")]
+# slow: ingests and builds whole dumps and starts profetl processes; runs on one worker of
+# `pytest -n` with the other files that start Dask clusters (tests/conftest.py, SHARED_WORKER_FILES)
+pytestmark = pytest.mark.slow
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cluster.md"
 DOC_WAREHOUSE = '"/srv/profetl/warehouse"'
