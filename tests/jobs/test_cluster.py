@@ -375,6 +375,11 @@ def test_cluster_options_are_checked():
         "run", "data/sample", "--workers", "2", "--scheduler", "tcp://x:1", cwd=Path(__file__).parents[2]
     )
     assert p.returncode == ExitCode.USAGE and "give one of them" in p.stderr
+    # --budget: a size, and only with a cluster (checked before one starts)
+    p = profetl("run", "data/sample", "--budget", "8GB", cwd=Path(__file__).parents[2])
+    assert p.returncode == ExitCode.USAGE and "give --workers or --scheduler" in p.stderr
+    p = profetl("run", "data/sample", "--workers", "2", "--budget", "8XB", cwd=Path(__file__).parents[2])
+    assert p.returncode == ExitCode.USAGE and "is not a size" in p.stderr
 
 
 def test_cli_run_with_workers(tmp_path, dumps):
