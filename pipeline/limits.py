@@ -85,3 +85,33 @@ def describe_memory_limit(given: str | None) -> str:
     return (
         f"{default_memory_limit(memory)} (1/{MEMORY_LIMIT_SHARE} of this machine's {memory / 2**30:.1f} GiB)"
     )
+
+
+# A night on a Dask cluster (pipeline.jobs.runner.night) starts a dump only while the data bytes
+# of the dumps in flight stay within a budget: the workers' total memory limit, or, for workers
+# without one, NIGHT_LIMITS_PER_THREAD build memory limits per worker thread.
+NIGHT_LIMITS_PER_THREAD = 4
+
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+}
+
+
+def size_bytes(text: str) -> int:
+    """A size as DuckDB's memory limit and the commands take it (``8GB``, ``500MiB``, ``1.5 GB``,
+    ``1024``: bytes) in bytes; ValueError for one that is not."""
+    import re
+
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)
+    if not m or m.group(2).lower() not in _SIZE_UNITS:
+        raise ValueError(f"{text!r} is not a size (e.g. 8GB, 500MiB)")
+    return int(float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()])

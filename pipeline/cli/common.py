@@ -329,7 +329,9 @@ def _size(n: float) -> str:
 def job_progress(dumps: int | None = None, enabled: bool = True) -> Iterator:
     """A live line on stderr for ``profetl run`` / ``ingest`` / ``build`` when it is a terminal:
     the dump (i of n), the phase (ingest, or build and its step), bytes decoded of the dump's
-    bytes or steps done of the build's steps, and the elapsed time; under cron a no-op.
+    bytes or steps done of the build's steps, and the elapsed time; for a night on a cluster,
+    whose dumps run side by side (``pipeline.progress``), the dumps started, the runs done of the
+    night's and the units done on the cluster of those handed to it. Under cron a no-op.
 
     Yields ``next_dump(label)``, called as each dump starts.
     """
@@ -340,7 +342,7 @@ def job_progress(dumps: int | None = None, enabled: bool = True) -> Iterator:
 
     from pipeline import progress as progress_events
 
-    state = {"dump": 0, "label": "", "phase": "", "step": "", "unit": ""}
+    state = {"dump": 0, "label": "", "phase": "", "step": "", "unit": "", "night": None}
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.fields[where]}"),
@@ -360,23 +362,34 @@ def job_progress(dumps: int | None = None, enabled: bool = True) -> Iterator:
             return f"{t.completed:.0f}/{t.total or 0:.0f} {state['unit']}" if state["unit"] else ""
 
         def where() -> str:
+            if state["night"] is not None:  # dumps side by side: how many have started
+                return f"{state['dump']}/{state['night']} dumps started, last {state['label']}".strip()
             of = f"/{dumps}" if dumps else ""
             return f"dump {state['dump']}{of} {state['label']}: {state['phase']}".strip()
 
-        def on_report(phase=None, total=None, unit=None, advance=0, step=None) -> None:
-            if phase is not None:
+        def on_report(phase=None, total=None, unit=None, advance=0, step=None, units=None) -> None:
+            if phase == "night":
+                state.update(night=total, unit=unit or "", step="")
+                bar.reset(task, total=total)
+            elif phase is not None:
                 state.update(phase=phase, unit=unit or "", step="")
                 bar.reset(task, total=total)
             if step is not None:
                 state["step"] = step
+            if units is not None:
+                state["step"] = f"{units[0]}/{units[1]} units on the cluster"
             if advance:
                 bar.advance(task, advance)
             bar.update(task, where=where(), amount=amount(), step=state["step"])
 
         def next_dump(label=None) -> None:
-            state.update(dump=state["dump"] + 1, label=str(label or ""), phase="", step="", unit="")
-            bar.reset(task, total=None)
-            bar.update(task, where=where(), amount="", step="")
+            state.update(dump=state["dump"] + 1, label=str(label or ""))
+            if state["night"] is None:  # one dump after another: the line is the new dump's
+                state.update(phase="", step="", unit="")
+                bar.reset(task, total=None)
+                bar.update(task, where=where(), amount="", step="")
+            else:
+                bar.update(task, where=where())
 
         previous = progress_events.listen(on_report)
         try:

@@ -8,9 +8,9 @@ from typing import Annotated
 import typer
 
 from pipeline.cli import common
-from pipeline.errors import ExitCode
+from pipeline.errors import ExitCode, UsageError
 from pipeline.jobs.runner import Outcome, check_inputs, run_roots
-from pipeline.limits import describe_memory_limit
+from pipeline.limits import describe_memory_limit, size_bytes
 
 
 def command(
@@ -35,6 +35,14 @@ def command(
     read_threads: common.ReadThreadsOpt = 1,
     workers: common.WorkersOpt = None,
     scheduler: common.SchedulerOpt = None,
+    budget: Annotated[
+        str | None,
+        typer.Option(
+            "--budget",
+            help="With --workers or --scheduler: the data bytes the dumps read and built at once may hold together, e.g. 8GB (a dump bigger runs alone). Default: the workers' total memory limit.",
+            show_default=False,
+        ),
+    ] = None,
     tag: common.TagOpt = None,
     fmt: common.TableOrJsonOpt = None,
     json_: common.AliasJsonOpt = False,
@@ -48,8 +56,9 @@ def command(
     (bytes skipped, unreadable metadata, missing files or slices: each is listed with its
     issues); 6 the --scheduler cannot be reached.
 
-    With --workers or --scheduler each dump's devices are read and built as Dask tasks and
-    the run is committed here, whole, when all of them are done.
+    With --workers or --scheduler each dump's devices are read and built as Dask tasks, several
+    dumps at once within --budget, and each run is committed here, whole, as soon as all its
+    tasks are done.
 
     Example: profetl run data/sample --show
 
@@ -65,6 +74,7 @@ def command(
     wh = common.warehouse(warehouse)
     with common.errors():
         check_inputs(roots)  # no root is there: exit 2 before the warehouse is touched
+        night_budget = _budget(budget, workers, scheduler)
     with (
         common.errors(),
         common.readers(read_threads) as readers,
@@ -82,6 +92,7 @@ def command(
                 cluster=cluster,
                 readers=readers,
                 tags=tags,
+                night_budget=night_budget,
             )
     if json_:
         common.print_json([_summary(o) for o in outcomes])
@@ -108,6 +119,22 @@ def command(
         raise typer.Exit(ExitCode.FAILED)
     if any(o.losses for o in outcomes):
         raise typer.Exit(ExitCode.DATA_LOSS)
+
+
+def _budget(budget: str | None, workers: int | None, scheduler: str | None) -> int | None:
+    """``--budget`` in bytes (None: not given); a usage error when it is not a size, or is
+    given without a cluster, where dumps run one after another."""
+    if budget is None:
+        return None
+    if workers is None and scheduler is None:
+        raise UsageError("--budget bounds the dumps run at once on a cluster: give --workers or --scheduler")
+    try:
+        n = size_bytes(budget)
+    except ValueError as e:
+        raise UsageError(f"--budget {budget}: {e}") from None
+    if n < 1:
+        raise UsageError(f"--budget {budget}: must be more than 0 bytes")
+    return n
 
 
 def _summary(o: Outcome) -> dict:

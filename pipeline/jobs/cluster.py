@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 
 from pipeline.errors import ClusterUnavailable, PipelineError, UnitFailed, UsageError
 from pipeline.paths import display
-from pipeline.progress import report
+from pipeline.progress import UNITS, report
 
 CONNECT_SECONDS = 10  # how long to wait for a scheduler before saying it cannot be reached
 
@@ -64,7 +64,7 @@ class Units:
         except Exception as e:  # noqa: BLE001 - a client closed after its scheduler went away
             raise UnitFailed(f"{labels[0]}: not started: {self._reason(e)}") from None
         index = {f: i for i, f in enumerate(futures)}
-        report(phase=f"{phase} {self.where}", total=len(futures), unit="devices")
+        report(phase=f"{phase} {self.where}", total=len(futures), unit=UNITS)
         results: list = [None] * len(futures)
         try:
             for fut in as_completed(futures):
@@ -81,6 +81,12 @@ class Units:
             self._cancel(executor, futures)
             raise
         return results
+
+    def capacity(self) -> tuple[int, int | None] | None:
+        """How a night shares this pool (``pipeline.jobs.runner.run_roots``): the most dumps
+        whose units it takes at once, and the data bytes those dumps may hold together (None:
+        no limit known here); None: one dump after another."""
+        return None
 
     def close(self) -> None:
         raise NotImplementedError
@@ -134,6 +140,20 @@ class Cluster(Units):
 
     def _reason(self, e: BaseException) -> str:
         return _cluster_reason(e, self.address)
+
+    def capacity(self) -> tuple[int, int | None]:
+        """One dump more than the workers have threads (while a dump's files are put together
+        and committed here, the workers have another's units), holding together at most the
+        workers' total memory limit (None when a worker has none: ``dask worker
+        --memory-limit 0``)."""
+        try:
+            info = self.client.scheduler_info(n_workers=-1)  # every worker, not the first few
+        except TypeError:  # a Dask that lists them all anyway
+            info = self.client.scheduler_info()
+        workers = list(info.get("workers", {}).values())
+        threads = sum(w.get("nthreads") or 1 for w in workers) or 1
+        memory = [w.get("memory_limit") or 0 for w in workers]
+        return threads + 1, (sum(memory) if memory and all(memory) else None)
 
     def _cancel(self, executor, futures) -> None:
         try:

@@ -50,6 +50,19 @@ def identify(dump: Dump) -> tuple[str, int | None, dict[str, str]]:
     return make_run_id(start_us, texts), start_us, texts
 
 
+def first_run_id(dump: Dump) -> tuple[str, int | None, dict[str, str], str]:
+    """The run id of ``dump`` before the index is looked at (``ingest`` adds the content key
+    when another folder's run has it), its collection start, the texts that name it and its
+    fingerprint. A dump without a control file to tell it from another started alike is named
+    by its content. Two dumps of one first run id may be one run: a night never has them in
+    flight together (``pipeline.jobs.runner``)."""
+    run_id, start_us, texts = identify(dump)
+    fp = dump.fingerprint()
+    if not texts:
+        run_id = make_run_id(start_us, {"content key": fp.split(":", 1)[0]})
+    return run_id, start_us, texts, fp
+
+
 def _add_issue(path: Path, run_id: str, log: IssueLog, rows: dict[str, int], issue: Issue) -> None:
     """One more issue of the whole dump, known only once every unit is read: into ``log`` and
     the ingest_issues file ``path`` (not committed yet, so written again)."""
@@ -83,18 +96,21 @@ def ingest(
     cluster=None,
     layout: str | None = None,
     tags: dict[str, str] | None = None,
+    scanned: Dump | None = None,
 ) -> IngestResult:
     """Read ``dump`` into new raw part files; the caller commits (or builds, then commits).
     With ``cluster`` (pipeline.jobs.cluster.Cluster) its units are read there; ``layout``: the
     dump's, when whoever found it knows it already. ``tags``: the run's (``pipeline.jobs.tags.run_tags``:
     its tags file's and the command line's); an unchanged dump whose run has other tags is not
-    read again but recorded again with them (``retagged``)."""
+    read again but recorded again with them (``retagged``). ``scanned``: the dump's
+    ``scan_dump``, when whoever found it has scanned it already."""
     dump = Path(dump)
     if not dump.exists():
         raise MissingInput(display(dump))
     if not dump.is_dir():
         raise InputError("is not a directory", path=display(dump))
-    scanned = scan_dump(dump, layout)
+    if scanned is None:
+        scanned = scan_dump(dump, layout)
     if scanned is None:
         inside = discover(dump, max_depth=3)
         if inside:  # e.g. msprof's output folder holding one PROF_* tree
@@ -113,11 +129,8 @@ def ingest(
     t0 = time.monotonic()
     layout = scanned.layout
     report(phase="ingest", total=scanned.bytes, unit="bytes")
-    run_id, start_us, texts = identify(scanned)
-    fp = scanned.fingerprint()
+    run_id, start_us, texts, fp = first_run_id(scanned)
     content = fp.split(":", 1)[0]
-    if not texts:  # no control file to tell it from another dump started alike: its content does
-        run_id = make_run_id(start_us, {"content key": content})
     existing = wh.run_index().run_record(run_id)
     if existing and not same_content(existing["fingerprint"], fp) and not same_source(existing, dump):
         # the same control files but other data, from another folder: another dump (a copy of

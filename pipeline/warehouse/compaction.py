@@ -155,7 +155,13 @@ def compact(w) -> int:
     A part file that cannot be read is not written again: a damaged newest group is not
     joined (the runs start a new one), a run whose own file is damaged stays where it is;
     each is in ``damaged_parts`` (DamagedPart, saying so) for the caller to report.
-    Call under the lock. Returns the number of runs moved."""
+    Call under the lock. Returns the number of runs moved. (Under the writer's thread lock too,
+    as its commits are: it reads and replaces the index.)"""
+    with w.serial:
+        return _compact(w)
+
+
+def _compact(w) -> int:
     w.damaged_parts = []
     snap = w.run_index()
     t = snap.placing_table

@@ -53,6 +53,9 @@ from pipeline.warehouse.layout import LAYERS, check_folder, part_of
 from pipeline.warehouse.part_rows import reason
 from pipeline.warehouse.writer import Writer
 
+# how often ``temp_dir`` makes ``.tmp`` again when a drop of another scratch folder removed it
+TEMP_TRIES = 20
+
 
 @dataclass
 class Warehouse:
@@ -164,9 +167,17 @@ class Warehouse:
 
     # --- scratch folders (a cluster's workers make theirs without the lock) ----------------------
     def temp_dir(self) -> Path:
-        """A new scratch folder under ``.tmp``; ``drop_temp`` removes it when the work is done."""
+        """A new scratch folder under ``.tmp``; ``drop_temp`` removes it when the work is done.
+        Safe beside other threads and processes making and dropping theirs: a ``.tmp`` removed
+        by the drop of the last other folder between its making and this folder's is made again."""
         d = self.path / ".tmp" / secrets.token_hex(4)
-        d.mkdir(parents=True, exist_ok=True)
+        for _ in range(TEMP_TRIES - 1):
+            try:
+                d.mkdir(parents=True, exist_ok=True)
+                return d
+            except FileNotFoundError:  # .tmp made, then removed by a drop_temp before d was made
+                continue
+        d.mkdir(parents=True, exist_ok=True)  # the last try: its error, if any, is the reason
         return d
 
     def is_temp(self, d: Path) -> bool:

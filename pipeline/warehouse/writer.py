@@ -6,6 +6,12 @@ tables' folders (recording each file's size and hash), commits a run (the new in
 the old one in one ``os.replace``), drops runs, and deletes the files no commit names. Nothing else
 renames a file into the tables' folders or takes the lock (tests/project/test_layers.py).
 Compaction (``compaction.py``) and the upgrade (``upgrade.py``) are functions over a Writer.
+
+Several threads of the process holding the lock may use its Writer at once (a night on a
+cluster runs several dumps' jobs side by side, docs/architecture.md#cluster): what reads and
+replaces the index or moves files into the tables' folders runs under the Writer's own thread
+lock (``serial``, ``serialised``), and the files a thread put in place are that thread's until
+it commits them or discards them (``placed_by``).
 """
 
 from __future__ import annotations
@@ -14,8 +20,10 @@ import fcntl
 import os
 import secrets
 import shutil
+import threading
 import time
 from contextlib import contextmanager
+from functools import wraps
 from pathlib import Path
 
 from pipeline.errors import INDEX_HISTORY, DamagedIndex, DamagedPart, UnknownRun, WarehouseLocked
@@ -62,6 +70,18 @@ def digest(path: Path) -> dict:
     return {"size": size, "sha256": h.hexdigest()}
 
 
+def serialised(fn):
+    """``fn``, a method of the Writer, run under its thread lock (``Writer.serial``): one thread
+    at a time reads the index and replaces it, or changes what is in the tables' folders."""
+
+    @wraps(fn)
+    def run(self, *args, **kw):
+        with self.serial:
+            return fn(self, *args, **kw)
+
+    return run
+
+
 class Writer:
     """The writing side of ``warehouse`` (a ``store.Warehouse``) while its lock is held
     (``Warehouse.writer()``)."""
@@ -76,6 +96,12 @@ class Writer:
         # part files this writer put in place and has not committed yet: path relative to the
         # warehouse -> its ``files`` entry (size, SHA-256), for the commit that names them
         self.placed: dict[str, dict] = {}
+        # the thread that put each of them in place: its commit names them, or its failure
+        # discards them; another thread's commit or failure leaves them alone
+        self.placed_by: dict[str, int] = {}
+        # held by the thread that reads and replaces the index or changes the tables' folders
+        # (re-entrant: a commit regroups, which places files)
+        self.serial = threading.RLock()
 
     def run_index(self) -> RunIndex:
         """The index as it is now (``Warehouse.run_index``): what this writer committed last."""
@@ -134,6 +160,7 @@ class Writer:
             os.close(dir_fd)
 
     # --- leftovers ----------------------------------------------------------------------------
+    @serialised
     def sweep(self) -> int:
         """Remove part files and temp files that the index does not name. Call under the lock."""
         wh = self.warehouse
@@ -184,31 +211,50 @@ class Writer:
     def drop_temp(self, d: Path) -> None:
         self.warehouse.drop_temp(d)
 
+    @serialised
     def discard_uncommitted(self, run_id: str) -> int:
         """Remove part files the index does not name: what a writer wrote for a dump that then
         failed (``run_id``'s), so a full disk gets its space back now, not at the next writer.
+        The files another thread has put in place for a run it has not committed yet stay.
         Nothing is removed when the index cannot be read. Call under the lock."""
+        me = threading.get_ident()
         try:
             snap = self.run_index()
             named = {(layer, p) for layer, _, _ in LAYERS for p in snap.parts_of_runs(layer)}
         except DamagedIndex:
             return 0
+        others = {
+            (layer, p) for rel, t in self.placed_by.items() if t != me for layer, p in [entry_part(rel)]
+        }
         removed = 0
         for layer, _, _ in LAYERS:
             for f in (self.path / layer).glob("*/part-*.parquet"):
-                if (layer, part_of(f.name)) not in named:
+                if (layer, part_of(f.name)) not in named | others:
                     f.unlink(missing_ok=True)
                     removed += 1
+        self._forget_placed(me)
         return removed
 
     # --- placing a part's files -------------------------------------------------------------
     def place_file(self, src: Path, final: Path) -> None:
         """Move a part file written elsewhere (a temporary folder) to its place ``final`` in the
         warehouse, recording its size and hash for the commit that names it (``files``)."""
-        e = digest(src)
-        final.parent.mkdir(parents=True, exist_ok=True)
-        Path(src).replace(final)
-        self.placed[final.relative_to(self.path).as_posix()] = e
+        e = digest(src)  # (a file of this thread's own, read outside the lock)
+        with self.serial:
+            final.parent.mkdir(parents=True, exist_ok=True)
+            Path(src).replace(final)
+            self._record_placed(final, e)
+
+    def _record_placed(self, final: Path, entry: dict) -> None:
+        rel = final.relative_to(self.path).as_posix()
+        self.placed[rel] = entry
+        self.placed_by[rel] = threading.get_ident()
+
+    def _forget_placed(self, thread: int) -> None:
+        """Forget the files ``thread`` put in place: named by the index now, or discarded."""
+        for rel in [r for r, t in self.placed_by.items() if t == thread]:
+            self.placed.pop(rel, None)
+            del self.placed_by[rel]
 
     def place_part(self, layer: str, part: str, sources: dict[str, list[Path]]) -> None:
         """Move the files of a new part, written elsewhere (table -> its files, one per shard
@@ -221,14 +267,20 @@ class Writer:
     def record_file_in_place(self, final: Path) -> None:
         """Record the size and hash of a part file written in its place (``place_file`` for one
         written elsewhere)."""
-        self.placed[final.relative_to(self.path).as_posix()] = digest(final)
+        e = digest(final)
+        with self.serial:
+            self._record_placed(final, e)
 
+    @serialised
     def unplace_file(self, final: Path) -> None:
         """Delete a file this writer placed and forget it: named by no commit, it leaves nothing."""
         final.unlink(missing_ok=True)
-        self.placed.pop(final.relative_to(self.path).as_posix(), None)
+        rel = final.relative_to(self.path).as_posix()
+        self.placed.pop(rel, None)
+        self.placed_by.pop(rel, None)
 
     # --- the commit -----------------------------------------------------------------------------
+    @serialised
     def commit_run(self, row: dict) -> None:
         """Make ``row`` the run's current state: one atomic rename of the index."""
         wh = self.warehouse
@@ -270,6 +322,7 @@ class Writer:
         self.write_index(both.take(order), touched=touched)
         self.delete_parts(named_parts({run_id: old} if old else {}) - named_parts({run_id: new}))
 
+    @serialised
     def drop_runs(self, run_ids: list[str]) -> dict[str, int]:
         """Remove runs: out of the index first (one commit for all of them; a group holding
         some is written again without them in the same commit, and not at all when they are
@@ -305,6 +358,7 @@ class Writer:
         self.delete_parts(gone)
         return removed
 
+    @serialised
     def write_index(
         self,
         idx: dict[str, dict] | pa.Table,
@@ -336,7 +390,9 @@ class Writer:
         fsync_dir(f.parent)
         if commit:
             checkpoint("after_commit")
-        self.placed.clear()  # named now, or superseded (what the index does not name is swept)
+        # this thread's files are named now, or superseded (what the index does not name is
+        # swept); another thread's wait for its own commit
+        self._forget_placed(threading.get_ident())
         self._keep_version(f)
 
     def _keep_version(self, f: Path) -> None:
@@ -387,6 +443,7 @@ class Writer:
                 out[rel] = {"file": rel, **e}
         return [out[k] for k in sorted(out)] or None
 
+    @serialised
     def delete_parts(self, parts: set[tuple[str, str]]) -> None:
         """Delete the files of parts (layer, part) the index no longer names (readers retry
         once), and their commit records."""

@@ -93,11 +93,87 @@ def _facts(wh: Warehouse) -> list[dict]:
     )
 
 
-def test_cluster_run_equals_in_process(tmp_path, dumps, local_cluster, in_process):
+WAIT = 60  # seconds a hook of the tests below waits for another dump before going on without it
+
+
+class Night:
+    """What a night on the cluster did, in the order it happened (no clocks): ("ingest", dump)
+    and ("build", dump) as a dump hands its units of that phase to the cluster (its build's once
+    its raw part is in place), ("commit", dump) as its run is committed, ("discard", run id) as
+    a failed dump's files are discarded (a dump: its folder's name). ``hold_commits``: no run is
+    committed before it says yes of the events (what the night does anyway, made certain)."""
+
+    def __init__(self, monkeypatch, cluster, dumps, hold_commits=None):
+        import threading
+
+        from pipeline.warehouse.writer import Writer
+
+        self.events: list[tuple[str, str]] = []
+        self.changed = threading.Condition()
+        self.calls = 0  # units handed to the cluster
+        names = {str(d): d.name for d in dumps}
+        run, commit_run, discard = cluster.run, Writer.commit_run, Writer.discard_uncommitted
+
+        def units(calls, labels, phase="units"):
+            with self.changed:
+                self.calls += len(calls)
+            self.note(phase, names[labels[0].split(": ")[0]])
+            return run(calls, labels, phase)
+
+        def committed(w, row):
+            if hold_commits is not None:
+                self.wait_for(hold_commits)
+            commit_run(w, row)
+            self.note("commit", Path(row["source_path"]).name)
+
+        def discarded(w, run_id):
+            n = discard(w, run_id)
+            self.note("discard", run_id)
+            return n
+
+        monkeypatch.setattr(cluster, "run", units)
+        monkeypatch.setattr(Writer, "commit_run", committed)
+        monkeypatch.setattr(Writer, "discard_uncommitted", discarded)
+
+    def note(self, what: str, dump: str) -> None:
+        with self.changed:
+            self.events.append((what, dump))
+            self.changed.notify_all()
+
+    def wait_for(self, ready) -> None:
+        with self.changed:
+            self.changed.wait_for(lambda: ready(self.events), timeout=WAIT)
+
+    def first(self, what: str, dump: str) -> int:
+        return self.events.index((what, dump))
+
+
+def test_cluster_run_equals_in_process(tmp_path, dumps, local_cluster, in_process, monkeypatch):
+    """A night of several dumps on the cluster: the same warehouse as in-process, row for row,
+    and the dumps were in flight together: the second dump's units were on the cluster before
+    the first dump's run was committed. Progress says the night's runs and units done."""
+    from pipeline import progress
+
+    first_two = {("ingest", dumps[0].name), ("ingest", dumps[1].name)}
+    night = Night(monkeypatch, local_cluster, dumps, hold_commits=lambda events: first_two <= set(events))
+    heard: list[dict] = []
+    previous = progress.listen(lambda **what: heard.append(what))
     wh = Warehouse(tmp_path / "wh")
-    with wh.writer():
-        outcomes = run_roots(wh, dumps, cluster=local_cluster)
+    try:
+        with wh.writer():
+            outcomes = run_roots(wh, dumps, cluster=local_cluster)
+    finally:
+        progress.listen(previous)
     assert [o.status for o in outcomes] == ["built"] * len(dumps), [o.error for o in outcomes]
+    assert [o.source_path for o in outcomes] == [str(d) for d in dumps]  # in the order found
+    assert night.first("ingest", dumps[1].name) < night.first("commit", dumps[0].name), night.events
+    assert sorted(d for what, d in night.events if what == "commit") == sorted(d.name for d in dumps)
+    # the listener heard the night: its dumps, each run once done, the units handed over and done
+    assert heard[0] == {"phase": "night", "total": len(dumps), "unit": "runs"}
+    assert sum(what.get("advance", 0) for what in heard) == len(dumps)
+    units = [what["units"] for what in heard if "units" in what]
+    assert units[-1] == (night.calls, night.calls) and night.calls >= 2 * (2 + 3 * 4)  # read, then built
+    assert all(set(what) <= {"phase", "total", "unit", "advance", "units"} for what in heard)
     diff = _differences(in_process, wh)
     assert {t: d for t, d in diff.items() if d[0] or d[1]} == {}
     # the comparison compared something: every family filled the tables it has
@@ -116,6 +192,92 @@ def test_cluster_run_equals_in_process(tmp_path, dumps, local_cluster, in_proces
     assert_recorded(wh)  # every shard's size and hash in the index
     # every device of every dump was a unit: 2 + 3 x 4 devices (and each PROF_* job's hosts)
     assert sorted(r["devices"] for r in wh.run_index().run_records()) == sorted([[0, 1]] + [[0, 1, 2, 3]] * 3)
+
+
+def _runs_of(wh: Warehouse, names: list[str]) -> list[dict]:
+    return [r for r in wh.run_index().run_records() if Path(r["source_path"]).name in names]
+
+
+def _assert_only_named_parts(wh: Warehouse) -> None:
+    """Every part file on disk is one the index names, and no scratch folder is left."""
+    index = wh.run_index().rows_by_run_id()
+    named = {r[key] for r in index.values() for key in ("raw_part", "mart_part")}
+    assert {part_of(f.name) for f in part_files(wh.path)} == named
+    assert not (wh.path / ".tmp").exists()
+
+
+def test_night_dump_failing_fails_alone(tmp_path, dumps, local_cluster, in_process, monkeypatch):
+    """A dump of the night fails after its raw part is in place, while another dump's raw part
+    is in place and not committed yet: the failed dump's files are discarded, the other's stay,
+    and the other dumps are built and committed as in-process."""
+    from pipeline.errors import TransformFailed
+    from pipeline.jobs import build as build_module
+
+    bad, other = dumps[0].name, dumps[1].name
+    night = Night(
+        monkeypatch,
+        local_cluster,
+        dumps[:3],
+        # the other dump commits only once the failed one's files are discarded
+        hold_commits=lambda events: any(what == "discard" for what, _ in events),
+    )
+    run_devices = build_module.run_devices
+
+    def failing(wh, run):
+        if Path(run["source_path"]).name == bad:  # once the other dump's raw part is in place too
+            night.wait_for(lambda events: ("build", other) in events)
+            raise TransformFailed(f"run {run['run_id']}: made to fail")
+        return run_devices(wh, run)
+
+    monkeypatch.setattr(build_module, "run_devices", failing)
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        outcomes = run_roots(wh, dumps[:3], cluster=local_cluster)
+    assert [o.status for o in outcomes] == ["failed", "built", "built"], [o.error for o in outcomes]
+    assert "made to fail" in outcomes[0].error
+    bad_run = _runs_of(in_process, [bad])[0]["run_id"]
+    # the failure was discarded while the other dump's raw part waited for its commit
+    assert night.first("build", other) < night.first("discard", bad_run) < night.first("commit", other), (
+        night.events
+    )
+    built = [d.name for d in dumps[1:3]]
+    assert sorted(r["run_id"] for r in wh.run_index().run_records()) == sorted(
+        r["run_id"] for r in _runs_of(in_process, built)
+    )
+    assert sorted(_facts(wh), key=str) == sorted(
+        ({k: r[k] for k in RUN_FACTS} for r in _runs_of(in_process, built)), key=str
+    )
+    assert_consistent(wh.path)
+    assert_recorded(wh)
+    _assert_only_named_parts(wh)
+    con = duckdb.connect()
+    for layer, name in (("raw", "task_states"), ("marts", "task_scheduler"), ("marts", "op_summary")):
+        got, want = (
+            con.execute(
+                f"select * exclude (run_id) from read_parquet({[str(f) for f in files]}) order by all"
+            ).fetchall()
+            for files in (
+                existing_files(wh, layer, name),
+                existing_files(in_process, layer, name, _runs_of(in_process, built)),
+            )
+        )
+        assert got == want and got, (layer, name)
+
+
+def test_night_budget_runs_dumps_one_at_a_time(tmp_path, dumps, local_cluster, in_process, monkeypatch):
+    """A budget smaller than any dump: each dump runs alone, its units handed to the cluster
+    only once the dump before it is committed."""
+    names = [d.name for d in dumps[:3]]
+    night = Night(monkeypatch, local_cluster, dumps[:3])
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        outcomes = run_roots(wh, dumps[:3], cluster=local_cluster, night_budget=1)
+    assert [o.status for o in outcomes] == ["built"] * 3, [o.error for o in outcomes]
+    assert night.events == [(what, n) for n in names for what in ("ingest", "build", "commit")]
+    assert _facts(wh) == sorted(
+        ({k: r[k] for k in RUN_FACTS} for r in _runs_of(in_process, names)), key=lambda r: r["run_id"]
+    )
+    _assert_only_named_parts(wh)
 
 
 def test_cluster_rebuild_equals_in_process(tmp_path, dumps, local_cluster, in_process):
@@ -213,6 +375,11 @@ def test_cluster_options_are_checked():
         "run", "data/sample", "--workers", "2", "--scheduler", "tcp://x:1", cwd=Path(__file__).parents[2]
     )
     assert p.returncode == ExitCode.USAGE and "give one of them" in p.stderr
+    # --budget: a size, and only with a cluster (checked before one starts)
+    p = profetl("run", "data/sample", "--budget", "8GB", cwd=Path(__file__).parents[2])
+    assert p.returncode == ExitCode.USAGE and "give --workers or --scheduler" in p.stderr
+    p = profetl("run", "data/sample", "--workers", "2", "--budget", "8XB", cwd=Path(__file__).parents[2])
+    assert p.returncode == ExitCode.USAGE and "is not a size" in p.stderr
 
 
 def test_cli_run_with_workers(tmp_path, dumps):
