@@ -95,20 +95,24 @@ NIGHT_LIMITS_PER_THREAD = 4
 _SIZE_UNITS = {
     "": 1,
     "b": 1,
+    "bytes": 1,
     "kb": 10**3,
     "mb": 10**6,
     "gb": 10**9,
     "tb": 10**12,
+    "pb": 10**15,
     "kib": 2**10,
     "mib": 2**20,
     "gib": 2**30,
     "tib": 2**40,
+    "pib": 2**50,
 }
 
 
 def size_bytes(text: str) -> int:
     """A size as DuckDB's memory limit and the commands take it (``8GB``, ``500MiB``, ``1.5 GB``,
-    ``1024``: bytes) in bytes; ValueError for one that is not."""
+    ``1024``: bytes), or as DuckDB renders the setting (``305.1 MiB``, ``512 bytes``), in bytes;
+    ValueError for one that is not."""
     import re
 
     m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*", text)

@@ -20,6 +20,7 @@ from pipeline.errors import GrainViolated, TransformFailed, UsageError
 from pipeline.jobs.raw_reads import ALL_DEVICES, device_rows, raw_select
 from pipeline.jobs.transforms import TABLE_LAYERS, SqlFile, run_table_layers, sql_files, transform_failed
 from pipeline.limits import memory_limit as resolve_memory_limit
+from pipeline.limits import size_bytes
 from pipeline.progress import report
 from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
 from pipeline.warehouse.faults import checkpoint
@@ -137,27 +138,11 @@ def staging_storage(con: duckdb.DuckDBPyConnection, run: dict) -> str:
     return "file" if records * STAGING_BYTES_PER_RECORD > STAGING_IN_FILE_ABOVE * limit else "memory"
 
 
-_UNITS = {
-    "bytes": 1,
-    "kib": 2**10,
-    "mib": 2**20,
-    "gib": 2**30,
-    "tib": 2**40,
-    "pib": 2**50,
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-    "tb": 10**12,
-    "pb": 10**15,
-}
-
-
 def _setting_bytes(text: str) -> float:
     """DuckDB's rendering of a size setting ("305.1 MiB", "1.0 GiB", "512 bytes") in bytes."""
     try:
-        number, unit = text.split()
-        return float(number) * _UNITS[unit.lower()]
-    except (ValueError, KeyError):  # a rendering not known here: as if unlimited
+        return size_bytes(text)
+    except ValueError:  # a rendering not known here: as if unlimited
         return float("inf")
 
 
