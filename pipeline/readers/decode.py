@@ -55,6 +55,27 @@ def report_bytes(
         log.add(Issue(rel, kind, message, device_id=device_id, byte_offset=off, byte_length=n, count=count))
 
 
+def report_records(
+    stream: SliceStream, log: IssueLog, device_id, bad, offsets, size: int, kind: str, what: str
+) -> None:
+    """Records of ``size`` bytes not decoded: one issue per run of consecutive records ``bad``
+    marks (a mask over records at stream ``offsets``), its message "<count> <what>"."""
+    for i, k in runs_of_true(bad):
+        report_bytes(stream, log, device_id, int(offsets[i]), k * size, kind, f"{k} {what}", k)
+
+
+def reject_records(
+    stream: SliceStream, log: IssueLog, device_id, batch: Batch, bad, size: int, kind: str, what: str
+) -> Batch:
+    """``batch`` without the records ``bad`` marks, which are reported (``report_records``) and
+    no longer counted as decoded (``decode_fixed`` counted them)."""
+    if not bad.any():
+        return batch
+    report_records(stream, log, device_id, bad, batch.offsets, size, kind, what)
+    log.decoded(-int(bad.sum()) * size)
+    return batch.where(~bad)
+
+
 def decode_fixed(
     stream: SliceStream, layout: Layout, log: IssueLog, device_id: int | None, check_magic: bool = True
 ) -> Iterator[Batch]:
@@ -75,17 +96,16 @@ def decode_fixed(
         if check_magic:
             bad = rec["magic"] != HOST_MAGIC
             if bad.any():
-                for i, k in runs_of_true(bad):
-                    report_bytes(
-                        stream,
-                        log,
-                        device_id,
-                        int(offs[i]),
-                        k * size,
-                        "bad_magic",
-                        f"{k} {layout.name} record(s) without magic 0x5A5A skipped",
-                        k,
-                    )
+                report_records(
+                    stream,
+                    log,
+                    device_id,
+                    bad,
+                    offs,
+                    size,
+                    "bad_magic",
+                    f"{layout.name} record(s) without magic 0x5A5A skipped",
+                )
                 rec, offs, seq = rec[~bad], offs[~bad], seq[~bad]
         log.decoded(len(rec) * size)
         yield Batch(rec, offs, seq)

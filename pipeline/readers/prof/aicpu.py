@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from pipeline.layouts import HOST_MAGIC
 from pipeline.layouts import prof as prof_layouts
 from pipeline.readers.clock import DeviceClock
-from pipeline.readers.decode import report_bytes, runs_of_true
+from pipeline.readers.decode import reject_records, report_bytes, runs_of_true
 from pipeline.readers.hiprof.device import ns
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.prof.files import Stream
@@ -112,22 +112,17 @@ def _read_binary(s: Stream, dev: int, clock: DeviceClock, sink, log: IssueLog) -
     layout = prof_layouts.AICPU_TASK
     stream, batches = read_fixed(s.files, layout, log, dev, aged=True, host_magic=True)
     for b in batches:
-        bad = b.records["tag"] != prof_layouts.AICPU_TASK_TAG
-        if bad.any():
-            for i, k in runs_of_true(bad):
-                report_bytes(
-                    stream,
-                    log,
-                    dev,
-                    int(b.offsets[i]),
-                    k * layout.size,
-                    "counted_tag",
-                    f"{k} record(s) of a data tag other than {prof_layouts.AICPU_TASK_TAG} (an AI CPU task) "
-                    "decoded and counted, not stored",
-                    k,
-                )
-            log.decoded(-int(bad.sum()) * layout.size)
-            b = b.where(~bad)
+        b = reject_records(
+            stream,
+            log,
+            dev,
+            b,
+            b.records["tag"] != prof_layouts.AICPU_TASK_TAG,
+            layout.size,
+            "counted_tag",
+            f"record(s) of a data tag other than {prof_layouts.AICPU_TASK_TAG} (an AI CPU task) "
+            "decoded and counted, not stored",
+        )
         r = b.records
         if not len(r):
             continue

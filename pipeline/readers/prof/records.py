@@ -19,8 +19,8 @@ from collections.abc import Iterator
 import numpy as np
 
 from pipeline.layouts import Layout
-from pipeline.readers.decode import Batch, decode_fixed, report_bytes
-from pipeline.readers.issues import Issue, IssueLog, runs_of_true
+from pipeline.readers.decode import Batch, decode_fixed, reject_records, report_bytes
+from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.slices import SliceFile, SliceStream
 
 
@@ -81,21 +81,16 @@ def read_fixed(
     def batches() -> Iterator[Batch]:
         for b in decode_fixed(stream, layout, log, device_id, check_magic=host_magic):
             if device_magic is not None:
-                bad = b.records["magic"] != device_magic
-                if bad.any():
-                    for i, k in runs_of_true(bad):
-                        report_bytes(
-                            stream,
-                            log,
-                            device_id,
-                            int(b.offsets[i]),
-                            k * layout.size,
-                            "bad_magic",
-                            f"{k} {layout.name} record(s) without magic 0x{device_magic:04X} skipped",
-                            k,
-                        )
-                    log.decoded(-int(bad.sum()) * layout.size)  # decode_fixed counted them as decoded
-                    b = b.where(~bad)
+                b = reject_records(
+                    stream,
+                    log,
+                    device_id,
+                    b,
+                    b.records["magic"] != device_magic,
+                    layout.size,
+                    "bad_magic",
+                    f"{layout.name} record(s) without magic 0x{device_magic:04X} skipped",
+                )
             yield b
 
     return stream, batches()
