@@ -95,9 +95,7 @@ multi_api_keys as (
     select device_id, stream_id, task_id from launch_keys where not is_single
 ),
 
-with_api as not materialized (
-    -- read by the two branches of op_in_force: inlined rather than stored first, which
-    -- would write (and spill) every instance with all its columns once more
+with_api as (
     -- with_calls: every instance through the launches' ASOF join, for its own call
     select
         i.* exclude (with_calls),
