@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -135,7 +136,8 @@ def ingest(wh: Path, dump: Path) -> str:
         [sys.executable, "-m", "pipeline.cli", "ingest", str(dump), "-w", str(wh), "--json"],
         capture_output=True,
         text=True,
-        cwd=ROOT,
+        # this tree's profetl, the dump's path as given (from the caller's folder)
+        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])},
     )
     if r.returncode:
         sys.exit(f"ingest of {dump} failed ({r.returncode}): {r.stderr.strip() or r.stdout.strip()}")
