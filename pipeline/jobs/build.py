@@ -223,10 +223,20 @@ def run_devices(wh: Warehouse, run: dict) -> list:
 
 
 def build_marts(
-    wh: Warehouse, run: dict, memory_limit: str | None = None, threads: int | None = None, device=ALL_DEVICES
+    wh: Warehouse,
+    run: dict,
+    memory_limit: str | None = None,
+    threads: int | None = None,
+    device=ALL_DEVICES,
+    profile_dir: Path | None = None,
 ) -> BuildResult:
     """Every mart of one run (or of one ``device`` of it) into Parquet files in a temporary
-    folder of the warehouse, named by ``BuildResult.files``; the caller moves them into place."""
+    folder of the warehouse, named by ``BuildResult.files``; the caller moves them into place.
+
+    ``profile_dir`` (for bench/profile_build.py): DuckDB's JSON profile of each step's statement
+    is written there, one file a step ("staging__stg_task_ops.json", "marts__op_summary.json",
+    "marts__op_summary.grain.json" for the mart's grain audit); profiling costs the build a
+    little time."""
     t0 = time.monotonic()
     run_id = run["run_id"]
     thresholds = advice_thresholds(wh)  # a bad advice.toml fails before any work
@@ -241,6 +251,16 @@ def build_marts(
         result = BuildResult(run_id, "", folder=str(tmp), memory_limit=resolve_memory_limit(memory_limit))
         result.staging = staging_storage(con, run)
 
+        def profile_next(step: str) -> None:  # the next statement's profile into its own file
+            if profile_dir is not None:
+                path = str(Path(profile_dir) / f"{step.replace('/', '__')}.json").replace("'", "''")
+                con.execute(f"pragma profiling_output = '{path}'")
+
+        if profile_dir is not None:
+            Path(profile_dir).mkdir(parents=True, exist_ok=True)
+            con.execute("pragma enable_profiling = 'json'")
+            profile_next("setup")
+
         marts = sql_files("marts")
         report(
             phase="build",
@@ -253,7 +273,9 @@ def build_marts(
             report(advance=1, step=step)
 
         result.seconds_by_step.update(
-            run_table_layers(con, on_step=staged, stored_as=staging_table_kind(result.staging))
+            run_table_layers(
+                con, on_step=staged, stored_as=staging_table_kind(result.staging), before_step=profile_next
+            )
         )
         # each mart's query (with the macros run_layer loaded) streamed once into its file
         for mart in marts:
@@ -265,7 +287,9 @@ def build_marts(
             t_mart = time.monotonic()
             # a device's build keeps its own rows (a thread shared with other devices brings theirs in)
             keep = None if device is ALL_DEVICES else device_rows(device)
+            profile_next(f"marts/{name}")
             result.rows_by_mart[name] = _write_mart(con, mart, out, run_id, keep)
+            profile_next(f"marts/{name}.grain")
             check_grain(con, name, out)
             result.seconds_by_step[f"marts/{name}"] = time.monotonic() - t_mart
             _note_max_rss(result, f"marts/{name}")

@@ -181,6 +181,7 @@ def run_layer(
     only: set[str] | None = None,
     on_step: Callable[[str], None] | None = None,
     stored_as: str = "temp table",
+    before_step: Callable[[str], None] | None = None,
 ) -> dict[str, float]:
     """Create every table of a layer (or those named in ``only``) after the shared macros;
     returns the seconds each took, by name, in the order they were made. A stored table is
@@ -190,7 +191,8 @@ def run_layer(
 
     The build stores the staging and intermediate layers this way (run_table_layers); each
     mart's query is streamed once into its file (pipeline.jobs.build). ``on_step(name)`` is called
-    after each.
+    after each, ``before_step(name)`` just before its statement runs (the build's profiling
+    names the file DuckDB writes the statement's profile to there).
     """
     load_macros(con)
     seconds = {}
@@ -198,6 +200,8 @@ def run_layer(
         if only is not None and f.name not in only:
             continue
         kind = stored_as if f.stored else "view"
+        if before_step is not None:
+            before_step(f.name)
         t0 = time.monotonic()
         try:
             con.execute(f"create or replace {kind} {f.name} as\n{f.text}")
@@ -214,12 +218,17 @@ def run_table_layers(
     only: set[str] | None = None,
     on_step: Callable[[str], None] | None = None,
     stored_as: str = "temp table",
+    before_step: Callable[[str], None] | None = None,
 ) -> dict[str, float]:
     """The staging and then the intermediate layer (run_layer each; ``only`` names tables of
-    either); returns the seconds each table took, by "<layer>/<name>", in the order made."""
+    either); returns the seconds each table took, by "<layer>/<name>", in the order made.
+    ``on_step`` and ``before_step`` are called with "<layer>/<name>"."""
     seconds = {}
     for layer in TABLE_LAYERS:
         step = None if on_step is None else (lambda name, layer=layer: on_step(f"{layer}/{name}"))
-        for name, s in run_layer(con, layer, only=only, on_step=step, stored_as=stored_as).items():
+        before = None if before_step is None else (lambda name, layer=layer: before_step(f"{layer}/{name}"))
+        for name, s in run_layer(
+            con, layer, only=only, on_step=step, stored_as=stored_as, before_step=before
+        ).items():
             seconds[f"{layer}/{name}"] = s
     return seconds

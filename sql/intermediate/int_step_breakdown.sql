@@ -89,45 +89,25 @@ comm_devices as (
 ),
 
 intervals as (
-    -- every interval three times over: of its kind, and of the device's busy time
     select device_id, 'compute' as kind, start_ns, end_ns from compute_runs
     union all
     select device_id, 'comm' as kind, start_ns, end_ns from comm_runs
-    union all
-    select device_id, 'busy' as kind, start_ns, end_ns from compute_runs
-    union all
-    select device_id, 'busy' as kind, start_ns, end_ns from comm_runs
 ),
 
-marked as (
-    select
-        device_id,
-        kind,
-        start_ns,
-        end_ns,
-        -- an interval starting after every earlier one ended opens a merged interval
-        coalesce(
-            start_ns > max(end_ns) over (
-                partition by device_id, kind
-                order by start_ns, end_ns
-                rows between unbounded preceding and 1 preceding
-            ),
-            true
-        ) as opens
-    from intervals
+kind_merged as materialized (
+    -- the merged intervals of each kind (sql/macros/intervals.sql)
+    select * from merged_intervals('intervals')
+),
+
+busy_intervals as (
+    -- the device's busy time: the merged intervals of both kinds, merged together
+    select device_id, 'busy' as kind, start_ns, end_ns from kind_merged
 ),
 
 merged as (
-    select device_id, kind, min(start_ns) as start_ns, max(end_ns) as end_ns
-    from (
-        select
-            *,
-            sum(opens::integer) over (
-                partition by device_id, kind order by start_ns, end_ns rows unbounded preceding
-            ) as island
-        from marked
-    )
-    group by device_id, kind, island
+    select * from kind_merged
+    union all
+    select * from merged_intervals('busy_intervals')
 ),
 
 points as (

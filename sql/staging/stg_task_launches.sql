@@ -51,22 +51,36 @@ runtime_apis as (
     where level = 'runtime' and record_kind is not null
 ),
 
+api_names as materialized (
+    -- the runtime APIs' names, numbered: the ASOF join below sorts and spills 8-byte codes, not
+    -- strings (a handful of names), and the names come back after it (as in stg_task_ops)
+    select unnest(names) as api_name, unnest(range(1, len(names) + 1)) as code
+    from (select list(distinct api_name) filter (api_name is not null) as names from runtime_apis)
+),
+
+coded_apis as (
+    select apis.tid, n.code as api_code, apis.start_ns, apis.end_ns, apis.device_id
+    from runtime_apis as apis
+    left join api_names as n on apis.api_name = n.api_name
+),
+
 compact as (
     select
         tracks.device_id,
         tracks.stream_id,
         tracks.task_id,
         tracks.batch_id,
-        apis.api_name,
+        n.api_name,
         apis.start_ns,
         apis.end_ns,
         tracks.seq,
         apis.device_id as call_device_id,
         apis.tid as call_tid
     from tracks
-    asof inner join runtime_apis as apis
+    asof inner join coded_apis as apis
         on tracks.tid = apis.tid
         and tracks.ts_ns >= apis.start_ns
+    left join api_names as n on apis.api_code = n.code
     where tracks.ts_ns <= apis.end_ns
 )
 
