@@ -27,6 +27,7 @@ from pipeline.warehouse.faults import checkpoint
 from pipeline.warehouse.layout import check_run_id, new_id, sharded_id
 from pipeline.warehouse.sink import parquet_writer, with_run_id
 from pipeline.warehouse.store import Warehouse
+from pipeline.warehouse.writer import digest
 
 try:
     import resource
@@ -58,6 +59,9 @@ class BuildResult:
     # the marts' files before they are moved into place (build_marts), by mart, and their folder
     files: dict[str, str] = field(default_factory=dict)
     folder: str = ""
+    # on a cluster, each of those files' size and hash (pipeline.warehouse.writer.digest) by its
+    # path, taken on the worker (build_unit): the starting process places them without reading them
+    digests: dict[str, dict] = field(default_factory=dict)
 
 
 def connect(
@@ -167,7 +171,7 @@ def build(
         # a worker gets a Warehouse of its own (the path only, none of this one's cached index),
         # by its absolute path: a worker runs in a folder of its own, often on another machine
         own = Warehouse(wh.path.absolute())
-        calls = [(build_marts, (own, run, memory_limit, threads, d)) for d in devices]
+        calls = [(build_unit, (own, run, memory_limit, threads, d)) for d in devices]
         parts = cluster.run(
             calls, [f"{run['source_path']}: build of {_device_label(d)}" for d in devices], phase="build"
         )
@@ -189,7 +193,10 @@ def build(
         check_run_id(result.run_id)
         # (sizes and hashes go into the index at the commit)
         wh.held_writer().place_part(
-            "marts", result.build_id, {n: [Path(p.files[n]) for p in parts] for n in parts[0].files}
+            "marts",
+            result.build_id,
+            {n: [Path(p.files[n]) for p in parts] for n in parts[0].files},
+            {path: d for p in parts for path, d in p.digests.items()},
         )
         checkpoint("marts_written")
     finally:
@@ -220,6 +227,16 @@ def run_devices(wh: Warehouse, run: dict) -> list:
         ) from None
     finally:
         con.close()
+
+
+def build_unit(
+    wh: Warehouse, run: dict, memory_limit: str | None, threads: int | None, device
+) -> BuildResult:
+    """One device's marts (``build_marts``) as a cluster's task, with their files' digests taken
+    where they were written."""
+    result = build_marts(wh, run, memory_limit, threads, device)
+    result.digests = {p: digest(Path(p)) for p in result.files.values()}
+    return result
 
 
 def build_marts(
@@ -323,15 +340,22 @@ def _note_max_rss(result: BuildResult, step: str) -> None:
         result.max_rss_by_step[step] = peak
 
 
+_peak_seen = [0]  # the highest max_rss_bytes has read in this process
+
+
 def max_rss_bytes() -> int | None:
     """This process's peak resident bytes so far. On Linux the memory's own high-water mark
     (VmHWM): getrusage's ru_maxrss also counts the process that started this one, as it was
-    at the exec (a parent of 2 GB makes every child report at least 2 GB)."""
+    at the exec (a parent of 2 GB makes every child report at least 2 GB). Linux keeps the
+    mark lazily (each thread's resident pages are added to the process's count in batches),
+    so a later reading can be a few pages lower than an earlier one: the highest reading so
+    far is returned."""
     try:
         with open("/proc/self/status") as fh:
             for line in fh:
                 if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
+                    _peak_seen[0] = max(_peak_seen[0], int(line.split()[1]) * 1024)
+                    return _peak_seen[0]
     except OSError:
         pass
     if resource is None:

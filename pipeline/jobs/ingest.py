@@ -152,15 +152,17 @@ def ingest(
             read = read_into(tmp, layout, scanned.scanned, run_id)
             meta, log, rows = read.meta, read.log, read.rows
             files = {t: [Path(p)] for t, p in read.files.items()}
+            digests = {}
             shards = 1
         else:
-            meta, log, rows, files = _read_on(cluster, scanned, run_id, tmp)
+            meta, log, rows, files, digests = _read_on(cluster, scanned, run_id, tmp)
             shards = len(files["devices"])
         # a part written by several units is as many files, one per unit (docs/architecture.md#cluster)
         ingest_id = sharded_id(new_id(), shards)
         checkpoint("raw_written")
         decoded = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
         if not decoded and not meta.data_bytes:  # a run of nothing: say so, as a loss
+            digests.pop(str(files["ingest_issues"][0]), None)  # rewritten below
             _add_issue(
                 files["ingest_issues"][0],
                 run_id,
@@ -180,9 +182,8 @@ def ingest(
                     path=display(dump),
                 )
         check_run_id(run_id)
-        wh.held_writer().place_part(
-            "raw", ingest_id, files
-        )  # sizes and hashes go into the index at the commit
+        # (sizes and hashes go into the index at the commit)
+        wh.held_writer().place_part("raw", ingest_id, files, digests)
         checkpoint("raw_moved")
     finally:
         wh.drop_temp(tmp)
@@ -266,11 +267,13 @@ def replacement_losses(old: dict, decoded: int, skipped: int, texts: dict, meta,
 
 def _read_on(cluster, dump: Dump, run_id: str, tmp: Path):
     """Read ``dump`` unit by unit on ``cluster`` (pipeline.jobs.cluster): the run's metadata,
-    issues and rows from all of them, and each raw table's files, one per unit in unit order."""
+    issues and rows from all of them, each raw table's files, one per unit in unit order, and
+    the files' digests taken on the workers."""
     units = dump.units()
     # absolute paths: a worker runs in a folder of its own, often on another machine
     where, work = os.path.abspath(dump.path), os.path.abspath(tmp)
     calls = [(read_unit, (dump.layout, where, u, i == 0, work, run_id)) for i, u in enumerate(units)]
     reads = cluster.run(calls, [f"{display(dump.path)}: {unit_label(u)}" for u in units], phase="ingest")
     meta, log, rows = merge_reads(dump.layout, reads)
-    return meta, log, rows, {t: [Path(r.files[t]) for r in reads] for t in RAW_TABLES}
+    digests = {p: d for r in reads for p, d in r.digests.items()}
+    return meta, log, rows, {t: [Path(r.files[t]) for r in reads] for t in RAW_TABLES}, digests

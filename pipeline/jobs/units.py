@@ -22,6 +22,7 @@ from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.warehouse.faults import checkpoint
 from pipeline.warehouse.layout import new_id
 from pipeline.warehouse.sink import ParquetSink
+from pipeline.warehouse.writer import digest
 
 WHOLE = None  # the unit of a dump read in one piece (an export)
 
@@ -48,6 +49,9 @@ class UnitRead:
     rows: dict[str, int] = field(default_factory=dict)
     meta: RunMeta | None = None
     log: IssueLog | None = None
+    # each file's size and hash (pipeline.warehouse.writer.digest) by its path, taken on the
+    # worker that wrote it (read_unit): the starting process places the files without reading them
+    digests: dict[str, dict] = field(default_factory=dict)
 
 
 def read_into(out: Path, layout: str, scanned, run_id: str, unit=WHOLE, first: bool = True) -> UnitRead:
@@ -76,6 +80,7 @@ def read_unit(layout: str, dump: str, unit, first: bool, workdir: str, run_id: s
     out = Path(workdir) / f"unit-{new_id()}"
     out.mkdir(parents=True)
     read = read_into(out, layout, reader_of(layout).scan(Path(dump), layout), run_id, unit, first)
+    read.digests = {p: digest(Path(p)) for p in read.files.values()}
     checkpoint("unit_read")
     return read
 

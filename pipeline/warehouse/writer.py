@@ -236,10 +236,12 @@ class Writer:
         return removed
 
     # --- placing a part's files -------------------------------------------------------------
-    def place_file(self, src: Path, final: Path) -> None:
+    def place_file(self, src: Path, final: Path, entry: dict | None = None) -> None:
         """Move a part file written elsewhere (a temporary folder) to its place ``final`` in the
-        warehouse, recording its size and hash for the commit that names it (``files``)."""
-        e = digest(src)  # (a file of this thread's own, read outside the lock)
+        warehouse, recording its size and hash for the commit that names it (``files``):
+        ``entry``, the file's ``digest`` taken where it was written (a cluster's worker), or
+        read here."""
+        e = entry or digest(src)  # (a file of this thread's own, read outside the lock)
         with self.serial:
             final.parent.mkdir(parents=True, exist_ok=True)
             Path(src).replace(final)
@@ -256,13 +258,18 @@ class Writer:
             self.placed.pop(rel, None)
             del self.placed_by[rel]
 
-    def place_part(self, layer: str, part: str, sources: dict[str, list[Path]]) -> None:
+    def place_part(
+        self, layer: str, part: str, sources: dict[str, list[Path]], digests: dict[str, dict] | None = None
+    ) -> None:
         """Move the files of a new part, written elsewhere (table -> its files, one per shard
         of a sharded part, in order), to their places in the warehouse (``place_file``): the
-        jobs hand a part over, only the writer names the tables' folders."""
+        jobs hand a part over, only the writer names the tables' folders. ``digests``: the
+        ``digest`` of a source file (by its path) taken where it was written, so that placing a
+        cluster's shards here renames files and reads none of them."""
+        digests = digests or {}
         for table, srcs in sources.items():
             for src, final in zip(srcs, part_files(self.path, layer, table, part), strict=True):
-                self.place_file(src, final)
+                self.place_file(src, final, digests.get(str(src)))
 
     def record_file_in_place(self, final: Path) -> None:
         """Record the size and hash of a part file written in its place (``place_file`` for one

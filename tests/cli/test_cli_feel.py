@@ -230,7 +230,10 @@ def test_build_json_says_where_the_time_went(tmp_path):
     assert list(marks) == expected
     values = list(marks.values())
     assert values[0] > 0 and values == sorted(values)
-    assert values[-1] <= resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    # no more than this process's peak as getrusage says it, but for the pages Linux has not
+    # added to the process's count yet (a few hundred KiB a thread: the mark is kept lazily)
+    slack = 4 * 2**20
+    assert values[-1] <= resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 + slack
 
 
 def test_run_json_says_where_the_time_went(tmp_path):

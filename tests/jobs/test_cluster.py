@@ -156,8 +156,14 @@ def test_cluster_run_equals_in_process(tmp_path, dumps, local_cluster, in_proces
 
     first_two = {("ingest", dumps[0].name), ("ingest", dumps[1].name)}
     night = Night(monkeypatch, local_cluster, dumps, hold_commits=lambda events: first_two <= set(events))
+    from pipeline.warehouse import writer as writer_module
+
     heard: list[dict] = []
     previous = progress.listen(lambda **what: heard.append(what))
+    # what this process reads of the part files to record them: nothing, the workers did
+    read_here: list[Path] = []
+    real_digest = writer_module.digest
+    monkeypatch.setattr(writer_module, "digest", lambda path: read_here.append(path) or real_digest(path))
     wh = Warehouse(tmp_path / "wh")
     try:
         with wh.writer():
@@ -165,6 +171,7 @@ def test_cluster_run_equals_in_process(tmp_path, dumps, local_cluster, in_proces
     finally:
         progress.listen(previous)
     assert [o.status for o in outcomes] == ["built"] * len(dumps), [o.error for o in outcomes]
+    assert read_here == []
     assert [o.source_path for o in outcomes] == [str(d) for d in dumps]  # in the order found
     assert night.first("ingest", dumps[1].name) < night.first("commit", dumps[0].name), night.events
     assert sorted(d for what, d in night.events if what == "commit") == sorted(d.name for d in dumps)
