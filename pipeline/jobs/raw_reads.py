@@ -62,8 +62,10 @@ def device_shards(wh: Warehouse, run: dict, device):
     """Whether a build of ``device`` reads a raw file of ``run``: ``(table, path) -> bool``.
     A shard split by device (its footer's SHARD_DEVICES) is read by the devices it serves, and
     a shard of THREAD_TABLES also by every device that one of its threads recorded anything
-    for in any shard of the run; every other file (a unit's only shard, an older run's, a
-    compacted group file) is read, and filtered. The rows read are those of the filter alone."""
+    for in any shard of the run. Another file (a unit's only shard, an older run's, a compacted
+    group file) is left out only when it has no rows, or (a table not of THREAD_TABLES) when
+    its row groups' statistics say it holds other devices' rows alone; the rest is read, and
+    filtered. The rows read are those of the filter alone."""
     keys: dict = {}
 
     def key(path):
@@ -75,45 +77,77 @@ def device_shards(wh: Warehouse, run: dict, device):
     untracked = False  # rows of threads whose devices no footer says
     for t in THREAD_TABLES:
         for p in wh.run_index().files_of_run("raw", t, run):
-            devices, threads, rows = key(p)
+            devices, threads, rows, _ = key(p)
             if devices is None:
                 untracked = untracked or rows != 0
             for tid in threads:
                 thread_devices.setdefault(tid, set()).update(devices)
 
     def reads(table: str, path) -> bool:
-        devices, threads, _ = key(path)
-        if devices is None or device in devices:
+        devices, threads, rows, held = key(path)
+        if devices is None:
+            if rows == 0:
+                return False
+            return held is None or table in THREAD_TABLES or device in held
+        if device in devices:
             return True
         return table in THREAD_TABLES and (untracked or any(device in thread_devices[t] for t in threads))
 
     return reads
 
 
-def _shard_key(path) -> tuple[set | None, list, int | None]:
-    """A raw file's devices and threads from its footer (None: not split by device) and rows
-    (None: unknown, the file cannot be read here; its reading fails it as damaged)."""
+def _shard_key(path) -> tuple[set | None, list, int | None, set | None]:
+    """A raw file's devices and threads from its footer (None: not split by device), rows
+    (None: unknown, the file cannot be read here; its reading fails it as damaged) and the
+    devices its statistics say it holds (None: not known)."""
     try:
         st = os.stat(path)
-        devices, threads, rows = _footer_key(str(path), st.st_mtime_ns, st.st_size)
+        devices, threads, rows, held = _footer_key(str(path), st.st_mtime_ns, st.st_size)
     except (OSError, pa.ArrowException):
-        return None, [], None
-    return (None if devices is None else set(devices)), list(threads), rows
+        return None, [], None, None
+    return (
+        (None if devices is None else set(devices)),
+        list(threads),
+        rows,
+        (None if held is None else set(held)),
+    )
 
 
 @functools.lru_cache(maxsize=4096)
-def _footer_key(path: str, mtime_ns: int, size: int) -> tuple[tuple | None, tuple, int]:
+def _footer_key(path: str, mtime_ns: int, size: int) -> tuple[tuple | None, tuple, int, tuple | None]:
     """(read once per process while the file is the same: a device's build asks for every
     table; a failure is not kept)"""
     meta = pq.read_metadata(path)
     kv = meta.metadata or {}
     if SHARD_DEVICES not in kv or is_group(part_of(Path(path).name)):  # (a group file keeps no shard's)
-        return None, (), meta.num_rows
+        return None, (), meta.num_rows, _held_devices(meta)
     return (
         tuple(json.loads(kv[SHARD_DEVICES])),
         tuple(json.loads(kv.get(SHARD_THREADS, b"[]"))),
         meta.num_rows,
+        None,
     )
+
+
+def _held_devices(meta: pq.FileMetaData) -> tuple | None:
+    """The device ids of a file's rows by its row groups' statistics of ``device_id`` (None for
+    NULLs), or None where a row group's do not tell (no statistics, or several devices)."""
+    names = [meta.schema.column(i).name for i in range(meta.num_columns)]
+    if "device_id" not in names:
+        return None
+    col = names.index("device_id")
+    held = set()
+    for g in range(meta.num_row_groups):
+        stats = meta.row_group(g).column(col).statistics
+        if stats is None or stats.null_count is None:
+            return None
+        if stats.null_count:
+            held.add(None)
+        if stats.null_count < meta.row_group(g).num_rows:
+            if not stats.has_min_max or stats.min != stats.max:
+                return None
+            held.add(stats.min)
+    return tuple(held)
 
 
 def _select(wh: Warehouse, table: str, run: dict, reads=None) -> str:

@@ -35,7 +35,8 @@ HOST_A = [
     ("ingest_issues", None, None),
 ]
 HOST_B = [("api_calls", 5, 3), ("api_calls", 6, 0), ("task_ops", 6, 0)]  # tid 5 also in HOST_A
-DEVICE_UNIT = [("task_ops", 5, 1)]  # one device's unit (not split) with rows of a host thread
+# one device's unit (not split) with rows of a host thread
+DEVICE_UNIT = [("task_ops", 5, 1), ("ingest_issues", None, 1)]
 
 
 def _unit(out: Path, rows) -> UnitRead:
@@ -102,11 +103,14 @@ def test_split_units_give_each_device_the_rows_of_the_filter(tmp_path, with_devi
     # a device's build leaves out the shards of threads that recorded nothing for it: device 3
     # reads its own shard of unit b and unit a's shard of thread 5 (which launched on 2 and, in
     # unit b, called on 3); rows of a thread in a file that says nothing of its devices (the
-    # device unit's) make every build read every shard of THREAD_TABLES
+    # device unit's) make every build read every shard of THREAD_TABLES, files without rows
+    # aside
     read = raw_select(split, "api_calls", RUN, 3)
     files = split.index.files["api_calls"]
-    assert len([p for p in files if f"'{p}'" in read]) == (len(files) if with_device_unit else 2)
-    read = raw_select(split, "ingest_issues", RUN, 2)
-    assert len([p for p in split.index.files["ingest_issues"] if f"'{p}'" in read]) == (
-        3 if with_device_unit else 2
-    )  # unit a's shards that serve device 2 (the thread 3's one empty), the device unit's file
+    assert len([p for p in files if f"'{p}'" in read]) == (7 if with_device_unit else 2)
+    # unit a's shards that serve device 2 (thread 3's one empty); not the device unit's, whose
+    # statistics say it holds device 1's rows alone
+    issues = split.index.files["ingest_issues"]
+    assert len([p for p in issues if f"'{p}'" in raw_select(split, "ingest_issues", RUN, 2)]) == 2
+    if with_device_unit:
+        assert f"'{issues[-1]}'" in raw_select(split, "ingest_issues", RUN, 1)
