@@ -144,8 +144,12 @@ def split_by_device(read: UnitRead, out: Path) -> None:
             if t in tables:
                 for batch in pq.ParquetFile(src).iter_batches(SPLIT_BATCH_ROWS):
                     shards = _shards(batch, by_device, by_thread if t in THREAD_TABLES else None)
+                    # one stable sort by shard, then a slice each (not a filter per shard)
+                    by_shard = np.argsort(shards, kind="stable")
+                    batch = batch.take(pa.array(by_shard))
+                    ends = np.searchsorted(shards[by_shard], np.arange(len(writers) + 1))
                     for k, (w, _, held) in enumerate(writers):
-                        mine = batch.filter(pa.array(shards == k))
+                        mine = batch.slice(ends[k], ends[k + 1] - ends[k])
                         if mine.num_rows:
                             held.append(mine)
                         if sum(b.num_rows for b in held) >= SPLIT_BATCH_ROWS:
