@@ -36,6 +36,13 @@ nightly job that ingests many one-device dumps. The goals these numbers are held
 
 Dumps and warehouses go under ``bench/out/`` (git-ignored); results are printed and written to
 ``bench/out/cluster.json``.
+
+``--device-tasks`` measures instead what one device's build task costs inside the job against
+the same device's bytes as a 1-device dump: each dump ingested by ``--read-threads 2`` (the
+units and shards of a cluster's ingest), then ``build_marts(..., device=d)`` of every device,
+each a child process with one DuckDB thread, timed with the bytes and rows of the raw files
+its reads name. ``--code DIR,DIR`` runs it with other checkouts' profetl (an earlier commit's
+tree, for before and after), alternating between them in every round.
 """
 
 from __future__ import annotations
@@ -230,6 +237,71 @@ def goals(best: dict[str, dict]) -> None:
         print(f"goal {name}: {value:.2f} {'met' if value <= goal else 'NOT met'}")
 
 
+# one device's build task of a warehouse's only run, in a child process: the raw files its reads
+# name (their bytes, and rows of THREAD_TABLES), then build_marts of that device timed
+DEVICE_TASK = """
+import json, re, sys, time
+from pathlib import Path
+import pyarrow.parquet as pq
+from pipeline.jobs.build import build_marts
+from pipeline.jobs.raw_reads import THREAD_TABLES, raw_select
+from pipeline.warehouse.contracts import RAW_TABLES
+from pipeline.warehouse.store import Warehouse
+wh = Warehouse(Path(sys.argv[1]))
+device = int(sys.argv[2])
+(run,) = wh.run_index().run_records()
+named = set()
+for t in RAW_TABLES:
+    named |= {p for p in re.findall(r"read_parquet[(]'([^']*)'[)]", raw_select(wh, t, run, device))}
+host = sum(pq.read_metadata(p).num_rows for p in named if Path(p).parent.name in THREAD_TABLES)
+t0 = time.perf_counter()
+r = build_marts(wh, run, None, 1, device)
+took = time.perf_counter() - t0
+wh.drop_temp(Path(r.folder))
+print(json.dumps({"seconds": took, "bytes": sum(Path(p).stat().st_size for p in named), "host_rows": host,
+                  "code": __import__("pipeline").__file__}))
+"""
+
+
+def device_tasks(code: Path, job: Path, one: Path, out: Path, devices: int, label: str) -> list[dict]:
+    """Each device's build task of ``job`` and device 0 of the 1-device dump ``one``, with the
+    profetl of the checkout ``code`` (ingested by it too, into warehouses of its own)."""
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    rows = []
+    for name, dump, devs in (("job", job, range(devices)), ("one", one, [0])):
+        wh = out / f"tasks-{label}-{name}-wh"
+        # ingested again every round, timed too
+        shutil.rmtree(wh, ignore_errors=True)
+        cmd = [
+            sys.executable,
+            "-m",
+            "pipeline.cli",
+            "ingest",
+            str(next(d for d in dump.iterdir() if d.is_dir())),  # the job's one dump
+            "-w",
+            str(wh),
+            "--read-threads",
+            "2",
+        ]
+        t0 = time.perf_counter()
+        subprocess.run(cmd, cwd=code, env=env, check=True, capture_output=True)
+        took = time.perf_counter() - t0
+        rows.append({"code": label, "dump": name, "ingest_s": took, "load": os.getloadavg()[0]})
+        print(f"{label:<8} {name:<4} ingest --read-threads 2: {took:6.1f} s (load {rows[-1]['load']:.1f})")
+        for d in devs:
+            cmd = [sys.executable, "-c", DEVICE_TASK, str(wh), str(d)]
+            p = subprocess.run(cmd, cwd=code, env=env, check=True, capture_output=True, text=True)
+            r = json.loads(p.stdout.splitlines()[-1])
+            assert Path(r.pop("code")).is_relative_to(code), "the checkout's profetl did not run"
+            rows.append({"code": label, "dump": name, "device": d, **r, "load": os.getloadavg()[0]})
+            print(
+                f"{label:<8} {name:<4} device {d}: {r['seconds']:6.1f} s, {r['bytes'] / 1e6:7.1f} MB of raw "
+                f"files named, {r['host_rows']:>10,} rows of host threads' tables (load {rows[-1]['load']:.1f})",
+                flush=True,
+            )
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=HERE / "out")
@@ -246,6 +318,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--predict", default="64x2000@16", help="DEVICESxMB_PER_DEVICE@WORKERS to predict")
     ap.add_argument("--night", type=int, default=0, help="also a night of this many single-device dumps")
     ap.add_argument("--night-mb", type=int, default=250, help="MB of each dump of --night")
+    ap.add_argument(
+        "--device-tasks", action="store_true", help="time each device's build task against a 1-device dump's"
+    )
+    ap.add_argument(
+        "--code", default=str(ROOT), help="checkouts to run --device-tasks with (comma separated)"
+    )
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
 
@@ -267,6 +345,19 @@ def main(argv: list[str] | None = None) -> int:
         args.tasks,
     )
     job_mb, one_mb = dump_bytes(job) / 1e6, dump_bytes(one) / 1e6
+    if args.device_tasks:
+        print(
+            f"{machine()}\njob: {args.layout}, {args.devices} devices, {job_mb:.0f} MB; one device: {one_mb:.0f} MB"
+        )
+        codes = [Path(c).resolve() for c in args.code.split(",")]
+        tasks = []
+        for _ in range(args.repeat):  # alternate, so every checkout sees the same host
+            for i, code in enumerate(codes):
+                tasks += device_tasks(code, job, one, args.out, args.devices, f"code{i}")
+        (args.out / "cluster-tasks.json").write_text(
+            json.dumps({"codes": args.code, "tasks": tasks}, indent=1)
+        )
+        return 0
     workers = [int(w) for w in args.workers.split(",")]
     threads = [int(n) for n in args.threads.split(",") if n]
     night = make_night(args, args.night, args.night_mb) if args.night else None

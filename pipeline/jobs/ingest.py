@@ -151,7 +151,7 @@ def ingest(
         if cluster is None:
             read = read_into(tmp, layout, scanned.scanned, run_id)
             meta, log, rows = read.meta, read.log, read.rows
-            files = {t: [Path(p)] for t, p in read.files.items()}
+            files = {t: [Path(p) for p in ps] for t, ps in read.files.items()}
             digests = {}
             shards = 1
         else:
@@ -276,4 +276,5 @@ def _read_on(cluster, dump: Dump, run_id: str, tmp: Path):
     reads = cluster.run(calls, [f"{display(dump.path)}: {unit_label(u)}" for u in units], phase="ingest")
     meta, log, rows = merge_reads(dump.layout, reads)
     digests = {p: d for r in reads for p, d in r.digests.items()}
-    return meta, log, rows, {t: [Path(r.files[t]) for r in reads] for t in RAW_TABLES}, digests
+    # a unit's files are one shard, or a host unit's one per set of devices it serves
+    return meta, log, rows, {t: [Path(p) for r in reads for p in r.files[t]] for t in RAW_TABLES}, digests

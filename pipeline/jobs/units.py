@@ -11,17 +11,24 @@ shard of the run's mart part per device.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from pipeline.jobs.raw_reads import SHARD_DEVICES, SHARD_THREADS, THREAD_TABLES
 from pipeline.readers.catalog import reader_of
 from pipeline.readers.hiprof.reader import RunMeta
 from pipeline.readers.instance_numbers import InstanceNumbers, RunNumbers
 from pipeline.readers.issues import IssueLog
-from pipeline.warehouse.contracts import RAW_TABLES
+from pipeline.warehouse.contracts import RAW_TABLES, contract
 from pipeline.warehouse.faults import checkpoint
 from pipeline.warehouse.layout import new_id
-from pipeline.warehouse.sink import ParquetSink
+from pipeline.warehouse.sink import ParquetSink, parquet_writer
 from pipeline.warehouse.writer import digest
 
 WHOLE = None  # the unit of a dump read in one piece (an export)
@@ -45,7 +52,9 @@ class UnitRead:
     """What one unit's read wrote and learnt; picklable, it travels from a worker back."""
 
     unit: object
-    files: dict[str, str] = field(default_factory=dict)  # raw table -> its Parquet file
+    # raw table -> its Parquet files, one per shard: one, or a host unit's split by device
+    # (split_by_device)
+    files: dict[str, list[str]] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
     meta: RunMeta | None = None
     log: IssueLog | None = None
@@ -70,7 +79,7 @@ def read_into(out: Path, layout: str, scanned, run_id: str, unit=WHOLE, first: b
     except BaseException:
         sink.abort()
         raise
-    return UnitRead(unit, {t: str(p) for t, p in paths.items()}, dict(sink.rows), meta, log)
+    return UnitRead(unit, {t: [str(p)] for t, p in paths.items()}, dict(sink.rows), meta, log)
 
 
 def read_unit(layout: str, dump: str, unit, first: bool, workdir: str, run_id: str) -> UnitRead:
@@ -80,9 +89,117 @@ def read_unit(layout: str, dump: str, unit, first: bool, workdir: str, run_id: s
     out = Path(workdir) / f"unit-{new_id()}"
     out.mkdir(parents=True)
     read = read_into(out, layout, reader_of(layout).scan(Path(dump), layout), run_id, unit, first)
-    read.digests = {p: digest(Path(p)) for p in read.files.values()}
+    split_by_device(read, out)
+    read.digests = {p: digest(Path(p)) for paths in read.files.values() for p in paths}
     checkpoint("unit_read")
     return read
+
+
+def split_by_device(read: UnitRead, out: Path) -> None:
+    """Split a unit's files into a shard per set of devices whose builds read the rows
+    (docs/architecture.md#cluster), when its rows serve more than one: a host unit's. A row of
+    THREAD_TABLES serves every device its thread (tid) recorded anything for in this unit (a
+    thread's rows stay together: the rules join a device's launches to its thread's calls,
+    nodes and models, whichever device those name), a row without a thread and a row of another
+    table its own device. Each row goes to one shard, so the tables hold what one read writes,
+    row for row; each split file records in its footer the devices it serves and, for
+    THREAD_TABLES, its threads (``raw_select`` reads by them). Tables without a device stay
+    whole in the first shard; the other shards get empty files of them. The files are read
+    and written a batch at a time: a split holds no more of a table in memory than the sink."""
+    tables = [t for t in RAW_TABLES if read.rows.get(t) and "device_id" in contract("raw", t).column_names]
+    thread_devices: dict[int, set] = {}
+    devices: set = set()  # of the rows of no thread
+    for t in tables:
+        cols = ["device_id", "tid"] if t in THREAD_TABLES else ["device_id"]
+        for batch in pq.ParquetFile(read.files[t][0]).iter_batches(SPLIT_BATCH_ROWS, columns=cols):
+            b = pa.Table.from_batches([batch])
+            if t not in THREAD_TABLES:
+                devices.update(pc.unique(b["device_id"]).to_pylist())
+                continue
+            pairs = b.group_by(["tid", "device_id"]).aggregate([])
+            for tid, dev in zip(pairs["tid"].to_pylist(), pairs["device_id"].to_pylist()):
+                if tid is None:
+                    devices.add(dev)
+                else:
+                    thread_devices.setdefault(tid, set()).add(dev)
+    sets = {frozenset([d]) for d in devices} | {frozenset(d) for d in thread_devices.values()}
+    if len(sets) < 2:
+        return
+    order = sorted(sets, key=lambda devs: sorted(map(_device_order, devs)))
+    shard_of = {devs: k for k, devs in enumerate(order)}
+    by_device = {d: shard_of[frozenset([d])] for d in devices}
+    by_thread = {tid: shard_of[frozenset(d)] for tid, d in thread_devices.items()}
+    files: dict[str, list[str]] = {t: [] for t in RAW_TABLES}
+    for t in RAW_TABLES:
+        src = read.files[t][0]
+        schema = pq.read_schema(src)
+        if "device_id" not in contract("raw", t).column_names:  # whole in the first shard
+            files[t].append(src)
+            for k in range(1, len(order)):
+                files[t].append(_write(out / f"{t}.{k}.parquet", schema, []))
+            continue
+        writers = []
+        for k, devs in enumerate(order):
+            meta = {SHARD_DEVICES: json.dumps(sorted(devs, key=_device_order))}  # null: no device
+            if t in THREAD_TABLES:
+                meta[SHARD_THREADS] = json.dumps(sorted(tid for tid, s in by_thread.items() if s == k))
+            path = out / f"{t}.{k}.parquet"
+            writers.append((parquet_writer(path, schema.with_metadata(meta)), path, []))
+        try:
+            if t in tables:
+                for batch in pq.ParquetFile(src).iter_batches(SPLIT_BATCH_ROWS):
+                    shards = _shards(batch, by_device, by_thread if t in THREAD_TABLES else None)
+                    # one stable sort by shard, then a slice each (not a filter per shard)
+                    by_shard = np.argsort(shards, kind="stable")
+                    batch = batch.take(pa.array(by_shard))
+                    ends = np.searchsorted(shards[by_shard], np.arange(len(writers) + 1))
+                    for k, (w, _, held) in enumerate(writers):
+                        mine = batch.slice(ends[k], ends[k + 1] - ends[k])
+                        if mine.num_rows:
+                            held.append(mine)
+                        if sum(b.num_rows for b in held) >= SPLIT_BATCH_ROWS:
+                            w.write_table(pa.Table.from_batches(held))
+                            held.clear()
+            for w, path, held in writers:
+                w.write_table(pa.Table.from_batches(held, w.schema) if held else w.schema.empty_table())
+                w.close()
+                files[t].append(str(path))
+        except BaseException:
+            for w, _, _ in writers:
+                w.close()
+            raise
+        Path(src).unlink()
+    read.files = files
+
+
+# rows a split reads, and writes into a row group of a shard, at a time
+SPLIT_BATCH_ROWS = 128 * 1024
+
+
+def _shards(batch: pa.RecordBatch, by_device: dict, by_thread: dict | None) -> np.ndarray:
+    """The shard of each row of ``batch``: its thread's, else its device's."""
+    devs = batch.column("device_id")
+    known = list(by_device)
+    shard = np.array([by_device[d] for d in known] or [0], np.int64)
+    out = shard[pc.fill_null(pc.index_in(devs, value_set=pa.array(known, devs.type)), 0).to_numpy()]
+    if by_thread:
+        tids = batch.column("tid")
+        threads = list(by_thread)
+        pos = pc.index_in(tids, value_set=pa.array(threads, tids.type))
+        of_thread = np.array([by_thread[t] for t in threads], np.int64)
+        has = pc.is_valid(pos).to_numpy(zero_copy_only=False)
+        out = np.where(has, of_thread[pc.fill_null(pos, 0).to_numpy()], out)
+    return out
+
+
+def _write(path: Path, schema: pa.Schema, batches: list) -> str:
+    with parquet_writer(path, schema) as w:
+        w.write_table(pa.Table.from_batches(batches, schema))
+    return str(path)
+
+
+def _device_order(device) -> tuple:
+    return (device is None, device or 0)
 
 
 def merge_reads(layout: str, reads: list[UnitRead]) -> tuple[RunMeta, IssueLog, dict[str, int]]:

@@ -557,10 +557,44 @@ def test_read_threads_equal_in_process(tmp_path, dumps, in_process):
     assert {t: d for t, d in diff.items() if d[0] or d[1]} == {}
     index = wh.run_index().rows_by_run_id()
     assert all(part_of(f"part-{r['raw_part']}.parquet") == r["raw_part"] for r in index.values())
-    assert sorted(store_shards(r["raw_part"]) for r in index.values()) == [
-        2,
-        6,
-        6,
-        6,
-    ]  # units: devices (and hosts)
+    # units: devices, and hosts split by the devices they serve (each PROF_* job's 2 host
+    # folders: 2 devices and the host's own rows each)
+    assert sorted(store_shards(r["raw_part"]) for r in index.values()) == [2, 10, 10, 10]
     assert all(store_shards(r["mart_part"]) == 0 for r in index.values())  # built in one piece
+
+
+def test_device_build_reads_only_its_own_host_rows(tmp_path, dumps):
+    """A host unit's files are split by the devices its threads launched on: a device's build
+    reads no file holding another device's host rows, and gets the rows the filter over the
+    whole run gives (its own, and every row of the threads that recorded anything for it)."""
+    import re
+
+    from pipeline.jobs.cluster import Threads
+    from pipeline.jobs.raw_reads import THREAD_TABLES, raw_select
+
+    wh = Warehouse(tmp_path / "wh")
+    with Threads(2) as pool, wh.writer():
+        run_roots(wh, [dumps[3]], cluster=pool, then_build=False)  # 4 devices, 2 host folders
+    (run,) = wh.run_index().run_records()
+    con = duckdb.connect()
+    whole = {t: raw_select(wh, t, run) for t in THREAD_TABLES}
+    threads_of = " union ".join(f"select tid from ({sql}) where device_id = ?" for sql in whole.values())
+    for device in range(4):
+        threads = {tid for (tid,) in con.execute(threads_of, [device] * len(whole)).fetchall()}
+        assert threads
+        for table, sql in whole.items():
+            mine = raw_select(wh, table, run, device)
+            files = sorted(set(re.findall(r"read_parquet\('([^']*)'\)", mine)))
+            assert files, table
+            read = con.execute(f"select distinct tid, device_id from read_parquet({files!r})").fetchall()
+            assert {tid for tid, d in read if d != device} <= threads, (table, device, read)
+            own = [f for f in files if Path(f).parent.name == table]
+            assert len(own) < len(wh.run_index().files_of_run("raw", table, run))
+            wanted = (
+                f"select * from ({sql}) where device_id = {device} or tid in ({sorted(threads)})".replace(
+                    "[", ""
+                ).replace("]", "")
+            )
+            for a, b in ((mine, wanted), (wanted, mine)):
+                assert con.execute(f"select count(*) from (({a}) except all ({b}))").fetchone() == (0,)
+            assert con.execute(f"select count(*) from ({mine})").fetchone()[0] > 0
