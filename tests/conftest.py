@@ -53,6 +53,13 @@ def pytest_xdist_make_scheduler(config, log):
     return FilesAndGroups(config, log)
 
 
+def pytest_collection_modifyitems(config, items):
+    """The files of SHARED_WORKER_FILES first: the longest unit a worker takes (the Dask tests,
+    a few minutes together) starts at once, and the other worker meanwhile takes the rest, rather
+    than one worker starting it when the others' work is nearly done."""
+    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in SHARED_WORKER_FILES)
+
+
 def pytest_addoption(parser):
     parser.addoption(
         "--update-goldens", action="store_true", help="Rewrite tests/golden/*.csv from the current output."

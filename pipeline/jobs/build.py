@@ -24,10 +24,9 @@ from pipeline.limits import size_bytes
 from pipeline.progress import report
 from pipeline.warehouse.contracts import RAW_TABLES, contract, contracts
 from pipeline.warehouse.faults import checkpoint
-from pipeline.warehouse.layout import check_run_id, new_id, sharded_id
+from pipeline.warehouse.layout import check_run_id, digest, new_id, sharded_id
 from pipeline.warehouse.sink import parquet_writer, with_run_id
 from pipeline.warehouse.store import Warehouse
-from pipeline.warehouse.writer import digest
 
 try:
     import resource

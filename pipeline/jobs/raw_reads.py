@@ -15,21 +15,11 @@ from pipeline import __version__
 from pipeline.errors import DamagedPart
 from pipeline.warehouse.compaction import damage_advice
 from pipeline.warehouse.contracts import contract
-from pipeline.warehouse.layout import is_group, part_of
+from pipeline.warehouse.layout import SHARD_DEVICES, SHARD_THREADS, THREAD_TABLES, is_group, part_of
 from pipeline.warehouse.store import Warehouse
 from pipeline.warehouse.views import quote
 
 ALL_DEVICES = object()
-
-# Tables of host threads' records, which the rules join to a device's records by thread (tid):
-# a task's launch, the node and model around it (docs/formats.md part 2)
-THREAD_TABLES = ("api_calls", "task_ops")
-
-# The footer keys of a shard a unit's read split by device (pipeline.jobs.units.split_by_device):
-# the devices whose builds read its rows (a JSON list, null for no device) and, in a file of
-# THREAD_TABLES, the threads whose rows it holds (a JSON list of tids)
-SHARD_DEVICES = b"profetl.devices"
-SHARD_THREADS = b"profetl.threads"
 
 
 def device_rows(device) -> str:

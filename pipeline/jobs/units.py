@@ -20,16 +20,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from pipeline.jobs.raw_reads import SHARD_DEVICES, SHARD_THREADS, THREAD_TABLES
 from pipeline.readers.catalog import reader_of
 from pipeline.readers.hiprof.reader import RunMeta
 from pipeline.readers.instance_numbers import InstanceNumbers, RunNumbers
 from pipeline.readers.issues import IssueLog
 from pipeline.warehouse.contracts import RAW_TABLES, contract
 from pipeline.warehouse.faults import checkpoint
-from pipeline.warehouse.layout import new_id
+from pipeline.warehouse.layout import SHARD_DEVICES, SHARD_THREADS, THREAD_TABLES, digest, new_id
 from pipeline.warehouse.sink import ParquetSink, parquet_writer
-from pipeline.warehouse.writer import digest
 
 WHOLE = None  # the unit of a dump read in one piece (an export)
 

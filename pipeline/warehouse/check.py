@@ -31,6 +31,7 @@ from pipeline.warehouse import commit_records, upgrade
 from pipeline.warehouse.index import arrow_kind, index_schema, read_index_version, version_files
 from pipeline.warehouse.layout import (
     LAYERS,
+    digest,
     entry_part,
     file_schema,
     fsync_dir,
@@ -40,7 +41,6 @@ from pipeline.warehouse.layout import (
 )
 from pipeline.warehouse.part_rows import reason
 from pipeline.warehouse.store import Warehouse
-from pipeline.warehouse.writer import digest
 
 pa = lazy("pyarrow")
 pq = lazy("pyarrow.parquet")

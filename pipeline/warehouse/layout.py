@@ -140,3 +140,26 @@ def rmdir_if_empty(d: Path) -> None:
         d.rmdir()
     except OSError:
         pass
+
+
+def digest(path: Path) -> dict:
+    """A part file's entry for the index: its size and SHA-256, read once (where the file was
+    written: the writer for its own files, a cluster's worker for the files of its unit)."""
+    import hashlib
+
+    with open(path, "rb") as fh:
+        h = hashlib.file_digest(fh, "sha256")
+        size = os.fstat(fh.fileno()).st_size
+    return {"size": size, "sha256": h.hexdigest()}
+
+
+# Tables of host threads' records, which the rules join to a device's records by thread (tid):
+# a task's launch, the node and model around it (docs/formats.md part 2)
+THREAD_TABLES = ("api_calls", "task_ops")
+
+# The footer keys of a shard a unit's read split by device (pipeline.jobs.units.split_by_device,
+# read by pipeline.jobs.raw_reads): the devices whose builds read its rows (a JSON list, null
+# for no device) and, in a file of THREAD_TABLES, the threads whose rows it holds (a JSON list
+# of tids)
+SHARD_DEVICES = b"profetl.devices"
+SHARD_THREADS = b"profetl.threads"

@@ -36,6 +36,7 @@ from pipeline.warehouse.layout import (
     LAYERS,
     TABLE,
     check_run_id,
+    digest,
     entry_part,
     fsync_dir,
     is_group,
@@ -58,16 +59,6 @@ pq = lazy("pyarrow.parquet")
 KEEP_VERSIONS = 5
 HISTORY = INDEX_HISTORY
 INDEX_ROW_GROUP_ROWS = 256
-
-
-def digest(path: Path) -> dict:
-    """A part file's entry for the index: its size and SHA-256, read once."""
-    import hashlib
-
-    with open(path, "rb") as fh:
-        h = hashlib.file_digest(fh, "sha256")
-        size = os.fstat(fh.fileno()).st_size
-    return {"size": size, "sha256": h.hexdigest()}
 
 
 def serialised(fn):
