@@ -54,7 +54,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -63,66 +62,11 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
-from run import PAGE, _children, dump_bytes, machine  # noqa: E402
+from run import dump_bytes, machine, measure  # noqa: E402
 
 from pipeline.synth import hiprof as synth_hiprof  # noqa: E402
 from pipeline.synth import prof as synth_prof  # noqa: E402
 from pipeline.synth.scale import scale  # noqa: E402
-
-
-def _rss(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/statm", "rb") as fh:
-            return int(fh.read().split()[1]) * PAGE
-    except (OSError, IndexError, ValueError):
-        return 0
-
-
-def _tree(pid: int) -> list[int]:
-    kids = _children()
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        todo.extend(kids.get(p, []))
-    return out
-
-
-def measure(cmd: list[str], interval: float = 0.05) -> dict:
-    """Wall seconds, CPU seconds of the process tree (user + system of the command and of the
-    descendants it waited for), the peak RSS of the largest single process of the tree and of
-    the whole tree, and stdout of ``cmd``."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
-    peak_one, peak_tree = [0], [0]
-    done = threading.Event()
-
-    def sample():
-        while not done.is_set():
-            sizes = [_rss(p) for p in _tree(proc.pid)]
-            peak_one[0] = max(peak_one[0], max(sizes, default=0))
-            peak_tree[0] = max(peak_tree[0], sum(sizes))
-            done.wait(interval)
-
-    th = threading.Thread(target=sample, daemon=True)
-    th.start()
-    out = proc.stdout.read()
-    err = proc.stderr.read()
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    done.set()
-    th.join()
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode != 0:
-        said = (err.decode() + out.decode())[-2000:]
-        raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {said}")
-    return {
-        "seconds": wall,
-        "cpu_seconds": usage.ru_utime + usage.ru_stime,
-        "peak_rss_one": peak_one[0],
-        "peak_rss_tree": peak_tree[0],
-        "stdout": out.decode(),
-    }
 
 
 def make_job(
@@ -188,7 +132,7 @@ def run_job(job: Path, wh: Path, extra: list[str]) -> dict:
         "seconds": r["seconds"],
         "cpu_seconds": r["cpu_seconds"],
         "peak_rss_one": r["peak_rss_one"],
-        "peak_rss_tree": r["peak_rss_tree"],
+        "peak_rss_tree": r["peak_rss"],
         "runs": len(outcomes),
         # summed over the runs: work done, not wall time, for a night
         "ingest_s": sum(o["ingest"]["seconds"] for o in outcomes),

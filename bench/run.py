@@ -68,19 +68,19 @@ def _children() -> dict[int, list[int]]:
     return kids
 
 
-def tree_rss(pid: int) -> int:
-    """Resident bytes of ``pid`` and all its descendants."""
+def tree_rss(pid: int) -> list[int]:
+    """Resident bytes of ``pid`` and of each of its descendants."""
     kids = _children()
-    total, todo = 0, [pid]
+    sizes, todo = [], [pid]
     while todo:
         p = todo.pop()
         todo.extend(kids.get(p, []))
         try:
             with open(f"/proc/{p}/statm") as fh:
-                total += int(fh.read().split()[1]) * PAGE
+                sizes.append(int(fh.read().split()[1]) * PAGE)
         except OSError:
             pass
-    return total
+    return sizes
 
 
 def cpu_ticks() -> tuple[int, int]:
@@ -102,26 +102,30 @@ def steal_share(before: tuple[int, int], after: tuple[int, int]) -> float:
 
 
 def measure(cmd: list[str], interval: float = 0.02) -> dict:
-    """Wall time, peak tree RSS (sampled), the host's CPU steal meanwhile, and stdout of
-    ``cmd``. Not the kernel's max RSS of the child (wait4's ru_maxrss): Linux carries into it
-    the high-water mark of this process at the exec, so after this process generated a dump of
-    some GB every child would report that much."""
+    """Wall time, the CPU seconds of the process tree (user + system of ``cmd`` and of the
+    descendants it waited for, from wait4), the peak RSS of the tree and of its largest single
+    process (sampled), the host's CPU steal meanwhile, and stdout of ``cmd``. Not the kernel's
+    max RSS of the child (wait4's ru_maxrss): Linux carries into it the high-water mark of this
+    process at the exec, so after this process generated a dump of some GB every child would
+    report that much."""
     ticks = cpu_ticks()
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
-    peak = [0]
+    peak, peak_one = [0], [0]
     done = threading.Event()
 
     def sample():
         while not done.is_set():
-            peak[0] = max(peak[0], tree_rss(proc.pid))
+            sizes = tree_rss(proc.pid)
+            peak[0] = max(peak[0], sum(sizes))
+            peak_one[0] = max(peak_one[0], max(sizes, default=0))
             done.wait(interval)
 
     th = threading.Thread(target=sample, daemon=True)
     th.start()
     out = proc.stdout.read()
     err = proc.stderr.read()
-    _, status, _usage = os.wait4(proc.pid, 0)
+    _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
     done.set()
     th.join()
@@ -132,7 +136,9 @@ def measure(cmd: list[str], interval: float = 0.02) -> dict:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}): {said}")
     return {
         "seconds": wall,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
         "peak_rss": peak[0],
+        "peak_rss_one": peak_one[0],
         "stdout": out.decode(),
         "steal": steal_share(ticks, cpu_ticks()),
     }

@@ -205,8 +205,8 @@ def night(
     def job(i: int, dump: Path, layout: str, scanned) -> None:
         try:
             with progress.of_dump():
-                outcome = _attempt(dump, lambda: one(dump, layout, scanned))
-        except BaseException as e:  # noqa: BLE001 - never leave the night waiting for this dump
+                outcome = one(dump, layout, scanned)  # (a dump's failure is its outcome: ``_attempt``)
+        except BaseException as e:  # noqa: BLE001 - an interrupt: never leave the night waiting for this dump
             outcome = Outcome(display(dump), "failed", error=f"internal error: {type(e).__name__}: {e}")
         with changed:
             outcomes[i] = outcome
