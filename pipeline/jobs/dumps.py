@@ -54,14 +54,24 @@ class Dump:
         return sum(f.size for f in self.files)
 
     def identity(self) -> tuple[int | None, dict[str, str]]:
-        """The collection start and the texts that name the dump (``reader.identity``)."""
+        """The collection start and the texts that name the dump (``reader.identity``), read
+        once per scan (a night reads it to schedule the dump, its ingest again)."""
+        return self._identity
+
+    @cached_property
+    def _identity(self) -> tuple[int | None, dict[str, str]]:
         return self.reader.identity(self.scanned)
 
     def units(self) -> list:
         return self.reader.units(self.scanned)
 
     def fingerprint(self) -> str:
-        """``<content key>:<stamp>`` (``fingerprint``)."""
+        """``<content key>:<stamp>`` (``fingerprint``) of the files as scanned, read once per
+        scan (the content key reads the edges of every file)."""
+        return self._fingerprint
+
+    @cached_property
+    def _fingerprint(self) -> str:
         return f"{_content_key(self.path, self.files)}:{_stamp_key(self.files)}"
 
 
