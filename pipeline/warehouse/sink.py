@@ -124,13 +124,19 @@ class ParquetSink:
     Readers decode while a writer thread encodes: ``write`` hands the typed batch to a
     bounded queue (at most ``QUEUE_BATCHES`` batches wait, so memory stays bounded) and
     returns. Parquet encoding releases the GIL, so on two cores decoding and writing overlap.
-    An error in the writer thread is raised by the next ``write`` or by ``close``.
+    An error in the writer thread is raised by the next ``write`` or by ``close``. A table's
+    batches are held until they make a row group of ``ROW_GROUP_ROWS`` rows (or
+    ``ROW_GROUP_BYTES``): a reader hands over a batch per data file, and a dump of thousands
+    of small slices would otherwise write thousands of tiny row groups, which every later
+    read of the file pays for (docs/architecture.md#canonical-tables).
     ``derive`` maps a table to a function that adds columns computed over the batches in
     the order they are written (e.g. task instance numbers); it runs in the caller's thread,
     before the batch is queued.
     """
 
     QUEUE_BATCHES = 2
+    ROW_GROUP_ROWS = 128 * 1024
+    ROW_GROUP_BYTES = 16 << 20
 
     def __init__(
         self,
@@ -146,6 +152,7 @@ class ParquetSink:
         self.writers: dict[str, pq.ParquetWriter] = {}
         self.rows: dict[str, int] = {t: 0 for t in paths}
         self._queue: queue.Queue = queue.Queue(self.QUEUE_BATCHES)
+        self._held: dict[str, list] = {}  # by table: the batches not written yet, their rows and bytes
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._drain, name="parquet-sink", daemon=True)
         self._thread.start()
@@ -153,20 +160,39 @@ class ParquetSink:
     def _drain(self) -> None:
         while True:
             item = self._queue.get()
-            if item is None:
-                return
             if self._error is not None:
+                if item is None:
+                    return
                 continue  # keep draining so the producer never blocks on a dead writer
-            table, t = item
             try:
+                if item is None:
+                    for table in list(self._held):
+                        self._flush(table)
+                    return
+                table, t = item
                 t = as_stored(t)
-                if table not in self.writers:
-                    path = self.paths[table]
-                    path.parent.mkdir(parents=True, exist_ok=True)
-                    self.writers[table] = parquet_writer(path, t.schema)
-                self.writers[table].write_table(t)
+                held = self._held.setdefault(table, [[], 0, 0])  # batches, rows, bytes
+                held[0].append(t)
+                held[1] += t.num_rows
+                held[2] += t.get_total_buffer_size()
+                if held[1] >= self.ROW_GROUP_ROWS or held[2] >= self.ROW_GROUP_BYTES:
+                    self._flush(table)
             except BaseException as e:  # noqa: BLE001 - handed to the producing thread
                 self._error = e
+                if item is None:
+                    return
+
+    def _flush(self, table: str) -> None:
+        """Write a table's held batches as one row group."""
+        held = self._held.pop(table, [[]])[0]
+        if not held:
+            return
+        if table not in self.writers:
+            path = self.paths[table]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.writers[table] = parquet_writer(path, held[0].schema)
+        t = pa.concat_tables(held).unify_dictionaries() if len(held) > 1 else held[0]
+        self.writers[table].write_table(t, row_group_size=max(t.num_rows, 1))
 
     def _raise(self) -> None:
         if self._error is not None:
@@ -201,6 +227,8 @@ class ParquetSink:
         self.writers.clear()
 
     def abort(self) -> None:
+        if self._error is None:  # the batches held are not written
+            self._error = RuntimeError("the sink was aborted")
         self._stop()
         for w in self.writers.values():
             try:

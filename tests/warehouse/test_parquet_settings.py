@@ -133,3 +133,42 @@ def test_sink_writes_text_from_its_dictionary_and_reads_back_as_the_contract(tmp
         "source_file"
     ].chunk(0)
     assert stored.dictionary.to_pylist() == ["z.slice_1", "a.slice_0"]
+
+
+def test_sink_gathers_a_reader_s_small_batches_into_large_row_groups(tmp_path):
+    """A reader hands over a batch per data file; a dump of thousands of small slices still
+    makes a few row groups of ROW_GROUP_ROWS rows (not one per slice), with every row in the
+    order written and each batch's own file name (its own dictionary) kept. An aborted sink
+    leaves no file, the batches it held included."""
+    from pipeline.warehouse.sink import ParquetSink
+
+    batches, rows = 3000, 100
+    path = tmp_path / "api_calls.parquet"
+    sink = ParquetSink({"api_calls": path})
+    for b in range(batches):
+        sink.write(
+            "api_calls",
+            {
+                "device_id": pa.array([b % 2] * rows, pa.int32()),
+                "source_file": pa.DictionaryArray.from_arrays(
+                    pa.array([0] * rows, pa.int32()), pa.array([f"api.slice_{b}"])
+                ),
+                "seq": pa.array(range(b * rows, (b + 1) * rows), pa.int64()),
+            },
+        )
+    sink.close()
+    f = pq.ParquetFile(path)
+    total = batches * rows
+    groups = [f.metadata.row_group(i).num_rows for i in range(f.metadata.num_row_groups)]
+    # 300,000 rows: two or three row groups (a group is cut at 128 Ki rows or 16 MiB), not 3,000
+    assert len(groups) <= 3 and min(groups[:-1]) >= 50_000, groups
+    back = f.read()
+    assert back["seq"].to_pylist() == list(range(total))
+    assert back["source_file"].to_pylist() == [f"api.slice_{b}" for b in range(batches) for _ in range(rows)]
+    assert back["device_id"].to_pylist() == [b % 2 for b in range(batches) for _ in range(rows)]
+
+    aborted = tmp_path / "aborted.parquet"
+    sink = ParquetSink({"api_calls": aborted})
+    sink.write("api_calls", {"device_id": pa.array([0], pa.int32()), "seq": pa.array([0], pa.int64())})
+    sink.abort()
+    assert not aborted.exists()
