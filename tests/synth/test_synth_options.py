@@ -172,6 +172,10 @@ def test_prof_task_ids_wrap_at_16_bits_and_every_task_is_counted(tmp_path):
             "1",
             "--tasks",
             "65540",
+            # slices of 1 MB, not synth's 4 KB: the ids are what this test is about, and 15,000
+            # small files would make it a test of many files as well
+            "--slice-bytes",
+            "1048576",
             "--truth",
             str(tmp_path / "t.json"),
             str(out),
