@@ -18,7 +18,7 @@ from pipeline import __version__
 from pipeline.errors import InputError, MissingInput, ReplacementRefused
 from pipeline.jobs.dumps import Dump, discover, same_content, scan_dump, unchanged
 from pipeline.jobs.dumps import run_id as make_run_id
-from pipeline.jobs.units import merge_reads, read_into, read_unit, unit_label
+from pipeline.jobs.units import merge_reads, read_into, read_unit, split_table, unit_label
 from pipeline.paths import display
 from pipeline.progress import report
 from pipeline.readers.issues import Issue, IssueLog
@@ -268,13 +268,41 @@ def replacement_losses(old: dict, decoded: int, skipped: int, texts: dict, meta,
 def _read_on(cluster, dump: Dump, run_id: str, tmp: Path):
     """Read ``dump`` unit by unit on ``cluster`` (pipeline.jobs.cluster): the run's metadata,
     issues and rows from all of them, each raw table's files, one per unit in unit order, and
-    the files' digests taken on the workers."""
+    the files' digests taken on the workers. The largest units start first (a PROF_* job's host
+    folder is the longest task: started last, the workers would wait for it); a unit whose
+    rows serve several devices is then split by device a table per task, side by side
+    (docs/architecture.md#cluster)."""
     units = dump.units()
     # absolute paths: a worker runs in a folder of its own, often on another machine
     where, work = os.path.abspath(dump.path), os.path.abspath(tmp)
-    calls = [(read_unit, (dump.layout, where, u, i == 0, work, run_id)) for i, u in enumerate(units)]
-    reads = cluster.run(calls, [f"{display(dump.path)}: {unit_label(u)}" for u in units], phase="ingest")
+    order = sorted(range(len(units)), key=lambda i: -_unit_bytes(dump, units[i]))
+    calls = [(read_unit, (dump.layout, where, units[i], i == 0, work, run_id)) for i in order]
+    labels = [f"{display(dump.path)}: {unit_label(units[i])}" for i in order]
+    reads = [None] * len(units)
+    for i, read in zip(order, cluster.run(calls, labels, phase="ingest")):
+        reads[i] = read
+    splits = [(r, t) for r in reads if r.plan is not None for t in RAW_TABLES]
+    if splits:
+        # the largest files first, for the same reason
+        splits.sort(key=lambda rt: -os.path.getsize(rt[0].files[rt[1]][0]))
+        done = cluster.run(
+            [(split_table, (r.files[t][0], t, r.plan, work)) for r, t in splits],
+            [f"{display(dump.path)}: {unit_label(r.unit)}: {t} split by device" for r, t in splits],
+            phase="split",
+        )
+        for (r, t), (files, digests) in zip(splits, done):
+            r.files[t] = files
+            r.digests.update(digests)
     meta, log, rows = merge_reads(dump.layout, reads)
     digests = {p: d for r in reads for p, d in r.digests.items()}
     # a unit's files are one shard, or a host unit's one per set of devices it serves
     return meta, log, rows, {t: [Path(p) for r in reads for p in r.files[t]] for t in RAW_TABLES}, digests
+
+
+def _unit_bytes(dump: Dump, unit) -> int:
+    """The data bytes of a unit named by its folder in the dump (a PROF_* collection
+    directory); 0 for a unit of another kind (a hiprof-era device: its files are not one folder)."""
+    if not isinstance(unit, str):
+        return 0
+    prefix = unit.rstrip("/") + "/"
+    return sum(f.size for f in dump.files if f.rel.startswith(prefix))

@@ -51,7 +51,7 @@ class UnitRead:
 
     unit: object
     # raw table -> its Parquet files, one per shard: one, or a host unit's split by device
-    # (split_by_device)
+    # (split_table)
     files: dict[str, list[str]] = field(default_factory=dict)
     rows: dict[str, int] = field(default_factory=dict)
     meta: RunMeta | None = None
@@ -59,6 +59,19 @@ class UnitRead:
     # each file's size and hash (pipeline.warehouse.writer.digest) by its path, taken on the
     # worker that wrote it (read_unit): the starting process places the files without reading them
     digests: dict[str, dict] = field(default_factory=dict)
+    # how its files are to be split by device (split_plan), when they serve several devices: by
+    # tasks of their own (split_table)
+    plan: SplitPlan | None = None
+
+
+@dataclass
+class SplitPlan:
+    """The shards a unit's files are split into (split_plan): each shard's set of devices, in
+    shard order, and the shard of each device's rows of no thread and of each thread's rows."""
+
+    order: list[frozenset]
+    by_device: dict
+    by_thread: dict
 
 
 def read_into(out: Path, layout: str, scanned, run_id: str, unit=WHOLE, first: bool = True) -> UnitRead:
@@ -83,27 +96,26 @@ def read_into(out: Path, layout: str, scanned, run_id: str, unit=WHOLE, first: b
 def read_unit(layout: str, dump: str, unit, first: bool, workdir: str, run_id: str) -> UnitRead:
     """Read one unit of ``dump`` into a fresh folder under ``workdir`` (a worker's retry after a
     crash starts in a folder of its own, never in the dead attempt's files). The worker lists
-    the dump itself: it may be another machine, which sees the dump at the same path."""
+    the dump itself: it may be another machine, which sees the dump at the same path. A unit
+    whose rows serve several devices is only planned here (``UnitRead.plan``): its tables are
+    then split by ``split_table`` tasks, side by side, and its files have no digests yet."""
     out = Path(workdir) / f"unit-{new_id()}"
     out.mkdir(parents=True)
     read = read_into(out, layout, reader_of(layout).scan(Path(dump), layout), run_id, unit, first)
-    split_by_device(read, out)
-    read.digests = {p: digest(Path(p)) for paths in read.files.values() for p in paths}
+    read.plan = split_plan(read)
+    if read.plan is None:
+        read.digests = {p: digest(Path(p)) for paths in read.files.values() for p in paths}
     checkpoint("unit_read")
     return read
 
 
-def split_by_device(read: UnitRead, out: Path) -> None:
-    """Split a unit's files into a shard per set of devices whose builds read the rows
-    (docs/architecture.md#cluster), when its rows serve more than one: a host unit's. A row of
+def split_plan(read: UnitRead) -> SplitPlan | None:
+    """How a unit's files are split into a shard per set of devices whose builds read the rows
+    (docs/architecture.md#cluster); None when its rows serve one device or none. A row of
     THREAD_TABLES serves every device its thread (tid) recorded anything for in this unit (a
     thread's rows stay together: the rules join a device's launches to its thread's calls,
     nodes and models, whichever device those name), a row without a thread and a row of another
-    table its own device. Each row goes to one shard, so the tables hold what one read writes,
-    row for row; each split file records in its footer the devices it serves and, for
-    THREAD_TABLES, its threads (``raw_select`` reads by them). Tables without a device stay
-    whole in the first shard; the other shards get empty files of them. The files are read
-    and written a batch at a time: a split holds no more of a table in memory than the sink."""
+    table its own device. Reads only the device and thread columns."""
     tables = [t for t in RAW_TABLES if read.rows.get(t) and "device_id" in contract("raw", t).column_names]
     thread_devices: dict[int, set] = {}
     devices: set = set()  # of the rows of no thread
@@ -122,52 +134,66 @@ def split_by_device(read: UnitRead, out: Path) -> None:
                     thread_devices.setdefault(tid, set()).add(dev)
     sets = {frozenset([d]) for d in devices} | {frozenset(d) for d in thread_devices.values()}
     if len(sets) < 2:
-        return
+        return None
     order = sorted(sets, key=lambda devs: sorted(map(_device_order, devs)))
     shard_of = {devs: k for k, devs in enumerate(order)}
-    by_device = {d: shard_of[frozenset([d])] for d in devices}
-    by_thread = {tid: shard_of[frozenset(d)] for tid, d in thread_devices.items()}
-    files: dict[str, list[str]] = {t: [] for t in RAW_TABLES}
-    for t in RAW_TABLES:
-        src = read.files[t][0]
-        schema = pq.read_schema(src)
-        if "device_id" not in contract("raw", t).column_names:  # whole in the first shard
-            files[t].append(src)
-            for k in range(1, len(order)):
-                files[t].append(_write(out / f"{t}.{k}.parquet", schema, []))
-            continue
+    return SplitPlan(
+        order,
+        {d: shard_of[frozenset([d])] for d in devices},
+        {tid: shard_of[frozenset(d)] for tid, d in thread_devices.items()},
+    )
+
+
+def split_table(src: str, table: str, plan: SplitPlan, workdir: str) -> tuple[list[str], dict[str, dict]]:
+    """One table's file ``src`` of a unit split by ``plan``: its shard files, in shard order,
+    and their digests. Each row goes to one shard,
+    so the shards hold what the one file held, row for row; each records in its footer the
+    devices it serves and, for THREAD_TABLES, its threads (``raw_select`` reads by them). A
+    table without a device stays whole in the first shard (``src`` itself); the other shards
+    get empty files of it. Written into a fresh folder under ``workdir`` (a retried task's
+    never the dead attempt's), a batch at a time: a split holds no more of a table in memory
+    than the sink. ``src`` is left as it is (the ingest's temporary folder goes with it)."""
+    out = Path(workdir) / f"split-{new_id()}"
+    out.mkdir(parents=True)
+    schema = pq.read_schema(src)
+    files: list[str] = []
+    if "device_id" not in contract("raw", table).column_names:  # whole in the first shard
+        files.append(src)
+        for k in range(1, len(plan.order)):
+            files.append(_write(out / f"{table}.{k}.parquet", schema, []))
+    else:
         writers = []
-        for k, devs in enumerate(order):
+        for k, devs in enumerate(plan.order):
             meta = {SHARD_DEVICES: json.dumps(sorted(devs, key=_device_order))}  # null: no device
-            if t in THREAD_TABLES:
-                meta[SHARD_THREADS] = json.dumps(sorted(tid for tid, s in by_thread.items() if s == k))
-            path = out / f"{t}.{k}.parquet"
+            if table in THREAD_TABLES:
+                meta[SHARD_THREADS] = json.dumps(sorted(tid for tid, s in plan.by_thread.items() if s == k))
+            path = out / f"{table}.{k}.parquet"
             writers.append((parquet_writer(path, schema.with_metadata(meta)), path, []))
         try:
-            if t in tables:
-                for batch in pq.ParquetFile(src).iter_batches(SPLIT_BATCH_ROWS):
-                    shards = _shards(batch, by_device, by_thread if t in THREAD_TABLES else None)
-                    # one stable sort by shard, then a slice each (not a filter per shard)
-                    by_shard = np.argsort(shards, kind="stable")
-                    batch = batch.take(pa.array(by_shard))
-                    ends = np.searchsorted(shards[by_shard], np.arange(len(writers) + 1))
-                    for k, (w, _, held) in enumerate(writers):
-                        mine = batch.slice(ends[k], ends[k + 1] - ends[k])
-                        if mine.num_rows:
-                            held.append(mine)
-                        if sum(b.num_rows for b in held) >= SPLIT_BATCH_ROWS:
-                            w.write_table(pa.Table.from_batches(held))
-                            held.clear()
+            for batch in pq.ParquetFile(src).iter_batches(SPLIT_BATCH_ROWS):
+                shards = _shards(batch, plan.by_device, plan.by_thread if table in THREAD_TABLES else None)
+                # one stable sort by shard, then a slice each (not a filter per shard)
+                by_shard = np.argsort(shards, kind="stable")
+                batch = batch.take(pa.array(by_shard))
+                ends = np.searchsorted(shards[by_shard], np.arange(len(writers) + 1))
+                for k, (w, _, held) in enumerate(writers):
+                    mine = batch.slice(ends[k], ends[k + 1] - ends[k])
+                    if mine.num_rows:
+                        held.append(mine)
+                    if sum(b.num_rows for b in held) >= SPLIT_BATCH_ROWS:
+                        w.write_table(pa.Table.from_batches(held))
+                        held.clear()
             for w, path, held in writers:
                 w.write_table(pa.Table.from_batches(held, w.schema) if held else w.schema.empty_table())
                 w.close()
-                files[t].append(str(path))
+                files.append(str(path))
         except BaseException:
             for w, _, _ in writers:
                 w.close()
             raise
-        Path(src).unlink()
-    read.files = files
+    digests = {f: digest(Path(f)) for f in files}
+    checkpoint("unit_split")
+    return files, digests
 
 
 # rows a split reads, and writes into a row group of a shard, at a time

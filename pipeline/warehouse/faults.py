@@ -24,6 +24,7 @@ POINTS = (
 # reached only on a Dask worker (``--workers`` / ``--scheduler``)
 CLUSTER_POINTS = (
     "unit_read",  # a worker has written one unit's raw files (pipeline.jobs.units)
+    "unit_split",  # a worker has split one table of a unit by device (pipeline.jobs.units)
     "device_built",  # a worker has written one device's mart files (pipeline.jobs.build)
 )
 

@@ -157,7 +157,7 @@ def digest(path: Path) -> dict:
 # a task's launch, the node and model around it (docs/formats.md part 2)
 THREAD_TABLES = ("api_calls", "task_ops")
 
-# The footer keys of a shard a unit's read split by device (pipeline.jobs.units.split_by_device,
+# The footer keys of a shard a unit's read split by device (pipeline.jobs.units.split_table,
 # read by pipeline.jobs.raw_reads): the devices whose builds read its rows (a JSON list, null
 # for no device) and, in a file of THREAD_TABLES, the threads whose rows it holds (a JSON list
 # of tids)

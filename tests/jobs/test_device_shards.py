@@ -1,4 +1,4 @@
-"""A unit's files split by the devices they serve (pipeline.jobs.units.split_by_device) and
+"""A unit's files split by the devices they serve (pipeline.jobs.units.split_plan and split_table) and
 read by a device's build (pipeline.jobs.raw_reads.raw_select): each row in one shard, and a
 device's build reads the rows the filter over the whole run gives it, whatever threads
 launched on several devices or appear in several units."""
@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from pipeline.jobs.raw_reads import THREAD_TABLES, raw_select
-from pipeline.jobs.units import UnitRead, raw_sink, split_by_device
+from pipeline.jobs.units import UnitRead, raw_sink, split_plan, split_table
 from pipeline.warehouse.contracts import RAW_TABLES
 
 RUN = {"run_id": "r1", "profetl_version": None}
@@ -86,8 +86,11 @@ def test_split_units_give_each_device_the_rows_of_the_filter(tmp_path, with_devi
     if with_device_unit:
         units.append(_unit(tmp_path / "c", DEVICE_UNIT))
     whole = _Warehouse([_copy(u, tmp_path / f"whole-{i}") for i, u in enumerate(units)])
-    for u in units:
-        split_by_device(u, Path(u.files["api_calls"][0]).parent)
+    for u in units:  # each table split as a cluster's split tasks do
+        plan = split_plan(u)
+        if plan is not None:
+            out = str(Path(u.files["api_calls"][0]).parent)
+            u.files = {t: split_table(ps[0], t, plan, out)[0] for t, ps in u.files.items()}
     assert len(units[0].files["api_calls"]) == 5  # {0}, {1}, {0,1,2}, {2}, {None}: by device set...
     assert len(units[1].files["api_calls"]) == 2  # ...of each unit's own threads: {0}, {3}
     if with_device_unit:
