@@ -191,8 +191,10 @@ class ParquetSink:
             path = self.paths[table]
             path.parent.mkdir(parents=True, exist_ok=True)
             self.writers[table] = parquet_writer(path, held[0].schema)
-        t = pa.concat_tables(held).unify_dictionaries() if len(held) > 1 else held[0]
-        self.writers[table].write_table(t, row_group_size=max(t.num_rows, 1))
+        # (a batch larger than Arrow's row group limit is cut into row groups by the writer)
+        self.writers[table].write_table(
+            pa.concat_tables(held).unify_dictionaries() if len(held) > 1 else held[0]
+        )
 
     def _raise(self) -> None:
         if self._error is not None:
