@@ -53,11 +53,32 @@ def pytest_xdist_make_scheduler(config, log):
     return FilesAndGroups(config, log)
 
 
+# Then the files that hold the longest single tests (`pytest --durations=30`), so that none of
+# them is what one worker still runs at the end while the others have nothing left.
+LONG_FILES = (
+    "tests/real/test_units_real.py",
+    "tests/warehouse/test_warehouse_crash.py",
+    "tests/outputs/test_site.py",
+    "tests/synth/test_synth_options.py",
+    "tests/readers/test_fuzz_dumps.py",
+    "tests/analysis/test_trend.py",
+    "tests/project/test_lint.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
     """The files of SHARED_WORKER_FILES first: the longest unit a worker takes (the Dask tests,
     a few minutes together) starts at once, and the other worker meanwhile takes the rest, rather
-    than one worker starting it when the others' work is nearly done."""
-    items.sort(key=lambda item: item.nodeid.split("::", 1)[0] not in SHARED_WORKER_FILES)
+    than one worker starting it when the others' work is nearly done; then LONG_FILES, longest
+    first; then the rest in the order collected (a file's tests stay together)."""
+
+    def rank(item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        if path in SHARED_WORKER_FILES:
+            return 0
+        return 1 + LONG_FILES.index(path) if path in LONG_FILES else 1 + len(LONG_FILES)
+
+    items.sort(key=rank)
 
 
 def pytest_addoption(parser):
