@@ -8,12 +8,15 @@ from __future__ import annotations
 def cell(v, unit: str = "") -> str:
     """``v`` as text; ``unit`` is its column's (the contract's). A float of ``ns`` (an average)
     shows as whole ns, cut toward zero as msprof's Avg(ns) is (its SQL divides integers), like
-    the integer columns of ns beside it; other floats show 6 significant digits."""
+    the integer columns of ns beside it; a percentage with three decimals, as msprof's files
+    round it (so a column of them lines up); other floats show 6 significant digits."""
     if v is None:
         return "N/A"
     if isinstance(v, float):
         if unit == "ns" and abs(v) < 1e300:  # not NaN or infinite
             return str(int(v))
+        if unit == "%" and abs(v) < 1e300:
+            return f"{v:.3f}"
         return f"{v:.6g}" if abs(v) < 1e15 else f"{v:.0f}"
     if isinstance(v, list):
         if v and all(isinstance(x, tuple) and len(x) == 2 for x in v):  # a map (a run's tags)

@@ -139,3 +139,20 @@ def test_show_prints_avg_ns_as_whole_ns_as_msprof(three):
                 fractional += time_ns % n != 0
     assert fractional  # some averages are not whole ns, so the test can tell
     assert cell(3037934.5, "ns") == "3037934" and cell(1e16 + 0.0, "ns") == "10000000000000000"
+
+
+def test_show_prints_percentages_with_three_decimals(three):
+    """Time(%) shows with three decimals, as msprof's files round it, so the column lines up
+    (with 6 significant digits it read 10.5304 above 8.62788); the shares of a device's rows are
+    those of its Time(ns) column."""
+    from pipeline.outputs.cells import cell
+    from pipeline.outputs.sections import sections
+
+    wh, nights = three
+    for s in sections(wh, nights[0].run_id, "task_scheduler"):
+        pct_i, time_i = s.headers.index("Time(%)"), s.headers.index("Time(ns)")
+        total = sum(int(r[time_i]) for r in s.rows)
+        for row in s.rows:
+            assert re.fullmatch(r"\d+\.\d{3}", row[pct_i]), row
+            assert abs(float(row[pct_i]) - 100 * int(row[time_i]) / total) <= 0.0005 + 1e-9, row
+    assert cell(8.627884, "%") == "8.628" and cell(100.0, "%") == "100.000" and cell(8.627884) == "8.62788"
