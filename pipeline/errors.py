@@ -13,7 +13,24 @@ class ExitCode:
     REGRESSION = 4  # compare found a regression beyond --threshold (the data, not profetl, failed)
     DATA_LOSS = 5  # run: every dump built or unchanged, but some built with data lost (bytes skipped, bad metadata, missing files)
     CLUSTER = 6  # the Dask scheduler given with --scheduler cannot be reached
+    INTERRUPTED = 130  # Ctrl-C (SIGINT), as for a tool stopped by it: nothing in progress is committed
     PIPE_CLOSED = 141  # the reader of standard output went away (`| head`), as for a tool stopped by SIGPIPE
+
+
+def is_interrupt(e: BaseException) -> bool:
+    """Whether ``e`` is a Ctrl-C: Python's KeyboardInterrupt, or the error DuckDB raises in its
+    place when the signal arrives while it runs a statement (it takes the signal, stops the
+    query and raises a RuntimeError "Query interrupted"; InterruptException in some versions).
+    Such an error must stop the command as the KeyboardInterrupt would have, never pass for
+    one dump's or query's failure."""
+    if isinstance(e, KeyboardInterrupt):
+        return True
+    if type(e).__name__ == "InterruptException":
+        return True
+    return isinstance(e, RuntimeError) and str(e).strip() in (
+        "Query interrupted",
+        "INTERRUPT Error: Interrupted!",
+    )
 
 
 class PipelineError(Exception):

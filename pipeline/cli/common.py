@@ -15,7 +15,7 @@ import typer
 
 from pipeline import limits
 from pipeline.cli.terminal import detach_stdout, escape_controls, pipe_closed
-from pipeline.errors import ExitCode, PipelineError, UsageError
+from pipeline.errors import ExitCode, PipelineError, UsageError, is_interrupt
 
 if TYPE_CHECKING:
     from pipeline.analysis.selection import RunSelection
@@ -425,9 +425,13 @@ def errors() -> Iterator[None]:
     except OSError as e:
         _console("err").print(os_error_line(e), markup=False, highlight=False)
         raise typer.Exit(ExitCode.FAILED) from None
-    except (typer.Exit, KeyboardInterrupt):
+    except typer.Exit:
         raise
+    except KeyboardInterrupt:
+        raise interrupted() from None
     except Exception as e:  # a bug: still one line for cron, the traceback on request
+        if is_interrupt(e):  # Ctrl-C while DuckDB ran a statement
+            raise interrupted() from None
         if os.environ.get("PROFETL_DEBUG"):
             raise
         _console("err").print(
@@ -436,6 +440,13 @@ def errors() -> Iterator[None]:
             highlight=False,
         )
         raise typer.Exit(ExitCode.FAILED) from None
+
+
+def interrupted() -> typer.Exit:
+    """Ctrl-C: one line and exit 130; what was in progress is not committed (a writer's files
+    go with its temporary folder)."""
+    _console("err").print("profetl: interrupted", markup=False, highlight=False)
+    return typer.Exit(ExitCode.INTERRUPTED)
 
 
 def os_error_line(e: OSError) -> str:

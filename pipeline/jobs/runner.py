@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pipeline.errors import MissingInput, PipelineError
+from pipeline.errors import MissingInput, PipelineError, is_interrupt
 from pipeline.jobs.dumps import find_dumps, scan_dump
 from pipeline.jobs.ingest import IngestResult, first_run_id, ingest
 from pipeline.jobs.tags import run_tags
@@ -125,6 +125,8 @@ def _attempt(dump: Path, job: Callable[[], Outcome]) -> Outcome:
     except OSError as e:
         return Outcome(display(dump), "failed", error=f"{display(e.filename or dump)}: {e.strerror}")
     except Exception as e:  # noqa: BLE001 - one dump's bug must not stop the night's other dumps
+        if is_interrupt(e):  # Ctrl-C while DuckDB ran: the night stops, as anywhere else
+            raise KeyboardInterrupt from None
         return Outcome(display(dump), "failed", error=f"internal error: {type(e).__name__}: {e}")
 
 

@@ -40,7 +40,9 @@ def test_every_exit_code_is_documented():
     for path in (Path(__file__).parents[2] / "README.md", docs.DOCS_DIR / "cli.md"):
         text = path.read_text(encoding="utf-8")
         line = " ".join(text.split("Exit codes:", 1)[1].split("\n\n", 1)[0].split())
-        documented = sorted(int(n) for n in re.findall(r"`?(\d+)`? (?:done|a |usage|the |`compare`)", line))
+        documented = sorted(
+            int(n) for n in re.findall(r"`?(\d+)`? (?:done|a |usage|the |`compare`|interrupted)", line)
+        )
         assert documented == codes, f"{path.name}: exit codes {documented}, ExitCode has {codes}"
 
 
