@@ -17,6 +17,7 @@ from pipeline.paths import display
 from pipeline.progress import UNITS, report
 
 CONNECT_SECONDS = 10  # how long to wait for a scheduler before saying it cannot be reached
+POLL_SECONDS = 1.0  # how often a job waiting for its tasks asks whether the pool can still run them
 
 
 def _call(fn: Callable, args: tuple):
@@ -56,7 +57,7 @@ class Units:
         """Run ``calls`` (function, arguments) as tasks; their results in order. The first
         unit that fails (or, on a cluster, whose worker died as often as the scheduler
         retries) stops the rest and raises UnitFailed naming it (``labels``) with its reason."""
-        from concurrent.futures import as_completed
+        from concurrent.futures import FIRST_COMPLETED, wait
 
         executor = self._executor()
         try:
@@ -66,21 +67,31 @@ class Units:
         index = {f: i for i, f in enumerate(futures)}
         report(phase=f"{phase} {self.where}", total=len(futures), unit=UNITS)
         results: list = [None] * len(futures)
+        pending = set(futures)
         try:
-            for fut in as_completed(futures):
-                i = index[fut]
-                try:
-                    ok, value = fut.result()
-                except Exception as e:  # noqa: BLE001 - KilledWorker, a lost scheduler, ...
-                    raise UnitFailed(f"{labels[i]}: {self._reason(e)}") from None
-                if not ok:
-                    raise UnitFailed(f"{labels[i]}: {value}")
-                results[i] = value
-                report(advance=1)
+            while pending:
+                done, pending = wait(pending, timeout=POLL_SECONDS, return_when=FIRST_COMPLETED)
+                if not done and (lost := self._lost()) is not None:
+                    # a client that gave up on its scheduler may never settle its futures
+                    raise UnitFailed(f"{labels[min(index[f] for f in pending)]}: {lost}")
+                for fut in sorted(done, key=index.__getitem__):
+                    i = index[fut]
+                    try:
+                        ok, value = fut.result()
+                    except Exception as e:  # noqa: BLE001 - KilledWorker, a lost scheduler, ...
+                        raise UnitFailed(f"{labels[i]}: {self._reason(e)}") from None
+                    if not ok:
+                        raise UnitFailed(f"{labels[i]}: {value}")
+                    results[i] = value
+                    report(advance=1)
         except BaseException:
             self._cancel(executor, futures)
             raise
         return results
+
+    def _lost(self) -> str | None:
+        """Why the pool can no longer finish its tasks, or None while it can."""
+        return None
 
     def capacity(self) -> tuple[int, int | None] | None:
         """How a night shares this pool (``pipeline.jobs.runner.run_roots``): the most dumps
@@ -142,6 +153,11 @@ class Cluster(Units):
     def _reason(self, e: BaseException) -> str:
         return _cluster_reason(e, self.address)
 
+    def _lost(self) -> str | None:
+        if self.client.status in ("closing", "closed"):
+            return f"the connection to the Dask scheduler at {self.address} was lost (was it stopped?)"
+        return None
+
     def capacity(self) -> tuple[int, int | None]:
         """One dump more than the workers have threads (while a dump's files are put together
         and committed here, the workers have another's units), holding together at most the
@@ -185,13 +201,18 @@ class _OneLine(logging.Filter):
 
 def _dask_logs_one_line() -> None:
     """Put ``_OneLine`` on every handler of Dask's loggers (``distributed`` configures handlers
-    of its own on several of them, which do not propagate to the root logger)."""
+    of its own on several of them, which do not propagate to the root logger) and on tornado's."""
     loggers = [
         logging.getLogger(n) for n in list(logging.root.manager.loggerDict) if n.startswith("distributed")
     ]
     for handler in {h for lg in loggers for h in lg.handlers}:
         if not any(isinstance(f, _OneLine) for f in handler.filters):
             handler.addFilter(_OneLine())
+    # tornado, Dask's event loop, logs a failed callback with its traceback through Python's
+    # last-resort handler: a filter on its logger itself
+    tornado = logging.getLogger("tornado.application")
+    if not any(isinstance(f, _OneLine) for f in tornado.filters):
+        tornado.addFilter(_OneLine())
 
 
 def _cluster_reason(e: BaseException, address: str | None) -> str:
