@@ -272,6 +272,24 @@ def test_the_spark_recipe(states):
             assert got == _by_table(committed, table), table
     finally:
         spark.stop()
+        _stop_spark_jvm()
+
+
+def _stop_spark_jvm() -> None:
+    """``spark.stop()`` leaves the local Spark's JVM running until this process exits (busy
+    beside the rest of the suite): shut its gateway down and close the JVM's standard input,
+    which it takes as the sign to exit (pyspark keeps the gateway on SparkContext)."""
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is None:
+        return
+    proc = getattr(gateway, "proc", None)
+    gateway.shutdown()
+    SparkContext._gateway = SparkContext._jvm = None
+    if proc is not None:
+        proc.stdin.close()
+        proc.wait(60)
 
 
 @pytest.mark.parametrize("state", STATES)
