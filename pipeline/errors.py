@@ -27,10 +27,7 @@ def is_interrupt(e: BaseException) -> bool:
         return True
     if type(e).__name__ == "InterruptException":
         return True
-    return isinstance(e, RuntimeError) and str(e).strip() in (
-        "Query interrupted",
-        "INTERRUPT Error: Interrupted!",
-    )
+    return isinstance(e, RuntimeError) and str(e).strip() == "Query interrupted"
 
 
 class PipelineError(Exception):

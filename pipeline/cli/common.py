@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -180,7 +181,40 @@ def cluster(workers: int | None, scheduler: str | None) -> Iterator:
     from pipeline.jobs.cluster import Cluster
 
     with Cluster(workers=workers, scheduler=scheduler) as c:
+        _dask_logs_one_line()
         yield c
+
+
+class _OneLine(logging.Filter):
+    """A Dask log record with an exception as one line: the exception's class and message in
+    place of its traceback (a client whose scheduler went away logs one while it reconnects; the
+    run's outcome already says, in one line, what failed)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None:
+            e = record.exc_info[1]
+            said = record.getMessage().strip()
+            line = f"{type(e).__name__}: {str(e).splitlines()[0]}" if str(e) else type(e).__name__
+            record.msg, record.args = f"{said}: {line}" if said else line, ()
+        record.exc_info = record.exc_text = record.stack_info = None
+        return True
+
+
+def _dask_logs_one_line() -> None:
+    """Put ``_OneLine`` on every handler of Dask's loggers (``distributed`` configures handlers
+    of its own on several of them, which do not propagate to the root logger) and on tornado's:
+    what a command prints is one line per problem; the library leaves Dask's logging alone."""
+    loggers = [
+        logging.getLogger(n) for n in list(logging.root.manager.loggerDict) if n.startswith("distributed")
+    ]
+    for handler in {h for lg in loggers for h in lg.handlers}:
+        if not any(isinstance(f, _OneLine) for f in handler.filters):
+            handler.addFilter(_OneLine())
+    # tornado, Dask's event loop, logs a failed callback with its traceback through Python's
+    # last-resort handler: a filter on its logger itself
+    tornado = logging.getLogger("tornado.application")
+    if not any(isinstance(f, _OneLine) for f in tornado.filters):
+        tornado.addFilter(_OneLine())
 
 
 def complete_run(ctx: typer.Context, incomplete: str) -> list[str]:

@@ -13,9 +13,10 @@ def cell(v, unit: str = "") -> str:
     if v is None:
         return "N/A"
     if isinstance(v, float):
-        if unit == "ns" and abs(v) < 1e300:  # not NaN or infinite
+        finite = abs(v) < 1e300  # not NaN or infinite
+        if finite and unit == "ns":
             return str(int(v))
-        if unit == "%" and abs(v) < 1e300:
+        if finite and unit == "%":
             return f"{v:.3f}"
         return f"{v:.6g}" if abs(v) < 1e15 else f"{v:.0f}"
     if isinstance(v, list):
