@@ -7,14 +7,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, is_dataclass
 
+_SCALARS = (int, float, str, bool, type(None))
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
 
 def plain(value):
     """`value` as JSON-ready plain values: dataclasses as dicts, tuples as lists.
 
     What `dataclasses.asdict` gives for these flat records, without its deep copy of every
-    value, which took most of the time of writing the truth of a 65,000-task dump."""
-    if is_dataclass(value):
-        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+    value, which took most of the time of writing the truth of a 65,000-task dump; scalars
+    return at once and a dataclass's field names are looked up once per class, for the
+    millions of values of such a truth."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind in (list, tuple):
+        return [plain(v) for v in value]
+    if kind is dict:
+        return {k: plain(v) for k, v in value.items()}
+    names = _FIELD_NAMES.get(kind)
+    if names is None and is_dataclass(value) and not isinstance(value, type):
+        names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(value))
+    if names is not None:
+        return {name: plain(getattr(value, name)) for name in names}
     if isinstance(value, (list, tuple)):
         return [plain(v) for v in value]
     if isinstance(value, dict):
