@@ -280,6 +280,16 @@ WorkloadOpt = Annotated[
         help="Only runs of this workload (the Workload column of `profetl runs`).",
     ),
 ]
+LastOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--last",
+        "-n",
+        metavar="N",
+        show_default=False,
+        help="Only the newest N runs (after the other filters).",
+    ),
+]
 DeviceOpt = Annotated[
     list[int] | None,
     typer.Option(

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-import typer
-
 from pipeline.analysis.selection import catalog_table, select_runs
 from pipeline.cli import common
 from pipeline.outputs.cells import cell
@@ -15,16 +11,7 @@ def command(
     since: common.SinceOpt = None,
     until: common.UntilOpt = None,
     workload: common.WorkloadOpt = None,
-    last: Annotated[
-        int | None,
-        typer.Option(
-            "--last",
-            "-n",
-            metavar="N",
-            show_default=False,
-            help="Only the newest N runs (after the other filters).",
-        ),
-    ] = None,
+    last: common.LastOpt = None,
     warehouse: common.WarehouseOpt = None,
     fmt: common.TableOrJsonOpt = None,
     json_: common.AliasJsonOpt = False,

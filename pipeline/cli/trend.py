@@ -48,16 +48,7 @@ def command(
     since: common.SinceOpt = None,
     until: common.UntilOpt = None,
     workload: common.WorkloadOpt = None,
-    last: Annotated[
-        int | None,
-        typer.Option(
-            "--last",
-            "-n",
-            metavar="N",
-            show_default=False,
-            help="Only the newest N runs (after the other filters).",
-        ),
-    ] = None,
+    last: common.LastOpt = None,
     device: common.DeviceOpt = None,
     plot: Annotated[
         str | None,
