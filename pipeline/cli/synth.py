@@ -253,10 +253,7 @@ def _hiprof(
     metric_set = metric_set or "aicorePipeline"
     if metric_set not in METRIC_SET_EVENTS:
         raise UsageError(f"metric set {metric_set!r}; use one of {', '.join(METRIC_SET_EVENTS)}")
-    extra = {"op_scale": _scales(op_scale or [])}
-    if start is not None:
-        utc = start if start.tzinfo else start.replace(tzinfo=UTC)
-        extra["start_us"] = int(utc.timestamp()) * 1_000_000 + utc.microsecond
+    extra = {"op_scale": _scales(op_scale or []), **_start(start)}
     cfg = HiprofConfig(
         seed=seed,
         devices=devices or 1,
@@ -271,6 +268,14 @@ def _hiprof(
         **extra,
     )
     return generate(out_dir, cfg)
+
+
+def _start(start) -> dict:
+    """--start as the config's ``start_us`` (a time without a zone is UTC); none: the default."""
+    if start is None:
+        return {}
+    utc = start if start.tzinfo else start.replace(tzinfo=UTC)
+    return {"start_us": int(utc.timestamp()) * 1_000_000 + utc.microsecond}
 
 
 def _prof(
@@ -298,10 +303,7 @@ def _prof(
             f"metric set {metric_set!r} for --layout prof; use one of {', '.join(synth_prof.METRIC_SETS)} "
             "(msprof's names, as a PROF_* sample.json carries them)"
         )
-    extra = {}
-    if start is not None:
-        utc = start if start.tzinfo else start.replace(tzinfo=UTC)
-        extra["start_us"] = int(utc.timestamp()) * 1_000_000 + utc.microsecond
+    extra = _start(start)
     cfg = synth_prof.ProfConfig(
         chip=chip,
         processes=processes,
