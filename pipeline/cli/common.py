@@ -207,14 +207,12 @@ def _dask_logs_one_line() -> None:
     loggers = [
         logging.getLogger(n) for n in list(logging.root.manager.loggerDict) if n.startswith("distributed")
     ]
-    for handler in {h for lg in loggers for h in lg.handlers}:
-        if not any(isinstance(f, _OneLine) for f in handler.filters):
-            handler.addFilter(_OneLine())
     # tornado, Dask's event loop, logs a failed callback with its traceback through Python's
     # last-resort handler: a filter on its logger itself
-    tornado = logging.getLogger("tornado.application")
-    if not any(isinstance(f, _OneLine) for f in tornado.filters):
-        tornado.addFilter(_OneLine())
+    targets = [*{h for lg in loggers for h in lg.handlers}, logging.getLogger("tornado.application")]
+    for target in targets:
+        if not any(isinstance(f, _OneLine) for f in target.filters):
+            target.addFilter(_OneLine())
 
 
 def complete_run(ctx: typer.Context, incomplete: str) -> list[str]:

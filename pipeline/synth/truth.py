@@ -21,10 +21,6 @@ def plain(value):
     kind = type(value)
     if kind in _SCALARS:
         return value
-    if kind in (list, tuple):
-        return [plain(v) for v in value]
-    if kind is dict:
-        return {k: plain(v) for k, v in value.items()}
     names = _FIELD_NAMES.get(kind)
     if names is None and is_dataclass(value) and not isinstance(value, type):
         names = _FIELD_NAMES[kind] = tuple(f.name for f in fields(value))
