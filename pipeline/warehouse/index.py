@@ -150,9 +150,12 @@ class RunIndex:
         return _open_index(self.index_file, pa.BufferReader(self.data))
 
     def _decode(self, columns: list[str] | None) -> pa.Table:
+        # In this thread, not Arrow's pool: a pool task decoding from these bytes lets go of
+        # them after the read has returned, and needs the interpreter for it; at a command's
+        # exit that aborts the process (docs/architecture.md#reliability, "exit").
         try:
             with self._file() as pf:
-                return pf.read(columns=columns)
+                return pf.read(columns=columns, use_threads=False)
         except (OSError, pa.ArrowException, UnicodeDecodeError) as e:
             raise DamagedIndex(self.index_file, reason(e)) from None
 
