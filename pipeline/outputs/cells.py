@@ -1,8 +1,10 @@
 """How one value shows in a terminal table (``show``, ``query``, ``compare``, ``trend``): a
-module of its own, with no imports, so that ``query`` can print its rows without loading
-the export code."""
+module of its own, importing nothing but the standard library's ``math``, so that ``query``
+can print its rows without loading the export code."""
 
 from __future__ import annotations
+
+import math
 
 
 def cell(v, unit: str = "") -> str:
@@ -13,7 +15,7 @@ def cell(v, unit: str = "") -> str:
     if v is None:
         return "N/A"
     if isinstance(v, float):
-        finite = abs(v) < 1e300  # not NaN or infinite
+        finite = math.isfinite(v)
         if finite and unit == "ns":
             return str(int(v))
         if finite and unit == "%":

@@ -5,6 +5,7 @@ are kept beside it and restore it."""
 
 from __future__ import annotations
 
+import inspect
 import shutil
 from pathlib import Path
 
@@ -281,14 +282,16 @@ def test_the_index_is_decoded_from_its_bytes_in_the_reading_thread(two_runs, mon
     """A snapshot holds the index file's bytes; Arrow's thread pool, decoding from them, lets
     go of them only after the read has returned, and needs the interpreter's lock to do so. A
     command that exits in that moment was aborted by the C++ runtime ("terminate called without
-    an active exception", exit 134; seen in about 1 of 200 `profetl run`s that followed a killed
-    writer). No read of a snapshot may hand its bytes to the pool: each asks for no threads."""
+    an active exception", exit 134; how often: docs/architecture.md#reliability, "Exit"), too
+    rarely to catch by repeating it here. No read of a snapshot may hand its bytes to the
+    pool: each asks for no threads, whether by keyword or by position."""
     wh, _, run_ids = two_runs
     reads = []
     read = pq.ParquetFile.read
 
     def spied(self, *args, **kwargs):
-        reads.append(kwargs.get("use_threads", True))
+        asked = inspect.signature(read).bind(self, *args, **kwargs).arguments
+        reads.append(asked.get("use_threads", True))
         return read(self, *args, **kwargs)
 
     monkeypatch.setattr(pq.ParquetFile, "read", spied)
