@@ -64,7 +64,7 @@ def command(
             "--like",
             metavar="TOOL",
             show_default=False,
-            help="With --all: msprof (its op_summary, op_statistic, api_statistic and task_time CSV files, names, headers and units).",
+            help="With --all: msprof (its op_summary, op_statistic, api_statistic, task_time and aicpu CSV files, names, headers and units).",
         ),
     ] = None,
     warehouse: common.WarehouseOpt = None,
