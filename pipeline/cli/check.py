@@ -46,7 +46,7 @@ def command(
     run of it whose commit record cannot be read stops the upgrade, nothing changed, until
     --drop names it. --repair restores a missing or damaged index from the newest
     kept version whose files are all there with their recorded sizes (the damaged index is kept
-    as runs/runs.parquet.damaged); with no usable version it rebuilds the index from the commit
+    as runs/_runs.parquet.damaged); with no usable version it rebuilds the index from the commit
     records written beside the part files (<layer>/_commits/), every run whose files are whole,
     and names what it could not rebuild; with neither it changes nothing and says so. It drops
     only the runs --drop names.

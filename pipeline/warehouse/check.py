@@ -13,7 +13,7 @@ it restores a missing or damaged index from the newest kept version (runs/_histo
 reads as an index and whose files are all there with their recorded sizes; with none, it
 rebuilds the index from the commit records beside the part files
 (pipeline/warehouse/commit_records.py): every run whose parts are whole, as the last commit
-that touched it left it. The damaged index is kept beside it (``runs/runs.parquet.damaged``).
+that touched it left it. The damaged index is kept beside it (``runs/_runs.parquet.damaged``).
 Then it drops the runs named (``drop``) and nothing else: files no run owns are reported, not
 deleted (the next writer's sweep removes them, as it always does).
 """
@@ -45,7 +45,9 @@ from pipeline.warehouse.store import Warehouse
 pa = lazy("pyarrow")
 pq = lazy("pyarrow.parquet")
 
-DAMAGED_INDEX_SUFFIX = ".damaged"
+# where check --repair keeps a damaged index, beside it: the leading "_" hides it from Hive,
+# Trino and Spark, which read every other file of runs/ as rows of the index (docs/cluster.md#trino)
+DAMAGED_INDEX = "_runs.parquet.damaged"
 
 
 @dataclass
@@ -289,9 +291,9 @@ def repair(wh: Warehouse, drop: list[str] = (), wait_seconds: float = 0.0) -> Re
 
 
 def _aside(wh: Warehouse, rep: RepairReport) -> None:
-    """Move a damaged index out of the way, kept (``runs/runs.parquet.damaged``)."""
+    """Move a damaged index out of the way, kept (``runs/_runs.parquet.damaged``)."""
     f = wh.index_file
     if f.exists():
-        aside = f.with_name(f.name + DAMAGED_INDEX_SUFFIX)
+        aside = f.with_name(DAMAGED_INDEX)
         os.replace(f, aside)
         rep.kept_damaged = _rel(wh, aside)

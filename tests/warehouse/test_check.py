@@ -131,7 +131,10 @@ def test_a_lost_index_is_named_and_repair_restores_it_from_its_kept_versions(wh,
     assert {f: f.read_bytes() for f in _part_files(wh)} == files  # nothing deleted or changed
     assert _check(wh)[0] == 0
     if how != "deleted":  # the foreign file is kept aside, not lost
-        assert (wh.path / "runs" / "runs.parquet.damaged").read_bytes() == foreign_bytes
+        assert (wh.path / "runs" / "_runs.parquet.damaged").read_bytes() == foreign_bytes
+    # a reader of the folder (Hive, Trino: docs/cluster.md#trino) skips names starting with "_" or
+    # "."; what it reads is the index alone
+    assert [f.name for f in (wh.path / "runs").iterdir() if f.name[0] not in "_."] == ["runs.parquet"]
 
 
 def test_repair_skips_a_kept_version_that_cannot_restore(wh):
