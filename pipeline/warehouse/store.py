@@ -11,8 +11,9 @@ Layout::
     <warehouse>/runs/_history/runs-<n>.parquet    # the last KEEP_VERSIONS versions of the index
     <warehouse>/raw/<table>/part-<id>.parquet     # rows of one run (id: its ingest id) or of a
     <warehouse>/marts/<table>/part-<id>.parquet   #   group of compacted runs (id: c<group id>)
-    <warehouse>/<layer>/<table>/part-<id>_<n>.<k>.parquet  # shard k of n: a run written by a
-                                                  #   cluster's units (docs/architecture.md#cluster)
+    <warehouse>/<layer>/<table>/part-<id>_<n>.<k>.parquet  # shard k of n: a run written in units,
+                                                  #   on a cluster or by --read-threads
+                                                  #   (docs/architecture.md#cluster)
     <warehouse>/<layer>/_commits/part-<id>.parquet  # the commit record of part <id>: the rows
                                                   #   of its runs, its files' sizes and hashes
                                                   #   (pipeline/warehouse/commit_records.py)

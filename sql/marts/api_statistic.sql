@@ -7,8 +7,8 @@
 --          variance in us^2. Choices: durations in integer ns and not rounded (msprof rounds
 --          each duration to 0.001 us before summing; the exports' durations are already whole
 --          ns, so the totals agree); every call counts (msprof drops calls that ended before
---          the collection started); the host's rows keep device 64. Rows ordered by level and
---          name as msprof does, not by time. An exported run whose export holds no API events
+--          the collection started); the host's rows keep device 64. Rows ordered by API name,
+--          then level, as msprof does, not by time. An exported run whose export holds no API events
 --          but the exporter's api_statistic (docs/formats.md#export-totals) takes a device's
 --          rows from those totals where no call of the device was read: Time, Count, Min, Max
 --          and Variance as exported (0.001 us), Avg = Time / Count.

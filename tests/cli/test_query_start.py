@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 
 from pipeline.cli.query import FORMATS
 from pipeline.outputs.formats import ROW_FORMATS
@@ -35,6 +36,7 @@ def _run(*args: str) -> tuple[list[str], str]:
     return json.loads(p.stderr.strip().splitlines()[-1]), p.stdout
 
 
+@pytest.mark.slow
 def test_importing_the_query_command_loads_no_library():
     code = f"import json, sys; import pipeline.cli.query; print(json.dumps(sorted(m for m in {WATCHED!r} if m in sys.modules)))"
     out = subprocess.run(
@@ -44,6 +46,7 @@ def test_importing_the_query_command_loads_no_library():
     assert _run("query", "--help")[0] == []
 
 
+@pytest.mark.slow
 def test_a_query_of_the_tables_loads_no_arrow(synth_run, tmp_path):
     run = synth_run(seed=3)
     wh = str(run.wh.path)

@@ -25,6 +25,8 @@ STEP = 1.2  # +20 % on every tracked time of A from that night on
 NOISE = 0.01  # 1 % night-to-night noise on both workloads
 A, B = "synthetic/planted", "synthetic/noise"
 
+pytestmark = pytest.mark.slow  # ingests and builds the nights (docs/testing.md)
+
 
 def _night(i: int) -> str:
     return (datetime.fromtimestamp(START_US / 1e6, UTC) + timedelta(days=i)).date().isoformat()

@@ -58,7 +58,9 @@ def _ns(us: Decimal) -> int:
 
 
 def test_each_iteration_holds_the_tasks_of_its_hccl_file(real_data, warehouse):
-    for prof in sorted((real_data / MSPROF_2023).glob("PROF_*")):
+    profs = sorted((real_data / MSPROF_2023).glob("PROF_*"))
+    assert len(profs) == 2, f"{real_data / MSPROF_2023}: {profs}"
+    for prof in profs:
         run_id = _build(warehouse, prof)
         got = {
             (r["device_id"], r["model_id"], r["iteration_id"]): r

@@ -570,7 +570,9 @@ def test_recomputed_step_breakdown_equals_msprofs_overlap_analysis(real_data, wa
     not computing) and the ops of the HCCL "Communication Kernel" thread, to the ns. Free is the
     file's only for an iteration's last interval: a per-iteration file stops at its iteration's
     last task, where torch_npu's rule gives the step the gap up to the next busy interval."""
-    for prof in sorted((real_data / MSPROF_2023).glob("PROF_*")):
+    profs = sorted((real_data / MSPROF_2023).glob("PROF_*"))
+    assert len(profs) == 2, f"{real_data / MSPROF_2023}: {profs}"
+    for prof in profs:
         run_id = _build(warehouse, prof)
         got = {(r["device_id"], r["step_id"]): r for r in _rows(warehouse, "step_trace_summary", run_id)}
         files = sorted(prof.glob("device_*/timeline/msprof_*_*_*.json"))

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from pipeline.readers.metadata import read_info, read_sample, read_start_info, read_sync_log
+
+pytestmark = pytest.mark.slow  # reads real data (docs/testing.md)
 
 
 def test_real_msconfig_files(real_data):

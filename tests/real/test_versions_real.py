@@ -8,6 +8,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from pipeline.jobs.dumps import find_dumps, scan_dump
 from pipeline.jobs.runner import ingest_dump
 from pipeline.readers.versions import software_versions
@@ -18,6 +20,8 @@ TORCH = (
     "hdspace-32g-outer-17_59186_20260601142437309_ascend_pt"
 )
 MINDINSIGHT = "mindspore-ai+mindinsight/tests/utils/resource/profiler"
+
+pytestmark = pytest.mark.slow  # reads real data and ingests real dumps (docs/testing.md)
 
 
 def _expected(dump: Path, control: list[str]) -> dict:

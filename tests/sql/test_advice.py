@@ -216,11 +216,13 @@ def triggered(tmp_path_factory):
     return {name: _check(tmp_path_factory.mktemp(name), cfg)[0] for name, cfg in TRIGGER.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(TRIGGER))
 def test_findings_match_the_events(triggered, name):
     assert triggered[name]
 
 
+@pytest.mark.slow
 def test_every_rule_is_triggered(triggered):
     rules = {k[1] for found in triggered.values() for k in found}
     assert rules == {
@@ -234,10 +236,12 @@ def test_every_rule_is_triggered(triggered):
     }
 
 
+@pytest.mark.slow
 def test_a_healthy_dump_has_no_finding(tmp_path):
     assert _check(tmp_path, NONE)[0] == {}
 
 
+@pytest.mark.slow
 def test_many_inferences_are_one_finding_and_their_instances_sort_by_number(tmp_path):
     """A run of 120 inferences: the launch-bound ones (from the events) are one finding with
     their number, and advice_instances lists each, by inference number (not 1, 10, 100, 11)."""
@@ -252,6 +256,7 @@ def test_many_inferences_are_one_finding_and_their_instances_sort_by_number(tmp_
     assert sorted(r["rank"] for r in listed) == list(range(1, len(numbers) + 1))
 
 
+@pytest.mark.slow
 def test_thresholds_from_advice_toml(tmp_path):
     generate(tmp_path / "dump", TRIGGER["pipeline"])
     wh = Warehouse(tmp_path / "wh")
