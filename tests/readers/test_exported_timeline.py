@@ -599,9 +599,13 @@ def test_real_both_exporters_agree(real_data):
 def test_real_per_iteration_files(real_data):
     """mindinsight's msprof_<dev>_<model>_<iter>.json holds the tasks of task_time_* and the
     iteration of step_trace_* (which repeats all ten): reading the merged file alone loses nothing."""
-    for d in sorted((real_data / MINDINSIGHT).glob("PROF_*/device_*/timeline")):
+    folders = sorted((real_data / MINDINSIGHT).glob("PROF_*/device_*/timeline"))
+    merged_files = {d: sorted(d.glob("msprof_*.json")) for d in folders}
+    # two devices of ten iterations each: a loop over nothing would check nothing
+    assert [len(fs) for fs in merged_files.values()] == [10, 10], real_data / MINDINSIGHT
+    for d, files in merged_files.items():
         dev = int(d.parent.name.split("_")[1])
-        for merged in sorted(d.glob("msprof_*.json")):
+        for merged in files:
             suffix = merged.name[len("msprof_") :]
             m, _, mres = read(merged)
             t, _, _ = read(d / f"task_time_{suffix}")
