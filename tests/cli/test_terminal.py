@@ -149,7 +149,9 @@ def test_show_prints_percentages_with_three_decimals(three):
     from pipeline.outputs.sections import sections
 
     wh, nights = three
-    for s in sections(wh, nights[0].run_id, "task_scheduler"):
+    shown = sections(wh, nights[0].run_id, "task_scheduler")
+    assert shown and all(s.rows for s in shown)  # (no rows would pass the loop unchecked)
+    for s in shown:
         pct_i, time_i = s.headers.index("Time(%)"), s.headers.index("Time(ns)")
         total = sum(int(r[time_i]) for r in s.rows)
         for row in s.rows:

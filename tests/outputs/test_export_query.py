@@ -142,12 +142,17 @@ def test_csv_cells_are_numbers_or_safe_text(three):
         assert r.exit_code == 0, r.output
         c = contract("marts", table) if table != "api_calls" else contract("raw", table)
         numeric = {col.display or col.name for col in c.columns if col.type in ("int32", "int64", "float64")}
-        for row in csv.DictReader(io.StringIO(r.stdout)):
+        rows = list(csv.DictReader(io.StringIO(r.stdout)))
+        assert rows, table  # (no rows would pass the checks below unchecked)
+        numbers = 0
+        for row in rows:
             for header, value in row.items():
                 assert not value.startswith(("=", "+", "@", "\t", "\r")), (table, header, value)
                 if header in numeric and value:
                     float(value)  # a number a spreadsheet parses, not text
                     assert value.strip() == value and "'" not in value
+                    numbers += 1
+        assert numbers, table  # the headers are the contract's display names: numbers were checked
     assert csv_cell(float("nan")) == "" and csv_cell(12345678.0) == "12345678"
 
 

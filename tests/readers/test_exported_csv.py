@@ -647,7 +647,7 @@ def test_real_kernel_details_and_op_summary_agree(real_data):
     runs_a, runs_c = by_key(a.rows("task_runs")), by_key(c.rows("task_runs"))
     # task_time holds every execution kernel_details does, with the same end, plus the
     # profiling switch tasks kernel_details leaves out
-    assert set(runs_a) <= set(runs_c)
+    assert runs_a and set(runs_a) <= set(runs_c)  # (no rows would pass the comparisons unchecked)
     assert all(runs_c[k]["end_ns"] == runs_a[k]["end_ns"] for k in runs_a)
     assert {runs_c[k]["task_type_name"] for k in set(runs_c) - set(runs_a)} <= {
         "PROFILING_ENABLE",

@@ -99,6 +99,7 @@ def test_each_iteration_holds_the_tasks_of_its_hccl_file(real_data, warehouse):
 def _check_bandwidth(links: list[dict], ops: list[dict], expected: dict[str, dict]) -> None:
     """``expected``: op name -> {link type: (transit size MB, transit time ms), "elapse": ms}."""
     by_op = {r["op_name"]: r for r in ops}
+    assert expected  # (an export read as holding no ops would pass the comparison unchecked)
     assert set(by_op) == set(expected)
     for op, want in expected.items():
         for kind, (size_mb, time_ms, count) in want["links"].items():

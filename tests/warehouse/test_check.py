@@ -165,6 +165,7 @@ def test_repair_rebuilds_the_index_from_the_commit_records_when_no_version_is_ke
     before, counts = _runs_json(wh), _query_counts(wh)
     files = {f: f.read_bytes() for f in _part_files(wh)}
     recorded = sorted((e["file"], e["size"], e["sha256"]) for e in recorded_files(wh))
+    assert recorded  # (none would make the comparison after the rebuild check nothing)
     shutil.rmtree(wh.path / "runs")  # the index and every kept version of it
     assert _cli("runs", "-w", wh.path).exit_code == 1
     r = _cli("check", "--repair", "-w", wh.path)
@@ -277,6 +278,7 @@ def test_repair_drop_drops_only_the_run_named_and_deletes_no_other_committed_fil
     assert r.exit_code == 0, r.output
     assert f"dropped    {alone}" in r.stdout
     assert _listed_runs(wh) == members
+    assert others  # (none would pass the line below unchecked)
     assert all((wh.path / o).exists() for o in others)  # the group's files are all kept
     assert not f.exists()
 
