@@ -12,8 +12,9 @@
 --          any exported row (stg_export_ops) is an exported run: its executions are the
 --          exporter's (has_run), with the exporter's association of op and execution and its
 --          PMU values (docs/formats.md#rule-op-summary), and its raw task instances are not
---          read. Else the executions are int_task_executions' complete instances with the op
---          in force at their start (docs/formats.md#rule-op-name): start = RUNNING, else
+--          read. Else the executions are int_task_executions' complete instances with their
+--          op (in force at int_task_executions' start_ns: RUNNING, else PENDING, WAITING,
+--          COMPLETE; docs/formats.md#rule-op-name); start = RUNNING, else
 --          COMPLETE (an Ascend310 instance can miss RUNNING), end = COMPLETE, task type =
 --          the operator's GE task type, else the device task type name; the export columns
 --          (exported_wait_ns among them) are NULL. int_pmu_records_ops keeps the same precedence for PMU records.

@@ -19,8 +19,9 @@
 --          int_op_executions' (which decides whether a run is exported), a task instance's
 --          int_task_executions' (docs/formats.md#rule-op-name);
 --          without one the finding's scope is the task ("stream S task T"). share_pct is the op's share of its device's
---          PMU cycles (PMU rules) or task running time (task rules); a finding under
---          min_share_pct (default 1) is left out. Rules:
+--          PMU cycles (PMU rules) or task running time (task rules); an instance (one op or
+--          task) under min_share_pct (default 1) is left out before the instances of a finding
+--          are counted and summed. Rules:
 --            memory_bound        op: memory_bound >= memory_bound_min (default 1.0; the guide's
 --                                definition)
 --            compute_underuse    op not memory-bound with cycles: max(mac_ratio, vec_ratio)

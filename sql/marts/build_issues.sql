@@ -29,9 +29,10 @@
 --          60001, one group per device and index id: stg_step_marks_steps) that are not exactly
 --          one START and one END, which msprof skips with a log line and which make no step;
 --          the message names their index ids (the first 20) (docs/formats.md#rule-step-marks).
---          aicpu_without_op counts the AI CPU task records (int_aicpu_ops) that no single AI CPU
---          execution of their device holds and that carry no node name of their own: kept in
---          aicpu_ops with a NULL op_name (docs/formats.md#rule-aicpu).
+--          aicpu_without_op counts the AI CPU task records (int_aicpu_ops) that get no op: no
+--          single AI CPU execution of their device holds them, or the one that does has no op,
+--          and they carry no node name of their own: kept in aicpu_ops with a NULL op_name
+--          (docs/formats.md#rule-aicpu).
 -- Columns:
 --   device_id      -     device
 --   kind           -     dropped_task_instances, pmu_without_op, pmu_without_block_dim,
@@ -266,7 +267,7 @@ from (
         device_id,
         'aicpu_without_op',
         n,
-        'AI CPU task record(s) that no single AI CPU execution of the device holds ('
+        'AI CPU task record(s) that no single AI CPU execution of the device with an op holds ('
         || ambiguous
         || ' held by more than one) and that name no node; kept in aicpu_ops with op_name NULL'
     from aicpu_unnamed

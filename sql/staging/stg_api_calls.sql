@@ -10,8 +10,8 @@
 --   device_id      -     device the call's file belongs to
 --   level          -     acl or runtime
 --   api_name       -     API name
---   api_type       -     AscendCL tag name (ACL_OP, ACL_MODEL, ACL_RTS, ACL_OTHERS, ...); NULL for runtime,
---                         and for calls from an exported database (CANN_API keeps the level, not the tag)
+--   api_type       -     AscendCL tag name (ACL_OP, ACL_MODEL, ACL_RTS, ACL_OTHERS, ...); NULL for every level
+--                         but acl, and for calls from an exported database (CANN_API keeps the level, not the tag)
 --   pid            -     process id; NULL where the record has none
 --   tid            -     thread id
 --   stream_id      -     stream id; NULL for calls outside any stream

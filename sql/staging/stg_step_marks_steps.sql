@@ -15,8 +15,8 @@
 -- Columns:
 --   device_id      -     device
 --   index_id       -     the step number the records carry (their index id): the group key
---   model_id       -     model id of the group's STEP_START (of its first record by time
---                        when it has none or several)
+--   model_id       -     model id of the group's first STEP_START by time (of its first record
+--                        by time when it has none)
 --   start_count    -     STEP_START records of the group
 --   end_count      -     STEP_END records of the group
 --   is_paired      -     exactly one START and one END: the group is a step
