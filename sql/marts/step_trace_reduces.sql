@@ -38,6 +38,6 @@ select
 from stg_all_reduces as r
 join stg_iterations as it
     on r.device_id = it.device_id
-    and r.model_id = it.model_id
+    and r.model_id is not distinct from it.model_id
     and r.iteration_id = it.iteration_id
 order by r.device_id, it.iter_id, reduce_index

@@ -141,7 +141,7 @@ from_events as (
     from with_previous as it
     left join reduces as r
         on it.device_id = r.device_id
-        and it.model_id = r.model_id
+        and it.model_id is not distinct from r.model_id
         and it.iteration_id = r.iteration_id
     left join int_step_breakdown as b
         on it.device_id = b.device_id

@@ -313,3 +313,14 @@ def test_show_and_export_with_the_tools_headers(synth_run, tmp_path):
         "Reduce Start(ns),Reduce End(ns),Reduce Duration(ns)"
     )
     assert len(r.stdout.splitlines()) == 1 + 2 * 2
+
+
+def test_a_model_of_no_id_keeps_its_all_reduce_ranges():
+    """An iteration whose records name no model (NULL, as an export may give): its all-reduce
+    range, 120 -> 150 on stream 5, is the iteration's (NULL is a value of the key, as the
+    marts' grain says), and step_trace_summary counts it."""
+    con = _built([(2, N, 0, 1, 100), (2, N, 10000, 5, 120), (2, N, 10001, 5, 150), (2, N, 1, 1, 200)])
+    assert con.execute("select * from step_trace_reduces").fetchall() == [(2, N, 1, 1, 1, 5, 120, 150, 30)]
+    assert con.execute("select model_id, iteration_id, reduce_count from step_trace_summary").fetchall() == [
+        (N, 1, 1)
+    ]
