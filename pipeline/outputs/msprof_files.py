@@ -2,8 +2,9 @@
 a missing value, so that scripts written against msprof's exports read them unchanged, whatever
 generation the run was read from (docs/formats.md#msprof-files).
 
-One mapping per msprof file kind (a ``MsprofFile``; ``files_for`` gives a chip's): the mart it comes from, and for every msprof
-column its header and the SQL that makes the cell from the mart's row. Times leave integer ns
+One mapping per msprof file kind (a ``MsprofFile``; ``files_for`` gives a chip's): the mart it
+comes from, and for every msprof column its header and the SQL that makes the cell from the
+mart's row. Times leave integer ns
 as microseconds with exactly 3 decimals (exact: ns are whole); a start or stop time is a
 wall-clock microsecond followed by a tab, as msprof writes it; ratios and percentages are
 rounded to 3 decimals. A column profetl does not have, and a NULL, is ``N/A``.

@@ -12,7 +12,7 @@
 --          first; an iteration whose stretch is empty (another started at the same time) has
 --          no row. An iteration that starts and ends inside another ends the outer one's
 --          stretch at its start: the time after it, up to the outer one's end, is in no
---          stretch (no iteration holds it here). A reader finds the stretch holding t with an ASOF join on start_ns and
+--          stretch. A reader finds the stretch holding t with an ASOF join on start_ns and
 --          t < until_ns.
 -- Columns:
 --   device_id      -   device

@@ -80,11 +80,12 @@ def test_prof_control_files_carry_what_real_ones_carry(tmp_path, chip):
 
 
 def test_prof_old_driver_writes_no_drv_version(tmp_path):
-    truth = prof.generate(tmp_path / "d", prof.ProfConfig(chip="ascend310p", old_driver=True))
+    cfg = prof.ProfConfig(chip="ascend310p", old_driver=True)
+    truth = prof.generate(tmp_path / "d", cfg)
     root = tmp_path / "d" / truth.root
     assert truth.drv_version is None
     infos = [p for p in root.rglob("info.json*") if not p.name.endswith(".done")]
-    assert len(infos) >= 2  # a device's and the host's (none would pass the line below unchecked)
+    assert len(infos) == cfg.devices + 1  # each device's and the host's
     assert all("drvVersion" not in _json(p) for p in infos)
 
 
