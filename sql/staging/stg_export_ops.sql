@@ -13,7 +13,8 @@
 --          describes. Marts take exported ops and PMU values from here only. An execution no
 --          description names (event records, notify waits, SDMA copies of a timeline) keeps a
 --          NULL op; a PMU set or an operator description no execution has is kept with has_run
---          false (marts leave it out, build_issues counts it). A description without stream and
+--          false (marts leave it out, build_issues counts it), a description and a PMU set of one
+--          key that no execution has as one row. A description without stream and
 --          task (torch_npu level0) is named by the one execution starting at its start
 --          (export_ops() of sql/macros/export_ops.sql; docs/formats.md#export-level0). An execution listed more than once with the same (device,
 --          stream, task, start, context) is one execution (its first row), so op_summary keeps its grain.
@@ -230,12 +231,14 @@ joined as (
         and runs.task_id = ops.task_id
         and runs.start_ns = ops.start_ns
         and runs.ctx = ops.ctx
+    -- PMU values join the execution, or where there is none the description, of their key: a
+    -- description and PMU values of no execution are one row
     full join pivoted
-        on runs.device_id = pivoted.device_id
-        and runs.stream_id = pivoted.stream_id
-        and runs.task_id = pivoted.task_id
-        and runs.start_ns = pivoted.start_ns
-        and runs.ctx = pivoted.ctx
+        on coalesce(runs.device_id, ops.device_id) = pivoted.device_id
+        and coalesce(runs.stream_id, ops.stream_id) = pivoted.stream_id
+        and coalesce(runs.task_id, ops.task_id) = pivoted.task_id
+        and coalesce(runs.start_ns, ops.start_ns) = pivoted.start_ns
+        and coalesce(runs.ctx, ops.ctx) = pivoted.ctx
 )
 
 select

@@ -177,3 +177,34 @@ def test_rows_in_time_order_whatever_the_file_order(tmp_path):
     assert [(r["task_id"], r["ts_ns"], r["aicore_time_us"]) for r in rows("ai_core_metrics")] == [
         (t, e, float(t)) for t, e in zip(tasks, ends)
     ]
+
+
+def test_a_description_and_pmu_values_of_no_execution_are_one_row(tmp_path):
+    """kernel_details' row at 1030 us gives an operator description and PMU values, and the
+    timeline has no execution there: stg_export_ops keeps them as one row (its grain, without an
+    execution's seq), not as two rows of one key, and build_issues counts each kind once."""
+    from pipeline.jobs.build import connect
+    from pipeline.jobs.raw_reads import raw_select
+    from pipeline.jobs.transforms import run_table_layers
+    from pipeline.warehouse.contracts import RAW_TABLES
+    from pipeline.warehouse.store import Warehouse
+
+    rows = _run(tmp_path)
+    wh = Warehouse(tmp_path / "wh")
+    (run,) = wh.run_index().run_records()
+    (tmp_path / "work").mkdir()
+    con = connect(tmp_path / "work")
+    try:
+        for table in RAW_TABLES:
+            con.execute(f"create view {table} as {raw_select(wh, table, run)}")
+        run_table_layers(con, only={"stg_export_ops"})
+        got = con.execute(
+            "select task_id, start_ns, has_run, has_op, has_metrics, op_type, total_cycles "
+            "from stg_export_ops where not has_run"
+        ).fetchall()
+    finally:
+        con.close()
+    # the row of kernel_details' third line: task 7 at 1030 us, MatMul, 4500 cycles (aic side)
+    assert got == [(7, 1_030_000, False, True, True, "MatMul", 4500.0)]
+    issues = {r["kind"]: r["count"] for r in rows("build_issues")}
+    assert issues.get("export_ops_without_task") == 1 and issues.get("export_metrics_without_task") == 1
