@@ -1,6 +1,9 @@
 -- stg_task_ops: one row per task description: the operator a (stream, task) runs.
 --
--- Grain:   (device_id, source, source_file, seq)
+-- Grain:   one row per description, with no key among its columns: a description is a task_ops
+--          row (device_id, source, source_file, seq), or for an export a task_runs execution
+--          (device_id, source_file, seq), and source_file is not kept: descriptions are looked
+--          up by (device, stream, task) and time, never by their own key
 -- Sources: task_ops (ge_task_desc, compact task_track and node_basic_info, ms_task_desc, export),
 --          api_calls (node-level API records), task_runs (device streams of ms_task_desc tasks)
 -- Follows: msprof's op-name lookup by (task_id, stream_id) in GE TaskInfo
