@@ -31,8 +31,9 @@ def print_run(
             ]
         )
         return
+    devices = ",".join(map(str, run["devices"] or [])) or "N/A"
     common.out.print(
-        f"Run {run['run_id']}  ({run['chip']}, devices {','.join(map(str, run['devices']))}, {run['source_path']})",
+        f"Run {run['run_id']}  ({run['chip'] or 'N/A'}, devices {devices}, {run['source_path']})",
         highlight=False,
     )
     for line in run.get("sources") or []:

@@ -158,3 +158,40 @@ def test_show_prints_percentages_with_three_decimals(three):
             assert re.fullmatch(r"\d+\.\d{3}", row[pct_i]), row
             assert abs(float(row[pct_i]) - 100 * int(row[time_i]) / total) <= 0.0005 + 1e-9, row
     assert cell(8.627884, "%") == "8.628" and cell(100.0, "%") == "100.000" and cell(8.627884) == "8.62788"
+
+
+def test_show_prints_no_number_in_exponent_notation(three):
+    """Floats show without an exponent, like the integer columns beside them (api_statistic's
+    Variance of a real export showed 6.71628e+07 beside 18428416, and 2.5e-07)."""
+    from pipeline.outputs.cells import cell
+    from pipeline.outputs.sections import TABLES, sections
+
+    wh, nights = three
+    cells = [v for t in TABLES for s in sections(wh, nights[0].run_id, t) for row in s.rows for v in row]
+    assert len(cells) > 1000 and any("." in v for v in cells)  # floats among them
+    assert not [v for v in cells if re.fullmatch(r"-?[\d.]+e[+-]\d+", v)]
+    assert cell(67162816.3) == "67162816" and cell(999999.5) == "1000000"
+    assert cell(2.5e-07) == "0.00000025" and cell(-3.2e-06) == "-0.0000032" and cell(0.0) == "0"
+    assert cell(1.234567891e-5) == "0.0000123457" and cell(12345.678) == "12345.7"
+
+
+def test_show_names_an_unknown_chip_n_a(tmp_path):
+    """An export that names no chip: show's first line says N/A, as runs and report do, not
+    Python's None."""
+    import json
+
+    from tests.helpers.built import build_dump
+
+    trace = [
+        {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Ascend Hardware"}},
+        {"ph": "X", "name": "k", "pid": 1, "tid": 3, "ts": "1000.000", "dur": "2.500",
+         "args": {"Task Id": 7, "Stream Id": 3, "Task Type": "AI_CORE"}},
+    ]  # fmt: skip
+    (tmp_path / "export").mkdir()
+    (tmp_path / "export" / "trace_view.json").write_text(json.dumps(trace))
+    run, _ = build_dump(tmp_path / "wh", tmp_path / "export")
+    assert run["chip"] is None  # (the case this test is about)
+    r = CliRunner().invoke(app, ["show", run["run_id"], "op_summary", "--warehouse", str(tmp_path / "wh")])
+    assert r.exit_code == 0, r.output
+    first = r.stdout.splitlines()[0]
+    assert first.startswith(f"Run {run['run_id']}  (N/A, devices ") and "None" not in first, first
