@@ -9,7 +9,7 @@ number of points: TOP_OPS ops (per device for the bars), MAX_INFERENCES inferenc
 top-down chart, MAX_INFERENCES iterations of the step-trace chart, TREND_RUNS runs of the trend,
 MAX_FINDINGS findings (one per device, rule and scope kind: the ``advice`` mart), MAX_SHOWN
 instances of each (the worst, folded under it; all are in ``advice_instances``) and MAX_ISSUES
-issue rows. A report therefore holds at most some tens of thousands of values however many tasks
+issue rows (the largest, ISSUES_SHOWN of them open and the rest folded). A report therefore holds at most some tens of thousands of values however many tasks
 the run has: about 5 MB of which ~4.8 MB is the Plotly library. Building it reads each mart
 once with an aggregating query.
 """
@@ -38,6 +38,7 @@ TREND_OPS = 8
 MAX_FINDINGS = 500
 MAX_SHOWN = 50
 MAX_ISSUES = 50
+ISSUES_SHOWN = 5  # ingest issue rows shown open; the rest are folded, so the charts stay near the top
 MARTS = [
     "task_scheduler",
     "ai_core_metrics",
@@ -119,6 +120,20 @@ def _layout(title_x: str, title_y: str, **extra) -> dict:
     }
 
 
+# an op's axis label keeps its name's last OP_LABEL_CHARS characters (a scope path's end names the
+# op; its start, the same network prefix for every op, would fill the chart); the bar's hover
+# text keeps the whole name
+OP_LABEL_CHARS = 40
+
+
+def _op_axis(names, **axis) -> dict:
+    """A category axis of op names, each labelled by its end: the categories stay the whole
+    names, so two ops whose ends are alike stay two bars."""
+    names = list(dict.fromkeys(names))
+    text = [n if len(n) <= OP_LABEL_CHARS else "…" + n[-(OP_LABEL_CHARS - 1) :] for n in names]
+    return {"automargin": True, **axis, "tickmode": "array", "tickvals": names, "ticktext": text}
+
+
 def gather(
     wh: Warehouse, run_ref: str = "latest", trend_runs: int = TREND_RUNS, rows: list[dict] | None = None
 ) -> Report:
@@ -185,7 +200,7 @@ def gather(
         # training iterations: each part of an iteration's time, the mean over devices and models
         out["steps"] = q(f"""
             select s.iter_id, avg(s.fp_start_ns - s.iteration_start_ns), avg(s.fp_to_bp_ns), avg(s.iteration_refresh_ns),
-                   avg(s.iteration_ns), avg(coalesce(r.reduce_ns, 0))
+                   avg(s.iteration_ns), avg(coalesce(r.reduce_ns, 0)), count(r.reduce_ns)
             from step_trace_summary s
             left join (select device_id, model_id, iteration_id, sum(reduce_ns) as reduce_ns
                        from step_trace_reduces where run_id = $run group by all) r
@@ -321,7 +336,7 @@ def _top_ops_chart(rows) -> Chart | None:
                 "",
                 barmode="group",
                 height=height,
-                yaxis={"categoryorder": "total ascending", "automargin": True},
+                yaxis=_op_axis([r[1] for r in rows], categoryorder="total ascending"),
             ),
         },
     )
@@ -372,7 +387,10 @@ def _states_chart(rows) -> Chart | None:
         "task-states",
         "Task Scheduler: waiting / pending / running per op",
         note,
-        {"data": traces, "layout": _layout("", "time (us)", barmode="stack", height=420)},
+        {
+            "data": traces,
+            "layout": _layout("", "time (us)", barmode="stack", height=420, xaxis=_op_axis(ops)),
+        },
     )
 
 
@@ -403,6 +421,7 @@ def _pipes_chart(rows) -> Chart | None:
                 barmode="group",
                 height=420,
                 yaxis={"range": [0, 1], "title": {"text": "share of cycles"}},
+                xaxis=_op_axis(ops),
             ),
         },
     )
@@ -435,7 +454,12 @@ def _memory_bound_chart(rows) -> Chart | None:
         "Memory-bound ops",
         "memory_bound = mte2_ratio / max(mac_ratio, vec_ratio) per op, from its cycles on all devices; at 1 or above (dashed line, red bars) "
         "moving data takes longer than computing.",
-        {"data": [trace], "layout": _layout("", "memory_bound", height=380, shapes=[line], showlegend=False)},
+        {
+            "data": [trace],
+            "layout": _layout(
+                "", "memory_bound", height=380, shapes=[line], showlegend=False, xaxis=_op_axis(ops)
+            ),
+        },
     )
 
 
@@ -491,7 +515,9 @@ def _topdown_chart(rows, counts) -> Chart | None:
 
 def _step_trace_chart(rows) -> Chart | None:
     """Stacked parts of each training iteration (start to FP, FP to BP, refresh after BP) and the
-    all-reduce time beside them; only for runs whose step trace has FP or BP records."""
+    all-reduce time beside them where the run recorded all-reduce ranges; only for runs whose
+    step trace has FP or BP records. A row: iteration, the three parts, the iteration's time,
+    the all-reduce time and how many (device, model) iterations had all-reduce ranges (ns)."""
     if not rows:
         return None
     iters = [r[0] for r in rows]
@@ -506,21 +532,26 @@ def _step_trace_chart(rows) -> Chart | None:
         )
         for name, i in parts
     ]
-    traces.append(
-        {
-            "type": "scatter",
-            "mode": "lines+markers",
-            "name": "all-reduce (sum of ranges)",
-            "x": iters,
-            "y": [us(r[5]) for r in rows],
-            "hovertemplate": "iteration %{x}<br>all-reduce %{y:,.1f} us<extra></extra>",
-        }
-    )
     note = (
         "Where each training iteration's time goes (step_trace_summary; the mean over devices and models, by the "
-        "iteration's rank on its device), with the summed all-reduce ranges of the iteration (step_trace_reduces), "
-        "which overlap the backward pass."
+        "iteration's rank on its device)"
     )
+    # the all-reduce line only for a run that recorded all-reduce ranges: a line of zeros would
+    # say the iterations spent no time in it
+    if any(r[6] for r in rows):
+        traces.append(
+            {
+                "type": "scatter",
+                "mode": "lines+markers",
+                "name": "all-reduce (sum of ranges)",
+                "x": iters,
+                "y": [us(r[5]) for r in rows],
+                "hovertemplate": "iteration %{x}<br>all-reduce %{y:,.1f} us<extra></extra>",
+            }
+        )
+        note += ", with the summed all-reduce ranges of the iteration (step_trace_reduces), which overlap the backward pass."
+    else:
+        note += "; the run recorded no all-reduce ranges (step_trace_reduces), so none is drawn."
     if iters[-1] >= MAX_INFERENCES:
         note += f" The first {MAX_INFERENCES} iterations."
     return Chart(
@@ -593,6 +624,7 @@ def render(rep: Report, plotly_src: str | None = None) -> str:
         findings=[asdict(f) for f in rep.findings],
         plotly_js="" if plotly_src else plotly_js(),
         plotly_src=plotly_src,
+        issues_shown=ISSUES_SHOWN,
     )
 
 

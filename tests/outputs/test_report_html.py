@@ -210,6 +210,59 @@ def test_a_training_run_charts_its_iterations(tmp_path):
         assert by_name["all-reduce (sum of ranges)"][k] == pytest.approx(4.0)
 
 
+def test_no_all_reduce_line_for_a_run_without_all_reduce_ranges():
+    """Iterations of a run that recorded no all-reduce ranges (an export's step trace) get no
+    all-reduce line: a line of zeros would say they spent no time in it. Rows as the report's
+    query gives them: iteration, the three parts, the iteration, all-reduce ns, ranges found."""
+    from pipeline.outputs.html_report import _step_trace_chart
+
+    without = [(1, 1_000, 5_000, 1_000, 7_000, 0.0, 0), (2, 2_000, 5_000, 1_000, 8_000, 0.0, 0)]
+    chart = _step_trace_chart(without)
+    assert [t["name"] for t in chart.figure["data"]] == ["start to FP", "FP to BP", "refresh after BP"]
+    assert "no all-reduce ranges" in chart.note
+    with_ranges = [(1, 1_000, 5_000, 1_000, 7_000, 4_000.0, 1), (2, 2_000, 5_000, 1_000, 8_000, 0.0, 0)]
+    data = _step_trace_chart(with_ranges).figure["data"]
+    assert data[-1]["name"] == "all-reduce (sum of ranges)" and data[-1]["y"] == [4.0, 0.0]
+
+
+def test_ingest_issues_beyond_the_first_few_are_folded(tmp_path):
+    """A dump with 8 files profetl does not know: 8 issue rows, the first ISSUES_SHOWN open and
+    the rest inside a <details>, so that many issues do not push the charts down the page."""
+    import shutil
+
+    dump = tmp_path / "dump"
+    shutil.copytree(SAMPLE / "resnet50_2dev", dump)
+    for i in range(8):
+        (dump / "data" / f"junk_{i}.bin").write_bytes(b"not profiling data")
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        o = ingest_dump(wh, dump)
+    assert o.status == "built", o.error
+    html = write_report(wh, tmp_path / "r.html", o.run_id).path.read_text(encoding="utf-8")
+    junk = r"<tr><td>data/junk_\d\.bin</td>"
+    (folded,) = re.findall(r'<details class="issues">(.*?)</details>', html, flags=re.S)
+    outside = html.replace(folded, "")
+    assert len(re.findall(junk, outside)) == report_limits.ISSUES_SHOWN == 5
+    assert len(re.findall(junk, folded)) == 3 and "<summary>3 more</summary>" in folded
+
+
+def test_long_op_names_are_labelled_by_their_end():
+    """MindSpore names ops by scope path (80-120 characters, the same network prefix for all):
+    an axis label keeps a name's last 40 characters, so the bars keep the chart's width; the
+    categories (and the hover text) keep the whole names, so ops whose ends are alike stay two."""
+    from pipeline.outputs.html_report import _top_ops_chart
+
+    a = "Gradients/Default/network-WithLossCell/_backbone-AlexNet/conv1-Conv2d/gradConv2D/Conv2D-op222"
+    b = "Default/network-WithLossCell/_backbone-AlexNet/conv1-Conv2d/gradConv2D/Conv2D-op222"
+    rows = [(0, a, 5_000, 2), (0, b, 4_000, 2), (0, "MatMul", 3_000, 1)]
+    fig = _top_ops_chart(rows).figure
+    axis = fig["layout"]["yaxis"]
+    assert axis["tickvals"] == [a, b, "MatMul"]
+    assert axis["ticktext"] == ["…" + a[-39:], "…" + b[-39:], "MatMul"]
+    assert axis["ticktext"][0] == axis["ticktext"][1] and len(axis["ticktext"][0]) == 40
+    assert fig["data"][0]["y"] == ["MatMul", b, a]  # bars by whole name (smallest first)
+
+
 def test_an_inference_run_has_no_step_trace_chart(sample_report):
     _, _, _, html = sample_report
     assert "step-trace" not in chart_ids(html)  # step trace without FP / BP: nothing to break down
