@@ -11,7 +11,8 @@ device; its tracks (threads), in this order:
   model, node, runtime), so that calls nest as they nest in time: an ``aclmdlExecute`` holds
   its ``ModelExecute``, which holds the node launches and their runtime calls
 * ``Inferences``: model loads, and each inference (input start to output end) holding its
-  input / infer / output phases
+  input / infer / output phases, numbered as the top-down table numbers them
+  (``stg_model_phases``: GE's records, or the model-level API records of PROF_* dumps)
 * ``Stream S tasks``: the device's inferences again, and inside them one X event per
   completed task instance, RUNNING (else PENDING) to COMPLETE, as the Task Scheduler table
   times it; an instance that never completed is an instant event (``ph: i``) at its last state
@@ -276,6 +277,7 @@ def _us(ns: int) -> float:
 # the staging and intermediate tables the trace reads, with those they are made from
 _TABLES = {
     "stg_api_calls",
+    "stg_model_phases",
     "stg_task_instances",
     "stg_task_launches",
     "stg_task_ops",
@@ -374,17 +376,27 @@ def _trace(
         con = _connect_run(wh, run, Path(workdir), memory_limit, threads)
         try:
             devs = "true" if not devices else "device_id in (" + ", ".join(str(int(d)) for d in devices) + ")"
+            # an inference's phases as the top-down table numbers them (stg_model_phases: GE's
+            # records, or the model-level API records of generations 2 and 3), and the model
+            # loads GE recorded beside them
             phases = list(
                 _rows(
                     con,
-                    "select device_id, model_name, infer_id, phase, start_ns, end_ns, seq from inferences"
-                    f" where {devs} order by device_id, start_ns, seq",
+                    f"""select * from (
+                        select device_id, model_name, infer_id, phase, start_ns, end_ns,
+                            case phase when 'input' then 0 when 'infer' then 1 else 2 end as seq
+                        from stg_model_phases
+                        union all
+                        select device_id, model_name, infer_id, phase, start_ns, end_ns, seq
+                        from inferences where phase = 'load'
+                    ) where {devs} order by device_id, start_ns, seq""",
                 )
             )
             t0 = (
                 con.execute(f"""
                 select min(first_ns) from (
                     select min(start_ns) as first_ns from stg_api_calls where {devs}
+                    union all select min(start_ns) from stg_model_phases where {devs}
                     union all select min(start_ns) from inferences where {devs}
                     union all select min(least(waiting_ns, pending_ns, running_ns)) from stg_task_instances where {devs}
                 )""").fetchall()[0][0]

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from pipeline.analysis.compare import compare
 from pipeline.cli.main import app
 from pipeline.errors import ExitCode, UsageError
+from tests.helpers import oracle
 from tests.helpers.history import build_history, median, op_mean
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
@@ -103,10 +104,26 @@ def test_by_api_and_task_type_and_total(nights):
     assert launches.status == "fewer"
     assert _row(api, "aclmdlExecute").level == "acl"
     tt = compare(wh, n[4].run_id, against=n[0].run_id, by="task_type", stat="total")
-    names = {c.name for c in tt.rows}
-    assert {"kernel AI core task", "memory copy task"} <= names
+    before, after = _running_by_task_type(n[0].truth), _running_by_task_type(n[4].truth)
+    assert (
+        {c.name for c in tt.rows} == set(before) == set(after) >= {"kernel AI core task", "memory copy task"}
+    )
+    for c in tt.rows:
+        assert (c.before, c.after) == (pytest.approx(before[c.name]), pytest.approx(after[c.name])), c
+    assert _row(tt, "kernel AI core task").after > _row(tt, "kernel AI core task").before  # conv2d_0 x1.3
     with pytest.raises(UsageError):
         compare(wh, n[4].run_id, by="kernel")
+
+
+def _running_by_task_type(truth) -> dict[str, int]:
+    """Running time (COMPLETE - RUNNING, 0 without RUNNING) summed by task type, from the
+    states synth wrote: what compare --by task_type --stat total compares."""
+    instances, _ = oracle.task_instances_from_states(truth)
+    out: dict[str, int] = {}
+    for i in instances:
+        name = oracle.TASK_TYPE_NAMES[i["task_type"]]
+        out[name] = out.get(name, 0) + (i["complete"] - i["running"] if i["running"] is not None else 0)
+    return out
 
 
 def _iteration_mean(truth) -> float:

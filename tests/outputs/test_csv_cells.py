@@ -64,6 +64,12 @@ def test_other_types_fall_back_to_csv_cell():
         pa.array(["=x", None, "y"]).dictionary_encode(),
     ):
         assert csv_cells(arr).to_pylist() == [csv_cell(v) for v in arr.to_pylist()]
+    # and what that gives, by hand: a list joined by commas, ISO 8601 times, a formula defused
+    assert [csv_cells(a).to_pylist() for a in (
+        pa.array([[1, 2], None, []], pa.list_(pa.int64())),
+        pa.array([ts, None], pa.timestamp("us", tz="UTC")),
+        pa.array(["=x", None, "y"]).dictionary_encode(),
+    )] == [["1,2", "", ""], ["2026-03-01T02:03:04+00:00", ""], ["'=x", "", "y"]]  # fmt: skip
 
 
 def _csv_module(table: pa.Table) -> str:

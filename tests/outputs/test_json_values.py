@@ -78,6 +78,20 @@ def test_other_types_go_value_by_value():
         pa.array(["x", None, "y"]).dictionary_encode(),
     ):
         assert json_texts(arr).to_pylist() == [json.dumps(json_value(v)) for v in arr.to_pylist()]
+    # and what that gives, by hand: NaN as null, ISO 8601 times, decimals as numbers, bytes as hex
+    assert [json_texts(a).to_pylist() for a in (
+        pa.array([[1.5, float("nan")], None, []], pa.list_(pa.float64())),
+        pa.array([ts, None], pa.timestamp("us", tz="UTC")),
+        pa.array([Decimal("1.25"), None], pa.decimal128(5, 2)),
+        pa.array([b"\x01\xff", None], pa.binary()),
+        pa.array(["x", None, "y"]).dictionary_encode(),
+    )] == [
+        ["[1.5, null]", "null", "[]"],
+        ['"2026-03-01T02:03:04+00:00"', "null"],
+        ["1.25", "null"],
+        ['"01ff"', "null"],
+        ['"x"', "null", '"y"'],
+    ]  # fmt: skip
 
 
 def test_float_edges_are_python_repr():

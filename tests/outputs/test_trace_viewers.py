@@ -35,7 +35,8 @@ from tests.helpers.trace_check import (
 def runs(tmp_path_factory):
     from tests.helpers.history import build_history
 
-    # two devices whose inferences do not line up; a second run from the msprof layout
+    # two hiprof runs: two devices whose inferences do not line up; one with COMPLETEs dropped
+    # (the PROF_* run is prof_run below)
     return build_history(
         tmp_path_factory.mktemp("tv"),
         [
@@ -53,11 +54,12 @@ def _threads(trace: dict) -> dict[tuple[int, int], str]:
     }
 
 
-def test_tracks_nest_flows_bind_and_speedscope_imports_without_complaint(runs):
+def test_tracks_nest_flows_bind_and_speedscope_imports_without_complaint(runs, prof_run):
     wh, nights = runs
-    for night in nights:
+    pwh, prun, _ = prof_run
+    for where, run_id in [(wh, night.run_id) for night in nights] + [(pwh, prun)]:
         for kw in ({}, {"inference": 2}, {"start": "100us", "end": "300us"}):
-            events = chrome_trace(wh, night.run_id, **kw)["traceEvents"]
+            events = chrome_trace(where, run_id, **kw)["traceEvents"]
             assert [e for e in events if e["ph"] == "X"]
             assert nesting_errors(events) == []
             assert flow_errors(events) == []
@@ -172,6 +174,35 @@ def _api_events(trace: dict) -> dict[tuple, list[int]]:
         if e["ph"] == "X" and e["cat"] == "api":
             out.setdefault((e["pid"], e["name"], *_ns_span(e, origin)), []).append(i)
     return out
+
+
+def test_a_prof_run_draws_its_inferences_and_keeps_one_by_number(prof_run):
+    """A PROF_* run's inferences are its model-level API records (the k-th InputCopy,
+    ModelExecute and OutputCopy of a device are its inference k, as in topdown_inference): each
+    is a slice on the device's Inferences track from the first phase's start to the last one's
+    end, and --inference 2 keeps the second. The trace read only GE's records, which these
+    dumps do not have: no inference was drawn, and --inference N said the run had none."""
+    pwh, prun, truth = prof_run
+    want = {}
+    for d in {c.device_id for c in truth.api_calls}:
+        phases = [
+            sorted((c.start_ns, c.end_ns) for c in truth.api_calls if c.device_id == d and c.name == name)
+            for name in ("InputCopy", "ModelExecute", "OutputCopy")
+        ]
+        for k, parts in enumerate(zip(*phases, strict=True), 1):
+            want[(d, k)] = (min(s for s, _ in parts), max(e for _, e in parts))
+    assert len(want) == 2 * 3  # two devices, three inferences each
+
+    def spans(trace):
+        origin = trace["otherData"]["ts_origin_ns"]
+        return {
+            (e["pid"], e["args"]["infer_id"]): _ns_span(e, origin)
+            for e in trace["traceEvents"]
+            if e.get("cat") == "inference_span"
+        }
+
+    assert spans(chrome_trace(pwh, prun)) == want
+    assert spans(chrome_trace(pwh, prun, inference=2)) == {k: v for k, v in want.items() if k[1] == 2}
 
 
 def test_runtime_calls_nest_in_their_aclmdlExecute_on_its_thread(runs, prof_run):

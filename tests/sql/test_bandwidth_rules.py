@@ -146,6 +146,9 @@ def built(request, tmp_path_factory) -> Built:
     else:
         truth = prof.generate(tmp / "dump", prof.ProfConfig(**kwargs))
         dump, chip, tasks = tmp / "dump" / truth.root, truth.chip, _prof_tasks(truth)
+    # the chip the case's name claims ("ascend910a_pipe": Ascend910A), not only synth's word for it
+    claimed = request.param.split("_")[0]
+    assert chip.lower() == claimed, (request.param, chip)
     wh = Warehouse(tmp / "wh")
     with wh.writer():
         o = ingest_dump(wh, Path(dump))

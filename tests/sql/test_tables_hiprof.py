@@ -106,6 +106,19 @@ def test_case_features_present(run):
         and r["instance_no"] is None
     }
     assert unnumbered == ({0} if run.config.late_states else set())
+    # what each case's config asks for is in its dump: the COMPLETEs dropped (per device), the
+    # file names, the slices, the PMU data
+    cfg = run.config
+    per_device = {}
+    for x in t.instances:
+        per_device[x.device_id] = per_device.get(x.device_id, 0) + (x.complete_ns is None)
+    assert per_device == {d: cfg.drop_complete for d in range(cfg.devices)}
+    files = [f.name for f in (run.dump / "data").iterdir() if not f.name.endswith(".done")]
+    named = [f for f in files if f.startswith(("ts_track", "Runtime", "AclModule"))]
+    assert named and all((".slice_" in f) == (cfg.names == "slice") for f in named)
+    if cfg.slice_bytes < 100:
+        assert len([f for f in files if f.startswith("ts_track")]) > 10 * cfg.devices
+    assert any(f.startswith("aicore") for f in files) == cfg.aicore
 
 
 def test_missing_states_case():
