@@ -74,7 +74,9 @@ def command(
     Runs are chosen with --run, and/or by collection time with --since/--until, and/or by
     --workload; with more than one run a Run ID column comes first. CSV uses the
     profiling tool's display headers, writes numbers as plain numbers, NULL as an empty
-    cell, and quotes text a spreadsheet would run as a formula. A CSV of more rows than a
+    cell, and quotes text a spreadsheet would run as a formula; a time point on the wall
+    clock (an exported run's start and end times) is ISO 8601 UTC text exact to the ns,
+    which a spreadsheet would otherwise round to 15 digits. A CSV of more rows than a
     spreadsheet opens (1,048,576 lines with the header) is written with a warning;
     --max-rows splits it. Parquet keeps the contract's types and snake_case names.
 
