@@ -436,7 +436,12 @@ def _front(runs: list[dict], found: list[dict], reports: set[str], workloads: li
     """The front page's grid (workloads x the last NIGHTS nights) and the changes, newest first."""
     by_id = {r["run_id"]: r for r in runs}
     cols = lineage_columns(runs)
-    nights = sorted({d for r in runs if (d := _utc_date(r.get("collected_at"))) is not None})[-NIGHTS:]
+    nights: list = sorted({d for r in runs if (d := _utc_date(r.get("collected_at"))) is not None})[-NIGHTS:]
+    # a date as the column's head: month and day, with the year when the nights span several
+    labels = [f"{n:%m-%d}" if len({x.year for x in nights}) == 1 else str(n) for n in nights]
+    if any(r.get("collected_at") is None for r in runs):  # runs of no known time: a column of their own
+        nights.append(None)
+        labels.append("no date")
     changed: dict[str, list[dict]] = {}
     for c in found:
         changed.setdefault(c["run_id"], []).append(c)
@@ -469,7 +474,8 @@ def _front(runs: list[dict], found: list[dict], reports: set[str], workloads: li
         grid.append({"workload": w, "href": f"workloads/{slug(w)}.html", "cells": cells})
     rows = _grouped([_change_row(c, by_id, cols, reports) for c in found[:MAX_CHANGES]])
     return {
-        "nights": [str(n) for n in nights],
+        "nights": ["none" if n is None else str(n) for n in nights],
+        "night_labels": labels,
         "grid": grid,
         "changes": rows,
         "total_changes": len(found),

@@ -247,3 +247,25 @@ def test_report_nights_writes_the_reports_of_the_last_nights_only(base, tmp_path
     since = datetime.fromtimestamp(START_US / 1e6, UTC) + timedelta(days=5)
     b = build_site(wh, out, since=since, report_nights=2)
     assert b.runs == 1 and sorted(p.name for p in (out / "runs").iterdir()) == ["night0005-w0.html"]
+
+
+def test_the_grid_names_the_year_when_nights_span_years_and_keeps_undated_runs():
+    """Nights of two years are headed by whole dates (08-18 of 2023 and of 2024 would look
+    alike), and a run whose collection time is unknown (an export without a wall clock) has a
+    cell in a "no date" column rather than a row of empty cells."""
+    from pipeline.outputs.site import _front
+
+    def run(run_id, workload, at):
+        return {"run_id": run_id, "workload": workload, "collected_at": at}
+
+    runs = [
+        run("a", "w1", datetime(2023, 8, 18, 6, tzinfo=UTC)),
+        run("b", "w1", datetime(2024, 8, 18, 6, tzinfo=UTC)),
+        run("c", "w2", None),
+    ]
+    page = _front(runs, [], {"a", "c"}, ["w1", "w2"], None)
+    assert page["night_labels"] == ["2023-08-18", "2024-08-18", "no date"]
+    cells = {row["workload"]: [c and c["run_id"] for c in row["cells"]] for row in page["grid"]}
+    assert cells == {"w1": ["a", "b", None], "w2": [None, None, "c"]}
+    one_year = _front([runs[1], run("d", "w1", datetime(2024, 9, 1, tzinfo=UTC))], [], set(), ["w1"], None)
+    assert one_year["night_labels"] == ["08-18", "09-01"]  # (one year: month and day)
