@@ -371,7 +371,8 @@ def test_per_iteration_file_takes_its_iteration(tmp_path):
         (3, 3, 5, 2, 3, 56635948000500),
         (3, 3, 5, 2, 1, 56635960439710),
     ]
-    assert res.start_ns is None and any("not wall clock" in n for n in res.notes)
+    # the file's first event (iteration 1's start) on a monotonic clock: no collection start
+    assert res.start_ns is None and res.monotonic_first_ns == 56635864652490
     nr = next(i for i in log.issues if i.kind == "not_read")
     assert nr.count == 2 and "only iteration 2" in nr.message
 
@@ -626,3 +627,32 @@ def test_real_per_iteration_files(real_data):
             assert {k[0] for k in keypoints} == {dev} and {k[2] for k in keypoints} == {iteration}
             assert [k[3] for k in keypoints] == [0, 2, 3, 1]
             assert mres.start_ns is None  # a monotonic clock, not wall clock
+
+
+def test_timelines_on_a_monotonic_clock_are_one_note_of_the_run(tmp_path):
+    """Three devices' timelines whose times are not wall clock: the run says so in one note
+    naming the files (a real export of 40 such files printed 40 notes before every table)."""
+    from pipeline.jobs.runner import ingest_dump
+    from pipeline.warehouse.store import Warehouse
+
+    root = tmp_path / "PROF_000001_20260101000000000_ABCDEFGHIJKLMNOP"
+    for device in range(3):
+        d = root / f"device_{device}" / "timeline"
+        d.mkdir(parents=True)
+        events = [
+            {"ph": "M", "name": "process_name", "pid": 100, "tid": 0, "args": {"name": "Ascend Hardware"}},
+            {"ph": "X", "name": "k", "pid": 100, "tid": 3, "ts": f"{1000 + device}.000", "dur": "1.000",
+             "args": {"Task Id": 1, "Stream Id": 3, "Task Type": "AI_CORE"}},
+        ]  # fmt: skip
+        (d / "task_time.json").write_text(json.dumps(events))
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        o = ingest_dump(wh, root)
+    assert o.status == "built", o.error
+    notes = [n for n in wh.run_index().run_record(o.run_id)["notes"] if "not wall clock" in n]
+    assert notes == [
+        "event times are not wall clock in 3 timeline file(s) (a monotonic clock: "
+        "device_0/timeline/task_time.json starts at 1000000 ns): the collection start is not taken "
+        "from them: device_0/timeline/task_time.json, device_1/timeline/task_time.json, "
+        "device_2/timeline/task_time.json"
+    ]

@@ -59,6 +59,9 @@ class SourceResult:
     start_ns: int | None = None  # earliest collection or event time, wall-clock ns when known
     chip: str | None = None  # "Ascend910B", ... when the source names it
     notes: list[str] = field(default_factory=list)  # what the source could not supply, and why
+    # the first event time of a timeline whose clock is not the wall clock (monotonic): the run's
+    # notes name such files together, not a note each
+    monotonic_first_ns: int | None = None
 
     def add_rows(self, table: str, n: int) -> None:
         self.rows[table] = self.rows.get(table, 0) + int(n)

@@ -354,6 +354,16 @@ def _run_level(
     meta.devices = sorted(devices)
     if starts:
         meta.collection_start_us = min(starts) // 1000
+    monotonic = sorted((relative(root, path), r.monotonic_first_ns) for path, r in results.items()
+                       if r.monotonic_first_ns is not None)  # fmt: skip
+    if monotonic:
+        names = [name for name, _ in monotonic]
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        meta.notes.append(
+            f"event times are not wall clock in {len(names)} timeline file(s) (a monotonic clock: "
+            f"{monotonic[0][0]} starts at {monotonic[0][1]} ns): the collection start is not taken "
+            f"from them: {shown}"
+        )
     for table in (*PREFERENCE, *FALLBACKS):
         files = chosen.get(table, [])
         filled = sum(results[f.path].rows.get(table, 0) for f in files if f.path in results)

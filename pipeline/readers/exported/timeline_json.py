@@ -735,10 +735,7 @@ class _Reader:
         if first >= WALL_CLOCK_NS:
             self.res.start_ns = first
         else:
-            self.res.notes.append(
-                f"{self.rel}: event times are not wall clock (a monotonic clock, "
-                f"first event at {first} ns): the collection start is not taken from it"
-            )
+            self.res.monotonic_first_ns = first
 
 
 def read_timeline(path: Path, kind: str, ctx: ExportContext, size: int | None = None) -> SourceResult | None:
