@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -146,6 +146,38 @@ def done_size(path: Path) -> int | None:
     except OSError:
         return None
     return int(m.group(1)) if m else None
+
+
+# Streams the collector never ages (docs/formats.md#aging): a slice of theirs that is gone is lost
+NEVER_AGED = re.compile(r"unaging|ts_track|task_desc_info|model_load_info|hash_dic|training_trace")
+
+
+def gone_slices(data: Path, is_slice: Callable[[str], tuple | None]) -> list[tuple[str, int | None]]:
+    """Slices of folder ``data`` that the collector wrote and that are not there: a ``<slice>.done``
+    marker (docs/formats.md#markers) whose slice file is gone (deleted or moved after the
+    collection). ``is_slice(name)``: the stream key and slice number of a data file's name, or
+    None. Each as (the slice's name, the bytes its marker declares), by name."""
+    try:
+        names = {p.name for p in data.iterdir()}
+    except OSError:
+        return []
+    out = []
+    for name in sorted(names):
+        if name.endswith(".done") and name[: -len(".done")] not in names and is_slice(name[: -len(".done")]):
+            out.append((name[: -len(".done")], done_size(data / name[: -len(".done")])))
+    return out
+
+
+def gone_issue(rel: str, declared: int | None, device_id: int | None = None) -> Issue:
+    """The ingest issue of a slice ``gone_slices`` found missing: its data is lost."""
+    size = "" if declared is None else f" of {declared} bytes"
+    return Issue(
+        rel,
+        "missing_file",
+        f"the collector wrote this slice{size}, as its .done marker says, and it is gone: its records are lost",
+        device_id=device_id,
+        byte_length=declared,
+    )
 
 
 class Carry:

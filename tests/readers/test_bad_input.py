@@ -618,6 +618,48 @@ def test_slice_emptied_under_its_done_marker_is_missing_data(tmp_path):
     assert o.losses == {"missing_data": 1}
 
 
+def test_a_slice_gone_under_its_done_marker_is_a_missing_file(tmp_path):
+    """A slice deleted after the collection while its .done marker stays: the run is built
+    with the loss named (missing_file, the bytes the marker declares), not as a clean run
+    of fewer records."""
+    d = tmp_path / "dump"
+    generate(d, HiprofConfig(inferences=2, seed=9, slice_bytes=SLICE_BYTES))
+    victim = data_slices(d, "Runtime.api.0")[1]
+    declared = int((d / "data" / (victim.name + ".done")).read_text().split(":")[1])
+    victim.unlink()
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        o = ingest_dump(wh, d)
+    assert o.status == "built" and o.losses == {"missing_file": 1}, o.issues
+    [line] = [i for i in o.issues if "missing_file" in i]
+    assert f"data/{victim.name}" in line and f"slice of {declared} bytes" in line
+
+
+def test_a_prof_slice_gone_is_lost_unless_aged(tmp_path):
+    """PROF_*: a gone slice of a stream that never ages (ts_track) is a loss; a gone slice
+    before the first kept one of a stream that ages (the collector deletes the oldest when its
+    storage fills, docs/formats.md#aging) is not."""
+    from pipeline.synth.prof import ProfConfig
+    from pipeline.synth.prof import generate as generate_prof
+
+    d = tmp_path / "prof"
+    truth = generate_prof(d, ProfConfig(chip="ascend910b", inferences=3, slice_bytes=256, seed=9))
+    data = d / truth.root / "device_0" / "data"
+    track = sorted(data.glob("ts_track.data.0.slice_*[0-9]"), key=lambda p: int(p.name.rsplit("_", 1)[1]))
+    aged = sorted(data.glob("ffts_profile.data.0.slice_*[0-9]"), key=lambda p: int(p.name.rsplit("_", 1)[1]))
+    assert len(track) > 1 and len(aged) > 1
+    track[1].unlink()  # a slice in the middle of a stream that never ages: lost
+    aged[0].unlink()  # the oldest slice of a stream that ages: aged away
+    wh = Warehouse(tmp_path / "wh")
+    with wh.writer():
+        o = ingest_dump(wh, d / truth.root)
+    # (the records after the hole are misaligned and reported as such too: the stream is read
+    # as one byte sequence)
+    assert o.losses.get("missing_file") == 1, o.issues
+    [line] = [i for i in o.issues if "missing_file" in i]
+    assert f"device_0/data/{track[1].name}" in line and aged[0].name not in line
+
+
 def test_a_slice_growing_while_read_is_read_as_measured(tmp_path):
     """Bytes written to a slice after the scan are not read (the ingest ends, bytes decoded
     never exceed the bytes measured) and are reported."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.paths import TAGS_FILE, relative
-from pipeline.readers.slices import SliceFile
+from pipeline.readers.slices import SliceFile, gone_slices
 
 # kind -> patterns; the named groups dev (device id) and n (slice number) are required,
 # other named groups (cat, a, b) become part of the stream key.
@@ -102,6 +102,8 @@ class Layout1Files:
     unknown: list[str]  # relative paths of files in data/ that are not generation-1 data
     not_files: list[str]  # names that match a pattern but are not regular files
     bad_device: list[str] = field(default_factory=list)  # names whose device id does not fit (BAD_DEVICE)
+    # slices whose .done marker is there and the slice is not: (relative path, bytes declared, device)
+    gone: list[tuple[str, int | None, int | None]] = field(default_factory=list)
 
 
 _rel = relative  # a data file's name as stored in source_file
@@ -144,6 +146,11 @@ def is_result_dir(path: Path) -> bool:
 _KNOWN_TOP = re.compile(
     r"^(data|sqlite|log|summary|timeline|mindstudio_profiler_output)$|.*\.(done|complete|zip)$"
 )
+
+
+def _device_of(name: str) -> int | None:
+    dev = match_data_name(name)[1].get("dev")
+    return int(dev) if dev is not None and fits_device(dev) else None
 
 
 def scan(root: Path) -> Layout1Files:
@@ -189,4 +196,8 @@ def scan(root: Path) -> Layout1Files:
         s.files = [s.files[i] for i in order]
         s.slice_numbers = [s.slice_numbers[i] for i in order]
     ordered = sorted(streams.values(), key=lambda s: (s.kind, s.device_id, s.key))
-    return Layout1Files(root, control, ordered, unknown, not_files, bad_device)
+    # (Ascend310 never ages a stream: every slice its marker names should be there)
+    gone = [
+        (_rel(root, data / name), size, _device_of(name)) for name, size in gone_slices(data, match_data_name)
+    ]
+    return Layout1Files(root, control, ordered, unknown, not_files, bad_device, gone)

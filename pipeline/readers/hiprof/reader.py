@@ -19,7 +19,7 @@ from pipeline.readers.hiprof import host as hiprof_host
 from pipeline.readers.hiprof.files import BAD_DEVICE, Layout1Files, Stream, scan
 from pipeline.readers.issues import Issue, IssueLog
 from pipeline.readers.names import read_hash_dic
-from pipeline.readers.slices import SliceStream
+from pipeline.readers.slices import SliceStream, gone_issue
 
 
 class Sink(Protocol):
@@ -234,6 +234,8 @@ def read_result_dir(
             )
         for rel in files.bad_device:
             log.add(Issue(rel, "unreadable_file", BAD_DEVICE))
+        for rel, size, dev in files.gone:
+            log.add(gone_issue(rel, size, dev))
     wanted = device_ids(files)
     if devices is not None:
         wanted = [d for d in wanted if d in devices]

@@ -27,7 +27,7 @@ from pathlib import Path
 from pipeline.paths import TAGS_FILE, relative
 from pipeline.readers.hiprof.files import CONTROL, fits_device, inside
 from pipeline.readers.hiprof.files import PATTERNS as LEGACY_PATTERNS
-from pipeline.readers.slices import SliceFile
+from pipeline.readers.slices import NEVER_AGED, SliceFile, gone_slices
 
 PROF_NAME = re.compile(r"^PROF_(?P<n>\d{1,10})_(?P<ts>\d{1,20})_(?P<rand>[A-Za-z0-9]{1,20})$")
 DEVICE_DIR = re.compile(r"^device_(?P<dev>\d+)$")
@@ -118,6 +118,9 @@ class CollectionDir:
     unread: list[str] = field(default_factory=list)
     not_files: list[str] = field(default_factory=list)
     bad_device: list[str] = field(default_factory=list)  # names whose device id does not fit (BAD_DEVICE)
+    # slices whose .done marker is there and the slice is not, and no aging explains it:
+    # (relative path, bytes declared, device)
+    gone: list[tuple[str, int | None, int]] = field(default_factory=list)
     has_data: bool = False
 
     @property
@@ -301,6 +304,18 @@ def _scan_collection(root: Path, d: Path, device_id: int, data_dirs: list[Path])
         order = sorted(range(len(s.files)), key=lambda i: s.slice_numbers[i])
         s.files = [s.files[i] for i in order]
         s.slice_numbers = [s.slice_numbers[i] for i in order]
+    for data in data_dirs:
+        if not data.is_dir() or data.is_symlink():
+            continue
+        for name, size in gone_slices(data, match):
+            kind, g = match(name)
+            dev = int(g["dev"]) if g.get("dev") is not None and fits_device(g["dev"]) else device_id
+            kept = streams.get((kind, dev, g.get("family") or ""))
+            # the collector deletes the oldest slices of a stream that ages when its storage
+            # fills (docs/formats.md#aging): a gone slice before the first one kept is aged
+            if kept and not NEVER_AGED.search(name) and int(g["n"]) < kept.slice_numbers[0]:
+                continue
+            cd.gone.append((relative(root, data / name), size, dev))
     # unaging before aging (the C++ host loader's order); device streams by kind
     cd.streams = sorted(streams.values(), key=lambda s: (s.kind, s.device_id, s.family != "unaging"))
     return cd

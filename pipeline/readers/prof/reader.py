@@ -40,7 +40,7 @@ from pipeline.readers.prof.meta import (
     generation,
 )
 from pipeline.readers.prof.pairing import Logs, Pairer, batch_from_flips, batch_from_wraps, task_time
-from pipeline.readers.slices import SliceStream
+from pipeline.readers.slices import SliceStream, gone_issue
 
 MSPROF_DIRS = {"sqlite", "summary", "timeline", "log", "mindstudio_profiler_output"}
 LAYOUT_GENERATION_BY_FILES = {"stars_soc": 3, "ffts_profile": 3, "lpm_freq": 3, "hwts": 2}
@@ -185,6 +185,8 @@ def _report_files(cd: CollectionDir, log: IssueLog) -> None:
         )
     for rel in cd.bad_device:
         log.add(Issue(rel, "unreadable_file", BAD_DEVICE, device_id=dev))
+    for rel, size, device in cd.gone:
+        log.add(gone_issue(rel, size, None if device < 0 else device))
     for kind, _, p in cd.legacy:
         log.add(
             Issue(
