@@ -34,11 +34,12 @@ DIMENSIONS = {
     "task_type": """
         SELECT run_id, '' AS level, task_type AS name, sum(running_ns)::DOUBLE AS total, sum(task_count) AS count
         FROM task_scheduler WHERE task_type IS NOT NULL {and_devices} GROUP BY ALL""",
-    # the parts of a step-trace iteration per model (level = model id), each over the
-    # iterations that have it; all-reduce ranges per range
+    # the parts of a step-trace iteration per model (level = model id; N/A for iterations of
+    # no model id, as an export may give), each over the iterations that have it; all-reduce
+    # ranges per range
     "iteration": " UNION ALL ".join(
         f"""
-        SELECT run_id, model_id::VARCHAR AS level, '{name}' AS name, sum({col})::DOUBLE AS total, count({col}) AS count
+        SELECT run_id, coalesce(model_id::VARCHAR, 'N/A') AS level, '{name}' AS name, sum({col})::DOUBLE AS total, count({col}) AS count
         FROM {table} WHERE true {{and_devices}} GROUP BY ALL HAVING count({col}) > 0"""
         for table, col, name in (
             ("step_trace_summary", "iteration_ns", "Iteration Time"),

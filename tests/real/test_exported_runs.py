@@ -597,3 +597,20 @@ def test_recomputed_step_breakdown_equals_msprofs_overlap_analysis(real_data, wa
                 assert r["free_recomputed_ns"] == sums["Free"], f.name
             else:
                 assert r["free_recomputed_ns"] > sums["Free"], f.name
+
+
+def test_compare_by_iteration_of_runs_with_and_without_model_ids(real_data, warehouse):
+    """The torch_npu export's iterations have no model id, MindSpore's have one: compare --by
+    iteration lists each model (N/A for none) instead of failing to sort a NULL beside a
+    text (it raised TypeError)."""
+    from pipeline.analysis.compare import compare
+
+    torch = _build(warehouse, real_data / BOTH / BOTH_TORCH)
+    mindspore = _build(warehouse, real_data / "mindspore-ai+mindinsight/tests/utils/resource/profiler")
+    models = {
+        run: {r["model_id"] for r in _rows(warehouse, "step_trace_summary", run)} for run in (torch, mindspore)
+    }
+    assert models == {torch: {None}, mindspore: {0, 2}}  # (the case this test is about)
+    cmp = compare(warehouse, torch, against=mindspore, by="iteration")
+    assert {c.level for c in cmp.rows if c.name == "Iteration Time"} == {"N/A", "0", "2"}
+    assert {c.status for c in cmp.rows if c.level == "N/A"} == {"new"}
