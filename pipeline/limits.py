@@ -71,7 +71,12 @@ def default_memory_limit(memory: int | None = None) -> str:
 
 
 def memory_limit(given: str | None) -> str:
-    """The memory limit a build uses: ``given`` (--memory-limit), else the machine's default."""
+    """The memory limit a build uses: ``given`` (--memory-limit), else the machine's default.
+    A negative size is refused (DuckDB would read it as its own default, not what was asked)."""
+    if given and given.strip().startswith("-"):
+        from pipeline.errors import UsageError
+
+        raise UsageError(f"memory limit {given!r}: give a positive size (e.g. 2GB, 500MiB, 50%)")
     return given if given else default_memory_limit()
 
 

@@ -33,7 +33,12 @@ def parse_when(text: str, now: datetime | None = None) -> datetime:
         return datetime.combine(day, time(0), UTC)
     m = _RELATIVE.match(t)
     if m:
-        return now - int(m.group(1)) * _UNITS[m.group(2)]
+        try:
+            return now - int(m.group(1)) * _UNITS[m.group(2)]
+        except (OverflowError, ValueError):  # before year 1: every run is younger
+            raise UsageError(
+                f"{text!r}: an age of at most {(now - datetime.min.replace(tzinfo=UTC)).days}d"
+            ) from None
     try:
         value = datetime.fromisoformat(text.strip())
     except ValueError:

@@ -51,7 +51,13 @@ def _sql(arg: str) -> str:
     if arg == "-":
         return sys.stdin.read()
     if arg.startswith("@"):
-        return Path(arg[1:]).read_text(encoding="utf-8")
+        path = Path(arg[1:])
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as e:  # a missing or unreadable input: a usage error, as for run
+            raise UsageError(f"cannot read {path}: {e.strerror or e}") from None
+        except UnicodeDecodeError as e:
+            raise UsageError(f"{path}: not UTF-8 text at byte offset {e.start}") from None
     return arg
 
 
@@ -113,18 +119,17 @@ def command(
         fmt = common.output_format(fmt, json_, FORMATS, "table")
         if fmt == "table" and out_path != "-":
             raise UsageError("--out needs --format csv, json or parquet")
+        wh = common.warehouse(warehouse).check(must_exist=True)  # (no warehouse: no tables to ask)
         if fmt == "table":
             res = query(
-                common.warehouse(warehouse),
+                wh,
                 _sql(sql),
                 _params(param or []),
                 limit=limit or None,
                 confine=confine,
             )
         else:
-            n = query_to(
-                common.warehouse(warehouse), _sql(sql), fmt, out_path, _params(param or []), confine=confine
-            )
+            n = query_to(wh, _sql(sql), fmt, out_path, _params(param or []), confine=confine)
     if fmt == "table":
         from pipeline.outputs.cells import cell
 

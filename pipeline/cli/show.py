@@ -8,6 +8,7 @@ import typer
 
 from pipeline.cli import common
 from pipeline.errors import UnknownRun, UsageError
+from pipeline.outputs.export import table_contract, unbuilt_runs
 from pipeline.outputs.sections import TABLES, VIEWS, sections
 from pipeline.warehouse.store import Warehouse
 
@@ -22,6 +23,8 @@ def print_run(
 ) -> None:
     run = wh.run_index().resolve_run(run_ref)
     tables = [table] if table else [t for t, _ in VIEWS]
+    for t in tables:  # a mart of a run not built: say so rather than show it empty
+        unbuilt_runs(wh, table_contract(t), [run["run_id"]])
     found = [s for t in tables for s in sections(wh, run["run_id"], t, limit, devices=devices)]
     if as_json:
         common.print_json(

@@ -88,7 +88,13 @@ def connect(
     # back to the system and faulting it in again at the next spill (fewer page faults on a big
     # build, for a little more peak memory). It reserves address space, not memory, so small builds do not grow to the limit. A limit larger than
     # the address space cannot be reserved; the build then allocates as before.
-    limit = con.execute("select current_setting('memory_limit')").fetchall()[0][0]
+    try:
+        limit = con.execute("select current_setting('memory_limit')").fetchall()[0][0]
+    except duckdb.OutOfMemoryException as e:  # a limit too small for DuckDB's first allocation
+        con.close()
+        raise UsageError(
+            f"memory limit {memory_limit!r}: too small for DuckDB to start ({str(e).splitlines()[0]})"
+        ) from None
     try:
         con.execute(f"set block_allocator_memory = '{limit}'")
     except duckdb.Error:

@@ -56,6 +56,22 @@ def table_contract(table: str) -> Contract:
     raise UnknownTable(f"no table named {table!r}; known: {', '.join(known)}")
 
 
+def unbuilt_runs(wh: Warehouse, c: Contract, run_ids: list[str]) -> list[str]:
+    """The runs of ``run_ids`` whose marts are not built (ingested only), when ``c`` is a mart
+    (a raw table is there from the ingest). UsageError when that is every one of them: the table
+    would be empty for no reason the user could see (`profetl build RUN` builds it)."""
+    if c.layer != "marts":
+        return []
+    rows = wh.run_index().rows_by_run_id()
+    unbuilt = [r for r in run_ids if r in rows and not rows[r].get("build_id")]
+    if unbuilt and len(unbuilt) == len(run_ids):
+        which = unbuilt[0] if len(unbuilt) == 1 else f"{unbuilt[0]} (and {len(unbuilt) - 1} more)"
+        raise UsageError(
+            f"run {which} is ingested but not built: `profetl build {unbuilt[0]}` makes its {c.name}"
+        )
+    return unbuilt
+
+
 def _columns(c: Contract) -> list[str]:
     return ["run_id"] + [col.name for col in c.columns if col.name != "run_id"]
 
@@ -292,6 +308,7 @@ def export_table(
     if headers not in HEADERS:
         raise UsageError(f"headers {headers!r}; use display or snake")
     c = table_contract(table)
+    unbuilt = unbuilt_runs(wh, c, run_ids)
     names = _keep(c, len(run_ids) > 1)
     if len(run_ids) > 1 and c.name != "runs":
         names.insert(names.index("run_id") + 1, COLLECTED)
@@ -318,6 +335,11 @@ def export_table(
             {c.name},
         )
         done = Exported(rows, files)
+    if unbuilt:
+        done.warnings.append(
+            f"{len(unbuilt)} of the runs are ingested but not built, so none of their rows are here "
+            f"(`profetl build {unbuilt[0]}`...)"
+        )
     if fmt == "csv":
         for path, n in done.files or [(out, rows)]:
             warning = formats.spreadsheet_warning(str(path), n)

@@ -231,15 +231,28 @@ def csv_text(table: pa.Table, headers: list[str] | None = None) -> str:
     return b"".join(_csv_chunks(table.to_batches(), headers or table.column_names)).decode("utf-8")
 
 
-def atomic_write(out: Path, write: Callable[[Path], None]) -> None:
-    """Write through a temporary file beside ``out`` and rename it: whole or not at all. The
-    folder must exist: a mistyped one is refused, not created."""
+def check_out_file(out: str | os.PathLike) -> Path:
+    """``out`` as the path of a file to write, or UsageError: a name is given, it is not a
+    folder, and its folder exists (a mistyped one is refused, not created)."""
+    text = os.fspath(out)
     out = Path(out)
+    if not out.name or text.endswith(os.sep):
+        shown = "''" if text in ("", ".") else repr(text)  # ("" arrives as "." through a Path)
+        raise UsageError(f"--out {shown}: give the name of a file to write")
+    if out.is_dir():
+        raise UsageError(f"cannot write {out}: it is a folder; give the name of a file in it")
     if not out.parent.is_dir():
         why = "is not a folder" if out.parent.exists() else "does not exist"
         raise UsageError(
             f"cannot write {out}: {out.parent} {why} (profetl does not create folders for --out)"
         )
+    return out
+
+
+def atomic_write(out: Path, write: Callable[[Path], None]) -> None:
+    """Write through a temporary file beside ``out`` and rename it: whole or not at all
+    (``check_out_file`` first)."""
+    out = check_out_file(out)
     tmp = out.with_name(f".{out.name}.{secrets.token_hex(4)}.tmp")
     try:
         write(tmp)
@@ -327,12 +340,7 @@ def write_csv_parts(
     file with its row count."""
     if max_rows < 1:
         raise UsageError(f"--max-rows {max_rows}; use a positive number of rows")
-    out = Path(out)
-    if not out.parent.is_dir():
-        why = "is not a folder" if out.parent.exists() else "does not exist"
-        raise UsageError(
-            f"cannot write {out}: {out.parent} {why} (profetl does not create folders for --out)"
-        )
+    out = check_out_file(out)
     token = secrets.token_hex(4)
 
     def temp_path(k: int) -> Path:

@@ -28,6 +28,7 @@ from pipeline.analysis.advice import Finding, Instance, regressions
 from pipeline.analysis.selection import catalog, earlier_runs, run_row
 from pipeline.errors import UsageError
 from pipeline.outputs.cells import cell
+from pipeline.outputs.formats import check_out_file
 from pipeline.warehouse.store import Warehouse
 from pipeline.warehouse.views import read_consistent
 
@@ -652,9 +653,7 @@ def write_report(
     wh: Warehouse, out: str | os.PathLike, run_ref: str = "latest", trend_runs: int = TREND_RUNS
 ) -> Written:
     """Write the report of run ``run_ref`` to ``out`` atomically (a temporary file beside it, renamed)."""
-    out = Path(out)
-    if not out.parent.is_dir():
-        raise UsageError(f"--out {out}: the folder {out.parent} does not exist")
+    out = check_out_file(out)
     if trend_runs < 1:
         raise UsageError("--trend-runs takes a number of runs >= 1")
     rep = gather(wh, run_ref, trend_runs)

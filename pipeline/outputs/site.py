@@ -323,6 +323,8 @@ def build_site(
     them keeps the page an earlier build wrote, or has none (None: every run has one)."""
     if report_nights is not None and report_nights < 1:
         raise UsageError(f"--report-nights {report_nights}: takes a number of nights >= 1")
+    if not str(out):
+        raise UsageError("--out '': give the site's folder")
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out}: is a file, not a folder")

@@ -357,6 +357,7 @@ def test_a_reader_that_goes_away_stops_the_output_quietly(tmp_path):
 
     from pipeline.errors import ExitCode
 
+    (tmp_path / "wh").mkdir()  # a warehouse (with no runs): query asks for one
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -402,6 +403,7 @@ def test_a_process_ends_without_teardown_but_with_its_output_atexit_and_exit_cod
     DuckDB, Arrow and the rest (0.1-0.2 s of every command, bench/): the teardown witness never
     speaks. What an exit owes is still done: all of a large output reaches the pipe, atexit
     functions run, and error exit codes are the command's."""
+    (tmp_path / "wh").mkdir()  # a warehouse (with no runs): query asks for one
     ok = _process(tmp_path, "query", "select * from range(200000)", "-w", "wh", "--format", "csv")
     assert ok.returncode == 0, ok.stderr
     lines = ok.stdout.splitlines()

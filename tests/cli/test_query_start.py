@@ -61,6 +61,7 @@ def test_a_query_of_the_tables_loads_no_arrow(synth_run, tmp_path):
     assert "rich" not in loaded
     assert out.splitlines() == ["n", str(rows)]
 
+    (tmp_path / "empty").mkdir()  # a warehouse folder with no runs yet
     assert _run("query", "select 1", "-w", str(tmp_path / "empty"))[0] == ["duckdb", "rich"]
     # the commit records (the runs view) are read by Arrow, as before
     loaded, out = _run("query", "select count(*) from task_states join runs using (run_id)", "-w", wh)

@@ -608,7 +608,8 @@ def test_compare_by_iteration_of_runs_with_and_without_model_ids(real_data, ware
     torch = _build(warehouse, real_data / BOTH / BOTH_TORCH)
     mindspore = _build(warehouse, real_data / "mindspore-ai+mindinsight/tests/utils/resource/profiler")
     models = {
-        run: {r["model_id"] for r in _rows(warehouse, "step_trace_summary", run)} for run in (torch, mindspore)
+        run: {r["model_id"] for r in _rows(warehouse, "step_trace_summary", run)}
+        for run in (torch, mindspore)
     }
     assert models == {torch: {None}, mindspore: {0, 2}}  # (the case this test is about)
     cmp = compare(warehouse, torch, against=mindspore, by="iteration")
