@@ -161,16 +161,20 @@ def ingest(
         ingest_id = sharded_id(new_id(), shards)
         checkpoint("raw_written")
         decoded = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
-        if not decoded and not meta.data_bytes:  # a run of nothing: say so, as a loss
+        if not decoded:  # a run of nothing: say so, as a loss
             digests.pop(str(files["ingest_issues"][0]), None)  # rewritten below
+            why = (
+                "every data file of the dump is empty (0 bytes)"
+                if not meta.data_bytes
+                else f"its data files ({meta.data_bytes} bytes) give no record of any table (name "
+                "dictionaries or control data only)"
+            )
             _add_issue(
                 files["ingest_issues"][0],
                 run_id,
                 log,
                 rows,
-                Issue(
-                    ".", "no_data", "every data file of the dump is empty (0 bytes): the run holds no records"
-                ),
+                Issue(".", "no_data", f"{why}: the run holds no records"),
             )
         if existing and not force:
             lost = replacement_losses(existing, decoded, log.bytes_skipped(), texts, meta, rows)

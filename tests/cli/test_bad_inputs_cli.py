@@ -102,6 +102,15 @@ def kernel_details_row_not_utf8(small_dumps, d):
     return _torch_export(d, kernel_details=KERNEL_DETAILS.encode() + b"1,2,3\xff\xfe,4\r\n")
 
 
+def only_name_dictionaries(small_dumps, d):
+    """Every data file gone but the name dictionaries (Framework.hash_dic), markers and all."""
+    d = _hiprof(small_dumps, d)
+    for f in (d / "data").iterdir():
+        if not f.name.startswith("Framework.hash_dic"):
+            f.unlink()
+    return d
+
+
 def all_data_files_empty(small_dumps, d):
     d = _hiprof(small_dumps, d)
     for f in (d / "data").iterdir():
@@ -152,6 +161,13 @@ CASES = {
         "bad_text_line",
         "row (line 5) has 4 cells",
         ("select count(*) from task_runs", 2),
+    ),
+    "only name dictionaries": (
+        only_name_dictionaries,
+        5,
+        "no_data",
+        "give no record of any table",
+        None,
     ),
     "all data files empty": (
         all_data_files_empty,
