@@ -13,10 +13,13 @@ import typer
 
 from pipeline.cli import common
 from pipeline.errors import UsageError
+from pipeline.outputs.formats import check_out_file
 from pipeline.synth import prof as synth_prof
 from pipeline.synth.hiprof import METRIC_SET_EVENTS, HiprofConfig, generate
 from pipeline.synth.scale import copies_for, scale
 
+# devices of one dump: PROF_* dumps number the host 64, after the devices 0-63
+MAX_DEVICES = 64
 SLICE_BYTES = 4096  # small slices, so that a small dump exercises reading across slices
 SCALED_SLICE_BYTES = 64 << 20  # a dump of --mb N: slices of the size real collections write
 
@@ -128,6 +131,23 @@ def command(
     with common.errors():
         if layout not in ("hiprof", "prof"):
             raise UsageError(f"layout {layout!r}; this version writes: hiprof, prof")
+        counts = {
+            "--devices": devices,
+            "--streams": streams,
+            "--inferences": inferences,
+            "--tasks": tasks,
+            "--processes": processes,
+            "--slice-bytes": slice_bytes,
+        }
+        for option, n in counts.items():
+            if n is not None and n < 1:
+                raise UsageError(f"{option} {n}: give 1 or more")
+        if devices is not None and devices > MAX_DEVICES:
+            raise UsageError(f"--devices {devices}: at most {MAX_DEVICES} (a host's device ids)")
+        if drop_complete < 0:
+            raise UsageError(f"--drop-complete {drop_complete}: give 0 or more")
+        if truth is not None:
+            check_out_file(truth)  # before the dump is written, not after
         if out_dir.exists() and any(out_dir.iterdir()):
             raise UsageError(f"{out_dir} exists and is not empty")
         if mb is not None:

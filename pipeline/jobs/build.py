@@ -71,7 +71,7 @@ def connect(
     tables of ``workdir/build.duckdb`` (staging_storage). ``memory_limit`` None: the
     machine's default (pipeline/limits.py)."""
     memory_limit = resolve_memory_limit(memory_limit)
-    if threads is not None and threads < 0:
+    if threads is not None and not 0 <= threads <= MAX_THREADS:
         check_settings(memory_limit, threads)
     try:
         # no progress bar: DuckDB draws it on standard output for a query that runs longer than
@@ -116,11 +116,17 @@ def _build_dir(wh: Warehouse) -> Path:
     return Path(tempfile.mkdtemp(prefix="profetl-build-"))
 
 
+# DuckDB starts every thread it is given at once: 100,000 of them took minutes before any work
+MAX_THREADS = 1024
+
+
 def check_settings(memory_limit: str | None, threads: int | None = None) -> None:
     """Raise UsageError for a memory limit or thread count DuckDB would refuse, before any work."""
     memory_limit = resolve_memory_limit(memory_limit)
     if threads is not None and threads < 0:
         raise UsageError(f"threads {threads}: must be 0 (one per core) or more")
+    if threads is not None and threads > MAX_THREADS:
+        raise UsageError(f"threads {threads}: at most {MAX_THREADS} (DuckDB starts a thread each)")
     try:
         duckdb.connect(config={"memory_limit": memory_limit}).close()
     except duckdb.Error as e:

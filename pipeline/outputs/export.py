@@ -335,6 +335,12 @@ def export_table(
             {c.name},
         )
         done = Exported(rows, files)
+        stale = formats.stale_parts(Path(out), len(files))
+        if stale:
+            done.warnings.append(
+                f"{len(stale)} file(s) from an earlier export with more parts are still there "
+                f"({stale[0].name} to {stale[-1].name}): remove them before reading {Path(out).stem}-*"
+            )
     if unbuilt:
         done.warnings.append(
             f"{len(unbuilt)} of the runs are ingested but not built, so none of their rows are here "

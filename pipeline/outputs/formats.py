@@ -285,6 +285,18 @@ def part_path(out: Path, k: int) -> Path:
     return out.with_name(f"{out.stem}-{k:04d}{out.suffix}")
 
 
+def stale_parts(out: Path, written: int) -> list[Path]:
+    """Files named as parts of ``out`` after the ``written`` ones (``part_path``): an earlier
+    split into more files left them, and a reader of ``name-*.csv`` would take their rows too."""
+    out = Path(out)
+    found = []
+    k = written + 1
+    while part_path(out, k).exists():
+        found.append(part_path(out, k))
+        k += 1
+    return found
+
+
 def csv_slices(
     batches: Iterable[pa.RecordBatch],
     head: bytes,

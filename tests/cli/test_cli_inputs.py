@@ -105,3 +105,45 @@ def test_a_mart_of_a_run_not_built_is_an_error_not_an_empty_table(wh, tmp_path):
     _usage_error(_invoke("export", "op_summary", "--out", tmp_path / "o.csv", "-w", wh / "ingested"), msg)
     r = _invoke("export", "task_states", "--out", tmp_path / "s.csv", "-w", wh / "ingested")
     assert r.exit_code == 0 and len((tmp_path / "s.csv").read_text().splitlines()) > 100, r.output
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["--slice-bytes", "-1"], "--slice-bytes -1: give 1 or more"),  # it wrote a dump of no slices
+        (["--devices", "-1"], "--devices -1: give 1 or more"),  # it wrote a dump of no devices
+        (["--devices", "0"], "--devices 0: give 1 or more"),
+        (["--drop-complete", "-1"], "--drop-complete -1: give 0 or more"),
+        (["--devices", "100000"], "--devices 100000: at most 64"),  # it wrote GBs until killed
+    ],
+)
+def test_synth_refuses_counts_no_dump_has(args, needle, tmp_path):
+    _usage_error(_invoke("synth", *args, tmp_path / "d"), needle)
+    assert not (tmp_path / "d").exists()
+
+
+def test_synth_checks_its_truth_file_before_writing_the_dump(tmp_path):
+    """--truth naming a folder failed after the dump was written, so the same command then
+    failed on the half-made dump's folder."""
+    _usage_error(_invoke("synth", "--truth", tmp_path, tmp_path / "d"), "it is a folder")
+    assert not (tmp_path / "d").exists()
+
+
+def test_threads_beyond_the_cap_are_refused_before_any_work(wh, tmp_path):
+    """--threads 100000: DuckDB started every thread and the build ran for minutes."""
+    _usage_error(_invoke("build", "--all", "--threads", "100000", "-w", wh / "wh"), "at most 1024")
+
+
+def test_a_split_export_warns_of_parts_an_earlier_split_left(wh, tmp_path):
+    """--max-rows 1 then --max-rows 2 into one name: the parts the second export did not write
+    are named in a warning (a reader of name-*.csv would take their rows too)."""
+    out = tmp_path / "m.csv"
+    first = _invoke("export", "task_scheduler", "--max-rows", "1", "--out", out, "-w", wh / "wh")
+    assert first.exit_code == 0 and "warning" not in first.stderr, first.output
+    rows = len(list(tmp_path.glob("m-*.csv")))
+    assert rows > 2  # (one file per row)
+    second = _invoke("export", "task_scheduler", "--max-rows", "2", "--out", out, "-w", wh / "wh")
+    written = -(-rows // 2)
+    assert second.exit_code == 0, second.output
+    assert f"{rows - written} file(s) from an earlier export" in second.stderr
+    assert f"m-{written + 1:04d}.csv to m-{rows:04d}.csv" in second.stderr
