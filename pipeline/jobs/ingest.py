@@ -21,7 +21,7 @@ from pipeline.jobs.dumps import run_id as make_run_id
 from pipeline.jobs.units import merge_reads, read_into, read_unit, split_table, unit_label
 from pipeline.paths import display
 from pipeline.progress import report
-from pipeline.readers.issues import LOSS_KINDS, Issue, IssueLog
+from pipeline.readers.issues import BYTE_KINDS, Issue, IssueLog
 from pipeline.readers.versions import from_metadata_json, software_versions
 from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.warehouse.faults import checkpoint
@@ -161,9 +161,9 @@ def ingest(
         ingest_id = sharded_id(new_id(), shards)
         checkpoint("raw_written")
         decoded = sum(n for t, n in rows.items() if t not in ("devices", "ingest_issues"))
-        # a run of nothing: say so, as a loss, unless a loss already reported explains it (a
-        # file that could not be read, bytes skipped)
-        explained = meta.data_bytes and any(i.kind in LOSS_KINDS for i in log.issues)
+        # a run of nothing: say so, as a loss, unless bytes reported as not decoded explain it
+        # (a file that could not be read or changed while read, bytes skipped)
+        explained = meta.data_bytes and any(i.kind in BYTE_KINDS for i in log.issues)
         if not decoded and not explained:
             digests.pop(str(files["ingest_issues"][0]), None)  # rewritten below
             why = (
