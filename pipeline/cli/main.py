@@ -40,10 +40,50 @@ COMMANDS = (
 )
 
 
+# Click's UsageError as this Typer raises it: Typer 0.29 and later raise it from a copy of Click
+# of their own, earlier versions from click; BadParameter, which Typer exports, is a UsageError
+# either way
+_UsageError = typer.BadParameter.__mro__[1]
+_NoArgsIsHelp = getattr(sys.modules[_UsageError.__module__], "NoArgsIsHelpError", ())
+
+
+class OneLineUsageError(_UsageError.__mro__[1]):  # (a ClickException, which Typer shows with show())
+    """A usage error of the command line (an unknown option or command, a value that is not a
+    number, a missing argument) shown as profetl's other errors are: one line on standard error
+    and exit 2, instead of Click's usage block."""
+
+    exit_code = ExitCode.USAGE
+
+    def __init__(self, e):
+        super().__init__(e.format_message())
+        self.command_path = e.ctx.command_path if e.ctx is not None else "profetl"
+
+    def show(self, file=None) -> None:
+        print(f"profetl: error: {self.message} (see `{self.command_path} --help`)", file=sys.stderr)
+
+
 class LazyGroup(TyperGroup):
     """The root group: a command's module is imported when Click asks for that command (Click's
     documented way to load subcommands lazily: ``list_commands`` and ``get_command``; Typer's
-    groups are Click groups)."""
+    groups are Click groups). The usage errors Click raises while it makes the contexts of the
+    root and of a command become ``OneLineUsageError`` (a call without arguments still shows
+    the help)."""
+
+    def make_context(self, *args, **kwargs):
+        try:
+            return super().make_context(*args, **kwargs)
+        except _NoArgsIsHelp:
+            raise
+        except _UsageError as e:
+            raise OneLineUsageError(e) from None
+
+    def invoke(self, ctx):
+        try:
+            return super().invoke(ctx)
+        except _NoArgsIsHelp:
+            raise
+        except _UsageError as e:
+            raise OneLineUsageError(e) from None
 
     def list_commands(self, ctx) -> list[str]:
         return list(COMMANDS)

@@ -147,3 +147,22 @@ def test_a_split_export_warns_of_parts_an_earlier_split_left(wh, tmp_path):
     assert second.exit_code == 0, second.output
     assert f"{rows - written} file(s) from an earlier export" in second.stderr
     assert f"m-{written + 1:04d}.csv to m-{rows:04d}.csv" in second.stderr
+
+
+@pytest.mark.parametrize(
+    "args, needles",
+    [
+        (["bogus"], ["No such command 'bogus'", "(see `profetl --help`)"]),
+        (["runs", "--bogus"], ["No such option: --bogus", "(see `profetl runs --help`)"]),
+        (["show", "--limit", "abc"], ["'--limit'", "(see `profetl show --help`)"]),
+        (["run"], ["Missing argument", "(see `profetl run --help`)"]),
+    ],
+)
+def test_a_command_line_the_parser_refuses_is_one_line(args, needles):
+    """Click's usage block (Usage, Try, a blank line, Error) was four lines on standard error."""
+    _usage_error(_invoke(*args), *needles)
+
+
+def test_profetl_alone_still_shows_the_help():
+    r = _invoke()
+    assert r.output.startswith("Usage: profetl [OPTIONS] COMMAND") and "synth" in r.output
