@@ -23,8 +23,9 @@ def print_run(
 ) -> None:
     run = wh.run_index().resolve_run(run_ref)
     tables = [table] if table else [t for t, _ in VIEWS]
-    for t in tables:  # a mart of a run not built: say so rather than show it empty
-        unbuilt_runs(wh, table_contract(t), [run["run_id"]])
+    marts = [c for c in map(table_contract, tables) if c.layer == "marts"]
+    if marts:  # a mart of a run not built: say so rather than show it empty
+        unbuilt_runs(wh, marts[0], [run["run_id"]])
     found = [s for t in tables for s in sections(wh, run["run_id"], t, limit, devices=devices)]
     if as_json:
         common.print_json(

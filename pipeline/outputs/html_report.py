@@ -9,9 +9,9 @@ number of points: TOP_OPS ops (per device for the bars), MAX_INFERENCES inferenc
 top-down chart, MAX_INFERENCES iterations of the step-trace chart, TREND_RUNS runs of the trend,
 MAX_FINDINGS findings (one per device, rule and scope kind: the ``advice`` mart), MAX_SHOWN
 instances of each (the worst, folded under it; all are in ``advice_instances``) and MAX_ISSUES
-issue rows (the largest, ISSUES_SHOWN of them open and the rest folded). A report therefore holds at most some tens of thousands of values however many tasks
-the run has: about 5 MB of which ~4.8 MB is the Plotly library. Building it reads each mart
-once with an aggregating query.
+issue rows (the largest, ISSUES_SHOWN of them open and the rest folded). A report therefore
+holds at most some tens of thousands of values however many tasks the run has: about 5 MB of
+which ~4.8 MB is the Plotly library. Building it reads each mart once with an aggregating query.
 """
 
 from __future__ import annotations

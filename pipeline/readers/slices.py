@@ -152,19 +152,23 @@ def done_size(path: Path) -> int | None:
 NEVER_AGED = re.compile(r"unaging|ts_track|task_desc_info|model_load_info|hash_dic|training_trace")
 
 
-def gone_slices(data: Path, is_slice: Callable[[str], tuple | None]) -> list[tuple[str, int | None]]:
-    """Slices of folder ``data`` that the collector wrote and that are not there: a ``<slice>.done``
-    marker (docs/formats.md#markers) whose slice file is gone (deleted or moved after the
-    collection). ``is_slice(name)``: the stream key and slice number of a data file's name, or
-    None. Each as (the slice's name, the bytes its marker declares), by name."""
-    try:
-        names = {p.name for p in data.iterdir()}
-    except OSError:
-        return []
+def gone_slices(
+    data: Path, names: list[str], is_slice: Callable[[str], tuple | None]
+) -> list[tuple[str, int | None, tuple]]:
+    """Slices of folder ``data`` (whose entries' ``names`` the scanner listed) that the collector
+    wrote and that are not there: a ``<slice>.done`` marker (docs/formats.md#markers) whose slice
+    file is gone (deleted or moved after the collection). ``is_slice(name)``: what the scanner
+    matches in a data file's name (stream and slice number), or None. Each as (the slice's name,
+    the bytes its marker declares, that match), by name."""
+    present = set(names)
     out = []
-    for name in sorted(names):
-        if name.endswith(".done") and name[: -len(".done")] not in names and is_slice(name[: -len(".done")]):
-            out.append((name[: -len(".done")], done_size(data / name[: -len(".done")])))
+    for marker in sorted(present):
+        name = marker.removesuffix(".done")
+        if name == marker or name in present:
+            continue
+        hit = is_slice(name)
+        if hit:
+            out.append((name, done_size(data / name), hit))
     return out
 
 

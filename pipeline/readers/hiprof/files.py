@@ -148,11 +148,6 @@ _KNOWN_TOP = re.compile(
 )
 
 
-def _device_of(name: str) -> int | None:
-    dev = match_data_name(name)[1].get("dev")
-    return int(dev) if dev is not None and fits_device(dev) else None
-
-
 def scan(root: Path) -> Layout1Files:
     control: dict[str, dict[int | None, Path]] = {k: {} for k in CONTROL}
     streams: dict[tuple, Stream] = {}
@@ -172,7 +167,8 @@ def scan(root: Path) -> Layout1Files:
             continue
         control[kind][int(dev) if dev is not None else None] = p
     data = root / "data"
-    for p in _entries(data):
+    entries = _entries(data)
+    for p in entries:
         if _IGNORED.match(p.name):
             continue
         hit = match_data_name(p.name)
@@ -198,6 +194,7 @@ def scan(root: Path) -> Layout1Files:
     ordered = sorted(streams.values(), key=lambda s: (s.kind, s.device_id, s.key))
     # (Ascend310 never ages a stream: every slice its marker names should be there)
     gone = [
-        (_rel(root, data / name), size, _device_of(name)) for name, size in gone_slices(data, match_data_name)
+        (_rel(root, data / name), size, int(g["dev"]) if fits_device(g["dev"]) else None)
+        for name, size, (_, g) in gone_slices(data, [p.name for p in entries], match_data_name)
     ]
     return Layout1Files(root, control, ordered, unknown, not_files, bad_device, gone)

@@ -265,12 +265,15 @@ def _control(d: Path) -> dict[str, dict[int | None, Path]]:
 def _scan_collection(root: Path, d: Path, device_id: int, data_dirs: list[Path]) -> CollectionDir:
     cd = CollectionDir(d, relative(root, d) if d != root else "", device_id, _control(d))
     streams: dict[tuple, Stream] = {}
+    listed: dict[Path, list[str]] = {}  # each data folder's entries, for the gone slices below
     for data in data_dirs:
         if not data.is_dir() or data.is_symlink():
             continue
         if data.name == "data":
             cd.has_data = True
-        for p in _entries(data):
+        entries = _entries(data)
+        listed[data] = [p.name for p in entries]
+        for p in entries:
             if _IGNORED.match(p.name) or (p.is_dir() and data == d):
                 continue
             if data == d and any(rx.match(p.name) for rx in CONTROL.values()):
@@ -304,11 +307,8 @@ def _scan_collection(root: Path, d: Path, device_id: int, data_dirs: list[Path])
         order = sorted(range(len(s.files)), key=lambda i: s.slice_numbers[i])
         s.files = [s.files[i] for i in order]
         s.slice_numbers = [s.slice_numbers[i] for i in order]
-    for data in data_dirs:
-        if not data.is_dir() or data.is_symlink():
-            continue
-        for name, size in gone_slices(data, match):
-            kind, g = match(name)
+    for data, names in listed.items():
+        for name, size, (kind, g) in gone_slices(data, names, match):
             dev = int(g["dev"]) if g.get("dev") is not None and fits_device(g["dev"]) else device_id
             kept = streams.get((kind, dev, g.get("family") or ""))
             # the collector deletes the oldest slices of a stream that ages when its storage
