@@ -182,8 +182,10 @@ def run_layer(
     on_step: Callable[[str], None] | None = None,
     stored_as: str = "temp table",
     before_step: Callable[[str], None] | None = None,
+    macros: bool = True,
 ) -> dict[str, float]:
-    """Create every table of a layer (or those named in ``only``) after the shared macros;
+    """Create every table of a layer (or those named in ``only``) after the shared macros
+    (``macros=False``: the caller has loaded them on this connection);
     returns the seconds each took, by name, in the order they were made. A stored table is
     a temporary table, or with ``stored_as="table"`` a table of the connection's database
     file (compressed; pipeline.jobs.build.staging_storage chooses); either way nothing of a build
@@ -194,7 +196,8 @@ def run_layer(
     after each, ``before_step(name)`` just before its statement runs (the build's profiling
     names the file DuckDB writes the statement's profile to there).
     """
-    load_macros(con)
+    if macros:
+        load_macros(con)
     seconds = {}
     for f in sql_files(layer):
         if only is not None and f.name not in only:
@@ -222,13 +225,15 @@ def run_table_layers(
 ) -> dict[str, float]:
     """The staging and then the intermediate layer (run_layer each; ``only`` names tables of
     either); returns the seconds each table took, by "<layer>/<name>", in the order made.
-    ``on_step`` and ``before_step`` are called with "<layer>/<name>"."""
+    ``on_step`` and ``before_step`` are called with "<layer>/<name>". The macros are loaded
+    once, before the first layer."""
+    load_macros(con)
     seconds = {}
     for layer in TABLE_LAYERS:
         step = None if on_step is None else (lambda name, layer=layer: on_step(f"{layer}/{name}"))
         before = None if before_step is None else (lambda name, layer=layer: before_step(f"{layer}/{name}"))
         for name, s in run_layer(
-            con, layer, only=only, on_step=step, stored_as=stored_as, before_step=before
+            con, layer, only=only, on_step=step, stored_as=stored_as, before_step=before, macros=False
         ).items():
             seconds[f"{layer}/{name}"] = s
     return seconds
