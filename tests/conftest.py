@@ -92,7 +92,7 @@ def update_goldens(request) -> bool:
     return request.config.getoption("--update-goldens")
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def real_data() -> Path:
     """Real profiling output from public repositories: the folder ``PROFETL_REAL_DATA`` names.
     Tests using it skip when the variable is unset or names no folder."""
@@ -150,3 +150,22 @@ def small_dumps(tmp_path_factory) -> Path:
     generate(base / "hiprof", HiprofConfig(inferences=1, seed=1))
     generate_prof(base / "prof", ProfConfig(inferences=1, seed=1))
     return base
+
+
+@pytest.fixture(scope="session")
+def sample_nights(tmp_path_factory):
+    """Factory: ``sample_nights(count, small_groups=False)``, the sample dump run as ``count``
+    nights (tests/helpers/nights.py), built once per test process for each pair of arguments and
+    shared by every test file that asks for it. ``Nights.copy`` before changing the warehouse."""
+    from tests.helpers.nights import build_nights
+
+    built = {}
+
+    def get(count: int, small_groups: bool = False):
+        key = (count, small_groups)
+        if key not in built:
+            root = tmp_path_factory.mktemp(f"nights-{count}{'-small-groups' if small_groups else ''}")
+            built[key] = build_nights(root, count, small_groups)
+        return built[key]
+
+    return get

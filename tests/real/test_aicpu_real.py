@@ -26,21 +26,15 @@ import re
 
 import pytest
 
-from tests.helpers.built import build_dump
+from tests.real.job3 import JOB3
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
-JOB3 = "mindspore-ai+mindinsight/tests/utils/resource/JOB3"
 AICPU = "DATA_PREPROCESS.dev.AICPU.1.slice_0"
 THREAD = re.compile(
     rb"tickDrvTopHalf=(\d+),tickDrvBottomHalf=(\d+), tickBeforeRun=(\d+),tickAfterRun=(\d+), "
     rb"dispatchTime=(\d+) us, totalTime=(\d+) us\."
 )
-
-
-@pytest.fixture
-def job3(real_data, tmp_path):
-    return build_dump(tmp_path / "wh", real_data / JOB3)
 
 
 def test_job3_aicpu_records_and_their_written_times(real_data, job3):

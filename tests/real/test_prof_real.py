@@ -20,21 +20,16 @@ import pytest
 from pipeline.jobs.dumps import detect
 from pipeline.readers.metadata import read_info, read_start_info
 from tests.helpers.built import build_dump
+from tests.real.job3 import JOB3
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
-JOB3 = "mindspore-ai+mindinsight/tests/utils/resource/JOB3"
 PROFILER = "mindspore-ai+mindinsight/tests/utils/resource/profiler"
 HWTS = "hwts.log.data.45.dev.profiler_default_tag.1.slice_0"
 
 
 def _ingest(tmp_path, dump):
     return build_dump(tmp_path / "wh", dump)
-
-
-@pytest.fixture
-def job3(real_data, tmp_path):
-    return _ingest(tmp_path, real_data / JOB3)
 
 
 def test_job3_is_generation_2_with_assumed_chip_and_default_frequency(real_data, job3):

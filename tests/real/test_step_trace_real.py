@@ -12,17 +12,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.helpers.built import build_dump
+from tests.real.job3 import JOB3
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
 
-JOB3 = "mindspore-ai+mindinsight/tests/utils/resource/JOB3"
 TRACE = "data/training_trace.46.dev.profiler_default_tag.1.slice_0"
-
-
-@pytest.fixture
-def job3(real_data, tmp_path):
-    return build_dump(tmp_path / "wh", real_data / JOB3)
 
 
 def test_job3_first_iterations_worked_out_by_hand(job3):

@@ -20,9 +20,9 @@ from pipeline.cli.main import app
 from pipeline.warehouse.commit_records import RECORDS
 from pipeline.warehouse.layout import is_group, part_of
 from pipeline.warehouse.store import Warehouse
+from tests.helpers.nights import night
 from tests.helpers.warehouse_checks import part_file_of
 from tests.warehouse.test_check import base  # noqa: F401 (the warehouse fixture)
-from tests.warehouse.test_warehouse_compaction import _night
 
 pytestmark = pytest.mark.slow  # ingests and builds dumps
 
@@ -160,7 +160,7 @@ def test_no_command_fails_badly_deletes_committed_data_or_answers_partially(base
     _, alone = _group_and_alone(wh)
     do, index_hit = DAMAGE[damage]
     do(wh)
-    night = _night(tmp_path / "dumps", 7)
+    new_night = night(tmp_path / "dumps", 7)
     readers = [
         ("runs", "--json"),
         ("query", "select count(*) as n from api_calls", "--json"),
@@ -170,7 +170,7 @@ def test_no_command_fails_badly_deletes_committed_data_or_answers_partially(base
         ("report", alone, "--out", tmp_path / "r.html"),
         ("check",),
     ]
-    writers = [("build", "--all"), ("run", night)]
+    writers = [("build", "--all"), ("run", new_night)]
     raw = set() if index_hit else {v["raw_part"] for v in wh.run_index().rows_by_run_id().values()}
     for args in readers + writers:
         before = _committed(wh)

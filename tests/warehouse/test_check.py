@@ -12,13 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli.main import app
-from pipeline.jobs.runner import run_roots
-from pipeline.warehouse import compaction
 from pipeline.warehouse.commit_records import RECORDS
 from pipeline.warehouse.layout import is_group
 from pipeline.warehouse.store import Warehouse
 from tests.helpers.warehouse_checks import part_file_of, recorded_files
-from tests.warehouse.test_warehouse_compaction import _night
 
 pytestmark = pytest.mark.slow  # ingests and builds dumps
 
@@ -28,22 +25,14 @@ def _cli(*args):
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory):
-    """Three runs at test sizes of compaction: the first two in a group, the third alone."""
-    root = tmp_path_factory.mktemp("check")
-    wh = Warehouse(root / "wh")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(compaction, "KEEP_FRESH", 1)
-        mp.setattr(compaction, "COMPACT_BATCH", 2)
-        mp.setattr(compaction, "GROUP_RUNS", 3)
-        for i in range(3):
-            with wh.writer():
-                outcomes = run_roots(wh, [_night(root / "dumps", i)])
-            assert [o.status for o in outcomes] == ["built"]
-    idx = wh.run_index().rows_by_run_id()
+def base(sample_nights):
+    """Three runs at test sizes of compaction: the first two in a group, the third alone (built
+    once per test process: tests/helpers/nights.py)."""
+    built = sample_nights(3, small_groups=True)
+    idx = Warehouse(built.wh).run_index().rows_by_run_id()
     groups = {v["raw_part"] for v in idx.values() if is_group(v["raw_part"])}
     assert len(groups) == 1 and len(idx) == 3
-    return wh.path
+    return built.wh
 
 
 @pytest.fixture

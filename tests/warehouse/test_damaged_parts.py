@@ -10,11 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from pipeline.cli.main import app
-from pipeline.warehouse import compaction
 from pipeline.warehouse.layout import is_group, part_of
 from pipeline.warehouse.store import Warehouse
+from tests.helpers.nights import compaction_at_test_sizes, night
 from tests.helpers.warehouse_checks import assert_consistent, part_file_of
-from tests.warehouse.test_warehouse_compaction import _night
 
 pytestmark = pytest.mark.slow
 
@@ -41,19 +40,16 @@ def _one_line_error(r, name: str) -> None:
 
 
 @pytest.fixture
-def grouped(tmp_path, monkeypatch):
-    """Three nights at test sizes of compaction: the first two runs in a group, the third on
-    its own. Returns the warehouse, the group's id and the dumps folder."""
-    monkeypatch.setattr(compaction, "KEEP_FRESH", 1)
-    monkeypatch.setattr(compaction, "COMPACT_BATCH", 2)
-    monkeypatch.setattr(compaction, "GROUP_RUNS", 3)
-    wh = Warehouse(tmp_path / "wh")
-    for i in range(3):
-        r = _cli("run", _night(tmp_path / "dumps", i), "-w", wh.path)
-        assert r.exit_code == 0, r.output
+def grouped(sample_nights, tmp_path):
+    """Three nights at test sizes of compaction (built once per test process:
+    tests/helpers/nights.py), copied here: the first two runs in a group, the third on its own.
+    Returns the warehouse, the group's id and a folder for further nights; compaction stays at
+    test sizes while the test runs."""
+    wh = sample_nights(3, small_groups=True).copy(tmp_path / "wh")
     groups = {v["raw_part"] for v in wh.run_index().rows_by_run_id().values() if is_group(v["raw_part"])}
     assert len(groups) == 1
-    return wh, groups.pop(), tmp_path / "dumps"
+    with compaction_at_test_sizes():
+        yield wh, groups.pop(), tmp_path / "dumps"
 
 
 def _damage(wh: Warehouse, group: str, how: str) -> Path:
@@ -108,9 +104,9 @@ def test_compaction_does_not_join_a_damaged_group(grouped):
     members = {k for k, v in wh.run_index().rows_by_run_id().items() if v["raw_part"] == group}
     before = {f: h for f, h in _files(wh).items() if group in f.name}
 
-    r = _cli("run", _night(dumps, 3), "-w", wh.path)  # two runs outside groups: no compaction yet
+    r = _cli("run", night(dumps, 3), "-w", wh.path)  # two runs outside groups: no compaction yet
     assert r.exit_code == 0, r.output
-    r = _cli("run", _night(dumps, 4), "-w", wh.path)  # compaction: would join the newest group
+    r = _cli("run", night(dumps, 4), "-w", wh.path)  # compaction: would join the newest group
     assert r.exit_code == 1, r.output
     assert "Traceback" not in r.output and "internal error" not in r.output, r.output
     (line,) = [line for line in r.stdout.splitlines() if line.startswith("failed")]  # run's summary
@@ -122,7 +118,7 @@ def test_compaction_does_not_join_a_damaged_group(grouped):
     new_groups = {v["raw_part"] for k, v in idx.items() if is_group(v["raw_part"]) and k not in members}
     assert len(new_groups) == 1  # the two waiting runs, in a group of their own
 
-    r = _cli("run", _night(dumps, 5), "-w", wh.path)  # the newest group is the intact one now
+    r = _cli("run", night(dumps, 5), "-w", wh.path)  # the newest group is the intact one now
     assert r.exit_code == 0, r.output
 
 

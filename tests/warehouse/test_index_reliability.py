@@ -22,6 +22,7 @@ from pipeline.warehouse.layout import is_group, shard_count
 from pipeline.warehouse.store import Warehouse
 from pipeline.warehouse.views import connect
 from pipeline.warehouse.writer import KEEP_VERSIONS
+from tests.helpers.nights import night
 from tests.helpers.warehouse_checks import (
     assert_recorded,
     counts,
@@ -30,20 +31,17 @@ from tests.helpers.warehouse_checks import (
     profetl,
     recorded_files,
 )
-from tests.warehouse.test_warehouse_compaction import _night, small_groups  # noqa: F401 (a fixture)
+from tests.warehouse.test_warehouse_compaction import small_groups  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps, starts profetl processes
 
 
 @pytest.fixture
-def two_runs(tmp_path):
-    """A warehouse of two runs (in-process), the dumps and the run ids."""
-    wh = Warehouse(tmp_path / "wh")
-    dumps = [_night(tmp_path / "dumps", i) for i in range(2)]
-    with wh.writer():
-        outcomes = run_roots(wh, dumps)
-    assert [o.status for o in outcomes] == ["built", "built"]
-    return wh, dumps, [o.run_id for o in outcomes]
+def two_runs(sample_nights, tmp_path):
+    """A warehouse of two runs (built once per test process: tests/helpers/nights.py, copied
+    here), the dumps and the run ids."""
+    built = sample_nights(2)
+    return built.copy(tmp_path / "wh"), built.dumps, built.run_ids
 
 
 def _state(wh: Path) -> dict:
@@ -103,7 +101,7 @@ def test_an_empty_new_warehouse_is_no_damage_and_a_first_run_killed_before_its_c
     wh.mkdir()  # an empty folder
     p = profetl("runs", "--warehouse", wh)
     assert p.returncode == 0, p.stderr
-    dump = _night(tmp_path / "dumps", 0)
+    dump = night(tmp_path / "dumps", 0)
     # the first run of a new warehouse, killed with its raw files in place, before any commit
     p = profetl("run", dump, "--warehouse", wh, env={"PROFETL_CRASH_AT": "raw_moved"})
     assert p.returncode != 0
@@ -193,7 +191,7 @@ def test_sizes_and_hashes_of_group_files_after_compaction_replace_and_drop(tmp_p
     wh = Warehouse(tmp_path / "wh")
     dumps = []
     for i in range(5):
-        dumps.append(_night(tmp_path / "dumps", i))
+        dumps.append(night(tmp_path / "dumps", i))
         with wh.writer():
             run_roots(wh, [dumps[-1]])
     idx = wh.run_index().rows_by_run_id()
@@ -209,7 +207,7 @@ def test_sizes_and_hashes_of_group_files_after_compaction_replace_and_drop(tmp_p
 
 
 def test_the_shards_of_a_run_read_in_threads_are_recorded(tmp_path):
-    dump = _night(tmp_path / "dumps", 0)
+    dump = night(tmp_path / "dumps", 0)
     p = profetl("run", dump, "--read-threads", "2", "--warehouse", tmp_path / "wh")
     assert p.returncode == 0, p.stderr
     wh = Warehouse(tmp_path / "wh")

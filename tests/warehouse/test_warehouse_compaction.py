@@ -2,61 +2,31 @@
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
-
 import pyarrow.parquet as pq
 import pytest
 
 from pipeline.jobs.runner import run_roots
-from pipeline.outputs.export import export, fetch
-from pipeline.warehouse import compaction
+from pipeline.outputs.export import export
 from pipeline.warehouse.layout import is_group, part_of, shard_count
 from pipeline.warehouse.store import Warehouse
+from tests.helpers.nights import compaction_at_test_sizes, night, run_rows
 from tests.helpers.warehouse_checks import assert_consistent, drop_run, part_files
 
-SAMPLE = Path(__file__).resolve().parents[2] / "data" / "sample"
-TABLES = ("api_calls", "task_ops", "op_summary", "task_scheduler")
 
-
-def _night(root: Path, i: int) -> Path:
-    """The sample dump as another night: another start_info text, so another run id."""
-    d = root / f"night{i}"
-    shutil.copytree(SAMPLE, d)
-    for f in d.rglob("start_info.*"):
-        if not f.name.endswith(".done"):
-            f.write_text(f.read_text() + " " * (i + 1))
-    return d
-
-
-def _rows(wh: Warehouse, run_id: str) -> dict:
-    return {t: fetch(wh, t, [run_id])[1].to_pylist() for t in TABLES}
+@pytest.fixture
+def small_groups():
+    """Compaction at the sizes of a test (tests/helpers/nights.py) while the test runs."""
+    with compaction_at_test_sizes():
+        yield
 
 
 @pytest.fixture
-def small_groups(monkeypatch):
-    """Compaction at the sizes of a test: the newest run stays apart, two waiting runs are
-    compacted, a group holds at most three runs."""
-    monkeypatch.setattr(compaction, "KEEP_FRESH", 1)
-    monkeypatch.setattr(compaction, "COMPACT_BATCH", 2)
-    monkeypatch.setattr(compaction, "GROUP_RUNS", 3)
-
-
-@pytest.fixture
-def nights(tmp_path, small_groups):
-    """Five nights run one after the other; each run's rows read while it had files of its own."""
-    wh = Warehouse(tmp_path / "wh")
-    alone = {}
-    dumps = {}
-    for i in range(5):
-        d = _night(tmp_path / "dumps", i)
-        with wh.writer():
-            (o,) = run_roots(wh, [d])
-        assert o.status == "built"
-        dumps[o.run_id] = d
-        if not is_group(wh.run_index().rows_by_run_id()[o.run_id]["raw_part"]):
-            alone[o.run_id] = _rows(wh, o.run_id)
-    return wh, alone, dumps
+def nights(sample_nights, tmp_path, small_groups):
+    """Five nights run one after the other (built once per test process, copied here); each
+    run's rows read while it had files of its own."""
+    built = sample_nights(5, small_groups=True)
+    wh = built.copy(tmp_path / "wh")
+    return wh, built.alone, dict(zip(built.run_ids, built.dumps))
 
 
 def test_old_runs_move_into_groups_and_read_the_same(nights):
@@ -68,7 +38,7 @@ def test_old_runs_move_into_groups_and_read_the_same(nights):
     newest = max(idx.values(), key=lambda r: r["ingested_at"])
     assert not is_group(newest["raw_part"]) and not is_group(newest["mart_part"])
     for run_id, rows in alone.items():
-        assert _rows(wh, run_id) == rows, run_id
+        assert run_rows(wh, run_id) == rows, run_id
     # files: one per table and group, plus the runs not compacted yet
     own = {r["raw_part"] for r in idx.values() if not is_group(r["raw_part"])}
     assert len(list((wh.path / "raw" / "api_calls").iterdir())) == len(groups) + len(own)
@@ -114,7 +84,7 @@ def test_replacing_a_run_in_a_group_rewrites_only_its_group(nights):
     for r in others:  # other groups and runs untouched
         assert after[r["run_id"]]["raw_part"] == r["raw_part"]
     for run_id, rows in alone.items():
-        assert _rows(wh, run_id) == rows, run_id
+        assert run_rows(wh, run_id) == rows, run_id
     # no file the index does not name
     named = {p for r in after.values() for p in (r["raw_part"], r["mart_part"])}
     assert {f.name[len("part-") : -len(".parquet")] for f in part_files(wh.path)} == named
@@ -157,18 +127,18 @@ def test_sharded_runs_are_compacted_and_dropped_whole(tmp_path, small_groups):
     wh = Warehouse(tmp_path / "wh")
     alone = {}
     for i in range(4):
-        d = _night(tmp_path / "dumps", i)
+        d = night(tmp_path / "dumps", i)
         with Threads(2) as pool, wh.writer():
             (o,) = run_roots(wh, [d], readers=pool)
         assert o.status == "built"
         part = wh.run_index().rows_by_run_id()[o.run_id]["raw_part"]
         if not is_group(part):
             assert shard_count(part) == 2  # the sample's two devices, a file each
-            alone[o.run_id] = _rows(wh, o.run_id)
+            alone[o.run_id] = run_rows(wh, o.run_id)
     idx = wh.run_index().rows_by_run_id()
     assert len(alone) == 4 and any(is_group(r["raw_part"]) for r in idx.values())
     for run_id, rows in alone.items():
-        assert _rows(wh, run_id) == rows, run_id
+        assert run_rows(wh, run_id) == rows, run_id
     victim = next(r for r in idx.values() if not is_group(r["raw_part"]))
     shards = [
         f
