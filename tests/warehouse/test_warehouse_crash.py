@@ -81,12 +81,15 @@ def test_killed_at_random_moments(tmp_path, versions):
     assert len(part_files(wh)) == len({p.parent for p in part_files(wh)})
 
 
-def _two_runs(tmp_path):
-    """A warehouse with two runs of distinct collections; the dumps and the run ids."""
-    a, b = tmp_path / "a", tmp_path / "b"
+@pytest.fixture(scope="module")
+def two_runs_built(tmp_path_factory):
+    """Two runs of distinct collections built by `profetl run` once for the module: the dumps,
+    the warehouse (copy it before changing it) and the run ids."""
+    base = tmp_path_factory.mktemp("two-runs")
+    a, b = base / "a", base / "b"
     generate(a, HiprofConfig(inferences=2, seed=31, start_us=1_767_225_600_000_000))
     generate(b, HiprofConfig(inferences=2, seed=32, start_us=1_767_312_000_000_000))
-    wh = tmp_path / "wh"
+    wh = base / "wh"
     done = profetl("run", a, b, "--warehouse", wh)
     assert done.returncode == 0, done.stderr
     runs = sorted(Warehouse(wh).run_index().run_ids())
@@ -94,11 +97,20 @@ def _two_runs(tmp_path):
     return a, b, wh, runs
 
 
+@pytest.fixture
+def two_runs(two_runs_built, tmp_path):
+    """A copy of the two runs' warehouse for the test; the dumps (read them, never change them)
+    and the run ids."""
+    a, b, wh, runs = two_runs_built
+    shutil.copytree(wh, tmp_path / "wh")
+    return a, b, tmp_path / "wh", runs
+
+
 @pytest.mark.parametrize("damage", ["truncated", "garbage", "empty", "not_an_index"])
-def test_an_unreadable_index_stops_every_command_and_deletes_nothing(tmp_path, damage):
+def test_an_unreadable_index_stops_every_command_and_deletes_nothing(two_runs, damage):
     """The run index names which files hold every run: when it cannot be read, readers and
     writers stop with an error naming it, and nothing is swept, compacted or dropped."""
-    a, b, wh, (victim, _) = _two_runs(tmp_path)
+    a, b, wh, (victim, _) = two_runs
     index = wh / "runs" / "runs.parquet"
     data = index.read_bytes()
     bad = {
@@ -172,12 +184,12 @@ class _ReplacedWhileListing(Warehouse):
         "select count(distinct run_id), count(*) from task_states join runs using (run_id)",
     ],
 )
-def test_reader_never_answers_from_a_stale_list(tmp_path, sql):
+def test_reader_never_answers_from_a_stale_list(two_runs, sql):
     """A writer replaces a run between a reader's listing and its read: the reader must see
     every run (here: read again on a new snapshot), not silently leave the run out."""
     from pipeline.outputs.query import query
 
-    a, b, wh, (victim, other) = _two_runs(tmp_path)
+    a, b, wh, (victim, other) = two_runs
     expected = counts(wh)
     dump = next(
         d for d in (a, b) if Warehouse(wh).run_index().run_record(victim)["source_path"].endswith(d.name)
@@ -201,10 +213,10 @@ class _ReplacedWhileReadingTheIndex(_ReplacedWhileListing):
         return super().placing_rows(con, run_ids)
 
 
-def test_a_reader_reads_the_index_again_when_a_writer_replaced_it_during_the_read(tmp_path):
+def test_a_reader_reads_the_index_again_when_a_writer_replaced_it_during_the_read(two_runs):
     from pipeline.outputs.query import query
 
-    a, b, wh, (victim, other) = _two_runs(tmp_path)
+    a, b, wh, (victim, other) = two_runs
     expected = counts(wh)
     dump = next(
         d for d in (a, b) if Warehouse(wh).run_index().run_record(victim)["source_path"].endswith(d.name)
@@ -215,11 +227,11 @@ def test_a_reader_reads_the_index_again_when_a_writer_replaced_it_during_the_rea
     assert res.rows == [(2, expected["task_states"])]
 
 
-def test_reader_fails_clearly_when_the_warehouse_keeps_changing(tmp_path, monkeypatch):
+def test_reader_fails_clearly_when_the_warehouse_keeps_changing(two_runs, monkeypatch):
     from pipeline.errors import QueryFailed
     from pipeline.outputs.query import query
 
-    _, _, wh, (victim, _) = _two_runs(tmp_path)
+    _, _, wh, (victim, _) = two_runs
     from pipeline.warehouse.index import RunIndex
 
     real = RunIndex.rows_by_run_id
