@@ -19,6 +19,7 @@ from pipeline.outputs.query import query
 from pipeline.warehouse.commit_records import RECORDS
 from pipeline.warehouse.contracts import contract, contracts
 from pipeline.warehouse.store import Warehouse
+from tests.helpers.nights import night
 from tests.helpers.warehouse_checks import own_part_file
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
@@ -86,16 +87,6 @@ def test_a_current_run_missing_a_raw_file_is_an_error(tmp_path):
 # --- the warehouse layout of profetl 0.2: a folder and a commit record per run ------------------
 
 
-def _night(tmp_path, i: int) -> Path:
-    """The sample dump as another night: another start_info text, so another run id."""
-    d = tmp_path / "dumps" / f"night{i}"
-    shutil.copytree(SAMPLE, d)
-    for f in d.rglob("start_info.*"):
-        if not f.name.endswith(".done"):
-            f.write_text(f.read_text() + " " * (i + 1))
-    return d
-
-
 def to_old_layout(wh: Warehouse) -> dict:
     """Rewrite a warehouse as profetl 0.2 left it: <layer>/<table>/run_id=<id>/part-<id>.parquet
     without a run_id column, runs/run_id=<id>/run.parquet, no index. Returns what it wrote:
@@ -151,7 +142,7 @@ def _old_source(tmp_path_factory):
     base = tmp_path_factory.mktemp("old")
     wh = Warehouse(base / "wh")
     with wh.writer():
-        outcomes = run_roots(wh, [_night(base, 1), _night(base, 2)])
+        outcomes = run_roots(wh, [night(base / "dumps", 1), night(base / "dumps", 2)])
     assert [o.status for o in outcomes] == ["built", "built"]
     expected = _everything(wh)
     written = to_old_layout(wh)
@@ -271,7 +262,7 @@ def test_a_writer_upgrades_the_old_layout_then_adds_its_run(old_warehouse, tmp_p
 
     wh, _, written = old_warehouse
     want_runs, _ = _as_written(written)
-    added = profetl("run", _night(tmp_path, 3), "--warehouse", wh.path)
+    added = profetl("run", night(tmp_path / "dumps", 3), "--warehouse", wh.path)
     assert added.returncode == 0, added.stderr
     assert wh.index_file.exists() and not list(wh.path.glob("runs/run_id=*"))
     runs = Warehouse(wh.path).run_index().run_records()
