@@ -156,16 +156,23 @@ def small_dumps(tmp_path_factory) -> Path:
 def sample_nights(tmp_path_factory):
     """Factory: ``sample_nights(count, small_groups=False)``, the sample dump run as ``count``
     nights (tests/helpers/nights.py), built once per test process for each pair of arguments and
-    shared by every test file that asks for it. ``Nights.copy`` before changing the warehouse."""
-    from tests.helpers.nights import build_nights
+    shared by every test file that asks for it. ``Nights.copy`` before changing the warehouse:
+    at the end of the test run each shared warehouse and its dumps must be as they were built."""
+    from tests.helpers.nights import build_nights, files_of
 
-    built = {}
+    built, as_built = {}, {}
 
     def get(count: int, small_groups: bool = False):
         key = (count, small_groups)
         if key not in built:
             root = tmp_path_factory.mktemp(f"nights-{count}{'-small-groups' if small_groups else ''}")
             built[key] = build_nights(root, count, small_groups)
+            as_built[key] = files_of(root)
         return built[key]
 
-    return get
+    yield get
+    for key, files in as_built.items():
+        now = files_of(built[key].wh.parent)
+        assert now == files, (
+            f"the shared sample_nights{key} changed: {sorted(set(now.items()) ^ set(files.items()))[:5]}"
+        )

@@ -83,3 +83,12 @@ def build_nights(root: Path, count: int, small_groups: bool) -> Nights:
             if not is_group(wh.run_index().rows_by_run_id()[o.run_id]["raw_part"]):
                 alone[o.run_id] = run_rows(wh, o.run_id)
     return Nights(wh.path, dumps, run_ids, alone)
+
+
+def files_of(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``root``: its path relative to it -> (size, modification time in ns)."""
+    return {
+        f.relative_to(root).as_posix(): (f.stat().st_size, f.stat().st_mtime_ns)
+        for f in root.rglob("*")
+        if f.is_file()
+    }
