@@ -5,11 +5,17 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.built import build_dump
+from tests.helpers.nights import files_of
 from tests.real.job3 import JOB3
 
 
 @pytest.fixture(scope="session")
 def job3(real_data, tmp_path_factory):
     """JOB3 (tests/real/job3.py) ingested and built once per test process: (its run row,
-    rows(table)). Read it; a test that changes a warehouse builds its own."""
-    return build_dump(tmp_path_factory.mktemp("job3") / "wh", real_data / JOB3)
+    rows(table)). Read it; a test that changes a warehouse builds its own (at the end of the
+    test run the shared one must be as it was built)."""
+    root = tmp_path_factory.mktemp("job3")
+    built = build_dump(root / "wh", real_data / JOB3)
+    as_built = files_of(root)
+    yield built
+    assert files_of(root) == as_built, "the shared JOB3 warehouse changed"
