@@ -5,6 +5,7 @@ tests/conftest.py); a test copies the warehouse before it changes it."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
@@ -12,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.jobs.runner import run_roots
 from pipeline.outputs.export import fetch
 from pipeline.warehouse import compaction
 from pipeline.warehouse.layout import is_group
@@ -68,20 +68,28 @@ class Nights:
 
 
 def build_nights(root: Path, count: int, small_groups: bool) -> Nights:
-    """``count`` nights of the sample, each run (ingested and built) on its own, with compaction at
-    test sizes when ``small_groups``, in ``root``."""
+    """``count`` nights of the sample, each run (ingested and built) on its own by `profetl run`
+    (in this process), with compaction at test sizes when ``small_groups``, in ``root``. Each
+    night must exit 0: built, no data lost, also on the nights that compact."""
+    from typer.testing import CliRunner
+
+    from pipeline.cli.main import app
+
     wh = Warehouse(root / "wh")
     dumps, run_ids, alone = [], [], {}
     with compaction_at_test_sizes() if small_groups else nullcontext():
         for i in range(count):
             d = night(root / "dumps", i)
-            with wh.writer():
-                (o,) = run_roots(wh, [d])
-            assert o.status == "built", o.error
+            r = CliRunner().invoke(app, ["run", str(d), "-w", str(wh.path), "--json"])
+            assert r.exit_code == 0, r.output
+            (o,) = json.loads(r.stdout)
+            assert o["status"] == "built" and not o["data_lost"], o
             dumps.append(d)
-            run_ids.append(o.run_id)
-            if not is_group(wh.run_index().rows_by_run_id()[o.run_id]["raw_part"]):
-                alone[o.run_id] = run_rows(wh, o.run_id)
+            run_ids.append(o["run_id"])
+            if not is_group(wh.run_index().rows_by_run_id()[o["run_id"]]["raw_part"]):
+                alone[o["run_id"]] = run_rows(wh, o["run_id"])
+    groups = {r["raw_part"] for r in wh.run_index().rows_by_run_id().values() if is_group(r["raw_part"])}
+    assert small_groups or not groups, "nights at the default sizes were compacted: a test's sizes leaked in"
     return Nights(wh.path, dumps, run_ids, alone)
 
 

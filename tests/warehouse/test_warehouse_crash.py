@@ -15,6 +15,7 @@ import pytest
 from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.warehouse.faults import POINTS
 from pipeline.warehouse.store import Warehouse
+from tests.helpers.nights import files_of
 from tests.helpers.warehouse_checks import assert_consistent, counts, part_files, profetl
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
@@ -94,7 +95,9 @@ def two_runs_built(tmp_path_factory):
     assert done.returncode == 0, done.stderr
     runs = sorted(Warehouse(wh).run_index().run_ids())
     assert len(runs) == 2
-    return a, b, wh, runs
+    as_built = files_of(base)
+    yield a, b, wh, runs
+    assert files_of(base) == as_built, "the module's two runs changed: a test changed them, not its copy"
 
 
 @pytest.fixture
