@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from pipeline.analysis.advice import configured as advice_thresholds
 from pipeline.analysis.advice import set_thresholds
 from pipeline.errors import GrainViolated, TransformFailed, UsageError
-from pipeline.jobs.raw_reads import ALL_DEVICES, device_rows, raw_select
+from pipeline.jobs.raw_reads import ALL_DEVICES, create_raw_views, device_rows, raw_select
 from pipeline.jobs.transforms import TABLE_LAYERS, SqlFile, run_table_layers, sql_files, transform_failed
 from pipeline.limits import memory_limit as resolve_memory_limit
 from pipeline.limits import size_bytes
@@ -274,8 +274,7 @@ def build_marts(
     try:
         con = connect(workdir, memory_limit, threads)
         set_thresholds(con, thresholds)
-        for table in RAW_TABLES:
-            con.execute(f"create view {table} as {raw_select(wh, table, run, device)}")
+        create_raw_views(con, wh, run, device)
         result = BuildResult(run_id, "", folder=str(tmp), memory_limit=resolve_memory_limit(memory_limit))
         result.staging = staging_storage(con, run)
 

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 from pipeline import __version__
 from pipeline.errors import DamagedPart
 from pipeline.warehouse.compaction import damage_advice
-from pipeline.warehouse.contracts import contract
+from pipeline.warehouse.contracts import RAW_TABLES, contract
 from pipeline.warehouse.layout import SHARD_DEVICES, SHARD_THREADS, THREAD_TABLES, is_group, part_of
 from pipeline.warehouse.store import Warehouse
 from pipeline.warehouse.views import quote
@@ -46,6 +46,13 @@ def raw_select(wh: Warehouse, table: str, run: dict, device=ALL_DEVICES) -> str:
         f"select tid from ({_select(wh, t, run, reads)}) where {mine}" for t in THREAD_TABLES
     )
     return f"select * from ({sql}) where {mine} or tid in ({threads})"
+
+
+def create_raw_views(con, wh: Warehouse, run: dict, device=ALL_DEVICES) -> None:
+    """Each raw table of ``run`` (of ``device``, as ``raw_select``) as a view of its name on
+    the DuckDB connection ``con``: what the staging SQL reads, in a build and in the timeline."""
+    for table in RAW_TABLES:
+        con.execute(f"create view {table} as {raw_select(wh, table, run, device)}")
 
 
 def device_shards(wh: Warehouse, run: dict, device):

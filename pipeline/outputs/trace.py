@@ -71,11 +71,10 @@ from pipeline import __version__
 from pipeline.analysis.selection import run_row
 from pipeline.errors import UsageError
 from pipeline.jobs.build import connect, staging_storage, staging_table_kind
-from pipeline.jobs.raw_reads import raw_select
+from pipeline.jobs.raw_reads import create_raw_views
 from pipeline.jobs.transforms import run_table_layers
 from pipeline.outputs.export import WALL_CLOCK_NS
 from pipeline.outputs.formats import atomic_write
-from pipeline.warehouse.contracts import RAW_TABLES
 from pipeline.warehouse.store import Warehouse
 
 HOST_DEVICE = 64
@@ -293,8 +292,7 @@ def _connect_run(
     the trace needs, made as a build makes them, in a DuckDB that spills to ``workdir``
     beyond ``memory_limit`` (the build's by default)."""
     con = connect(workdir, memory_limit, threads)
-    for table in RAW_TABLES:
-        con.execute(f"create view {table} as {raw_select(wh, table, run)}")
+    create_raw_views(con, wh, run)
     # each task instance with its own launching call (for the arrows), not only its API name:
     # int_task_executions reads this variable
     con.execute("set variable task_calls = true")

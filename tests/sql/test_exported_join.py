@@ -184,9 +184,8 @@ def test_a_description_and_pmu_values_of_no_execution_are_one_row(tmp_path):
     timeline has no execution there: stg_export_ops keeps them as one row (its grain, without an
     execution's seq), not as two rows of one key, and build_issues counts each kind once."""
     from pipeline.jobs.build import connect
-    from pipeline.jobs.raw_reads import raw_select
+    from pipeline.jobs.raw_reads import create_raw_views
     from pipeline.jobs.transforms import run_table_layers
-    from pipeline.warehouse.contracts import RAW_TABLES
     from pipeline.warehouse.store import Warehouse
 
     rows = _run(tmp_path)
@@ -195,8 +194,7 @@ def test_a_description_and_pmu_values_of_no_execution_are_one_row(tmp_path):
     (tmp_path / "work").mkdir()
     con = connect(tmp_path / "work")
     try:
-        for table in RAW_TABLES:
-            con.execute(f"create view {table} as {raw_select(wh, table, run)}")
+        create_raw_views(con, wh, run)
         run_table_layers(con, only={"stg_export_ops"})
         got = con.execute(
             "select task_id, start_ns, has_run, has_op, has_metrics, op_type, total_cycles "

@@ -117,9 +117,8 @@ def test_staging_in_the_database_file_gives_the_same_marts(tmp_path, monkeypatch
 
 @pytest.mark.parametrize("storage, temporary", [("memory", True), ("file", False)])
 def test_stored_staging_tables_are_kept_where_chosen(tmp_path, storage, temporary):
-    from pipeline.jobs.raw_reads import raw_select
+    from pipeline.jobs.raw_reads import create_raw_views
     from pipeline.jobs.transforms import run_table_layers, sql_files
-    from pipeline.warehouse.contracts import RAW_TABLES
 
     generate(tmp_path / "d", HiprofConfig(inferences=2))
     run, _ = build_dump(tmp_path / "wh", tmp_path / "d")
@@ -127,8 +126,7 @@ def test_stored_staging_tables_are_kept_where_chosen(tmp_path, storage, temporar
     (tmp_path / "work").mkdir()
     con = build_module.connect(tmp_path / "work")
     try:
-        for table in RAW_TABLES:
-            con.execute(f"create view {table} as {raw_select(wh, table, run)}")
+        create_raw_views(con, wh, run)
         run_table_layers(con, stored_as=build_module.staging_table_kind(storage))
         kept = dict(con.execute("select table_name, temporary from duckdb_tables()").fetchall())
     finally:
