@@ -12,6 +12,7 @@ import gc
 import importlib
 import os
 import sys
+from contextlib import contextmanager
 from typing import Annotated
 
 import typer
@@ -62,6 +63,18 @@ class OneLineUsageError(_UsageError.__mro__[1]):  # (a ClickException, which Typ
         print(f"profetl: error: {self.message} (see `{self.command_path} --help`)", file=sys.stderr)
 
 
+@contextmanager
+def _one_line_usage_errors():
+    """Click's usage errors raised inside as ``OneLineUsageError`` (not the help a call without
+    arguments shows)."""
+    try:
+        yield
+    except _NoArgsIsHelp:
+        raise
+    except _UsageError as e:
+        raise OneLineUsageError(e) from None
+
+
 class LazyGroup(TyperGroup):
     """The root group: a command's module is imported when Click asks for that command (Click's
     documented way to load subcommands lazily: ``list_commands`` and ``get_command``; Typer's
@@ -70,20 +83,12 @@ class LazyGroup(TyperGroup):
     the help)."""
 
     def make_context(self, *args, **kwargs):
-        try:
+        with _one_line_usage_errors():
             return super().make_context(*args, **kwargs)
-        except _NoArgsIsHelp:
-            raise
-        except _UsageError as e:
-            raise OneLineUsageError(e) from None
 
     def invoke(self, ctx):
-        try:
+        with _one_line_usage_errors():
             return super().invoke(ctx)
-        except _NoArgsIsHelp:
-            raise
-        except _UsageError as e:
-            raise OneLineUsageError(e) from None
 
     def list_commands(self, ctx) -> list[str]:
         return list(COMMANDS)
