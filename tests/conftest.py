@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,21 +159,26 @@ def sample_nights(tmp_path_factory):
     nights (tests/helpers/nights.py), built once per test process for each pair of arguments and
     shared by every test file that asks for it. ``Nights.copy`` before changing the warehouse:
     at the end of the test run each shared warehouse and its dumps must be as they were built."""
-    from tests.helpers.nights import build_nights, files_of
+    from tests.helpers.nights import build_nights, kept_as_built
 
-    built, as_built = {}, {}
+    built = {}
+    with ExitStack() as checks:
 
-    def get(count: int, small_groups: bool = False):
-        key = (count, small_groups)
-        if key not in built:
-            root = tmp_path_factory.mktemp(f"nights-{count}{'-small-groups' if small_groups else ''}")
-            built[key] = build_nights(root, count, small_groups)
-            as_built[key] = files_of(root)
-        return built[key]
+        def get(count: int, small_groups: bool = False):
+            key = (count, small_groups)
+            if key not in built:
+                root = tmp_path_factory.mktemp(f"nights-{count}{'-small-groups' if small_groups else ''}")
+                built[key] = build_nights(root, count, small_groups)
+                checks.enter_context(kept_as_built(root, f"the shared sample_nights{key}"))
+            return built[key]
 
-    yield get
-    for key, files in as_built.items():
-        now = files_of(built[key].wh.parent)
-        assert now == files, (
-            f"the shared sample_nights{key} changed: {sorted(set(now.items()) ^ set(files.items()))[:5]}"
-        )
+        yield get
+
+
+@pytest.fixture
+def small_groups():
+    """Compaction at the sizes of a test (tests/helpers/nights.py) while the test runs."""
+    from tests.helpers.nights import compaction_at_test_sizes
+
+    with compaction_at_test_sizes():
+        yield

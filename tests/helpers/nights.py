@@ -100,3 +100,13 @@ def files_of(root: Path) -> dict[str, tuple[int, int]]:
         for f in root.rglob("*")
         if f.is_file()
     }
+
+
+@contextmanager
+def kept_as_built(root: Path, what: str):
+    """Around the tests that share what ``root`` holds: afterwards every file under it must be
+    as it was (a test that changed the shared files instead of its own copy fails)."""
+    as_built = files_of(root)
+    yield
+    changed = sorted(set(files_of(root).items()) ^ set(as_built.items()))
+    assert not changed, f"{what} changed (a test changed it, not its own copy): {changed[:5]}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.helpers.built import build_dump
-from tests.helpers.nights import files_of
+from tests.helpers.nights import kept_as_built
 from tests.real.job3 import JOB3
 
 
@@ -16,6 +16,5 @@ def job3(real_data, tmp_path_factory):
     test run the shared one must be as it was built)."""
     root = tmp_path_factory.mktemp("job3")
     built = build_dump(root / "wh", real_data / JOB3)
-    as_built = files_of(root)
-    yield built
-    assert files_of(root) == as_built, "the shared JOB3 warehouse changed"
+    with kept_as_built(root, "the shared JOB3 warehouse"):
+        yield built

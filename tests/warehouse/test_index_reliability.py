@@ -31,7 +31,6 @@ from tests.helpers.warehouse_checks import (
     profetl,
     recorded_files,
 )
-from tests.warehouse.test_warehouse_compaction import small_groups  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps, starts profetl processes
 
@@ -187,7 +186,7 @@ def test_every_committed_file_has_its_size_and_hash_in_the_index(two_runs):
     assert_recorded(Warehouse(wh.path))
 
 
-def test_sizes_and_hashes_of_group_files_after_compaction_replace_and_drop(tmp_path, small_groups):  # noqa: F811
+def test_sizes_and_hashes_of_group_files_after_compaction_replace_and_drop(tmp_path, small_groups):
     wh = Warehouse(tmp_path / "wh")
     dumps = []
     for i in range(5):

@@ -9,15 +9,8 @@ from pipeline.jobs.runner import run_roots
 from pipeline.outputs.export import export
 from pipeline.warehouse.layout import is_group, part_of, shard_count
 from pipeline.warehouse.store import Warehouse
-from tests.helpers.nights import compaction_at_test_sizes, night, run_rows
+from tests.helpers.nights import night, run_rows
 from tests.helpers.warehouse_checks import assert_consistent, drop_run, part_files
-
-
-@pytest.fixture
-def small_groups():
-    """Compaction at the sizes of a test (tests/helpers/nights.py) while the test runs."""
-    with compaction_at_test_sizes():
-        yield
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import pytest
 from pipeline.synth.hiprof import HiprofConfig, generate
 from pipeline.warehouse.faults import POINTS
 from pipeline.warehouse.store import Warehouse
-from tests.helpers.nights import files_of
+from tests.helpers.nights import kept_as_built
 from tests.helpers.warehouse_checks import assert_consistent, counts, part_files, profetl
 
 pytestmark = pytest.mark.slow  # ingests and builds whole dumps (docs/testing.md)
@@ -95,9 +95,8 @@ def two_runs_built(tmp_path_factory):
     assert done.returncode == 0, done.stderr
     runs = sorted(Warehouse(wh).run_index().run_ids())
     assert len(runs) == 2
-    as_built = files_of(base)
-    yield a, b, wh, runs
-    assert files_of(base) == as_built, "the module's two runs changed: a test changed them, not its copy"
+    with kept_as_built(base, "the module's two runs"):
+        yield a, b, wh, runs
 
 
 @pytest.fixture
